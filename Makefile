@@ -1,0 +1,30 @@
+# Convenience entry points; each installs what is missing first. See README.md.
+BUILD_DIR ?= build
+JOBS ?= 2
+PORT ?= 8787
+
+.PHONY: deps build run test npm-deps clean
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD_DIR)/CMakeCache.txt:
+	cmake --preset relwithdebinfo >/dev/null
+
+build: deps $(BUILD_DIR)/CMakeCache.txt
+	cmake --build $(BUILD_DIR) -j$(JOBS)
+
+# Starts the MCP server over Streamable HTTP on the built-in sample gateway
+# (or on AGENCY_GATEWAY_URL when set).
+run: build
+	$(BUILD_DIR)/agency-mcp serve --http --listen 127.0.0.1:$(PORT)
+
+npm-deps:
+	@scripts/npm-deps.sh
+
+# Every test: unit and integration (GoogleTest via ctest) and the real-client suites.
+test: build npm-deps
+	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,17 @@
+# Generates a C++ source holding every schemas/*.json file as a string, so the binary carries
+# its schemas and nothing is read from disk at run time. Run with -DOUT=... -DSCHEMA_DIR=...
+file(GLOB files ${SCHEMA_DIR}/*.json)
+list(SORT files)
+set(body "// Generated from schemas/*.json by cmake/embed_schemas.cmake. Do not edit.\n")
+string(APPEND body "#include \"tools/schemas.hpp\"\n\nnamespace agency::tools {\n\n")
+string(APPEND body "const std::vector<EmbeddedSchema>& embedded_schemas() {\n")
+string(APPEND body "    static const std::vector<EmbeddedSchema> all{\n")
+foreach(f ${files})
+  get_filename_component(name ${f} NAME)
+  string(REGEX REPLACE "\\.json$" "" name "${name}")
+  file(READ ${f} content)
+  string(APPEND body "        {\"${name}\", R\"__schema__(${content})__schema__\"},\n")
+endforeach()
+string(APPEND body "    };\n    return all;\n}\n\n}  // namespace agency::tools\n")
+file(WRITE ${OUT}.tmp "${body}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different ${OUT}.tmp ${OUT})

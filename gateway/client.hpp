@@ -1,0 +1,173 @@
+// Client for the agency gateway (../shared/spec/gateway-api.md): one endpoint, GET reads,
+// POST actions. Keeps connections alive, retries reads safely, and never re-sends an action
+// unless it is sure the first attempt created nothing. Safe to use from many threads.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace agency::gateway {
+
+// Machine-readable reason of a failure; the tool layer reports these names.
+enum class ErrorReason {
+    validation,       // 400: missing/invalid parameter (gateway text lists allowed values)
+    auth,             // 401: missing, invalid or expired key
+    scope,            // 403: key lacks scope, or client not linked to the agency
+    not_found,        // 404 or an unknown record
+    method,           // 405
+    rate_limited,     // 429 still limited after waiting
+    upstream,         // 5xx after retries, or an action answered HTTP 200 with status:"error"
+    unavailable,      // network error / timeout after retries; gateway unreachable
+    outcome_unknown,  // an action may or may not have run; it was not re-sent
+    cancelled,        // the caller's stop_token fired
+    config,           // bad configuration (malformed URL, missing key, ...)
+};
+std::string_view to_string(ErrorReason reason);
+
+class Error : public std::runtime_error {
+public:
+    Error(ErrorReason reason, std::string message, int http_status = 0,
+          std::string gateway_error = {}, std::optional<int> status_code = std::nullopt,
+          nlohmann::json data = nullptr)
+        : std::runtime_error(std::move(message)),
+          reason_(reason),
+          http_status_(http_status),
+          gateway_error_(std::move(gateway_error)),
+          status_code_(status_code),
+          data_(std::move(data)) {}
+
+    ErrorReason reason() const noexcept { return reason_; }
+    int http_status() const noexcept { return http_status_; }  // 0: no HTTP answer
+    // The gateway's `error` text, verbatim ("" if none).
+    const std::string& gateway_error() const noexcept { return gateway_error_; }
+    // For status:"error" action answers: the body's status_code.
+    std::optional<int> status_code() const noexcept { return status_code_; }
+    // For status:"error": the body's data; for outcome_unknown: what is known.
+    const nlohmann::json& data() const noexcept { return data_; }
+
+private:
+    ErrorReason reason_;
+    int http_status_;
+    std::string gateway_error_;
+    std::optional<int> status_code_;
+    nlohmann::json data_;
+};
+
+struct Config {
+    std::string base_url{};  // http(s)://host[:port][/path]
+    std::string api_key{};   // sent as Authorization: Bearer; "" for the API explorer
+    std::chrono::milliseconds read_timeout{10'000};
+    std::chrono::milliseconds action_timeout{30'000};
+    std::chrono::milliseconds connect_timeout{5'000};
+    int max_attempts = 6;                         // reads and retry-safe actions
+    std::chrono::milliseconds backoff_base{250};  // delay = base * 2^attempt, with jitter
+    std::chrono::milliseconds max_retry_after{60'000};  // cap on a 429's Retry-After wait
+    std::chrono::seconds clock_skew{5};           // tolerance when matching rows by time
+    std::chrono::seconds discovery_ttl{300};
+};
+
+struct ReadQuery {
+    // `{}` everywhere so designated initializers may omit fields under -Wextra -Werror.
+    std::string resource{};
+    std::string client_id{};  // "" for clients
+    std::optional<int> limit{};
+    std::optional<std::int64_t> offset{};
+    std::string order{};      // "" = gateway default
+    std::string direction{};  // "asc" | "desc" | ""
+    std::string filter_field{};
+    std::string filter_value{};
+};
+
+struct Pagination {
+    bool present = false;
+    std::int64_t total = 0;
+    std::int64_t limit = 0;
+    std::int64_t offset = 0;
+    bool has_more = false;
+};
+
+// A read's answer as the gateway sent it: the tool layer parses `body` itself (simdjson on the
+// hot path), so nothing is parsed twice.
+struct Page {
+    std::string body;
+    Pagination pagination;
+};
+
+struct ActionResult {
+    nlohmann::json response;  // the whole body: action, client_id, status, status_code, data
+    nlohmann::json data;      // response["data"]
+    int status_code = 200;
+    int attempts = 1;         // POSTs actually sent
+    bool recovered = false;   // the record was found by verification after an ambiguous failure
+};
+
+struct DiscoveredAction {
+    std::string action;
+    std::string description;
+    std::vector<std::string> required_fields;
+    bool operator==(const DiscoveredAction&) const = default;
+};
+
+struct Discovery {
+    std::vector<std::string> resources;
+    std::vector<DiscoveredAction> actions;
+    bool has_resource(std::string_view name) const;
+    const DiscoveredAction* find_action(std::string_view name) const;
+    bool operator==(const Discovery&) const = default;
+};
+
+class Client {
+public:
+    // Validates the configuration (throws Error{config} with one clear message for a
+    // malformed URL); does not touch the network.
+    explicit Client(Config config);
+    ~Client();
+    Client(const Client&) = delete;
+    Client& operator=(const Client&) = delete;
+
+    const Config& config() const;
+
+    // One GET. Retries 5xx, network errors and timeouts with backoff; honours 429 Retry-After;
+    // never retries another 4xx. Throws Error.
+    Page read(const ReadQuery& query, std::stop_token stop = {});
+
+    // Pages through the resource with limit 1000 (offset += limit) until has_more is false,
+    // handing each row's raw JSON text to on_row; on_row returns false to stop early.
+    // Memory stays bounded by one page. Returns the last page's pagination.
+    Pagination for_each_row(ReadQuery query,
+                            const std::function<bool(std::string_view row_json)>& on_row,
+                            std::stop_token stop = {});
+
+    // One POST action {action, client_id, ...fields}. Never blindly re-sent: see actions.hpp.
+    // HTTP 200 with status:"error" throws Error{upstream} carrying status_code and data.
+    ActionResult act(std::string_view action, std::string_view client_id,
+                     const nlohmann::json& fields, std::stop_token stop = {});
+
+    // The deployment's resources and actions: fetched on first use, cached for discovery_ttl.
+    std::shared_ptr<const Discovery> discovery(std::stop_token stop = {});
+    // Fetches discovery now; returns true when it differs from the cached one.
+    bool refresh_discovery(std::stop_token stop = {});
+    // Refreshes discovery every `period` on a background thread; calls on_change when it
+    // differs. Stopped by the destructor.
+    void start_discovery_refresh(std::chrono::milliseconds period, std::function<void()> on_change);
+
+    // Start-up check: fetches discovery and turns any failure into one clear Error{config or
+    // unavailable or auth} message naming the URL (never the key).
+    void check();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace agency::gateway

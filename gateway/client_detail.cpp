@@ -1,0 +1,282 @@
+#include "gateway/client_detail.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+
+#include "gateway/client.hpp"
+
+namespace agency::gateway::detail {
+
+namespace {
+
+constexpr std::string_view kUrlShape = "http(s)://host[:port][/path]";
+
+Error config_error(std::string message) {
+    return Error(ErrorReason::config, std::move(message));
+}
+
+std::string in_quotes(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+bool is_host_char(char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return std::isalnum(u) != 0 || c == '-' || c == '.' || c == '_';
+}
+
+bool is_ipv6_char(char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return std::isxdigit(u) != 0 || c == ':' || c == '.';
+}
+
+// Parses exactly `width` digits at text[pos].
+std::optional<int> digits(std::string_view text, std::size_t pos, std::size_t width) {
+    if (pos + width > text.size()) return std::nullopt;
+    int value = 0;
+    for (std::size_t i = pos; i < pos + width; ++i) {
+        const char c = text[i];
+        if (c < '0' || c > '9') return std::nullopt;
+        value = value * 10 + (c - '0');
+    }
+    return value;
+}
+
+}  // namespace
+
+BaseUrl parse_base_url(std::string_view url) {
+    if (url.empty()) {
+        throw config_error("the gateway URL is empty; expected " + std::string(kUrlShape));
+    }
+    const std::string shown(url);
+    if (std::any_of(url.begin(), url.end(), [](char c) {
+            return std::isspace(static_cast<unsigned char>(c)) != 0 ||
+                   std::iscntrl(static_cast<unsigned char>(c)) != 0;
+        })) {
+        throw config_error("the gateway URL " + in_quotes(shown) +
+                           " contains whitespace or control characters");
+    }
+    const auto scheme_end = url.find("://");
+    if (scheme_end == std::string_view::npos || scheme_end == 0) {
+        throw config_error("the gateway URL " + in_quotes(shown) + " has no scheme; expected " +
+                           std::string(kUrlShape));
+    }
+    std::string scheme(url.substr(0, scheme_end));
+    std::transform(scheme.begin(), scheme.end(), scheme.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    BaseUrl out;
+    if (scheme == "https") {
+#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
+        throw config_error("the gateway URL " + in_quotes(shown) +
+                           " needs TLS, which this build does not support");
+#endif
+        out.https = true;
+    } else if (scheme != "http") {
+        throw config_error("the gateway URL " + in_quotes(shown) + " uses the unsupported scheme " +
+                           in_quotes(scheme) + "; use http or https");
+    }
+
+    const auto rest = url.substr(scheme_end + 3);
+    const auto authority_end = rest.find_first_of("/?#");
+    const auto authority = rest.substr(0, authority_end);
+    const auto tail = authority_end == std::string_view::npos ? std::string_view{}
+                                                               : rest.substr(authority_end);
+    if (authority.find('@') != std::string_view::npos) {
+        // Not echoed: the part before '@' may be a password or a key.
+        throw config_error(
+            "the gateway URL must not carry credentials (user:password@host); "
+            "give the API key separately");
+    }
+    if (tail.find_first_of("?#") != std::string_view::npos) {
+        throw config_error("the gateway URL " + in_quotes(shown) +
+                           " must not contain a query or fragment; expected " +
+                           std::string(kUrlShape));
+    }
+
+    std::string_view host;
+    std::string_view port_text;
+    bool has_port = false;
+    if (!authority.empty() && authority.front() == '[') {
+        const auto close = authority.find(']');
+        if (close == std::string_view::npos) {
+            throw config_error("the gateway URL " + in_quotes(shown) +
+                               " has an unterminated IPv6 address");
+        }
+        host = authority.substr(1, close - 1);
+        if (host.empty() || !std::all_of(host.begin(), host.end(), is_ipv6_char)) {
+            throw config_error("the gateway URL " + in_quotes(shown) + " has an invalid host " +
+                               in_quotes(authority.substr(0, close + 1)));
+        }
+        const auto after = authority.substr(close + 1);
+        if (!after.empty()) {
+            if (after.front() != ':') {
+                throw config_error("the gateway URL " + in_quotes(shown) + " has an invalid host " +
+                                   in_quotes(authority));
+            }
+            has_port = true;
+            port_text = after.substr(1);
+        }
+    } else {
+        const auto colon = authority.find(':');
+        host = authority.substr(0, colon);
+        if (colon != std::string_view::npos) {
+            has_port = true;
+            port_text = authority.substr(colon + 1);
+        }
+        if (host.empty()) {
+            throw config_error("the gateway URL " + in_quotes(shown) + " has no host; expected " +
+                               std::string(kUrlShape));
+        }
+        if (!std::all_of(host.begin(), host.end(), is_host_char)) {
+            throw config_error("the gateway URL " + in_quotes(shown) + " has an invalid host " +
+                               in_quotes(host));
+        }
+    }
+
+    out.port = out.https ? 443 : 80;
+    if (has_port) {
+        int port = 0;
+        const auto* first = port_text.data();
+        const auto* last = port_text.data() + port_text.size();
+        const auto [ptr, ec] = std::from_chars(first, last, port);
+        if (port_text.empty() || ec != std::errc{} || ptr != last || port < 1 || port > 65535 ||
+            port_text.front() == '+' || port_text.front() == '-') {
+            throw config_error("the gateway URL " + in_quotes(shown) + " has an invalid port " +
+                               in_quotes(port_text) + "; expected a number from 1 to 65535");
+        }
+        out.port = port;
+    }
+    out.host = std::string(host);
+    out.path = tail.empty() ? "/" : std::string(tail);
+    out.display = shown;
+    return out;
+}
+
+void append_query_escaped(std::string& out, std::string_view value) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    for (const char c : value) {
+        const auto u = static_cast<unsigned char>(c);
+        if (std::isalnum(u) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
+            out.push_back(c);
+        } else {
+            out.push_back('%');
+            out.push_back(kHex[u >> 4]);
+            out.push_back(kHex[u & 0x0F]);
+        }
+    }
+}
+
+std::optional<std::chrono::sys_seconds> parse_utc_time(std::string_view text) {
+    using namespace std::chrono;
+    const auto year = digits(text, 0, 4);
+    const auto month = digits(text, 5, 2);
+    const auto day = digits(text, 8, 2);
+    if (!year || !month || !day || text[4] != '-' || text[7] != '-') return std::nullopt;
+    const year_month_day date{std::chrono::year{*year}, std::chrono::month{unsigned(*month)},
+                              std::chrono::day{unsigned(*day)}};
+    if (!date.ok()) return std::nullopt;
+    const sys_seconds midnight{sys_days{date}};
+    if (text.size() == 10) return midnight;
+    if (text[10] != 'T' && text[10] != 't' && text[10] != ' ') return std::nullopt;
+    const auto hh = digits(text, 11, 2);
+    const auto mm = digits(text, 14, 2);
+    const auto ss = digits(text, 17, 2);
+    if (!hh || !mm || !ss || text[13] != ':' || text[16] != ':' || *hh > 23 || *mm > 59 ||
+        *ss > 60) {
+        return std::nullopt;
+    }
+    auto zone = text.substr(19);
+    if (!zone.empty() && zone.front() == '.') {  // fractional seconds: truncated
+        std::size_t i = 1;
+        while (i < zone.size() && zone[i] >= '0' && zone[i] <= '9') ++i;
+        if (i == 1) return std::nullopt;
+        zone.remove_prefix(i);
+    }
+    if (!(zone.empty() || zone == "Z" || zone == "z" || zone == "+00:00" || zone == "-00:00" ||
+          zone == "+0000")) {
+        return std::nullopt;  // only UTC is expected from the gateway
+    }
+    return midnight + hours{*hh} + minutes{*mm} + seconds{*ss};
+}
+
+std::string format_utc_time(std::chrono::system_clock::time_point at) {
+    using namespace std::chrono;
+    const auto secs = floor<seconds>(at);
+    const auto day_start = floor<days>(secs);
+    const year_month_day date{day_start};
+    const hh_mm_ss<seconds> time{secs - day_start};
+    std::array<char, 32> buf{};
+    const int n = std::snprintf(buf.data(), buf.size(), "%04d-%02u-%02uT%02d:%02d:%02dZ",
+                                int(date.year()), unsigned(date.month()), unsigned(date.day()),
+                                int(time.hours().count()), int(time.minutes().count()),
+                                int(time.seconds().count()));
+    return std::string(buf.data(), n > 0 ? std::size_t(n) : 0);
+}
+
+std::optional<std::string> scalar_text(const nlohmann::json& value) {
+    if (value.is_string()) return value.get<std::string>();
+    if (value.is_number() || value.is_boolean()) return value.dump();
+    return std::nullopt;
+}
+
+bool can_verify(const ActionSpec& spec, const nlohmann::json& body) {
+    if (spec.policy != RetryPolicy::verify || spec.resource.empty() || spec.time_field.empty()) {
+        return false;
+    }
+    const auto has_scalar = [&](std::string_view field) {
+        const auto it = body.find(std::string(field));
+        return it != body.end() && scalar_text(*it).has_value();
+    };
+    if (!spec.filter_body_field.empty() && !has_scalar(spec.filter_body_field)) return false;
+    for (const auto& m : spec.match) {
+        if (m.row_field.empty() || m.body_field.empty()) continue;
+        if (!has_scalar(m.body_field)) return false;
+    }
+    return true;
+}
+
+bool row_matches(const ActionSpec& spec, const nlohmann::json& body, const nlohmann::json& row,
+                 std::chrono::sys_seconds not_before) {
+    if (!row.is_object()) return false;
+    const auto time_it = row.find(std::string(spec.time_field));
+    if (time_it == row.end() || !time_it->is_string()) return false;
+    const auto at = parse_utc_time(time_it->get_ref<const std::string&>());
+    if (!at || *at < not_before) return false;
+    for (const auto& m : spec.match) {
+        if (m.row_field.empty()) continue;
+        std::optional<std::string> expected;
+        if (m.body_field.empty()) {
+            expected = std::string(m.constant);
+        } else {
+            const auto it = body.find(std::string(m.body_field));
+            if (it == body.end()) return false;
+            expected = scalar_text(*it);
+        }
+        const auto row_it = row.find(std::string(m.row_field));
+        if (!expected || row_it == row.end()) return false;
+        const auto actual = scalar_text(*row_it);
+        if (!actual || *actual != *expected) return false;
+    }
+    if (!spec.filter_body_field.empty()) {
+        // The verification read filters by id already; checked again so a gateway that ignored
+        // the filter cannot make another record look like ours.
+        const auto want_it = body.find(std::string(spec.filter_body_field));
+        const auto id_it = row.find("id");
+        if (want_it == body.end() || id_it == row.end()) return false;
+        const auto want = scalar_text(*want_it);
+        if (!want || scalar_text(*id_it) != want) return false;
+    }
+    return true;
+}
+
+std::string redact(std::string text, std::string_view secret) {
+    if (secret.empty()) return text;
+    std::size_t pos = 0;
+    while ((pos = text.find(secret, pos)) != std::string::npos) {
+        text.replace(pos, secret.size(), "[redacted]");
+        pos += 10;
+    }
+    return text;
+}
+
+}  // namespace agency::gateway::detail

@@ -1,0 +1,573 @@
+// The 17 actions of the spec. Each writes its record into the resource actions.hpp names, with
+// the fields a client later matches on, so a read after an ambiguous failure can find it.
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+#include "gateway/sample/sample_internal.hpp"
+
+namespace agency::sample::detail {
+
+const std::vector<ActionInfo>& action_catalog() {
+    static const std::vector<ActionInfo> catalog{
+        {"seo_audit", "Runs a site audit", {"url"}},
+        {"optimize_page", "Generates on-page optimisations for a URL", {"url"}},
+        {"generate_keywords", "Generates keyword ideas with live metrics", {}},
+        {"generate_topical_map", "Builds a topical map", {"topic"}},
+        {"generate_blog", "Drafts a blog article", {"keyword"}},
+        {"generate_blog_image", "Generates a featured image", {"title"}},
+        {"generate_geo_article", "Drafts a geo-targeted article", {"keyword", "city", "state"}},
+        {"generate_press_release", "Drafts a press release", {"headline"}},
+        {"generate_gbp_post", "Drafts a business-profile post", {"topic"}},
+        {"deploy_blog", "Deploys the blog widget", {}},
+        {"index_url", "Submits a URL for indexing", {"url"}},
+        {"fetch_backlinks", "Refreshes the backlink profile", {}},
+        {"generate_outreach_email", "Drafts an outreach email", {"prospectUrl"}},
+        {"send_prospect_email", "Sends a prospect email", {"to", "subject", "html"}},
+        {"run_grid_search", "Runs a local grid search", {"keyword", "lat", "lng"}},
+        {"run_llm_visibility", "Runs an answer-engine visibility check", {"prompt", "brand_name"}},
+        {"score_call", "Scores a call transcript", {"transcript"}},
+    };
+    return catalog;
+}
+
+const ActionInfo* find_action(std::string_view name) {
+    for (const auto& action : action_catalog()) {
+        if (action.name == name) return &action;
+    }
+    return nullptr;
+}
+
+namespace {
+
+using json = nlohmann::json;
+
+// A body field as text: strings as-is, other scalars in JSON form, absent/null as `fallback`.
+std::string text_field(const json& body, const char* name, std::string fallback = {}) {
+    auto it = body.find(name);
+    if (it == body.end() || it->is_null()) return fallback;
+    if (it->is_string()) return it->get<std::string>();
+    return it->dump();
+}
+
+std::optional<double> number_field(const json& body, const char* name) {
+    auto it = body.find(name);
+    if (it == body.end() || it->is_null()) return std::nullopt;
+    if (it->is_number()) return it->get<double>();
+    if (it->is_string()) {
+        const std::string text = it->get<std::string>();
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (!text.empty() && end == text.c_str() + text.size()) return value;
+    }
+    return std::nullopt;
+}
+
+std::vector<std::string> list_field(const json& body, const char* name) {
+    std::vector<std::string> out;
+    auto it = body.find(name);
+    if (it == body.end() || it->is_null()) return out;
+    if (it->is_array()) {
+        for (const auto& item : *it)
+            out.push_back(item.is_string() ? item.get<std::string>() : item.dump());
+        return out;
+    }
+    // A comma-separated string is the other plausible form.
+    std::string text = it->is_string() ? it->get<std::string>() : it->dump();
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t comma = std::min(text.find(',', start), text.size());
+        std::string part = text.substr(start, comma - start);
+        part.erase(0, part.find_first_not_of(' '));
+        part.erase(part.find_last_not_of(' ') + 1);
+        if (!part.empty()) out.push_back(part);
+        start = comma + 1;
+    }
+    return out;
+}
+
+ActionOutcome fail(int status, std::string message) {
+    ActionOutcome out;
+    out.http_status = status;
+    out.error = std::move(message);
+    return out;
+}
+
+ActionOutcome ok(ojson data) {
+    ActionOutcome out;
+    out.data = std::move(data);
+    return out;
+}
+
+// Everything an action handler needs; one instance per call.
+struct Ctx {
+    Store& store;
+    const ClientProfile& client;
+    const json& body;
+    const std::string now = iso_time(now_seconds());
+    const std::string today = iso_date(std::chrono::floor<std::chrono::days>(now_seconds()));
+
+    Table& table(const std::string& resource) const { return store.table(resource, client.id); }
+    std::string add(const std::string& resource, const ojson& row) const {
+        return append_with_id(store, resource, client.id, store.next_id(resource, client.id), row);
+    }
+    // Outputs depend on the inputs only, so repeating an action reproduces its content.
+    Rng rng(std::string_view action) const {
+        return Rng(mix_seed(hash_text(body.dump()), client.id, action));
+    }
+    // Newest row (highest index) whose field equals `value`.
+    std::optional<std::size_t> find_by(const std::string& resource, const char* field,
+                                       const std::string& value) const {
+        const Table& t = table(resource);
+        for (std::size_t i = t.size(); i-- > 0;) {
+            const ojson row = t.parsed(i);
+            auto it = row.find(field);
+            if (it != row.end() && it->is_string() && it->get<std::string>() == value) return i;
+        }
+        return std::nullopt;
+    }
+    void update(const std::string& resource, std::size_t index, const ojson& row) const {
+        table(resource).replace(index, make_row(row));
+    }
+};
+
+ojson pick(const ojson& row, std::initializer_list<const char*> fields) {
+    ojson out = ojson::object();
+    for (const char* f : fields) {
+        if (auto it = row.find(f); it != row.end()) out[f] = *it;
+    }
+    return out;
+}
+
+ActionOutcome seo_audit(const Ctx& ctx) {
+    const std::string url = text_field(ctx.body, "url");
+    // A repeated audit of one URL refreshes its report instead of adding another (rule 2).
+    ojson row;
+    if (auto index = ctx.find_by("seo_reports", "url", url)) {
+        row = ctx.table("seo_reports").parsed(*index);
+        row["created_at"] = ctx.now;
+        row["updated_at"] = ctx.now;
+        ctx.update("seo_reports", *index, row);
+    } else {
+        Rng r(mix_seed(hash_text(url), ctx.client.id, "seo_audit"));
+        const std::string id = ctx.store.next_id("seo_reports", ctx.client.id);
+        row = audit_fields(ctx.client, url, r);
+        row["share_url"] = share_url("audits", id);
+        row["created_at"] = ctx.now;
+        row["updated_at"] = ctx.now;
+        append_with_id(ctx.store, "seo_reports", ctx.client.id, id, row);
+        row["id"] = id;
+    }
+    return ok(pick(row, {"id", "url", "score", "issues_found", "issue_counts", "pages_crawled",
+                         "share_url", "created_at"}));
+}
+
+ActionOutcome seo_task(const Ctx& ctx, const std::string& task_type) {
+    const std::string url = text_field(ctx.body, "url");
+    const std::string keyword = text_field(ctx.body, "keyword");
+    const std::string target = keyword.empty() ? "the main keyword" : "'" + keyword + "'";
+    ojson row{{"title", task_type == "index_url" ? "Submit " + url + " for indexing"
+                                                 : "Optimize " + url + " for " + target},
+              {"task_type", task_type},
+              {"url", url}};
+    row["keyword"] = keyword.empty() ? ojson(nullptr) : ojson(keyword);
+    ojson recommendations = ojson::array();
+    if (task_type == "optimize_page") {
+        row["status"] = "pending";
+        row["priority"] = "high";
+        row["category_id"] = "seo-cat-on-page";
+        recommendations =
+            ojson::array({"Use " + target + " in the title tag and the H1",
+                          "Write a 150-character meta description that mentions " + target,
+                          "Link to this page from three related blog posts",
+                          "Add FAQ structured data answering common questions about " + target});
+        row["recommendations"] = recommendations;
+    } else {
+        row["status"] = "submitted";
+        row["priority"] = "medium";
+        row["category_id"] = "seo-cat-technical";
+        row["submitted_at"] = ctx.now;
+    }
+    row["due_date"] = ctx.today;
+    row["created_at"] = ctx.now;
+    row["updated_at"] = ctx.now;
+    row["completed_at"] = nullptr;
+    row["id"] = ctx.add("seo_tasks", row);
+    return ok(pick(row, {"id", "url", "keyword", "task_type", "status", "recommendations",
+                         "submitted_at", "created_at"}));
+}
+
+ActionOutcome generate_keywords(const Ctx& ctx) {
+    const std::string seed = lower(text_field(ctx.body, "seed", ctx.client.services[0]));
+    const std::string location = lower(text_field(ctx.body, "location", ctx.client.city));
+    const std::array<std::string, 8> ideas{seed + " " + location,
+                                           seed + " near me",
+                                           "best " + seed + " " + location,
+                                           seed + " cost",
+                                           "affordable " + seed,
+                                           seed + " reviews",
+                                           "24 hour " + seed,
+                                           seed + " services " + location};
+    ojson list = ojson::array();
+    for (const auto& keyword : ideas) {
+        // Metrics are a function of the keyword, as a live metrics lookup would be.
+        Rng r(mix_seed(hash_text(keyword), "generate_keywords", ""));
+        const int volume = search_volume(r);
+        const int difficulty = r.between(8, 78);
+        const ojson row{{"keyword", keyword},
+                        {"position", 0},  // not ranking yet
+                        {"url", ctx.client.website() + "/"},
+                        {"search_volume", volume},
+                        {"difficulty", difficulty},
+                        {"created_at", ctx.today},
+                        {"tracked_at", ctx.today},
+                        {"status", "suggested"}};
+        const std::string id = ctx.add("keywords", row);
+        list.push_back({{"id", id},
+                        {"keyword", keyword},
+                        {"search_volume", volume},
+                        {"difficulty", difficulty}});
+    }
+    char digits[32];
+    std::snprintf(digits, sizeof digits, "%06zu", ctx.table("keywords").size());
+    return ok({{"id", "kwgen-" + ctx.client.short_name + "-" + digits},
+               {"seed", seed},
+               {"location", location},
+               {"count", list.size()},
+               {"keywords", list}});
+}
+
+ActionOutcome generate_topical_map(const Ctx& ctx) {
+    int depth = 2;
+    if (auto d = number_field(ctx.body, "depth")) depth = std::clamp(static_cast<int>(*d), 1, 5);
+    auto r = ctx.rng("generate_topical_map");
+    ojson row = topical_map_fields(text_field(ctx.body, "topic"), depth, r);
+    row["created_at"] = ctx.now;
+    row["updated_at"] = ctx.now;
+    row["id"] = ctx.add("topical_maps", row);
+    return ok(pick(row, {"id", "topic", "depth", "pillar_count", "cluster_count", "pillars",
+                         "status", "created_at"}));
+}
+
+// Publishes an article row in place (auto-deploy, deploy_blog).
+void publish(ojson& row, const ClientProfile& client, const std::string& now,
+             const std::string& path) {
+    row["status"] = "published";
+    if (row.contains("published")) row["published"] = true;
+    if (row["url"].is_null()) row["url"] = client.website() + path;
+    row["deployed_at"] = now;
+    row["updated_at"] = now;
+}
+
+ActionOutcome generate_blog(const Ctx& ctx) {
+    const std::string keyword = text_field(ctx.body, "keyword");
+    auto r = ctx.rng("generate_blog");
+    const std::string title = blog_title(keyword, r);
+    const std::string slug = slugify(title);
+    int words = 1200;
+    if (auto w = number_field(ctx.body, "word_count"))
+        words = std::clamp(static_cast<int>(*w), 300, 5000);
+    const Table& categories = ctx.table("blog_categories");
+    const Table& authors = ctx.table("blog_authors");
+    const std::string category = text_field(
+        ctx.body, "category_id", categories.size() ? categories.rows().front().id() : "");
+    ojson row{{"post_title", title},
+              {"slug", slug},
+              {"keyword", keyword},
+              {"status", "draft"},
+              {"published", false},
+              {"category_id", category.empty() ? ojson(nullptr) : ojson(category)},
+              {"author_id", authors.size() ? ojson(authors.rows().front().id()) : ojson(nullptr)},
+              {"word_count", words},
+              {"tone", text_field(ctx.body, "tone", "professional")},
+              {"deployment_target", ctx.client.deployment_target},
+              {"url", nullptr},
+              {"image_url", nullptr},
+              {"created_at", ctx.now},
+              {"updated_at", ctx.now},
+              {"deployed_at", nullptr}};
+    if (ctx.client.auto_deploy) publish(row, ctx.client, ctx.now, "/blog/" + slug);
+    row["id"] = ctx.add("blogs", row);
+    return ok(pick(row, {"id", "post_title", "keyword", "word_count", "status", "published", "url",
+                         "deployed_at", "created_at"}));
+}
+
+ActionOutcome generate_blog_image(const Ctx& ctx) {
+    const std::string title = text_field(ctx.body, "title");
+    const std::string style = text_field(ctx.body, "style", "photo");
+    char digits[32];
+    std::snprintf(digits, sizeof digits, "%06zu", ++ctx.store.counters["img-" + ctx.client.id]);
+    const std::string id = "img-" + ctx.client.short_name + "-" + digits;
+    const std::string image_url =
+        "https://cdn.sample-gateway.example/images/" + id + "-" + slugify(title) + ".png";
+    ojson data{{"id", id},
+               {"image_url", image_url},
+               {"title", title},
+               {"style", style},
+               {"post_id", nullptr}};
+    // The image becomes the featured image of the article with that title, if there is one.
+    if (auto index = ctx.find_by("blogs", "post_title", title)) {
+        ojson row = ctx.table("blogs").parsed(*index);
+        row["image_url"] = image_url;
+        row["updated_at"] = ctx.now;
+        ctx.update("blogs", *index, row);
+        data["post_id"] = row["id"];
+    }
+    data["created_at"] = ctx.now;
+    return ok(data);
+}
+
+ActionOutcome generate_geo_article(const Ctx& ctx) {
+    const std::string keyword = text_field(ctx.body, "keyword");
+    const std::string city = text_field(ctx.body, "city");
+    const std::string state = text_field(ctx.body, "state");
+    const std::string title =
+        title_case(keyword) + " in " + city + ", " + state + ": A Local Guide";
+    const std::string slug = slugify(keyword + " " + city);
+    const Table& categories = ctx.table("blog_categories");
+    const std::string category = text_field(
+        ctx.body, "category_id", categories.size() ? categories.rows().front().id() : "");
+    ojson row{{"title", title},
+              {"keyword", keyword},
+              {"city", city},
+              {"state", state},
+              {"category_id", category.empty() ? ojson(nullptr) : ojson(category)},
+              {"status", "draft"},
+              {"word_count", 1100},
+              {"deployment_target", ctx.client.deployment_target},
+              {"url", nullptr},
+              {"created_at", ctx.now},
+              {"updated_at", ctx.now},
+              {"deployed_at", nullptr}};
+    if (ctx.client.auto_deploy) publish(row, ctx.client, ctx.now, "/areas/" + slug);
+    row["id"] = ctx.add("geo_articles", row);
+    return ok(pick(row, {"id", "title", "keyword", "city", "state", "status", "word_count", "url",
+                         "created_at"}));
+}
+
+ActionOutcome generate_press_release(const Ctx& ctx) {
+    const std::string headline = text_field(ctx.body, "headline");
+    const auto points = list_field(ctx.body, "body_points");
+    std::string summary = headline + ". " + ctx.client.name + " (" + ctx.client.city + ", " +
+                          ctx.client.state + ") announced the news today.";
+    for (const auto& point : points) summary += " " + point + ".";
+    ojson row{{"headline", headline},   {"summary", summary},    {"body_points", points},
+              {"status", "draft"},      {"created_at", ctx.now}, {"updated_at", ctx.now},
+              {"published_at", nullptr}};
+    row["id"] = ctx.add("press_releases", row);
+    return ok(pick(row, {"id", "headline", "summary", "status", "created_at"}));
+}
+
+ActionOutcome generate_gbp_post(const Ctx& ctx) {
+    const std::string topic = text_field(ctx.body, "topic");
+    auto r = ctx.rng("generate_gbp_post");
+    const ojson post = gbp_post_fields(ctx.client, topic, text_field(ctx.body, "cta"), r);
+    ojson row{{"topic", topic},        {"summary", post["summary"]},
+              {"cta", post["cta"]},    {"post_type", post["post_type"]},
+              {"status", "draft"},     {"published_at", nullptr},
+              {"created_at", ctx.now}, {"updated_at", ctx.now}};
+    row["id"] = ctx.add("gbp_posts", row);
+    return ok(pick(row, {"id", "topic", "summary", "cta", "post_type", "status", "created_at"}));
+}
+
+ActionOutcome deploy_blog(const Ctx& ctx) {
+    const std::string post_id = text_field(ctx.body, "post_id");
+    if (post_id.empty()) {
+        // The bare deploy installs the blog widget on the client's site.
+        auto& clients = ctx.store.client_rows;
+        const auto index = clients.find(ctx.client.id);
+        ojson row = clients.parsed(*index);
+        row["widget_deployed_at"] = ctx.now;
+        row["updated_at"] = ctx.now;
+        clients.replace(*index, make_row(row));
+        return ok({{"id", "widget-" + ctx.client.short_name},
+                   {"widget", "deployed"},
+                   {"deployment_target", ctx.client.deployment_target},
+                   {"deployed_at", ctx.now}});
+    }
+    const auto index = ctx.table("blogs").find(post_id);
+    if (!index) {
+        return fail(404, "unknown post_id '" + post_id + "' for client_id " + ctx.client.id +
+                             "; read resource=blogs for the ids of this client's posts");
+    }
+    ojson row = ctx.table("blogs").parsed(*index);
+    publish(row, ctx.client, ctx.now, "/blog/" + row.value("slug", post_id));
+    ctx.update("blogs", *index, row);
+    return ok(pick(row, {"id", "post_title", "status", "published", "url", "deployed_at"}));
+}
+
+ActionOutcome fetch_backlinks(const Ctx& ctx) {
+    // A refresh re-reads the same links: only the fetch times move, nothing is added (rule 2).
+    std::set<std::string> domains;
+    for (const char* resource : {"backlinks", "top_linked_pages"}) {
+        Table& t = ctx.table(resource);
+        for (std::size_t i = 0; i < t.size(); ++i) {
+            ojson row = t.parsed(i);
+            row["fetched_at"] = ctx.now;
+            if (row.contains("source_domain"))
+                domains.insert(row["source_domain"].get<std::string>());
+            t.replace(i, make_row(row));
+        }
+    }
+    return ok({{"id", "blprofile-" + ctx.client.short_name},
+               {"backlinks", ctx.table("backlinks").size()},
+               {"linking_domains", domains.size()},
+               {"fetched_at", ctx.now}});
+}
+
+ActionOutcome generate_outreach_email(const Ctx& ctx) {
+    const std::string prospect = text_field(ctx.body, "prospectUrl");
+    const std::string host = url_host(prospect);
+    if (host.find('.') == std::string::npos) {
+        return fail(400, "prospectUrl must be a URL such as https://example.com/resources (got '" +
+                             prospect + "')");
+    }
+    const std::string tone = text_field(ctx.body, "tone", "professional");
+    auto r = ctx.rng("generate_outreach_email");
+    const ojson email = outreach_fields(ctx.client, prospect, tone, r);
+    ojson row{
+        {"prospect_url", prospect},    {"prospect_domain", host}, {"email_to", "editor@" + host},
+        {"subject", email["subject"]}, {"html", email["html"]},   {"tone", tone},
+        {"status", "draft"},           {"sent_at", nullptr},      {"created_at", ctx.now},
+        {"updated_at", ctx.now}};
+    row["id"] = ctx.add("backlink_outreach", row);
+    return ok(
+        pick(row, {"id", "prospect_url", "email_to", "subject", "html", "status", "created_at"}));
+}
+
+ActionOutcome send_prospect_email(const Ctx& ctx) {
+    const std::string to = text_field(ctx.body, "to");
+    const auto at = to.find('@');
+    if (at == std::string::npos || at == 0 || at + 1 == to.size()) {
+        return fail(400,
+                    "to must be an e-mail address such as editor@example.com (got '" + to + "')");
+    }
+    const std::string email_id = text_field(ctx.body, "email_id");
+    std::optional<std::size_t> index;
+    if (!email_id.empty()) {
+        index = ctx.table("backlink_outreach").find(email_id);
+        if (!index) {
+            return fail(404, "unknown email_id '" + email_id + "' for client_id " + ctx.client.id +
+                                 "; read resource=backlink_outreach for drafted e-mails");
+        }
+    } else {
+        // Sending to an address with a draft sends that draft.
+        const Table& t = ctx.table("backlink_outreach");
+        for (std::size_t i = t.size(); i-- > 0 && !index;) {
+            const ojson row = t.parsed(i);
+            if (row.value("email_to", "") == to && row.value("status", "") == "draft") index = i;
+        }
+    }
+    ojson row;
+    if (index)
+        row = ctx.table("backlink_outreach").parsed(*index);
+    else {
+        const std::string domain = to.substr(at + 1);
+        row = ojson{{"prospect_url", "https://" + domain},
+                    {"prospect_domain", domain},
+                    {"tone", nullptr},
+                    {"created_at", ctx.now}};
+    }
+    row["email_to"] = to;
+    row["subject"] = text_field(ctx.body, "subject");
+    row["html"] = text_field(ctx.body, "html");
+    row["status"] = "sent";
+    row["sent_at"] = ctx.now;
+    row["updated_at"] = ctx.now;
+    if (index)
+        ctx.update("backlink_outreach", *index, row);
+    else
+        row["id"] = ctx.add("backlink_outreach", row);
+    return ok(pick(row, {"id", "email_to", "subject", "status", "sent_at"}));
+}
+
+ActionOutcome run_grid_search(const Ctx& ctx) {
+    const auto lat = number_field(ctx.body, "lat");
+    const auto lng = number_field(ctx.body, "lng");
+    if (!lat || *lat < -90 || *lat > 90) {
+        return fail(400,
+                    "lat must be a number from -90 to 90 (got " + ctx.body["lat"].dump() + ")");
+    }
+    if (!lng || *lng < -180 || *lng > 180) {
+        return fail(400,
+                    "lng must be a number from -180 to 180 (got " + ctx.body["lng"].dump() + ")");
+    }
+    double radius = 5;
+    if (ctx.body.contains("radius") && !ctx.body["radius"].is_null()) {
+        const auto r = number_field(ctx.body, "radius");
+        if (!r || *r <= 0 || *r > 50) {
+            return fail(400, "radius must be a number of miles above 0 and at most 50 (got " +
+                                 ctx.body["radius"].dump() + ")");
+        }
+        radius = *r;
+    }
+    auto r = ctx.rng("run_grid_search");
+    ojson row = grid_fields(text_field(ctx.body, "keyword"), *lat, *lng, radius, r);
+    row["tracked_at"] = ctx.now;
+    row["created_at"] = ctx.now;
+    row["id"] = ctx.add("grid_searches", row);
+    return ok(pick(row, {"id", "keyword", "average_rank", "found_count", "top3_count", "grid_size",
+                         "radius", "tracked_at"}));
+}
+
+ActionOutcome run_llm_visibility(const Ctx& ctx) {
+    auto r = ctx.rng("run_llm_visibility");
+    ojson row = llm_fields(text_field(ctx.body, "brand_name"), text_field(ctx.body, "prompt"),
+                           list_field(ctx.body, "competitors"), r);
+    const std::string id = ctx.store.next_id("llm_reports", ctx.client.id);
+    row["share_url"] = share_url("llm-reports", id);
+    row["scored_at"] = ctx.now;
+    row["created_at"] = ctx.now;
+    append_with_id(ctx.store, "llm_reports", ctx.client.id, id, row);
+    row["id"] = id;
+    return ok(pick(row, {"id", "brand_name", "prompt", "visibility_score", "mentioned", "engines",
+                         "share_url", "scored_at"}));
+}
+
+ActionOutcome score_call(const Ctx& ctx) {
+    const int score = transcript_score(text_field(ctx.body, "transcript"));
+    const std::string grade = lead_grade(score);
+    const std::string call_id = text_field(ctx.body, "call_id");
+    static const std::map<std::string, std::string> kSummaries{
+        {"A", "Ready to buy: the caller asked to book."},
+        {"B", "Interested: the caller asked about price or timing."},
+        {"C", "Early stage: general questions only."},
+        {"D", "Not a sales opportunity."}};
+    ojson row{{"call_id", call_id.empty() ? ojson(nullptr) : ojson(call_id)},
+              {"lead_grade", grade},
+              {"score", score},
+              {"qualified", score >= 60},
+              {"summary", kSummaries.at(grade)},
+              {"created_at", ctx.now}};
+    row["id"] = ctx.add("call_scores", row);
+    return ok(
+        pick(row, {"id", "call_id", "lead_grade", "score", "qualified", "summary", "created_at"}));
+}
+
+}  // namespace
+
+ActionOutcome run_action(Store& store, const ActionInfo& action, const ClientProfile& client,
+                         const nlohmann::json& body) {
+    const Ctx ctx{store, client, body};
+    const std::string_view name = action.name;
+    if (name == "seo_audit") return seo_audit(ctx);
+    if (name == "optimize_page") return seo_task(ctx, "optimize_page");
+    if (name == "index_url") return seo_task(ctx, "index_url");
+    if (name == "generate_keywords") return generate_keywords(ctx);
+    if (name == "generate_topical_map") return generate_topical_map(ctx);
+    if (name == "generate_blog") return generate_blog(ctx);
+    if (name == "generate_blog_image") return generate_blog_image(ctx);
+    if (name == "generate_geo_article") return generate_geo_article(ctx);
+    if (name == "generate_press_release") return generate_press_release(ctx);
+    if (name == "generate_gbp_post") return generate_gbp_post(ctx);
+    if (name == "deploy_blog") return deploy_blog(ctx);
+    if (name == "fetch_backlinks") return fetch_backlinks(ctx);
+    if (name == "generate_outreach_email") return generate_outreach_email(ctx);
+    if (name == "send_prospect_email") return send_prospect_email(ctx);
+    if (name == "run_grid_search") return run_grid_search(ctx);
+    if (name == "run_llm_visibility") return run_llm_visibility(ctx);
+    if (name == "score_call") return score_call(ctx);
+    return fail(400, "action " + std::string(name) + " is not implemented");
+}
+
+}  // namespace agency::sample::detail

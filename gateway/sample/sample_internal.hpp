@@ -1,0 +1,245 @@
+// Internals of the sample gateway shared by its .cpp files: the row store with its lazy sort
+// indexes, the sample-data generator, the action handlers, and small time/random helpers.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gateway/sample/sample_gateway.hpp"
+
+namespace agency::sample::detail {
+
+// Ordered so rows read in a natural field order (id first) rather than alphabetically.
+using ojson = nlohmann::ordered_json;
+
+// The read whitelists of the spec (Read, rules 1 and 4).
+inline constexpr std::array<std::string_view, 9> kOrderFields{
+    "created_at",     "updated_at",      "id",          "fetched_at", "tracked_at",
+    "external_pages", "linking_domains", "appearances", "scored_at"};
+inline constexpr std::array<std::string_view, 9> kFilterFields{
+    "id",        "status",     "source_type",   "source_id", "category_id",
+    "published", "lead_grade", "quality_grade", "sentiment"};
+
+// Every field a read can order or filter by; rows keep these values pre-extracted so a read
+// never parses stored JSON. "id" is index 0 and every row has it.
+inline constexpr std::array<std::string_view, 17> kKeyFields{
+    "id",          "created_at",     "updated_at",      "fetched_at",
+    "tracked_at",  "external_pages", "linking_domains", "appearances",
+    "scored_at",   "status",         "source_type",     "source_id",
+    "category_id", "published",      "lead_grade",      "quality_grade",
+    "sentiment"};
+std::optional<std::uint8_t> key_field_index(std::string_view name);
+
+enum class KeyKind : std::uint8_t { null_value, boolean, number, string };
+
+struct KeyValue {
+    std::uint8_t field = 0;
+    KeyKind kind = KeyKind::null_value;
+    double number = 0;  // numbers and booleans (0/1)
+    std::string text;   // the JSON scalar as a filter compares it: "true", "12", "active"
+};
+
+// One stored row: its serialized JSON (what reads send) and its indexed field values.
+struct Row {
+    std::string json;
+    std::vector<KeyValue> keys;  // ascending by field; keys[0] is the id
+    const KeyValue* key(std::uint8_t field) const;
+    const std::string& id() const { return keys.front().text; }
+};
+
+// Serializes a row object; it must carry a string "id".
+Row make_row(const ojson& object);
+
+struct ReadParams {
+    int limit = 100;
+    std::int64_t offset = 0;
+    std::optional<std::uint8_t> order;  // none: insertion order (oldest first when ascending)
+    bool descending = true;
+    std::optional<std::uint8_t> filter_field;
+    std::string filter_value;
+};
+
+// The rows of one resource for one client, in insertion order. Not locked itself: the
+// gateway's shared_mutex guards rows; the index cache has its own mutex for concurrent reads.
+class Table {
+public:
+    const std::vector<Row>& rows() const { return rows_; }
+    std::size_t size() const { return rows_.size(); }
+    void append(Row row);
+    void replace(std::size_t index, Row row);
+    std::optional<std::size_t> find(std::string_view id) const;
+    ojson parsed(std::size_t index) const { return ojson::parse(rows_[index].json); }
+
+    // Appends `"data":[...],"pagination":{...}` for one page. `visible`, when given, hides
+    // rows (keyed mode's clients list) before counting.
+    void write_page(std::string& out, const ReadParams& params,
+                    const std::vector<std::string>* visible_ids) const;
+
+private:
+    using Index = std::vector<std::uint32_t>;
+    std::shared_ptr<const Index> sorted(std::uint8_t field, bool descending) const;
+
+    std::vector<Row> rows_;
+    mutable std::mutex index_mutex_;
+    mutable std::map<int, std::shared_ptr<const Index>> indexes_;  // key: field * 2 + desc
+};
+
+// ---- time ----
+
+using Seconds = std::chrono::sys_seconds;
+using Days = std::chrono::sys_days;
+
+// Sample data ends here (fixed, so data is identical on every run); action rows use the real
+// clock and therefore always sort after it.
+inline constexpr Days kDataEnd{std::chrono::year{2026} / 11 / 14};
+
+std::string iso_time(Seconds t);  // 2026-11-20T14:03:00Z
+std::string iso_date(Days d);     // 2026-11-20
+Seconds now_seconds();
+
+// ---- randomness ----
+
+// std::mt19937_64's sequence is fixed by the standard; values are derived with plain
+// arithmetic (the std distributions differ between standard libraries).
+class Rng {
+public:
+    explicit Rng(std::uint64_t seed) : engine_(seed) {}
+    std::uint64_t next() { return engine_(); }
+    int between(int lo, int hi) {
+        return lo + static_cast<int>(next() % static_cast<std::uint64_t>(hi - lo + 1));
+    }
+    double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+    bool chance(double p) { return unit() < p; }
+    template <class C>
+    const auto& pick(const C& items) {
+        return items[static_cast<std::size_t>(next() % items.size())];
+    }
+
+private:
+    std::mt19937_64 engine_;
+};
+
+// Rounds to `places` decimals; dividing by an exact power of ten keeps the printed form short
+// (4.1, not 4.1000000000000005).
+inline double round_places(double value, int places) {
+    double scale = 1;
+    for (int i = 0; i < places; ++i) scale *= 10;
+    return std::round(value * scale) / scale;
+}
+
+std::uint64_t hash_text(std::string_view text);  // FNV-1a, stable across platforms
+std::uint64_t mix_seed(std::uint64_t seed, std::string_view a, std::string_view b);
+
+// ---- clients and the store ----
+
+struct ClientProfile {
+    std::string id;
+    std::string short_name;  // id part of row ids: "plumbing"
+    std::string name;
+    std::string industry;
+    std::string host;  // website host
+    std::string city;
+    std::string state;
+    std::string zip;
+    double lat = 0;
+    double lng = 0;
+    std::string phone;
+    std::string deployment_target;
+    std::string gbp_category;
+    std::string area_code;
+    int location_count = 1;
+    std::vector<std::string> services;
+    std::vector<std::string> competitor_nouns;
+    std::vector<std::string> nearby_cities;
+    bool auto_deploy = false;
+    std::string website() const { return "https://" + host; }
+};
+
+struct Store {
+    std::string vendor_resource;  // "<vendor>_calls"
+    std::vector<std::string> resources;
+    std::map<std::string, ClientProfile> clients;  // by id
+    Table client_rows;                             // the `clients` resource
+    std::unordered_map<std::string, std::unique_ptr<Table>> tables;
+    std::map<std::string, std::size_t> counters;  // ids of things without a table (images)
+
+    Table& table(const std::string& resource, const std::string& client_id);
+    const Table* find_table(const std::string& resource, const std::string& client_id) const;
+    bool has_resource(std::string_view resource) const;
+    // Row id for a new row: "<prefix>-<client short name>-<6-digit sequence>".
+    std::string next_id(const std::string& resource, const std::string& client_id);
+};
+
+// Resource names in spec order, with `<vendor>_calls` made concrete.
+std::vector<std::string> resource_names(const std::string& call_vendor);
+std::string id_prefix(const std::string& resource, const Store& store);
+
+// Fills `store` with deterministic sample data for every client and resource.
+void generate_sample_data(Store& store, const Options& options);
+
+// Appends `row` (without id) to a client's table under `id`, id first; returns the id.
+std::string append_with_id(Store& store, const std::string& resource, const std::string& client_id,
+                           const std::string& id, const ojson& row);
+
+// ---- content builders shared by the sample data and the actions ----
+
+std::string slugify(std::string_view text);
+std::string title_case(std::string_view text);
+std::string lower(std::string_view text);
+std::string url_host(std::string_view url);  // "https://www.x.com/a" -> "x.com"
+std::string share_url(std::string_view kind, std::string_view id);
+int search_volume(Rng& rng);
+std::string blog_title(const std::string& keyword, Rng& rng);
+// url, score, issues_found, issue_counts, pages_crawled, status,
+// issues[{severity,page,recommendation}]
+ojson audit_fields(const ClientProfile& client, const std::string& url, Rng& rng);
+ojson topical_map_fields(const std::string& topic, int depth, Rng& rng);
+ojson grid_fields(const std::string& keyword, double lat, double lng, double radius, Rng& rng);
+ojson llm_fields(const std::string& brand, const std::string& prompt,
+                 const std::vector<std::string>& competitors, Rng& rng);
+ojson outreach_fields(const ClientProfile& client, const std::string& prospect_url,
+                      const std::string& tone, Rng& rng);  // subject, html
+ojson gbp_post_fields(const ClientProfile& client, const std::string& topic, const std::string& cta,
+                      Rng& rng);                    // summary, cta, post_type
+int transcript_score(std::string_view transcript);  // 0..100 lead score
+std::string lead_grade(int score);                  // "A".."D"
+
+// ---- actions ----
+
+struct ActionInfo {
+    std::string_view name;
+    std::string_view description;
+    std::vector<std::string_view> required;
+};
+const std::vector<ActionInfo>& action_catalog();
+const ActionInfo* find_action(std::string_view name);
+
+// An action's outcome before faults: HTTP status and either the response `data` (status 200)
+// or the error text.
+struct ActionOutcome {
+    int http_status = 200;
+    ojson data;
+    std::string error;
+};
+
+// Runs a validated action (required fields present, client known) under the write lock.
+ActionOutcome run_action(Store& store, const ActionInfo& action, const ClientProfile& client,
+                         const nlohmann::json& body);
+
+// Quotes and escapes a string as JSON.
+std::string json_quote(std::string_view text);
+
+}  // namespace agency::sample::detail

@@ -1,0 +1,528 @@
+#include "server/http_transport.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <condition_variable>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include "server/crypto.hpp"
+
+namespace agency::mcp {
+
+namespace {
+
+std::string lower(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+}
+
+// "host:port" or "[v6]:port" -> host (lowercase, brackets kept for v6).
+std::string host_part(const std::string& authority) {
+    if (!authority.empty() && authority.front() == '[') {
+        auto end = authority.find(']');
+        return lower(authority.substr(0, end == std::string::npos ? authority.size() : end + 1));
+    }
+    auto colon = authority.rfind(':');
+    return lower(colon == std::string::npos ? authority : authority.substr(0, colon));
+}
+
+std::string trim(const std::string& s) {
+    auto begin = s.find_first_not_of(" \t");
+    if (begin == std::string::npos) return {};
+    auto end = s.find_last_not_of(" \t");
+    return s.substr(begin, end - begin + 1);
+}
+
+std::int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// Decodes the "=?base64?...?=" form that clients use for non-ASCII header values; a value
+// without both markers is literal. nullopt: the marked value is not valid (padded) base64.
+std::optional<std::string> decode_header_value(const std::string& value) {
+    if (value.size() < 11 || value.rfind("=?base64?", 0) != 0 ||
+        value.compare(value.size() - 2, 2, "?=") != 0)
+        return value;
+    std::string b64 = value.substr(9, value.size() - 11);
+    if (b64.size() % 4 != 0) return std::nullopt;
+    auto pad = b64.find('=');
+    if (pad != std::string::npos &&
+        (b64.size() - pad > 2 || b64.find_first_not_of('=', pad) != std::string::npos))
+        return std::nullopt;
+    std::string body = b64.substr(0, pad == std::string::npos ? b64.size() : pad);
+    for (char& c : body) {
+        if (c == '+') c = '-';
+        else if (c == '/') c = '_';
+        else if (!std::isalnum(static_cast<unsigned char>(c))) return std::nullopt;
+    }
+    return crypto::base64url_decode(body);
+}
+
+// The text form an argument takes in an Mcp-Param-* header.
+std::optional<std::string> header_form(const json& value) {
+    if (value.is_string()) return value.get<std::string>();
+    if (value.is_boolean() || value.is_number_integer()) return value.dump();
+    return std::nullopt;
+}
+
+void send_json_error(httplib::Response& res, int status, const json& id, int code,
+                     const std::string& message, const json& data = nullptr) {
+    res.status = status;
+    res.set_content(make_error_text(id, code, message, data), "application/json");
+}
+
+// Modern-era JSON-RPC errors travel with a matching HTTP status.
+int http_status_for_modern_error(const std::string& reply) {
+    if (reply.rfind(R"({"error":{"code":)", 0) != 0) return 200;
+    json parsed = json::parse(reply, nullptr, false);
+    int code = parsed.is_discarded() ? 0 : parsed["error"].value("code", 0);
+    switch (code) {
+        case error_code::method_not_found: return 404;
+        case error_code::internal_error: return 500;
+        case 0: return 200;
+        default: return 400;
+    }
+}
+
+std::string sse_event(const std::string& message) {
+    std::string out;
+    out.reserve(message.size() + 24);
+    out += "event: message\ndata: ";
+    out += message;
+    out += "\n\n";
+    return out;
+}
+
+// Collects notifications sent while a request is answered inline.
+class BufferChannel : public Channel {
+public:
+    void send(const std::string& message) override {
+        std::lock_guard lock(mutex_);
+        messages_.push_back(message);
+    }
+    bool can_send_requests() const override { return false; }
+    std::vector<std::string> take() {
+        std::lock_guard lock(mutex_);
+        return std::move(messages_);
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<std::string> messages_;
+};
+
+// Writes each message as an SSE event on the POST's response stream. A failed write means the
+// client closed the stream: that cancels the request.
+class SseChannel : public Channel {
+public:
+    SseChannel(httplib::DataSink& sink, bool legacy, std::stop_source& closed)
+        : sink_(sink), legacy_(legacy), closed_(closed) {}
+    void send(const std::string& message) override {
+        std::lock_guard lock(mutex_);
+        if (closed_.stop_requested()) return;
+        std::string event = sse_event(message);
+        if (!sink_.write(event.data(), event.size())) closed_.request_stop();
+    }
+    bool can_send_requests() const override { return legacy_; }
+
+private:
+    httplib::DataSink& sink_;
+    bool legacy_;
+    std::stop_source& closed_;
+    std::mutex mutex_;
+};
+
+}  // namespace
+
+bool is_loopback_host(const std::string& host) {
+    std::string h = lower(host);
+    return h == "127.0.0.1" || h == "localhost" || h == "::1" || h == "[::1]" ||
+           h.rfind("127.", 0) == 0;
+}
+
+struct HttpTransport::Impl {
+    Server& server;
+    HttpOptions options;
+    httplib::Server http;
+    std::thread thread;
+    int port = 0;
+    std::atomic<std::int64_t> last_sweep{0};
+    std::vector<std::string> allowed_hosts;
+
+    Impl(Server& s, HttpOptions o) : server(s), options(std::move(o)) {}
+
+    bool host_allowed(const std::string& host) const {
+        return std::find(allowed_hosts.begin(), allowed_hosts.end(), host) != allowed_hosts.end();
+    }
+
+    bool origin_allowed(const std::string& origin) const {
+        if (std::find(options.allowed_origins.begin(), options.allowed_origins.end(), origin) !=
+            options.allowed_origins.end())
+            return true;
+        auto scheme_end = origin.find("://");
+        if (scheme_end == std::string::npos) return false;
+        std::string scheme = lower(origin.substr(0, scheme_end));
+        if (scheme != "http" && scheme != "https") return false;
+        std::string authority = origin.substr(scheme_end + 3);
+        if (auto slash = authority.find('/'); slash != std::string::npos)
+            authority.resize(slash);
+        return host_allowed(host_part(authority));
+    }
+
+    // Returns the caller, or nullopt after writing a 401.
+    std::optional<Principal> authenticate(const httplib::Request& req, httplib::Response& res) {
+        if (!options.keys || options.keys->empty()) return options.anonymous;
+        std::string key = req.get_header_value("X-API-Key");
+        std::string auth = req.get_header_value("Authorization");
+        if (key.empty() && auth.size() > 7 && lower(auth.substr(0, 7)) == "bearer ")
+            key = auth.substr(7);
+        if (auto principal = options.keys->authenticate(key)) return principal;
+        res.set_header("WWW-Authenticate",
+                       key.empty() ? R"(Bearer realm="agency-mcp")"
+                                   : R"(Bearer realm="agency-mcp", error="invalid_token")");
+        send_json_error(res, 401, nullptr, error_code::invalid_request,
+                        key.empty() ? "authentication required: send your agency-mcp key as "
+                                      "X-API-Key or Authorization: Bearer"
+                                    : "unknown API key");
+        return std::nullopt;
+    }
+
+    void sweep_sessions() {
+        std::int64_t now = now_ms();
+        std::int64_t last = last_sweep.load();
+        if (now - last < 60'000 || !last_sweep.compare_exchange_strong(last, now)) return;
+        if (auto n = server.expire_sessions(options.session_idle))
+            spdlog::info("expired {} idle session(s)", n);
+    }
+
+    void handle_post(const httplib::Request& req, httplib::Response& res);
+    void handle_delete(const httplib::Request& req, httplib::Response& res);
+};
+
+void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Response& res) {
+    auto principal = authenticate(req, res);
+    if (!principal) return;
+    std::string content_type = lower(req.get_header_value("Content-Type"));
+    if (content_type.find("application/json") == std::string::npos) {
+        send_json_error(res, 415, nullptr, error_code::invalid_request,
+                        "Content-Type must be application/json");
+        return;
+    }
+    json message = json::parse(req.body, nullptr, false);
+    if (message.is_discarded()) {
+        send_json_error(res, 400, nullptr, error_code::parse_error,
+                        "parse error: the body is not valid JSON");
+        return;
+    }
+    if (message.is_array()) {
+        send_json_error(res, 400, nullptr, error_code::invalid_request,
+                        "batch requests are not supported: send one message per POST");
+        return;
+    }
+    MessageKind kind = classify(message);
+    json id = message.is_object() ? message.value("id", json()) : json();
+    if (kind == MessageKind::invalid) {
+        send_json_error(res, 400, id, error_code::invalid_request,
+                        "invalid request: expected a JSON-RPC 2.0 request, notification or "
+                        "response");
+        return;
+    }
+    const std::string method = message.value("method", "");
+    const std::string session_id = req.get_header_value("Mcp-Session-Id");
+    const std::string version_header = req.get_header_value("MCP-Protocol-Version");
+    const json no_params = json::object();
+    const json& params = message.contains("params") && message["params"].is_object()
+                             ? message["params"]
+                             : no_params;
+    const bool has_meta = params.contains("_meta") && params["_meta"].is_object();
+
+    // Era routing: a session id, or a legacy version header without _meta, is legacy;
+    // otherwise a version header or _meta is modern. Plain initialize is legacy.
+    const bool modern = session_id.empty() && (!version_header.empty() || has_meta) &&
+                        !(!has_meta && is_legacy_version(version_header));
+    std::shared_ptr<Session> session;
+    const bool is_init = !modern && kind == MessageKind::request && method == "initialize";
+    if (is_init) {
+        sweep_sessions();
+        session = server.create_session(crypto::random_hex(16));
+    } else if (!modern) {
+        if (session_id.empty()) {
+            send_json_error(res, 400, id, error_code::invalid_request,
+                            "missing Mcp-Session-Id header: call initialize first (or, for "
+                            "protocol 2026-07-28, send MCP-Protocol-Version and params._meta)");
+            return;
+        }
+        // Any supported version is accepted on a live session (some clients send an older one).
+        if (!version_header.empty() && !is_supported_version(version_header)) {
+            send_json_error(res, 400, id, error_code::invalid_request,
+                            "unsupported MCP-Protocol-Version: " + version_header);
+            return;
+        }
+        session = server.find_session(session_id);
+        if (!session || session->principal.name != principal->name) {
+            send_json_error(res, 404, id, error_code::invalid_request,
+                            "unknown or expired session: initialize a new one");
+            return;
+        }
+    } else if (kind == MessageKind::request || kind == MessageKind::notification) {
+        // Modern: the routing headers must agree with the body. Missing _meta fields are the
+        // core's -32602, checked before any header comparison.
+        auto mismatch = [&](const std::string& what) {
+            send_json_error(res, 400, id, error_code::header_mismatch, "header mismatch: " + what);
+        };
+        if (version_header.empty())
+            return mismatch("the MCP-Protocol-Version header is required");
+        const json meta = has_meta ? params["_meta"] : json::object();
+        auto meta_version = meta.find("io.modelcontextprotocol/protocolVersion");
+        bool meta_complete = meta_version != meta.end() &&
+                             meta.contains("io.modelcontextprotocol/clientCapabilities");
+        if (meta_complete) {
+            if (!meta_version->is_string() || *meta_version != version_header)
+                return mismatch("MCP-Protocol-Version is " + version_header +
+                                " but params._meta says " + meta_version->dump());
+            if (!req.has_header("Mcp-Method"))
+                return mismatch("the Mcp-Method header is required");
+            std::string method_header = trim(req.get_header_value("Mcp-Method"));
+            if (method_header != method)
+                return mismatch("Mcp-Method is " + method_header + " but the body's method is " +
+                                method);
+            const char* name_field = method == "resources/read" ? "uri"
+                                     : (method == "tools/call" || method == "prompts/get")
+                                         ? "name"
+                                         : nullptr;
+            if (name_field) {
+                if (!req.has_header("Mcp-Name"))
+                    return mismatch(std::string("the Mcp-Name header is required for ") + method);
+                std::string name_header =
+                    decode_header_value(trim(req.get_header_value("Mcp-Name"))).value_or("");
+                std::string body_name =
+                    params.contains(name_field) && params[name_field].is_string()
+                        ? params[name_field].get<std::string>()
+                        : std::string();
+                if (name_header != body_name)
+                    return mismatch("Mcp-Name is " + name_header + " but the body's " +
+                                    name_field + " is " + body_name);
+            }
+            if (method == "tools/call") {
+                const json& args = params.contains("arguments") && params["arguments"].is_object()
+                                       ? params["arguments"]
+                                       : no_params;
+                for (const auto& [arg, header] : server.header_params(params.value("name", ""))) {
+                    std::string header_name = "Mcp-Param-" + header;
+                    auto it = args.find(arg);
+                    std::optional<std::string> expected =
+                        it == args.end() ? std::nullopt : header_form(*it);
+                    if (!req.has_header(header_name)) {
+                        if (expected) return mismatch("the " + header_name + " header is required");
+                        continue;
+                    }
+                    auto got = decode_header_value(trim(req.get_header_value(header_name)));
+                    if (!got) return mismatch(header_name + " is not valid base64");
+                    if (!expected || *got != *expected)
+                        return mismatch(header_name + " does not match the argument " + arg);
+                }
+            }
+        }
+    }
+    const bool legacy = !modern;
+
+    if (kind != MessageKind::request) {
+        Inbound in;
+        in.era = legacy ? Era::legacy : Era::modern;
+        in.session = session;
+        in.principal = *principal;
+        in.http = true;
+        server.handle_message(message, in);
+        res.status = 202;
+        return;
+    }
+
+    const std::string accept = lower(req.get_header_value("Accept"));
+    const bool accepts_sse = accept.find("text/event-stream") != std::string::npos;
+    if (accepts_sse && server.may_stream(message, session.get())) {
+        res.set_header("Cache-Control", "no-cache");
+        res.set_header("X-Accel-Buffering", "no");
+        struct Call {
+            json message;
+            std::shared_ptr<Session> session;
+            Principal principal;
+        };
+        auto call = std::make_shared<Call>(Call{std::move(message), session, *principal});
+        res.set_chunked_content_provider(
+            "text/event-stream", [this, call, legacy](std::size_t, httplib::DataSink& sink) {
+                std::stop_source closed;
+                SseChannel channel(sink, legacy, closed);
+                Inbound in;
+                in.era = legacy ? Era::legacy : Era::modern;
+                in.session = call->session;
+                in.principal = call->principal;
+                in.channel = &channel;
+                in.stop = closed.get_token();
+                in.http = true;
+                if (auto reply = server.handle_message(call->message, in)) channel.send(*reply);
+                sink.done();
+                return true;
+            });
+        return;
+    }
+
+    BufferChannel buffer;
+    Inbound in;
+    in.era = legacy ? Era::legacy : Era::modern;
+    in.session = session;
+    in.principal = *principal;
+    in.channel = &buffer;
+    in.http = true;
+    auto reply = server.handle_message(message, in);
+    if (!reply) {
+        res.status = 202;
+        return;
+    }
+    if (is_init && reply->find(R"("result":)") != std::string::npos) {
+        server.register_session(session);
+        res.set_header("Mcp-Session-Id", session->id);
+    }
+    if (!legacy) res.status = http_status_for_modern_error(*reply);
+    auto notes = buffer.take();
+    if (!notes.empty() && accepts_sse) {
+        std::string body;
+        for (const auto& n : notes) body += sse_event(n);
+        body += sse_event(*reply);
+        res.set_header("Cache-Control", "no-cache");
+        res.set_content(std::move(body), "text/event-stream");
+        return;
+    }
+    res.set_content(std::move(*reply), "application/json");
+}
+
+void HttpTransport::Impl::handle_delete(const httplib::Request& req, httplib::Response& res) {
+    auto principal = authenticate(req, res);
+    if (!principal) return;
+    std::string session_id = req.get_header_value("Mcp-Session-Id");
+    if (session_id.empty()) {
+        res.set_header("Allow", "POST");
+        send_json_error(res, 405, nullptr, error_code::invalid_request,
+                        "DELETE ends a legacy session and needs Mcp-Session-Id");
+        return;
+    }
+    auto session = server.find_session(session_id);
+    if (!session || session->principal.name != principal->name) {
+        send_json_error(res, 404, nullptr, error_code::invalid_request, "unknown session");
+        return;
+    }
+    server.forget_session(session_id);
+    res.status = 200;
+}
+
+HttpTransport::HttpTransport(Server& server, HttpOptions options)
+    : impl_(std::make_unique<Impl>(server, std::move(options))) {}
+
+HttpTransport::~HttpTransport() { stop(); }
+
+int HttpTransport::start() {
+    auto& o = impl_->options;
+    bool authenticated = o.keys && !o.keys->empty();
+    if (!is_loopback_host(o.host) && !authenticated)
+        throw std::runtime_error("refusing to listen on " + o.host +
+                                 " without authentication: create a key with 'agency-mcp keys "
+                                 "add' (or listen on 127.0.0.1)");
+    impl_->allowed_hosts = {"localhost", "127.0.0.1", "[::1]"};
+    if (!is_loopback_host(o.host) && o.host != "0.0.0.0" && o.host != "::")
+        impl_->allowed_hosts.push_back(lower(o.host));
+    for (const auto& h : o.allowed_hosts) impl_->allowed_hosts.push_back(lower(h));
+
+    auto& http = impl_->http;
+    std::size_t threads = o.threads;
+    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    http.set_payload_max_length(o.max_body_bytes);
+    http.set_keep_alive_max_count(100000);
+    http.set_keep_alive_timeout(30);
+    http.set_tcp_nodelay(true);
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+        // DNS rebinding: only our own names may reach us, from our own origins.
+        std::string host = req.get_header_value("Host");
+        if (!host.empty() && !impl_->host_allowed(host_part(host))) {
+            send_json_error(res, 403, nullptr, error_code::invalid_request,
+                            "forbidden Host header: " + host);
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        std::string origin = req.get_header_value("Origin");
+        if (!origin.empty() && !impl_->origin_allowed(origin)) {
+            send_json_error(res, 403, nullptr, error_code::invalid_request,
+                            "forbidden Origin: " + origin);
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+    });
+    http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+        if (!res.body.empty()) return;
+        if (res.status == 413)
+            res.set_content(make_error_text(nullptr, error_code::invalid_request,
+                                            "request body too large"),
+                            "application/json");
+        else if (res.status == 404)
+            res.set_content(R"({"error":"not found: the MCP endpoint is /mcp"})",
+                            "application/json");
+    });
+    http.set_exception_handler(
+        [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+            try {
+                if (ep) std::rethrow_exception(ep);
+            } catch (const std::exception& e) {
+                spdlog::error("HTTP handler failed: {}", e.what());
+            }
+            send_json_error(res, 500, nullptr, error_code::internal_error, "internal error");
+        });
+    http.Post(o.path, [this](const httplib::Request& req, httplib::Response& res) {
+        impl_->handle_post(req, res);
+    });
+    http.Delete(o.path, [this](const httplib::Request& req, httplib::Response& res) {
+        impl_->handle_delete(req, res);
+    });
+    http.Get(o.path, [](const httplib::Request&, httplib::Response& res) {
+        res.set_header("Allow", "POST, DELETE");
+        send_json_error(res, 405, nullptr, error_code::invalid_request,
+                        "this server offers no GET stream: POST JSON-RPC messages to this URL");
+    });
+
+    if (o.port == 0) {
+        impl_->port = http.bind_to_any_port(o.host);
+        if (impl_->port <= 0) throw std::runtime_error("cannot listen on " + o.host);
+    } else {
+        if (!http.bind_to_port(o.host, o.port))
+            throw std::runtime_error("cannot listen on " + o.host + ":" + std::to_string(o.port) +
+                                     " (address in use or not available)");
+        impl_->port = o.port;
+    }
+    impl_->thread = std::thread([this] { impl_->http.listen_after_bind(); });
+    while (!impl_->http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return impl_->port;
+}
+
+void HttpTransport::stop() {
+    if (impl_->thread.joinable()) {
+        impl_->http.stop();
+        impl_->thread.join();
+    }
+}
+
+void HttpTransport::wait() {
+    if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+std::string HttpTransport::url() const {
+    std::string host = impl_->options.host;
+    if (host.find(':') != std::string::npos) host = "[" + host + "]";
+    return "http://" + host + ":" + std::to_string(impl_->port) + impl_->options.path;
+}
+
+}  // namespace agency::mcp

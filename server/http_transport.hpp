@@ -1,0 +1,50 @@
+// MCP over Streamable HTTP at /mcp: both protocol eras on one endpoint.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/keys.hpp"
+#include "server/mcp_server.hpp"
+
+namespace agency::mcp {
+
+struct HttpOptions {
+    std::string host = "127.0.0.1";
+    int port = 8787;  // 0: an ephemeral port
+    std::string path = "/mcp";
+    std::size_t max_body_bytes = 4 * 1024 * 1024;
+    std::vector<std::string> allowed_hosts;    // Host names accepted besides loopback names
+    std::vector<std::string> allowed_origins;  // full origins, e.g. "https://app.example.com"
+    std::shared_ptr<const KeyStore> keys;      // null or empty: no authentication
+    Principal anonymous;                       // the caller's scopes when there is no auth
+    std::chrono::milliseconds session_idle{30 * 60 * 1000};
+    std::size_t threads = 64;
+};
+
+class HttpTransport {
+public:
+    HttpTransport(Server& server, HttpOptions options);
+    ~HttpTransport();
+    HttpTransport(const HttpTransport&) = delete;
+    HttpTransport& operator=(const HttpTransport&) = delete;
+
+    // Binds and serves on a background thread; returns the bound port. Throws
+    // std::runtime_error when it cannot bind, or when asked to listen on a non-loopback
+    // address without authentication.
+    int start();
+    void stop();
+    // Blocks until stop() (from another thread or a signal handler's helper).
+    void wait();
+    std::string url() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+bool is_loopback_host(const std::string& host);
+
+}  // namespace agency::mcp

@@ -1,0 +1,55 @@
+// JSON-RPC 2.0 pieces shared by the MCP core and the transports. Failures are thrown as
+// RpcError anywhere; exactly one place (Server::handle) turns them into error objects.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace agency::mcp {
+
+using json = nlohmann::json;
+
+namespace error_code {
+inline constexpr int parse_error = -32700;
+inline constexpr int invalid_request = -32600;
+inline constexpr int method_not_found = -32601;
+inline constexpr int invalid_params = -32602;
+inline constexpr int internal_error = -32603;
+// 2026-07-28
+inline constexpr int header_mismatch = -32020;
+inline constexpr int missing_client_capability = -32021;
+inline constexpr int unsupported_protocol_version = -32022;
+// legacy (2025-11-25 and earlier)
+inline constexpr int resource_not_found_legacy = -32002;
+}  // namespace error_code
+
+class RpcError : public std::runtime_error {
+public:
+    RpcError(int code, std::string message, json data = nullptr)
+        : std::runtime_error(std::move(message)), code_(code), data_(std::move(data)) {}
+    int code() const noexcept { return code_; }
+    const json& data() const noexcept { return data_; }
+
+private:
+    int code_;
+    json data_;
+};
+
+enum class MessageKind { request, notification, response, invalid };
+
+// Classifies a parsed message. `invalid` covers wrong jsonrpc version, bad id type, a method
+// that is not a string, params that are neither object nor array, and arrays (batches).
+MessageKind classify(const json& message);
+
+json make_error(const json& id, int code, std::string_view message, const json& data = nullptr);
+std::string make_error_text(const json& id, int code, std::string_view message,
+                            const json& data = nullptr);
+
+// Appends `text` as a JSON string literal (with quotes) to `out`: the hot path builds tool
+// answers by splicing raw JSON rather than through a DOM.
+void append_json_string(std::string& out, std::string_view text);
+
+}  // namespace agency::mcp

@@ -1,0 +1,255 @@
+// agency-mcp: an MCP tool server over an SEO agency's gateway.
+//   agency-mcp serve                       MCP over stdio
+//   agency-mcp serve --http --listen ADDR  MCP over Streamable HTTP at /mcp
+//   agency-mcp sample-gateway --listen ADDR   the built-in sample gateway, standalone
+//   agency-mcp keys add --name N --scopes read,write
+//   agency-mcp tools-doc                   the tool reference (docs/tools.md) on stdout
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "gateway/client.hpp"
+#include "gateway/sample/sample_gateway.hpp"
+#include "server/http_transport.hpp"
+#include "server/keys.hpp"
+#include "server/mcp_server.hpp"
+#include "server/stdio_transport.hpp"
+#include "tools/registry.hpp"
+#include "tools/tool_docs.hpp"
+
+namespace {
+
+std::string env_or(const char* name, std::string fallback = {}) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::string(v) : fallback;
+}
+
+// "HOST:PORT", "[V6]:PORT" or ":PORT"
+std::pair<std::string, int> parse_listen(const std::string& listen) {
+    auto colon = listen.rfind(':');
+    if (colon == std::string::npos) throw CLI::ValidationError("--listen", "expected HOST:PORT");
+    std::string host = listen.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+        host = host.substr(1, host.size() - 2);
+    if (host.empty()) host = "127.0.0.1";
+    int port = 0;
+    try {
+        port = std::stoi(listen.substr(colon + 1));
+    } catch (const std::exception&) {
+        throw CLI::ValidationError("--listen", "the port is not a number: " + listen);
+    }
+    if (port < 0 || port > 65535) throw CLI::ValidationError("--listen", "port out of range");
+    return {host, port};
+}
+
+void setup_logging(const std::string& level) {
+    // stderr only: in stdio mode stdout carries protocol messages.
+    auto logger = spdlog::stderr_color_mt("agency-mcp");
+    spdlog::set_default_logger(logger);
+    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    spdlog::set_level(spdlog::level::from_str(level));
+}
+
+std::string read_secret_file(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot read " + path);
+    std::string value;
+    std::getline(in, value);
+    while (!value.empty() && (value.back() == '\r' || value.back() == ' ')) value.pop_back();
+    return value;
+}
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_signal(int) { g_stop = true; }
+
+void wait_for_signal() {
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
+// The MCP server with every tool registered over the gateway at `gateway_url`; when that is
+// empty, over the built-in sample gateway, started into `sample` (which must outlive it).
+std::unique_ptr<agency::mcp::Server> make_tool_server(
+    std::string gateway_url, const std::string& api_key,
+    std::unique_ptr<agency::sample::Server>& sample) {
+    if (gateway_url.empty()) {
+        sample = std::make_unique<agency::sample::Server>(
+            std::make_shared<agency::sample::Gateway>());
+        sample->start("127.0.0.1", 0);
+        gateway_url = sample->base_url();
+    }
+    agency::gateway::Config gateway_config;
+    gateway_config.base_url = gateway_url;
+    gateway_config.api_key = api_key;
+    auto gateway = std::make_shared<agency::gateway::Client>(gateway_config);
+
+    agency::mcp::ServerOptions server_options;
+    server_options.state_secret = env_or("AGENCY_SERVER_SECRET");
+    server_options.info.instructions =
+        "Tools over an SEO agency's platform: read a client's rankings, audits, backlinks, "
+        "citations, articles, calls and reports; run audits and generate content. Start with "
+        "list_clients to find a client_id.";
+    auto server = std::make_unique<agency::mcp::Server>(server_options);
+    agency::tools::Settings tool_settings;
+    tool_settings.secret = server_options.state_secret;
+    auto toolbox = std::make_shared<agency::tools::Toolbox>(gateway, tool_settings);
+    agency::tools::register_all(*server, toolbox);
+    return server;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"agency-mcp: MCP tools over the agency gateway (rankings, audits, content...)"};
+    app.require_subcommand(1);
+    std::string log_level = env_or("AGENCY_LOG_LEVEL", "info");
+    app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off (stderr)")
+        ->envname("AGENCY_LOG_LEVEL")
+        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+
+    // serve
+    auto* serve = app.add_subcommand("serve", "Run the MCP server (stdio by default)");
+    bool http = false;
+    bool read_only = false;
+    std::string listen = "127.0.0.1:8787";
+    std::string gateway_url;
+    std::string api_key_file;
+    std::string keys_file;
+    std::size_t max_body = 4 * 1024 * 1024;
+    std::vector<std::string> allowed_hosts;
+    std::vector<std::string> allowed_origins;
+    serve->add_flag("--http", http, "Serve Streamable HTTP at /mcp instead of stdio");
+    serve->add_option("--listen", listen, "HOST:PORT for --http (default 127.0.0.1:8787)");
+    serve->add_flag("--read-only", read_only, "Hide and refuse every action tool");
+    serve->add_option("--gateway-url", gateway_url,
+                      "Gateway base URL (default: $AGENCY_GATEWAY_URL; none: the built-in "
+                      "sample gateway)");
+    serve->add_option("--api-key-file", api_key_file,
+                      "File holding the gateway API key (default: $AGENCY_API_KEY)");
+    serve->add_option("--keys-file", keys_file,
+                      "HTTP callers' keys file (agency-mcp keys add); with keys, every HTTP "
+                      "request needs one")
+        ->envname("AGENCY_KEYS_FILE");
+    serve->add_option("--max-body-bytes", max_body, "Largest accepted HTTP body or stdio line");
+    serve->add_option("--allowed-host", allowed_hosts,
+                      "Extra Host header names accepted over HTTP (DNS-rebinding protection)");
+    serve->add_option("--allowed-origin", allowed_origins, "Extra Origins accepted over HTTP");
+
+    // sample-gateway
+    auto* sample_cmd =
+        app.add_subcommand("sample-gateway", "Serve the built-in sample gateway (API explorer)");
+    std::string sample_listen = "127.0.0.1:8788";
+    std::size_t bulk_rows = 0;
+    sample_cmd->add_option("--listen", sample_listen, "HOST:PORT (default 127.0.0.1:8788)");
+    sample_cmd->add_option("--bulk-keyword-rows", bulk_rows,
+                           "Add client demo-bulk with this many keyword rows (benchmarks)");
+
+    // keys
+    auto* keys_cmd = app.add_subcommand("keys", "Manage API keys for HTTP callers");
+    keys_cmd->require_subcommand(1);
+    auto* keys_add = keys_cmd->add_subcommand("add", "Create a key and print it once");
+    std::string key_name;
+    std::vector<std::string> key_scopes{"read"};
+    keys_add->add_option("--name", key_name, "Who the key is for")->required();
+    keys_add->add_option("--scopes", key_scopes, "read and/or write")->delimiter(',');
+    keys_add->add_option("--keys-file", keys_file, "Keys file")->envname("AGENCY_KEYS_FILE");
+
+    // tools-doc
+    auto* tools_doc_cmd = app.add_subcommand(
+        "tools-doc",
+        "Print the Markdown tool reference generated from the tool definitions "
+        "(build/agency-mcp tools-doc > docs/tools.md)");
+
+    CLI11_PARSE(app, argc, argv);
+    setup_logging(log_level);
+
+    try {
+        if (*keys_add) {
+            std::string path = keys_file.empty() ? agency::mcp::KeyStore::default_path() : keys_file;
+            std::string key = agency::mcp::KeyStore::add(path, key_name, key_scopes);
+            std::cout << key << std::endl;
+            std::cerr << "created key \"" << key_name << "\" in " << path
+                      << "; it is shown only this once" << std::endl;
+            return 0;
+        }
+
+        if (*sample_cmd) {
+            auto [host, port] = parse_listen(sample_listen);
+            agency::sample::Options options;
+            options.bulk_keyword_rows = bulk_rows;
+            auto gw = std::make_shared<agency::sample::Gateway>(options);
+            agency::sample::Server server(gw);
+            server.start(host, port);
+            std::cout << server.base_url() << std::endl;
+            spdlog::info("sample gateway (sample data, no key needed) at {}", server.base_url());
+            wait_for_signal();
+            return 0;
+        }
+
+        if (*tools_doc_cmd) {
+            // The same registration as serve, seen by a caller with every scope.
+            std::unique_ptr<agency::sample::Server> sample_server;
+            auto server = make_tool_server(env_or("AGENCY_GATEWAY_URL"), env_or("AGENCY_API_KEY"),
+                                           sample_server);
+            std::cout << agency::tools::tools_markdown(*server, agency::mcp::Principal{})
+                      << std::flush;
+            return std::cout ? 0 : 1;
+        }
+
+        // serve
+        std::unique_ptr<agency::sample::Server> sample_server;
+        if (gateway_url.empty()) gateway_url = env_or("AGENCY_GATEWAY_URL");
+        std::string api_key =
+            api_key_file.empty() ? env_or("AGENCY_API_KEY") : read_secret_file(api_key_file);
+        auto server_ptr = make_tool_server(gateway_url, api_key, sample_server);
+        agency::mcp::Server& server = *server_ptr;
+        if (sample_server)
+            spdlog::warn("no AGENCY_GATEWAY_URL set: serving SAMPLE DATA from the built-in sample "
+                         "gateway at {}",
+                         sample_server->base_url());
+
+        agency::mcp::Principal principal;
+        if (read_only) principal.scopes = {"read"};
+
+        if (!http) {
+            agency::mcp::StdioOptions options;
+            options.max_message_bytes = max_body;
+            options.principal = principal;
+            return agency::mcp::serve_stdio(server, options);
+        }
+
+        auto [host, port] = parse_listen(listen);
+        agency::mcp::HttpOptions options;
+        options.host = host;
+        options.port = port;
+        options.max_body_bytes = max_body;
+        options.allowed_hosts = allowed_hosts;
+        options.allowed_origins = allowed_origins;
+        options.anonymous = principal;
+        if (!keys_file.empty())
+            options.keys = std::make_shared<agency::mcp::KeyStore>(
+                agency::mcp::KeyStore::load(keys_file));
+        agency::mcp::HttpTransport transport(server, options);
+        transport.start();
+        spdlog::info("MCP over Streamable HTTP at {}", transport.url());
+        wait_for_signal();
+        transport.stop();
+        return 0;
+    } catch (const agency::gateway::Error& e) {
+        spdlog::critical("{}", e.what());
+        return 1;
+    } catch (const std::exception& e) {
+        spdlog::critical("{}", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,265 @@
+// The MCP core: both protocol eras over one registry of tools, resources and prompts.
+// Legacy (2025-03-26 .. 2025-11-25): initialize, sessions, server-to-client requests.
+// Modern (2026-07-28): stateless, per-request _meta, server/discover, input_required results.
+// Transports hand it raw messages and a Channel for messages that travel back during a request;
+// it knows nothing of stdio or HTTP.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/json_rpc.hpp"
+
+namespace agency::mcp {
+
+inline constexpr std::string_view kModernVersion = "2026-07-28";
+inline constexpr std::string_view kLatestLegacyVersion = "2025-11-25";
+bool is_legacy_version(std::string_view version);
+bool is_supported_version(std::string_view version);
+
+enum class Era { legacy, modern };
+
+// Who is calling: from the HTTP key, or the stdio process's own configuration.
+struct Principal {
+    std::string name = "local";
+    std::vector<std::string> scopes{"read", "write"};
+    bool has_scope(std::string_view scope) const;
+};
+
+// The path back to the client while one request runs: notifications and (legacy) requests.
+class Channel {
+public:
+    virtual ~Channel() = default;
+    virtual void send(const std::string& message) = 0;
+    // Whether server-to-client requests can reach the client on this path.
+    virtual bool can_send_requests() const = 0;
+};
+
+// Legacy session state, created by initialize. Shared by the requests of that session.
+struct Session {
+    std::string id;  // HTTP Mcp-Session-Id ("" on stdio)
+    std::string protocol_version;
+    json client_capabilities = json::object();
+    json client_info = json::object();
+    std::atomic<bool> initialized{false};
+    std::atomic<int> log_level{1};  // index into the syslog levels; 1 = info
+    Principal principal;
+    std::mutex mutex;                      // guards subscriptions
+    std::vector<std::string> subscriptions;
+    std::atomic<std::int64_t> last_used_ms{0};
+    // Sends a message to the client outside of any request (list_changed, resource updates);
+    // set by transports that have such a path (stdio), empty otherwise.
+    std::function<void(const std::string&)> notify;
+};
+
+class Server;
+
+// Raised by RequestContext::ask in the modern era when the answer is not yet known: the core
+// answers with an input_required result, and the client retries with the responses.
+struct InputRequired {
+    json requests;  // {key: {method, params}, ...}
+};
+
+// What a handler may use while it runs.
+class RequestContext {
+public:
+    Era era = Era::legacy;
+    std::string protocol_version;
+    json client_capabilities = json::object();
+    Principal principal;
+    json request_id;                 // the JSON-RPC id of this request
+    json progress_token;             // null when the caller asked for no progress
+    std::stop_token stop;            // cancellation (notifications/cancelled, closed stream)
+    std::shared_ptr<Session> session;  // legacy only
+    json meta = json::object();       // params._meta as received
+
+    // Sends a notification tied to this request (dropped when there is no path back).
+    void notify(std::string_view method, json params) const;
+    // notifications/progress, only when the caller sent a progressToken.
+    void progress(double progress, std::optional<double> total = std::nullopt,
+                  std::string_view message = {}) const;
+    // notifications/message when the client's log level lets it through.
+    void log(std::string_view level, json data, std::string_view logger = "agency-mcp") const;
+
+    // Asks the client something (elicitation/create, sampling/createMessage) and returns its
+    // result. Legacy: a request over this request's channel, waiting for the answer. Modern:
+    // returns the matching inputResponses entry, or throws InputRequired. `key` names the
+    // question so that a retried modern request can match answers to questions.
+    // With `sealed_only` (the default), a modern answer counts only if this server asked that
+    // question in an earlier round (its key is in the sealed requestState): a client cannot
+    // pre-answer a confirmation it was never shown.
+    json ask(const std::string& key, const std::string& method, const json& params,
+             bool sealed_only = true) const;
+    // Several questions at once (modern: one input_required result carrying all that are still
+    // unanswered). `questions` is {key: {method, params}}; returns {key: answer}.
+    json ask_all(const json& questions, bool sealed_only = true) const;
+    // Whether the client declared a capability ("elicitation", "sampling", "roots"...).
+    bool client_supports(std::string_view capability) const;
+
+private:
+    friend class Server;
+    Channel* channel_ = nullptr;
+    Server* server_ = nullptr;
+    json input_responses_ = json::object();  // modern: answers gathered over the rounds
+    json asked_ = json::array();             // modern: keys asked in earlier rounds (sealed)
+};
+
+struct ToolResult {
+    json content = json::array();
+    std::string structured_text;  // serialized structuredContent; "" = none
+    bool is_error = false;
+    json meta;                     // result _meta (null = none)
+
+    static ToolResult text(std::string text, bool is_error = false);
+    // structuredContent from raw JSON text, echoed as the text block as the spec suggests.
+    static ToolResult structured(std::string json_text);
+};
+
+struct ToolDef {
+    std::string name;
+    std::string title;
+    std::string description;
+    json input_schema;
+    json output_schema;   // null = none
+    json annotations;     // null = none
+    json icons;           // null = none
+    json meta;            // null = none
+    std::vector<std::string> required_scopes;  // e.g. {"write"} for action tools
+    // Client capabilities the tool cannot work without, e.g. {"sampling": {}}: modern callers
+    // lacking them get -32021; legacy callers a tool error.
+    json required_client_capabilities;
+    // Sends notifications or asks the client mid-call; transports then stream the answer.
+    bool interactive = false;
+    std::function<ToolResult(const json& arguments, RequestContext& ctx)> handler;
+};
+
+struct ResourceDef {
+    std::string uri;
+    std::string name;
+    std::string title;
+    std::string description;
+    std::string mime_type;
+    // Returns the `contents` array of resources/read.
+    std::function<json(RequestContext& ctx)> read;
+};
+
+struct ResourceTemplateDef {
+    std::string uri_template;
+    std::string name;
+    std::string description;
+    std::string mime_type;
+    // Returns the `contents` array, or nullopt when the URI is not one of this template's.
+    std::function<std::optional<json>(const std::string& uri, RequestContext& ctx)> read;
+};
+
+struct PromptDef {
+    std::string name;
+    std::string title;
+    std::string description;
+    json arguments = json::array();  // [{name, description, required}]
+    // Returns {description?, messages}.
+    std::function<json(const json& arguments, RequestContext& ctx)> get;
+};
+
+struct ServerInfo {
+    std::string name = "agency-mcp";
+    std::string title = "Agency MCP";
+    std::string version = "0.1.0";
+    std::string instructions;
+};
+
+struct ServerOptions {
+    ServerInfo info;
+    std::string state_secret;  // HMAC key for sealed requestState; random when empty
+    std::chrono::milliseconds ask_timeout{10 * 60 * 1000};
+    std::chrono::seconds state_ttl{600};
+    std::size_t tools_page_size = 100;
+    std::int64_t list_ttl_ms = 60'000;
+};
+
+// Per-message facts from the transport.
+struct Inbound {
+    // The era when the transport has decided it (HTTP routes by headers); unset: the core
+    // decides by params._meta (stdio).
+    std::optional<Era> era;
+    std::shared_ptr<Session> session;  // legacy session, when the transport has one
+    Principal principal;               // the caller (from HTTP auth or process config)
+    Channel* channel = nullptr;        // path back during this request (may be null)
+    std::stop_token stop;              // fires when the transport loses the caller
+    bool http = false;
+};
+
+class Server {
+public:
+    explicit Server(ServerOptions options = {});
+    ~Server();
+    Server(const Server&) = delete;
+    Server& operator=(const Server&) = delete;
+
+    // Registration (before serving; tools may also be replaced later, see set_tool_filter).
+    void add_tool(ToolDef tool);
+    void add_resource(ResourceDef resource);
+    void add_resource_template(ResourceTemplateDef resource_template);
+    void add_prompt(PromptDef prompt);
+    // completion/complete: (ref, argument, context) -> {values, total?, hasMore?}
+    void set_completion(std::function<json(const json& ref, const json& argument,
+                                           const json& context)> handler);
+    // Hides tools (e.g. an action absent from the gateway's discovery); evaluated per list.
+    void set_tool_filter(std::function<bool(const ToolDef&)> visible);
+    // Tells every legacy session with a notification path that the tool list changed.
+    void notify_tools_changed();
+
+    // Handles one raw message; returns the serialized response, or nullopt for notifications
+    // and responses. Never throws.
+    std::optional<std::string> handle(std::string_view text, const Inbound& in);
+    // As above for an already parsed message.
+    std::optional<std::string> handle_message(const json& message, const Inbound& in);
+
+    // Whether answering `message` may send notifications or requests before the response:
+    // transports then open a stream for it instead of a plain JSON answer.
+    bool may_stream(const json& message, const Session* session) const;
+
+    // Sessions (legacy): created by initialize.
+    std::shared_ptr<Session> create_session(std::string id);
+    void register_session(const std::shared_ptr<Session>& session);
+    void forget_session(const std::string& id);
+    std::shared_ptr<Session> find_session(const std::string& id) const;
+    // Forgets sessions idle for longer than `idle`; returns how many.
+    std::size_t expire_sessions(std::chrono::milliseconds idle);
+
+    const ServerOptions& options() const;
+    // Tools visible to a principal (scope and filter applied), in registration order.
+    std::vector<const ToolDef*> visible_tools(const Principal& principal) const;
+    json capabilities(Era era) const;
+    // The (argument, header name) pairs a tool mirrors into Mcp-Param-* headers: its input
+    // schema's properties marked "x-mcp-header" (2026-07-28).
+    const std::vector<std::pair<std::string, std::string>>& header_params(
+        const std::string& tool) const;
+
+    // Internal, for RequestContext.
+    json send_request_and_wait(const RequestContext& ctx, const std::string& method,
+                               const json& params);
+
+private:
+    std::optional<std::string> call_tool(const json& id, const json& params, RequestContext& ctx);
+    // Modern multi-round-trip: restores answers from a sealed requestState bound to `target`.
+    void restore_round(const std::string& target, const json& arguments, const json& params,
+                       RequestContext& ctx);
+    std::string input_required_text(const json& id, const std::string& target,
+                                    const json& arguments, const RequestContext& ctx,
+                                    const InputRequired& question);
+
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace agency::mcp

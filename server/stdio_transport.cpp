@@ -1,0 +1,174 @@
+#include "server/stdio_transport.hpp"
+
+#include <cerrno>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include "server/work_queue.hpp"
+
+namespace agency::mcp {
+
+namespace {
+
+class LineWriter {
+public:
+    explicit LineWriter(int fd) : fd_(fd) {}
+    void write_line(const std::string& message) {
+        std::lock_guard lock(mutex_);
+        if (!write_all(message.data(), message.size())) return;
+        write_all("\n", 1);
+    }
+
+private:
+    bool write_all(const char* data, std::size_t size) {
+        while (size > 0) {
+            ssize_t n = ::write(fd_, data, size);
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                return false;  // the client went away; the reader will see EOF
+            }
+            data += n;
+            size -= static_cast<std::size_t>(n);
+        }
+        return true;
+    }
+    int fd_;
+    std::mutex mutex_;
+};
+
+class StdioChannel : public Channel {
+public:
+    explicit StdioChannel(LineWriter& writer) : writer_(writer) {}
+    void send(const std::string& message) override { writer_.write_line(message); }
+    bool can_send_requests() const override { return true; }
+
+private:
+    LineWriter& writer_;
+};
+
+// Methods that may wait on a gateway or on the client run on workers; the rest inline, in order.
+bool runs_on_worker(const json& message) {
+    auto method = message.find("method");
+    if (method == message.end() || !method->is_string() || !message.contains("id")) return false;
+    const auto& m = method->get_ref<const std::string&>();
+    return m == "tools/call" || m == "resources/read" || m == "prompts/get" ||
+           m == "completion/complete";
+}
+
+}  // namespace
+
+int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_fd) {
+    LineWriter writer(out_fd);
+    StdioChannel channel(writer);
+    auto session = server.create_session("");
+    session->notify = [&writer](const std::string& m) { writer.write_line(m); };
+    server.register_session(session);
+    std::stop_source shutdown;
+
+    Inbound in;
+    in.session = session;
+    in.principal = options.principal;
+    in.channel = &channel;
+    in.stop = shutdown.get_token();
+
+    WorkQueue workers(options.workers);
+    std::string buffer;
+    std::string line;
+    bool discarding = false;  // inside an oversized line: drop bytes until its newline
+    char chunk[65536];
+
+    // Calls waiting for a worker: a notifications/cancelled must reach them too, not only the
+    // calls already running (the core registers those).
+    std::mutex queued_mutex;
+    std::unordered_map<std::string, std::shared_ptr<std::stop_source>> queued;
+
+    auto dispatch = [&](std::string&& text) {
+        if (text.empty() || text.find_first_not_of(" \t\r") == std::string::npos) return;
+        json message = json::parse(text, nullptr, false);
+        if (message.is_discarded()) {
+            writer.write_line(make_error_text(nullptr, error_code::parse_error,
+                                              "parse error: the line is not valid JSON"));
+            return;
+        }
+        if (runs_on_worker(message)) {
+            auto stop = std::make_shared<std::stop_source>();
+            std::string key = message["id"].dump();
+            {
+                std::lock_guard lock(queued_mutex);
+                queued[key] = stop;
+            }
+            workers.post([&, stop, key, message = std::move(message)] {
+                Inbound call_in = in;
+                call_in.stop = stop->get_token();
+                std::stop_callback forward_shutdown(in.stop, [stop] { stop->request_stop(); });
+                // Cancelled before it started: drop it without an answer.
+                if (!stop->stop_requested()) {
+                    if (auto reply = server.handle_message(message, call_in))
+                        writer.write_line(*reply);
+                }
+                std::lock_guard lock(queued_mutex);
+                queued.erase(key);
+            });
+            return;
+        }
+        if (message.value("method", "") == "notifications/cancelled") {
+            auto params = message.find("params");
+            if (params != message.end() && params->is_object() && params->contains("requestId")) {
+                std::lock_guard lock(queued_mutex);
+                auto it = queued.find((*params)["requestId"].dump());
+                if (it != queued.end()) it->second->request_stop();
+            }
+        }
+        if (auto reply = server.handle_message(message, in)) writer.write_line(*reply);
+    };
+
+    for (;;) {
+        ssize_t n = ::read(in_fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        std::string_view data(chunk, static_cast<std::size_t>(n));
+        while (!data.empty()) {
+            auto newline = data.find('\n');
+            std::string_view piece = data.substr(0, newline);
+            if (!discarding) {
+                if (buffer.size() + piece.size() > options.max_message_bytes) {
+                    discarding = true;
+                    buffer.clear();
+                    writer.write_line(make_error_text(
+                        nullptr, error_code::invalid_request,
+                        "message too large: the limit is " +
+                            std::to_string(options.max_message_bytes) + " bytes per line"));
+                } else {
+                    buffer.append(piece);
+                }
+            }
+            if (newline == std::string_view::npos) break;
+            data.remove_prefix(newline + 1);
+            if (discarding) {
+                discarding = false;
+                continue;
+            }
+            line.swap(buffer);
+            buffer.clear();
+            dispatch(std::move(line));
+            line.clear();
+        }
+    }
+    if (!discarding && !buffer.empty()) dispatch(std::move(buffer));
+    // End of input: answer what is running (a piped script expects its replies), but do not
+    // wait forever for calls that can no longer be answered by the client.
+    if (!workers.drain_for(options.drain_timeout)) {
+        shutdown.request_stop();
+        workers.drain();
+    }
+    server.forget_session(session->id);
+    spdlog::debug("stdin closed; exiting");
+    return 0;
+}
+
+}  // namespace agency::mcp

@@ -1,0 +1,21 @@
+// MCP over stdio: one JSON message per line. stdout carries protocol messages only.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+#include "server/mcp_server.hpp"
+
+namespace agency::mcp {
+
+struct StdioOptions {
+    std::size_t max_message_bytes = 4 * 1024 * 1024;
+    std::size_t workers = 8;
+    std::chrono::milliseconds drain_timeout{30'000};
+    Principal principal;  // the process's own scopes (--read-only drops "write")
+};
+
+// Serves until end of input; returns the process exit code.
+int serve_stdio(Server& server, const StdioOptions& options, int in_fd = 0, int out_fd = 1);
+
+}  // namespace agency::mcp

@@ -1,0 +1,63 @@
+#include "server/work_queue.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace agency::mcp {
+
+WorkQueue::WorkQueue(std::size_t workers) {
+    threads_.reserve(workers);
+    for (std::size_t i = 0; i < workers; ++i) threads_.emplace_back([this] { run(); });
+}
+
+WorkQueue::~WorkQueue() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    ready_.notify_all();
+    for (auto& t : threads_) t.join();
+}
+
+void WorkQueue::post(std::function<void()> job) {
+    {
+        std::lock_guard lock(mutex_);
+        jobs_.push_back(std::move(job));
+    }
+    ready_.notify_one();
+}
+
+void WorkQueue::drain() {
+    std::unique_lock lock(mutex_);
+    idle_.wait(lock, [this] { return jobs_.empty() && busy_ == 0; });
+}
+
+bool WorkQueue::drain_for(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    return idle_.wait_for(lock, timeout, [this] { return jobs_.empty() && busy_ == 0; });
+}
+
+void WorkQueue::run() {
+    for (;;) {
+        std::function<void()> job;
+        {
+            std::unique_lock lock(mutex_);
+            ready_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+            if (jobs_.empty()) return;  // stopping and nothing left
+            job = std::move(jobs_.front());
+            jobs_.pop_front();
+            ++busy_;
+        }
+        try {
+            job();
+        } catch (const std::exception& e) {
+            spdlog::error("worker job failed: {}", e.what());
+        }
+        {
+            std::lock_guard lock(mutex_);
+            --busy_;
+        }
+        idle_.notify_all();
+    }
+}
+
+}  // namespace agency::mcp

@@ -1,0 +1,205 @@
+// Real MCP clients against the product binary: the TypeScript SDK over stdio and over
+// Streamable HTTP, and the Inspector CLI. Run by ctest: node --test sdk_clients.test.mjs
+// with AGENCY_MCP_BIN set to build/agency-mcp.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+const bin = process.env.AGENCY_MCP_BIN;
+assert.ok(bin, 'AGENCY_MCP_BIN must name the agency-mcp binary');
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+// Starts `agency-mcp serve --http` on an ephemeral port; resolves with {url, child}.
+export function startHttpServer(extraArgs = [], env = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, ['serve', '--http', '--listen', '127.0.0.1:0', ...extraArgs], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    const timer = setTimeout(() => reject(new Error('server did not start: ' + stderr)), 15000);
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+      const m = stderr.match(/MCP over Streamable HTTP at (http:\/\/\S+)/);
+      if (m) { clearTimeout(timer); resolve({ url: m[1], child }); }
+    });
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited ${code}: ${stderr}`)); });
+  });
+}
+
+async function exercise(client) {
+  const { tools } = await client.listTools();
+  assert.ok(Array.isArray(tools));
+  for (const t of tools) {
+    assert.equal(typeof t.name, 'string');
+    assert.equal(typeof t.description, 'string');
+    assert.equal(t.inputSchema.type, 'object');
+  }
+  await client.ping();
+  return tools;
+}
+
+test('TypeScript SDK over stdio: initialize, list tools, ping', async () => {
+  const transport = new StdioClientTransport({ command: bin, args: ['serve'], stderr: 'pipe' });
+  const client = new Client({ name: 'sdk-stdio-test', version: '1.0.0' }, { capabilities: {} });
+  await client.connect(transport);
+  try {
+    assert.equal(client.getServerVersion().name, 'agency-mcp');
+    await exercise(client);
+  } finally {
+    await client.close();
+  }
+});
+
+test('TypeScript SDK over Streamable HTTP: initialize, list tools, ping, end session', async () => {
+  const { url, child } = await startHttpServer();
+  try {
+    const transport = new StreamableHTTPClientTransport(new URL(url));
+    const client = new Client({ name: 'sdk-http-test', version: '1.0.0' }, { capabilities: {} });
+    await client.connect(transport);
+    assert.match(transport.sessionId, /^[0-9a-f]{32}$/);
+    assert.equal(client.getServerVersion().name, 'agency-mcp');
+    await exercise(client);
+    await transport.terminateSession();
+    await client.close();
+  } finally {
+    child.kill('SIGTERM');
+  }
+});
+
+test('Inspector CLI lists tools over stdio and HTTP', async () => {
+  const cli = path.join(here, 'node_modules/@modelcontextprotocol/inspector-cli/build/cli.js');
+  // The Inspector CLI must run from a directory whose parent has a package.json.
+  const cwd = path.join(here, 'node_modules');
+  const run = async (args) => {
+    const { stdout } = await promisify(execFile)(process.execPath, [cli, ...args], { cwd, timeout: 60000 });
+    return JSON.parse(stdout);
+  };
+  const viaStdio = await run([bin, 'serve', '--method', 'tools/list']);
+  assert.ok(Array.isArray(viaStdio.tools));
+  const { url, child } = await startHttpServer();
+  try {
+    const viaHttp = await run([url, '--transport', 'http', '--method', 'tools/list']);
+    assert.deepEqual(viaHttp.tools.map((t) => t.name), viaStdio.tools.map((t) => t.name));
+  } finally {
+    child.kill('SIGTERM');
+  }
+});
+
+// --- Reading a whole client through cursors ------------------------------------------------
+
+const CLIENT_ID = 'demo-dental';
+const PAGE = 37;  // not a divisor of the row count, so the last page is short
+
+// What a JSON-RPC error from callTool looks like to an SDK caller.
+async function rpcError(promise) {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  assert.fail('expected a JSON-RPC error, the call succeeded');
+}
+
+// list_clients, then every keyword row of CLIENT_ID, PAGE rows at a time following
+// next_cursor; the SDK validates each structuredContent against list_keywords' outputSchema.
+async function readAllKeywords(client) {
+  const { tools } = await client.listTools();
+  const names = tools.map((t) => t.name);
+  for (const name of ['list_clients', 'list_keywords']) {
+    assert.ok(names.includes(name), `${name} is listed`);
+    // callTool validates structured results only for tools whose outputSchema it has cached.
+    const validate = client.getToolOutputValidator(name);
+    assert.equal(typeof validate, 'function', `${name} has an outputSchema the SDK compiled`);
+    assert.equal(validate({}).valid, false, `${name}'s outputSchema rejects an empty object`);
+  }
+
+  const clients = await client.callTool({ name: 'list_clients', arguments: {} });
+  assert.ok(!clients.isError, JSON.stringify(clients.content));
+  assert.ok(clients.structuredContent.rows.some((row) => row.id === CLIENT_ID),
+    `list_clients names ${CLIENT_ID}`);
+
+  const seen = new Map();  // row id -> how many times it came back
+  let total;
+  let pages = 0;
+  let cursor;
+  const cursors = [];
+  do {
+    const args = { client_id: CLIENT_ID, limit: PAGE, ...(cursor ? { cursor } : {}) };
+    const result = await client.callTool({ name: 'list_keywords', arguments: args });
+    assert.ok(!result.isError, JSON.stringify(result.content));
+    const page = result.structuredContent;
+    assert.equal(page.client_id, CLIENT_ID);
+    assert.ok(page.rows.length > 0 && page.rows.length <= PAGE, `page ${pages} holds 1..${PAGE} rows`);
+    assert.equal(page.returned, page.rows.length);
+    if (total === undefined) total = page.total;
+    assert.equal(page.total, total, 'total is stable across pages');
+    for (const row of page.rows) {
+      assert.equal(typeof row.id, 'string', 'every row has an id');
+      seen.set(row.id, (seen.get(row.id) ?? 0) + 1);
+    }
+    cursor = page.next_cursor;
+    if (cursor) cursors.push(cursor);
+    pages += 1;
+    assert.ok(pages <= 1000, 'the cursor chain ends');
+  } while (cursor);
+
+  const repeated = [...seen].filter(([, n]) => n > 1).map(([id]) => id);
+  assert.deepEqual(repeated, [], 'no row comes back twice');
+  assert.equal(seen.size, total, 'every row is seen once: as many ids as total');
+  assert.ok(pages >= 2, `several pages (${pages} for ${total} rows)`);
+  return { cursors, total, pages };
+}
+
+// A forged or misapplied cursor is a protocol error (-32602), not a tool result.
+async function rejectsForgedCursors(client, cursors) {
+  const call = (args) => client.callTool({ name: 'list_keywords', arguments: args });
+  const real = cursors[0];
+  // One character changed in the middle of a real cursor breaks its seal.
+  const i = Math.floor(real.length / 2);
+  const altered = real.slice(0, i) + (real[i] === 'A' ? 'B' : 'A') + real.slice(i + 1);
+  const forged = [
+    { args: { client_id: CLIENT_ID, limit: PAGE, cursor: altered }, why: /altered|not issued/ },
+    { args: { client_id: CLIENT_ID, limit: PAGE, cursor: 'eyJvIjowfQ' }, why: /altered|not issued|malformed/ },
+    { args: { client_id: 'demo-law', limit: PAGE, cursor: real }, why: /another client_id/ },
+  ];
+  for (const { args, why } of forged) {
+    const error = await rpcError(call(args));
+    assert.equal(error.code, -32602, `${JSON.stringify(args.cursor)}: ${error.message}`);
+    assert.match(error.message, /invalid cursor/);
+    assert.match(error.message, why);
+  }
+}
+
+test('TypeScript SDK over stdio reads a whole client\'s keywords through cursors', async () => {
+  const transport = new StdioClientTransport({ command: bin, args: ['serve'], stderr: 'pipe' });
+  const client = new Client({ name: 'sdk-stdio-pages', version: '1.0.0' }, { capabilities: {} });
+  await client.connect(transport);
+  try {
+    const { cursors } = await readAllKeywords(client);
+    await rejectsForgedCursors(client, cursors);
+  } finally {
+    await client.close();
+  }
+});
+
+test('TypeScript SDK over Streamable HTTP reads a whole client\'s keywords through cursors', async () => {
+  const { url, child } = await startHttpServer();
+  try {
+    const transport = new StreamableHTTPClientTransport(new URL(url));
+    const client = new Client({ name: 'sdk-http-pages', version: '1.0.0' }, { capabilities: {} });
+    await client.connect(transport);
+    const { cursors } = await readAllKeywords(client);
+    await rejectsForgedCursors(client, cursors);
+    await transport.terminateSession();
+    await client.close();
+  } finally {
+    child.kill('SIGTERM');
+  }
+});

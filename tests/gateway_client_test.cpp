@@ -1,0 +1,823 @@
+// The gateway client against the sample gateway over real loopback HTTP: retry rules, the
+// verify-before-resend state machine, cancellation, discovery, streaming reads.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "gateway/client.hpp"
+#include "gateway/client_detail.hpp"
+#include "gateway/sample/sample_gateway.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using agency::gateway::ActionResult;
+using agency::gateway::Client;
+using agency::gateway::Config;
+using agency::gateway::Error;
+using agency::gateway::ErrorReason;
+using agency::gateway::ReadQuery;
+using agency::sample::Fault;
+using agency::sample::FaultMode;
+using Clock = std::chrono::steady_clock;
+
+struct Harness {
+    std::shared_ptr<agency::sample::Gateway> gw;
+    agency::sample::Server srv;
+
+    explicit Harness(agency::sample::Options options = {})
+        : gw(std::make_shared<agency::sample::Gateway>(std::move(options))), srv(gw) {
+        srv.start();
+    }
+
+    Config config() const {
+        Config c;
+        c.base_url = srv.base_url();
+        c.backoff_base = 5ms;
+        c.max_attempts = 4;
+        c.read_timeout = 5s;
+        c.action_timeout = 5s;
+        c.connect_timeout = 3s;
+        return c;
+    }
+
+    std::size_t row_count(const std::string& resource, const std::string& client) const {
+        return gw->rows(resource, client).size();
+    }
+};
+
+template <class F>
+Error expect_error(F&& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e;
+    }
+    ADD_FAILURE() << "expected agency::gateway::Error";
+    return Error(ErrorReason::config, "no error was thrown");
+}
+
+// A loopback port with nothing listening on it.
+int closed_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0;
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    socklen_t len = sizeof(addr);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::close(fd);
+    return ntohs(addr.sin_port);
+}
+
+long rss_kib() {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    }
+    return -1;
+}
+
+// Captures the default logger's output for the lifetime of the object.
+class LogCapture {
+public:
+    LogCapture() : previous_(spdlog::default_logger()) {
+        auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
+        spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
+    }
+    ~LogCapture() { spdlog::set_default_logger(previous_); }
+    LogCapture(const LogCapture&) = delete;
+    LogCapture& operator=(const LogCapture&) = delete;
+    std::string text() const { return out_.str(); }
+
+private:
+    std::ostringstream out_;
+    std::shared_ptr<spdlog::logger> previous_;
+};
+
+ReadQuery blogs_query(std::string client = "demo-dental") {
+    ReadQuery q;
+    q.resource = "blogs";
+    q.client_id = std::move(client);
+    return q;
+}
+
+// --- configuration -------------------------------------------------------------------------
+
+TEST(GatewayClient, ParsesBaseUrls) {
+    using agency::gateway::detail::parse_base_url;
+    auto u = parse_base_url("http://127.0.0.1:8080/api");
+    EXPECT_FALSE(u.https);
+    EXPECT_EQ(u.host, "127.0.0.1");
+    EXPECT_EQ(u.port, 8080);
+    EXPECT_EQ(u.path, "/api");
+    u = parse_base_url("HTTPS://gateway.example.com");
+    EXPECT_TRUE(u.https);
+    EXPECT_EQ(u.port, 443);
+    EXPECT_EQ(u.path, "/");
+    u = parse_base_url("http://[::1]:9000/v1/gateway");
+    EXPECT_EQ(u.host, "::1");
+    EXPECT_EQ(u.port, 9000);
+    EXPECT_EQ(u.path, "/v1/gateway");
+}
+
+TEST(GatewayClient, MalformedUrlsAreConfigErrors) {
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {"", "empty"},
+        {"127.0.0.1:8080/api", "no scheme"},
+        {"ftp://host/api", "unsupported scheme 'ftp'"},
+        {"http:///api", "no host"},
+        {"http://:80/api", "no host"},
+        {"http://host:0/api", "invalid port '0'"},
+        {"http://host:99999", "invalid port '99999'"},
+        {"http://host:8o/api", "invalid port '8o'"},
+        {"http://host:/api", "invalid port ''"},
+        {"http://ho st/api", "whitespace"},
+        {"http://host/api?x=1", "query"},
+        {"http://user:secret@host/api", "credentials"},
+    };
+    for (const auto& [url, expected] : cases) {
+        Config c;
+        c.base_url = url;
+        const auto e = expect_error([&] { Client client(c); });
+        EXPECT_EQ(e.reason(), ErrorReason::config) << url;
+        EXPECT_NE(std::string(e.what()).find(expected), std::string::npos)
+            << url << " -> " << e.what();
+        EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << e.what();
+    }
+    Config ok;
+    ok.base_url = "http://127.0.0.1:1/api";
+    ok.max_attempts = 0;
+    EXPECT_EQ(expect_error([&] { Client client(ok); }).reason(), ErrorReason::config);
+}
+
+TEST(GatewayClient, ParsesUtcTimesAndMatchesRows) {
+    using namespace agency::gateway::detail;
+    const auto t = parse_utc_time("2026-11-22T10:15:30Z");
+    ASSERT_TRUE(t);
+    EXPECT_EQ(format_utc_time(*t), "2026-11-22T10:15:30Z");
+    EXPECT_TRUE(parse_utc_time("2026-11-22T10:15:30.250+00:00"));
+    EXPECT_TRUE(parse_utc_time("2026-11-22"));
+    EXPECT_FALSE(parse_utc_time("2026-13-22T10:15:30Z"));
+    EXPECT_FALSE(parse_utc_time("2026-11-22T10:15:30+02:00"));
+    EXPECT_FALSE(parse_utc_time("yesterday"));
+
+    const auto* spec = agency::gateway::find_action_spec("send_prospect_email");
+    ASSERT_NE(spec, nullptr);
+    const nlohmann::json body{{"to", "a@b.c"}, {"subject", "Hi"}, {"html", "<p>x</p>"}};
+    nlohmann::json row{{"id", "o-1"},     {"email_to", "a@b.c"},
+                       {"subject", "Hi"}, {"status", "sent"},
+                       {"sent_at", "2026-11-22T10:15:30Z"}};
+    EXPECT_TRUE(can_verify(*spec, body));
+    EXPECT_TRUE(row_matches(*spec, body, row, *t));
+    EXPECT_FALSE(row_matches(*spec, body, row, *t + std::chrono::seconds(1)));
+    row["status"] = "draft";  // the constant match
+    EXPECT_FALSE(row_matches(*spec, body, row, *t));
+
+    const auto* score = agency::gateway::find_action_spec("score_call");
+    EXPECT_FALSE(can_verify(*score, nlohmann::json{{"transcript", "hello"}}));
+    EXPECT_TRUE(can_verify(*score, nlohmann::json{{"transcript", "hello"}, {"call_id", 12}}));
+    nlohmann::json score_row{{"call_id", "12"}, {"created_at", "2026-11-22T10:15:30Z"}};
+    EXPECT_TRUE(row_matches(*score, nlohmann::json{{"call_id", 12}}, score_row, *t));
+}
+
+// --- discovery and check() -----------------------------------------------------------------
+
+TEST(GatewayClient, DiscoveryListsActionsAndIsCached) {
+    Harness h;
+    Client c(h.config());
+    const auto d = c.discovery();
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->actions.size(), 17u);
+    EXPECT_TRUE(d->has_resource("blogs"));
+    ASSERT_NE(d->find_action("generate_blog"), nullptr);
+    EXPECT_EQ(d->find_action("generate_blog")->required_fields,
+              std::vector<std::string>{"keyword"});
+    EXPECT_EQ(c.discovery(), d);  // cached: no second GET
+    EXPECT_EQ(h.gw->count_requests("GET", ""), 1u);
+    EXPECT_FALSE(c.refresh_discovery());
+    EXPECT_EQ(h.gw->count_requests("GET", ""), 2u);
+    EXPECT_NO_THROW(c.check());
+}
+
+TEST(GatewayClient, DiscoveryRefreshThreadStopsPromptly) {
+    Harness h;
+    std::atomic<int> changes{0};
+    const auto started = Clock::now();
+    {
+        Client c(h.config());
+        c.start_discovery_refresh(20ms, [&] { ++changes; });
+        const auto deadline = Clock::now() + 5s;
+        while (h.gw->count_requests("GET", "") < 3 && Clock::now() < deadline) {
+            std::this_thread::sleep_for(5ms);
+        }
+        EXPECT_GE(h.gw->count_requests("GET", ""), 3u);
+        c.start_discovery_refresh(10min, [&] { ++changes; });  // replaces the first one
+    }  // the destructor must not wait for the 10 minute period
+    EXPECT_LT(Clock::now() - started, 5s);
+    EXPECT_EQ(changes.load(), 0);  // the sample's discovery never changes
+}
+
+TEST(GatewayClient, CheckNamesUnreachableGateway) {
+    Config c;
+    c.base_url = "http://127.0.0.1:" + std::to_string(closed_port()) + "/api";
+    c.backoff_base = 5ms;
+    Client client(c);
+    const auto e = expect_error([&] { client.check(); });
+    EXPECT_EQ(e.reason(), ErrorReason::unavailable);
+    EXPECT_EQ(std::string(e.what()),
+              "cannot reach the gateway at " + c.base_url + ": connection refused");
+}
+
+TEST(GatewayClient, CheckRejectsNonGatewayAnswers) {
+    httplib::Server other;
+    other.set_tcp_nodelay(true);
+    other.Get("/api", [](const httplib::Request& req, httplib::Response& res) {
+        if (req.get_param_value("resource") == "blogs") {
+            res.set_content(R"({"resource":"blogs","rows":[]})", "application/json");
+        } else {
+            res.set_content("<html>hello</html>", "text/html");
+        }
+    });
+    const int port = other.bind_to_any_port("127.0.0.1");
+    std::thread serving([&] { other.listen_after_bind(); });
+    while (!other.is_running()) std::this_thread::sleep_for(1ms);
+    {  // clients go first: their idle keep-alive connections would hold up other.stop()
+        Config c;
+        c.base_url = "http://127.0.0.1:" + std::to_string(port) + "/api";
+        Client client(c);
+        const auto e = expect_error([&] { client.check(); });
+        EXPECT_EQ(e.reason(), ErrorReason::config);
+        EXPECT_NE(std::string(e.what()).find(c.base_url), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("not with the gateway's discovery JSON"),
+                  std::string::npos) << e.what();
+        c.base_url = "http://127.0.0.1:" + std::to_string(port) + "/elsewhere";
+        Client wrong_path(c);
+        const auto w = expect_error([&] { wrong_path.check(); });
+        EXPECT_EQ(w.reason(), ErrorReason::config);
+        EXPECT_NE(std::string(w.what()).find("HTTP 404"), std::string::npos) << w.what();
+
+        const auto not_json = expect_error([&] { client.read(ReadQuery{.resource = "seo_tasks"}); });
+        EXPECT_EQ(not_json.reason(), ErrorReason::upstream);
+        EXPECT_NE(std::string(not_json.what()).find("not a valid JSON object"), std::string::npos);
+        const auto no_data = expect_error([&] { client.read(blogs_query()); });
+        EXPECT_EQ(no_data.reason(), ErrorReason::upstream);
+        EXPECT_NE(std::string(no_data.what()).find("without a `data` array"), std::string::npos);
+    }
+    other.stop();
+    serving.join();
+}
+
+TEST(GatewayClient, SendsKeyAndJsonAndReusesConnections) {
+    httplib::Server local;
+    local.set_tcp_nodelay(true);
+    local.set_keep_alive_max_count(100);
+    std::mutex mu;
+    std::set<int> ports;
+    std::vector<std::string> auths;
+    std::string filter_value;
+    std::string content_type;
+    nlohmann::json posted;
+    local.Get("/v1/gateway", [&](const httplib::Request& req, httplib::Response& res) {
+        std::lock_guard lock(mu);
+        ports.insert(req.remote_port);
+        auths.push_back(req.get_header_value("Authorization"));
+        filter_value = req.get_param_value("filter_value");
+        res.set_content(R"({"data":[],"pagination":{"total":0,"limit":100,"offset":0,"has_more":false}})",
+                        "application/json");
+    });
+    local.Post("/v1/gateway", [&](const httplib::Request& req, httplib::Response& res) {
+        std::lock_guard lock(mu);
+        content_type = req.get_header_value("Content-Type");
+        posted = nlohmann::json::parse(req.body);
+        res.set_content(R"({"action":"index_url","client_id":"c1","status":"success","status_code":202,"data":{"id":"t-1"}})",
+                        "application/json");
+    });
+    const int port = local.bind_to_any_port("127.0.0.1");
+    std::thread serving([&] { local.listen_after_bind(); });
+    while (!local.is_running()) std::this_thread::sleep_for(1ms);
+    {
+        Config config;
+        config.base_url = "http://127.0.0.1:" + std::to_string(port) + "/v1/gateway";
+        config.api_key = "k-123";
+        Client c(config);
+        ReadQuery q{.resource = "seo_tasks", .client_id = "c1", .filter_field = "status",
+                    .filter_value = "a b&c=d/é"};
+        for (int i = 0; i < 10; ++i) c.read(q);
+        const auto r = c.act("index_url", "c1", {{"url", "https://example.com/x"}});
+        EXPECT_EQ(r.status_code, 202);
+        EXPECT_EQ(r.data["id"], "t-1");
+    }
+    local.stop();
+    serving.join();
+    EXPECT_EQ(ports.size(), 1u);  // one keep-alive connection for all ten reads
+    EXPECT_EQ(auths, std::vector<std::string>(10, "Bearer k-123"));
+    EXPECT_EQ(filter_value, "a b&c=d/é");
+    EXPECT_EQ(content_type, "application/json");
+    EXPECT_EQ(posted, (nlohmann::json{{"action", "index_url"}, {"client_id", "c1"},
+                                      {"url", "https://example.com/x"}}));
+}
+
+TEST(GatewayClient, KeyedModeRejectsWrongKeyWithoutRevealingIt) {
+    Harness h;
+    h.gw->set_keyed(true);
+    h.gw->add_key({.key = "good-key-1234567890", .agency = "acme", .scopes = {"read", "write"}});
+    h.gw->link_client("demo-dental", "acme");
+
+    LogCapture logs;
+    const std::string wrong = "wrong-key-ABCDEFGHIJ";
+    auto config = h.config();
+    config.api_key = wrong;
+    Client bad(config);
+    const auto e = expect_error([&] { bad.check(); });
+    EXPECT_EQ(e.reason(), ErrorReason::auth);
+    EXPECT_EQ(e.http_status(), 401);
+    EXPECT_NE(std::string(e.what()).find(h.srv.base_url()), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("AGENCY_API_KEY"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find(wrong), std::string::npos) << e.what();
+    const auto read_error = expect_error([&] { bad.read(blogs_query()); });
+    EXPECT_EQ(read_error.reason(), ErrorReason::auth);
+    EXPECT_EQ(std::string(read_error.what()).find(wrong), std::string::npos);
+    const auto act_error = expect_error([&] {
+        bad.act("generate_blog", "demo-dental", {{"keyword", "keyed"}});
+    });
+    EXPECT_EQ(act_error.reason(), ErrorReason::auth);
+    EXPECT_EQ(std::string(act_error.what()).find(wrong), std::string::npos);
+    EXPECT_EQ(std::string(act_error.gateway_error()).find(wrong), std::string::npos);
+    EXPECT_EQ(logs.text().find(wrong), std::string::npos);
+
+    Config no_key = h.config();
+    Client anonymous(no_key);
+    const auto missing = expect_error([&] { anonymous.check(); });
+    EXPECT_EQ(missing.reason(), ErrorReason::auth);
+    EXPECT_NE(std::string(missing.what()).find("set AGENCY_API_KEY"), std::string::npos);
+
+    config.api_key = "good-key-1234567890";
+    Client good(config);
+    EXPECT_NO_THROW(good.check());
+    EXPECT_NO_THROW(good.read(blogs_query()));
+}
+
+TEST(GatewayClient, HttpsIsSupported) {
+    Config c;
+    c.base_url = "https://127.0.0.1:" + std::to_string(closed_port()) + "/api";
+    c.backoff_base = 1ms;
+    c.max_attempts = 2;
+    Client client(c);  // TLS support compiled in: https is accepted
+    const auto e = expect_error([&] { client.read(blogs_query()); });
+    EXPECT_EQ(e.reason(), ErrorReason::unavailable);
+}
+
+// --- reads ---------------------------------------------------------------------------------
+
+TEST(GatewayClient, ReadReturnsBodyAndPagination) {
+    Harness h;
+    Client c(h.config());
+    auto q = blogs_query();
+    q.limit = 2;
+    q.order = "created_at";
+    const auto page = c.read(q);
+    const auto json = nlohmann::json::parse(page.body);
+    EXPECT_EQ(json["data"].size(), 2u);
+    EXPECT_TRUE(page.pagination.present);
+    EXPECT_EQ(page.pagination.limit, 2);
+    EXPECT_EQ(page.pagination.offset, 0);
+    EXPECT_EQ(page.pagination.total, json["pagination"]["total"].get<std::int64_t>());
+    EXPECT_EQ(page.pagination.has_more, page.pagination.total > 2);
+}
+
+TEST(GatewayClient, ReadRetries5xxThenSucceeds) {
+    Harness h;
+    Client c(h.config());
+    h.gw->inject({.target = "blogs", .mode = FaultMode::fail_before, .count = 2});
+    EXPECT_NO_THROW(c.read(blogs_query()));
+    EXPECT_EQ(h.gw->count_requests("GET", "blogs"), 3u);
+}
+
+TEST(GatewayClient, ReadExhaustedIsUpstreamWithVerbatimText) {
+    Harness h;
+    auto config = h.config();
+    config.max_attempts = 3;
+    Client c(config);
+    h.gw->inject({.target = "blogs", .mode = FaultMode::fail_before, .count = 10});
+    LogCapture logs;
+    const auto e = expect_error([&] { c.read(blogs_query()); });
+    EXPECT_EQ(e.reason(), ErrorReason::upstream);
+    EXPECT_EQ(e.http_status(), 500);
+    EXPECT_FALSE(e.gateway_error().empty());
+    EXPECT_NE(std::string(e.what()).find(e.gateway_error()), std::string::npos);
+    EXPECT_NE(logs.text().find(e.gateway_error()), std::string::npos);
+    EXPECT_EQ(h.gw->count_requests("GET", "blogs"), 3u);
+}
+
+TEST(GatewayClient, RateLimitWaitsForRetryAfter) {
+    Harness h;
+    Client c(h.config());
+    h.gw->inject({.target = "blogs", .mode = FaultMode::rate_limit, .retry_after_s = 1});
+    const auto started = Clock::now();
+    EXPECT_NO_THROW(c.read(blogs_query()));
+    EXPECT_GE(Clock::now() - started, 950ms);
+    EXPECT_EQ(h.gw->count_requests("GET", "blogs"), 2u);
+}
+
+TEST(GatewayClient, RateLimitExhaustedIsRateLimited) {
+    Harness h;
+    auto config = h.config();
+    config.max_attempts = 2;
+    config.max_retry_after = 10ms;  // the cap shortens the gateway's 1 s
+    Client c(config);
+    h.gw->inject({.target = "blogs", .mode = FaultMode::rate_limit, .count = 5});
+    const auto started = Clock::now();
+    EXPECT_EQ(expect_error([&] { c.read(blogs_query()); }).reason(), ErrorReason::rate_limited);
+    EXPECT_LT(Clock::now() - started, 900ms);
+    EXPECT_EQ(h.gw->count_requests("GET", "blogs"), 2u);
+}
+
+TEST(GatewayClient, WhitelistViolationIsValidationListingAllowedValues) {
+    Harness h;
+    Client c(h.config());
+    auto q = blogs_query();
+    q.order = "title";
+    const auto e = expect_error([&] { c.read(q); });
+    EXPECT_EQ(e.reason(), ErrorReason::validation);
+    EXPECT_EQ(e.http_status(), 400);
+    for (const char* allowed : {"created_at", "updated_at", "scored_at", "linking_domains"}) {
+        EXPECT_NE(e.gateway_error().find(allowed), std::string::npos) << e.gateway_error();
+    }
+    EXPECT_NE(std::string(e.what()).find(e.gateway_error()), std::string::npos);
+    EXPECT_EQ(h.gw->count_requests("GET", "blogs"), 1u);  // a 400 is never retried
+
+    q.order.clear();
+    q.filter_field = "keyword";
+    q.filter_value = "x";
+    const auto f = expect_error([&] { c.read(q); });
+    EXPECT_EQ(f.reason(), ErrorReason::validation);
+    EXPECT_NE(f.gateway_error().find("sentiment"), std::string::npos) << f.gateway_error();
+}
+
+TEST(GatewayClient, ConcurrentReadsShareThePool) {
+    Harness h;
+    Client c(h.config());
+    std::atomic<int> ok{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 20; ++i) {
+                auto q = blogs_query(t % 2 == 0 ? "demo-dental" : "demo-law");
+                q.limit = 5;
+                const auto page = c.read(q);
+                if (nlohmann::json::parse(page.body)["data"].size() == 5) ++ok;
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(ok.load(), 160);
+    EXPECT_EQ(h.gw->count_requests("GET", "blogs"), 160u);
+}
+
+TEST(GatewayClient, ForEachRowStreamsBulkKeywordsInBoundedMemory) {
+    constexpr std::size_t kRows = 100000;
+    Harness h(agency::sample::Options{.bulk_keyword_rows = kRows});
+    Client c(h.config());
+    ReadQuery q;
+    q.resource = "keywords";
+    q.client_id = agency::sample::kBulkClient;
+
+    const long before = rss_kib();
+    long peak = before;
+    std::size_t rows = 0;
+    std::size_t bytes = 0;
+    const auto pagination = c.for_each_row(q, [&](std::string_view row) {
+        if (rows % 997 == 0) {  // each handed-over text is exactly one JSON row
+            const auto json = nlohmann::json::parse(row);
+            EXPECT_TRUE(json.is_object());
+            EXPECT_TRUE(json.contains("keyword"));
+        }
+        if (rows % 10000 == 0) peak = std::max(peak, rss_kib());
+        ++rows;
+        bytes += row.size();
+        return true;
+    });
+    peak = std::max(peak, rss_kib());
+    EXPECT_EQ(rows, kRows);
+    EXPECT_EQ(pagination.total, static_cast<std::int64_t>(kRows));
+    EXPECT_FALSE(pagination.has_more);
+    EXPECT_EQ(h.gw->count_requests("GET", "keywords"), kRows / 1000);
+    // Holding every row would grow memory by at least their total size. (ASan keeps freed
+    // memory in quarantine, so RSS says nothing there.)
+    const long growth_kib = peak - before;
+    RecordProperty("rss_growth_kib", static_cast<int>(growth_kib));
+#ifndef __SANITIZE_ADDRESS__
+    EXPECT_LT(growth_kib, 30 * 1024);
+    EXPECT_LT(static_cast<std::size_t>(growth_kib) * 1024, bytes / 2)
+        << "rows total " << bytes << " bytes";
+#endif
+}
+
+TEST(GatewayClient, ForEachRowStopsEarly) {
+    Harness h(agency::sample::Options{.bulk_keyword_rows = 5000});
+    Client c(h.config());
+    ReadQuery q;
+    q.resource = "keywords";
+    q.client_id = agency::sample::kBulkClient;
+    std::size_t rows = 0;
+    const auto pagination = c.for_each_row(q, [&](std::string_view) { return ++rows < 1500; });
+    EXPECT_EQ(rows, 1500u);
+    EXPECT_EQ(h.gw->count_requests("GET", "keywords"), 2u);
+    EXPECT_TRUE(pagination.present);
+    EXPECT_EQ(pagination.offset, 1000);
+    EXPECT_EQ(pagination.total, 5000);
+}
+
+// --- cancellation --------------------------------------------------------------------------
+
+TEST(GatewayClient, CancellationDuringBackoffIsPrompt) {
+    Harness h;
+    auto config = h.config();
+    config.backoff_base = 2s;
+    Client c(config);
+    h.gw->inject({.target = "blogs", .mode = FaultMode::fail_before, .count = 10});
+    std::stop_source stop;
+    Clock::time_point stopped_at;
+    std::thread canceller([&] {
+        // Stop once the first attempt failed, i.e. during the (2 s or more) backoff.
+        while (h.gw->count_requests("GET", "blogs") == 0) std::this_thread::sleep_for(1ms);
+        std::this_thread::sleep_for(20ms);
+        stopped_at = Clock::now();
+        stop.request_stop();
+    });
+    const auto e = expect_error([&] { c.read(blogs_query(), stop.get_token()); });
+    const auto returned_at = Clock::now();
+    canceller.join();
+    EXPECT_EQ(e.reason(), ErrorReason::cancelled);
+    EXPECT_LT(returned_at - stopped_at, 500ms);
+    EXPECT_EQ(h.gw->count_requests("GET", "blogs"), 1u);
+}
+
+TEST(GatewayClient, CancellationAbortsTransferInFlight) {
+    Harness h;
+    Client c(h.config());
+    h.gw->inject({.target = "blogs", .mode = FaultMode::slow, .delay_ms = 1000});
+    std::stop_source stop;
+    Clock::time_point stopped_at;
+    std::thread canceller([&] {
+        std::this_thread::sleep_for(150ms);  // the gateway sits on the request for 1 s
+        stopped_at = Clock::now();
+        stop.request_stop();
+    });
+    const auto e = expect_error([&] { c.read(blogs_query(), stop.get_token()); });
+    const auto returned_at = Clock::now();
+    canceller.join();
+    EXPECT_EQ(e.reason(), ErrorReason::cancelled);
+    EXPECT_LT(returned_at - stopped_at, 400ms);  // not what is left of the gateway's 1 s
+    std::stop_source already;
+    already.request_stop();
+    EXPECT_EQ(expect_error([&] { c.read(blogs_query(), already.get_token()); }).reason(),
+              ErrorReason::cancelled);
+}
+
+// --- actions -------------------------------------------------------------------------------
+
+TEST(GatewayClient, ActionSucceeds) {
+    Harness h;
+    Client c(h.config());
+    const auto before = h.row_count("blogs", "demo-dental");
+    const auto r = c.act("generate_blog", "demo-dental", {{"keyword", "teeth whitening cost"}});
+    EXPECT_EQ(r.response["status"], "success");
+    EXPECT_EQ(r.response["action"], "generate_blog");
+    EXPECT_TRUE(r.data.contains("id"));
+    EXPECT_TRUE(r.data.contains("post_title"));
+    EXPECT_EQ(r.attempts, 1);
+    EXPECT_FALSE(r.recovered);
+    EXPECT_EQ(h.row_count("blogs", "demo-dental"), before + 1);
+}
+
+TEST(GatewayClient, GenerateBlog500AfterCreateIsRecoveredWithoutResend) {
+    Harness h;
+    Client c(h.config());
+    const auto before = h.row_count("blogs", "demo-dental");
+    h.gw->inject({.target = "generate_blog", .mode = FaultMode::fail_after});
+    const auto r = c.act("generate_blog", "demo-dental", {{"keyword", "emergency dentist"}});
+    EXPECT_TRUE(r.recovered);
+    EXPECT_EQ(r.attempts, 1);
+    EXPECT_EQ(r.response["status"], "success");
+    EXPECT_EQ(r.data["keyword"], "emergency dentist");
+    EXPECT_EQ(h.gw->count_requests("POST", "generate_blog"), 1u);
+    EXPECT_EQ(h.row_count("blogs", "demo-dental"), before + 1);
+}
+
+TEST(GatewayClient, GenerateBlog500BeforeCreateIsResentOnce) {
+    Harness h;
+    Client c(h.config());
+    const auto before = h.row_count("blogs", "demo-dental");
+    h.gw->inject({.target = "generate_blog", .mode = FaultMode::fail_before});
+    const auto r = c.act("generate_blog", "demo-dental", {{"keyword", "dental implants"}});
+    EXPECT_FALSE(r.recovered);
+    EXPECT_EQ(r.attempts, 2);
+    EXPECT_EQ(h.gw->count_requests("POST", "generate_blog"), 2u);
+    EXPECT_EQ(h.row_count("blogs", "demo-dental"), before + 1);
+}
+
+TEST(GatewayClient, GenerateBlogDroppedConnectionIsRecovered) {
+    Harness h;
+    Client c(h.config());
+    const auto before = h.row_count("blogs", "demo-dental");
+    h.gw->inject({.target = "generate_blog", .mode = FaultMode::drop});
+    const auto r = c.act("generate_blog", "demo-dental", {{"keyword", "invisalign"}});
+    EXPECT_TRUE(r.recovered);
+    EXPECT_EQ(r.attempts, 1);
+    EXPECT_EQ(h.gw->count_requests("POST", "generate_blog"), 1u);
+    EXPECT_EQ(h.row_count("blogs", "demo-dental"), before + 1);
+}
+
+TEST(GatewayClient, SlowActionBeyondTimeoutIsNeverResent) {
+    Harness h;
+    auto config = h.config();
+    config.action_timeout = 250ms;
+    Client c(config);
+    const auto before = h.row_count("blogs", "demo-dental");
+    h.gw->inject({.target = "generate_blog", .mode = FaultMode::slow, .delay_ms = 800});
+    try {
+        const auto r = c.act("generate_blog", "demo-dental", {{"keyword", "root canal"}});
+        EXPECT_TRUE(r.recovered);
+    } catch (const Error& e) {
+        EXPECT_EQ(e.reason(), ErrorReason::outcome_unknown) << e.what();
+        const std::string what = e.what();
+        EXPECT_NE(what.find("may or may not have run"), std::string::npos) << what;
+        EXPECT_NE(what.find("not re-sent"), std::string::npos) << what;
+        EXPECT_EQ(e.data()["action"], "generate_blog");
+        EXPECT_EQ(e.data()["client_id"], "demo-dental");
+        EXPECT_TRUE(e.data().contains("sent_at"));
+        EXPECT_TRUE(e.data().contains("verification"));
+    }
+    // Let the slow request finish on the gateway: exactly one record, one POST.
+    const auto deadline = Clock::now() + 5s;
+    while (h.row_count("blogs", "demo-dental") == before && Clock::now() < deadline) {
+        std::this_thread::sleep_for(20ms);
+    }
+    std::this_thread::sleep_for(100ms);
+    EXPECT_EQ(h.row_count("blogs", "demo-dental"), before + 1);
+    EXPECT_EQ(h.gw->count_requests("POST", "generate_blog"), 1u);
+}
+
+TEST(GatewayClient, UnverifiableActionIsOutcomeUnknownAndSentOnce) {
+    Harness h;
+    Client c(h.config());
+    LogCapture logs;
+    h.gw->inject({.target = "generate_keywords", .mode = FaultMode::fail_after});
+    const auto e = expect_error([&] {
+        c.act("generate_keywords", "demo-dental", {{"seed", "braces"}});
+    });
+    EXPECT_EQ(e.reason(), ErrorReason::outcome_unknown);
+    EXPECT_EQ(e.http_status(), 500);
+    EXPECT_NE(std::string(e.what()).find("may or may not have run"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("not re-sent"), std::string::npos);
+    EXPECT_FALSE(e.gateway_error().empty());
+    EXPECT_NE(logs.text().find(e.gateway_error()), std::string::npos);
+    EXPECT_EQ(e.data()["attempts"], 1);
+    EXPECT_EQ(h.gw->count_requests("POST", "generate_keywords"), 1u);
+
+    // score_call is checkable only with call_id: without it, it is treated the same way.
+    h.gw->inject({.target = "score_call", .mode = FaultMode::fail_before});
+    const auto s = expect_error([&] {
+        c.act("score_call", "demo-dental", {{"transcript", "Hi, I need a cleaning."}});
+    });
+    EXPECT_EQ(s.reason(), ErrorReason::outcome_unknown);
+    EXPECT_EQ(h.gw->count_requests("POST", "score_call"), 1u);
+}
+
+TEST(GatewayClient, VerifiesUpdatedRecordsByIdAndConstant) {
+    Harness h;
+    Client c(h.config());
+    const auto blog_id = h.gw->rows("blogs", "demo-dental").at(0).at("id").get<std::string>();
+    h.gw->inject({.target = "deploy_blog", .mode = FaultMode::fail_after});
+    const auto deployed = c.act("deploy_blog", "demo-dental", {{"post_id", blog_id}});
+    EXPECT_TRUE(deployed.recovered);
+    EXPECT_EQ(deployed.data["id"], blog_id);
+    EXPECT_EQ(h.gw->count_requests("POST", "deploy_blog"), 1u);
+
+    const auto draft = c.act("generate_outreach_email", "demo-dental",
+                             {{"prospectUrl", "https://dentalblog.example.org/"}});
+    const nlohmann::json send{{"to", draft.data["email_to"]},
+                              {"subject", draft.data["subject"]},
+                              {"html", "<p>Hello</p>"}};
+    h.gw->inject({.target = "send_prospect_email", .mode = FaultMode::drop});
+    const auto sent = c.act("send_prospect_email", "demo-dental", send);
+    EXPECT_TRUE(sent.recovered);
+    EXPECT_EQ(sent.data["status"], "sent");
+    EXPECT_EQ(h.gw->count_requests("POST", "send_prospect_email"), 1u);
+}
+
+TEST(GatewayClient, FailedVerificationIsOutcomeUnknown) {
+    Harness h;
+    auto config = h.config();
+    config.max_attempts = 2;
+    Client c(config);
+    h.gw->inject({.target = "generate_blog", .mode = FaultMode::fail_before});
+    h.gw->inject({.target = "blogs", .mode = FaultMode::fail_before, .count = 5});
+    const auto e = expect_error([&] {
+        c.act("generate_blog", "demo-dental", {{"keyword", "veneers"}});
+    });
+    EXPECT_EQ(e.reason(), ErrorReason::outcome_unknown) << e.what();
+    EXPECT_EQ(h.gw->count_requests("POST", "generate_blog"), 1u);
+}
+
+TEST(GatewayClient, BadRequestIsSentOnceWithVerbatimText) {
+    Harness h;
+    Client c(h.config());
+    const auto e = expect_error([&] { c.act("generate_blog", "demo-dental", {{"tone", "warm"}}); });
+    EXPECT_EQ(e.reason(), ErrorReason::validation);
+    EXPECT_EQ(e.http_status(), 400);
+    EXPECT_NE(e.gateway_error().find("keyword"), std::string::npos) << e.gateway_error();
+    EXPECT_NE(std::string(e.what()).find(e.gateway_error()), std::string::npos);
+    EXPECT_EQ(h.gw->count_requests("POST", "generate_blog"), 1u);
+}
+
+TEST(GatewayClient, StatusErrorSurfacesAndIsNotResent) {
+    Harness h;
+    Client c(h.config());
+    const auto before = h.row_count("blogs", "demo-dental");
+    h.gw->inject({.target = "generate_blog", .mode = FaultMode::status_error, .status_code = 502});
+    const auto e = expect_error([&] {
+        c.act("generate_blog", "demo-dental", {{"keyword", "gum disease"}});
+    });
+    EXPECT_EQ(e.reason(), ErrorReason::upstream);
+    EXPECT_EQ(e.http_status(), 200);
+    ASSERT_TRUE(e.status_code());
+    EXPECT_EQ(*e.status_code(), 502);
+    EXPECT_NE(std::string(e.what()).find("did not complete"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("502"), std::string::npos) << e.what();
+    EXPECT_EQ(h.gw->count_requests("POST", "generate_blog"), 1u);
+    EXPECT_EQ(h.row_count("blogs", "demo-dental"), before);
+}
+
+TEST(GatewayClient, RateLimitedActionIsResentAfterRetryAfter) {
+    Harness h;
+    auto config = h.config();
+    config.max_retry_after = 50ms;  // keeps the test fast; the cap is part of the rule
+    Client c(config);
+    const auto before = h.row_count("blogs", "demo-dental");
+    h.gw->inject({.target = "generate_blog", .mode = FaultMode::rate_limit, .retry_after_s = 1});
+    const auto r = c.act("generate_blog", "demo-dental", {{"keyword", "kids dentist"}});
+    EXPECT_EQ(r.attempts, 2);
+    EXPECT_FALSE(r.recovered);
+    EXPECT_EQ(h.row_count("blogs", "demo-dental"), before + 1);
+}
+
+TEST(GatewayClient, RetrySafeActionIsRetriedAfter5xx) {
+    Harness h;
+    Client c(h.config());
+    h.gw->inject({.target = "seo_audit", .mode = FaultMode::fail_before, .count = 2});
+    const auto r = c.act("seo_audit", "demo-dental", {{"url", "https://example.com/"}});
+    EXPECT_EQ(r.attempts, 3);
+    EXPECT_EQ(h.gw->count_requests("POST", "seo_audit"), 3u);
+    EXPECT_TRUE(r.data.contains("score"));
+}
+
+TEST(GatewayClient, RepeatedIdenticalActionsDoNotClaimEachOthersRecord) {
+    Harness h;
+    Client c(h.config());
+    const auto before = h.row_count("blogs", "demo-dental");
+    const auto first = c.act("generate_blog", "demo-dental", {{"keyword", "same keyword"}});
+    // The second, identical action fails before creating: the first one's record (same
+    // keyword, same second) must not be taken for it, so it is sent again.
+    h.gw->inject({.target = "generate_blog", .mode = FaultMode::fail_before});
+    const auto second = c.act("generate_blog", "demo-dental", {{"keyword", "same keyword"}});
+    EXPECT_FALSE(second.recovered);
+    EXPECT_EQ(second.attempts, 2);
+    EXPECT_NE(first.data["id"], second.data["id"]);
+    EXPECT_EQ(h.row_count("blogs", "demo-dental"), before + 2);
+}
+
+TEST(GatewayClient, UnreachableActionIsUnavailableAndNotRun) {
+    Config c;
+    c.base_url = "http://127.0.0.1:" + std::to_string(closed_port()) + "/api";
+    c.backoff_base = 1ms;
+    c.max_attempts = 3;
+    Client client(c);
+    const auto e = expect_error([&] {
+        client.act("generate_blog", "demo-dental", {{"keyword", "x"}});
+    });
+    EXPECT_EQ(e.reason(), ErrorReason::unavailable);
+    EXPECT_NE(std::string(e.what()).find("not run"), std::string::npos) << e.what();
+}
+
+}  // namespace

@@ -1,0 +1,17 @@
+// Registers agency-mcp's tools on an MCP server. Each family lives in its own file.
+#pragma once
+
+#include <memory>
+
+#include "server/mcp_server.hpp"
+#include "tools/tool_kit.hpp"
+
+namespace agency::tools {
+
+// Read tools (rankings, audits, backlinks, ...): tools/read_tools.cpp
+void register_read_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& box);
+
+// Every tool of the product.
+void register_all(mcp::Server& server, const std::shared_ptr<Toolbox>& box);
+
+}  // namespace agency::tools

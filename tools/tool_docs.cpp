@@ -1,0 +1,244 @@
+#include "tools/tool_docs.hpp"
+
+#include <algorithm>
+#include <string_view>
+#include <vector>
+
+#include "tools/tool_kit.hpp"
+
+namespace agency::tools {
+
+namespace {
+
+std::string join(const std::vector<std::string>& items, std::string_view separator) {
+    std::string out;
+    for (const auto& item : items) {
+        if (!out.empty()) out += separator;
+        out += item;
+    }
+    return out;
+}
+
+// Table cells are one line, and a bare | would split the cell.
+std::string cell(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
+        if (c == '|') {
+            out += "\\|";
+        } else if (c == '\n' || c == '\r') {
+            out += ' ';
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+std::string code(std::string_view text) {
+    // A backtick inside needs a longer fence (CommonMark code spans).
+    std::string_view fence = text.find('`') == std::string_view::npos ? "`" : "`` ";
+    std::string_view close = fence.size() == 1 ? "`" : " ``";
+    return std::string(fence) + std::string(text) + std::string(close);
+}
+
+// A JSON value as written in the docs: strings bare, everything else as JSON.
+std::string literal(const json& value) {
+    return code(value.is_string() ? value.get<std::string>() : value.dump());
+}
+
+std::string type_name(const json& prop);
+
+std::string alternatives(const json& list) {
+    std::vector<std::string> names;
+    for (const auto& alternative : list) names.push_back(type_name(alternative));
+    return join(names, " or ");
+}
+
+// The base type of a property schema: "string", "array of integer", "string or null".
+std::string type_name(const json& prop) {
+    if (!prop.is_object()) return "any";
+    if (auto c = prop.find("const"); c != prop.end()) return "constant " + literal(*c);
+    for (const char* key : {"anyOf", "oneOf"})
+        if (auto a = prop.find(key); a != prop.end() && a->is_array()) return alternatives(*a);
+    std::string name;
+    if (auto t = prop.find("type"); t != prop.end()) {
+        if (t->is_array()) {
+            std::vector<std::string> types;
+            for (const auto& one : *t) types.push_back(one.get<std::string>());
+            name = join(types, " or ");
+        } else if (t->is_string()) {
+            name = t->get<std::string>();
+        }
+    }
+    if (name == "array") {
+        if (auto items = prop.find("items"); items != prop.end() && items->is_object())
+            name += " of " + type_name(*items);
+    }
+    return name.empty() ? "any" : name;
+}
+
+// Type plus every constraint a caller must respect: "integer, 1 to 1000, default 100".
+std::string type_text(const json& prop) {
+    std::vector<std::string> parts{type_name(prop)};
+    if (!prop.is_object()) return parts.front();
+    if (auto e = prop.find("enum"); e != prop.end() && e->is_array()) {
+        std::vector<std::string> values;
+        for (const auto& v : *e) values.push_back(literal(v));
+        parts.push_back("one of " + join(values, ", "));
+    }
+    if (auto f = prop.find("format"); f != prop.end()) parts.push_back("format " + literal(*f));
+    auto bound = [&](const char* low_key, const char* high_key, std::string_view unit) {
+        auto low = prop.find(low_key);
+        auto high = prop.find(high_key);
+        std::string suffix = unit.empty() ? "" : " " + std::string(unit);
+        if (low != prop.end() && high != prop.end())
+            parts.push_back(low->dump() + " to " + high->dump() + suffix);
+        else if (low != prop.end())
+            parts.push_back("at least " + low->dump() + suffix);
+        else if (high != prop.end())
+            parts.push_back("at most " + high->dump() + suffix);
+    };
+    bound("minimum", "maximum", "");
+    if (auto x = prop.find("exclusiveMinimum"); x != prop.end()) parts.push_back("> " + x->dump());
+    if (auto x = prop.find("exclusiveMaximum"); x != prop.end()) parts.push_back("< " + x->dump());
+    bound("minLength", "maxLength", "characters");
+    bound("minItems", "maxItems", "items");
+    if (prop.value("uniqueItems", false)) parts.push_back("unique items");
+    if (auto p = prop.find("pattern"); p != prop.end()) parts.push_back("pattern " + literal(*p));
+    if (auto d = prop.find("default"); d != prop.end()) parts.push_back("default " + literal(*d));
+    return join(parts, ", ");
+}
+
+bool is_required(const json& schema, const std::string& name) {
+    auto r = schema.find("required");
+    return r != schema.end() && r->is_array() && std::find(r->begin(), r->end(), name) != r->end();
+}
+
+const json* properties_of(const json& schema) {
+    if (!schema.is_object()) return nullptr;
+    auto p = schema.find("properties");
+    return p != schema.end() && p->is_object() ? &*p : nullptr;
+}
+
+// One table row per output field; the fields of objects and of arrays of objects follow their
+// parent as `parent.field` / `parent[].field`, since rows are what callers mostly read.
+void output_rows(const json& schema, const std::string& prefix, int depth, std::string& out) {
+    const json* props = properties_of(schema);
+    if (!props) return;
+    for (const auto& [name, prop] : props->items()) {
+        const std::string path = prefix + name;
+        out += "| " + code(path) + " | " + cell(type_text(prop)) + " | " +
+               (is_required(schema, name) ? "yes" : "no") + " | " +
+               cell(prop.value("description", "")) + " |\n";
+        if (depth >= 3 || !prop.is_object()) continue;
+        if (properties_of(prop)) output_rows(prop, path + ".", depth + 1, out);
+        if (auto items = prop.find("items"); items != prop.end() && properties_of(*items))
+            output_rows(*items, path + "[].", depth + 1, out);
+    }
+}
+
+std::string kind_of(const mcp::ToolDef& tool) {
+    const json& a = tool.annotations;
+    if (a.is_object() && a.value("readOnlyHint", false)) return "read-only";
+    if (a.is_object() && a.value("destructiveHint", true)) return "write, destructive";
+    return "write";
+}
+
+const ToolDoc* doc_of(const std::string& name) {
+    for (const auto& doc : registered_tool_docs())
+        if (doc.name == name) return &doc;
+    return nullptr;
+}
+
+void tool_section(const mcp::ToolDef& tool, std::string& out) {
+    const ToolDoc* doc = doc_of(tool.name);
+    out += "## " + tool.name + "\n\n";
+    if (!tool.title.empty()) out += "**" + tool.title + "**\n\n";
+    out += tool.description + "\n\n";
+
+    if (tool.annotations.is_object() && !tool.annotations.empty()) {
+        std::vector<std::string> hints;
+        for (const auto& [key, value] : tool.annotations.items())
+            if (key != "title") hints.push_back(code(key + ": " + value.dump()));
+        out += "- Annotations: " + join(hints, ", ") + "\n";
+    }
+    if (!tool.required_scopes.empty()) {
+        std::vector<std::string> scopes;
+        for (const auto& s : tool.required_scopes) scopes.push_back(code(s));
+        out += "- Needs scope: " + join(scopes, ", ") +
+               " (hidden from and refused to callers without it, e.g. under `--read-only`)\n";
+    }
+    if (tool.required_client_capabilities.is_object() &&
+        !tool.required_client_capabilities.empty()) {
+        std::vector<std::string> caps;
+        for (const auto& [cap, value] : tool.required_client_capabilities.items())
+            caps.push_back(code(cap));
+        out += "- Needs client capability: " + join(caps, ", ") + "\n";
+    }
+    if (tool.interactive)
+        out += "- Interactive: may ask the user or report progress during the call\n";
+    if (doc && !doc->mapping.empty()) out += "- Gateway: " + doc->mapping + "\n";
+    if (doc && !doc->gateway_action.empty())
+        out += "- Gateway action: " + code(doc->gateway_action) +
+               " (the tool is hidden when the gateway's discovery does not list it)\n";
+    out += "\n";
+
+    out += "### Arguments\n\n";
+    const json* args = properties_of(tool.input_schema);
+    if (!args || args->empty()) {
+        out += "None.\n\n";
+    } else {
+        out += "| argument | type | required | description |\n|---|---|---|---|\n";
+        for (const auto& [name, prop] : args->items())
+            out += "| " + code(name) + " | " + cell(type_text(prop)) + " | " +
+                   (is_required(tool.input_schema, name) ? "yes" : "no") + " | " +
+                   cell(prop.value("description", "")) + " |\n";
+        out += "\n";
+        if (tool.input_schema.value("additionalProperties", json(true)) == json(false))
+            out += "Any other argument is refused.\n\n";
+    }
+
+    out += "### Output\n\n";
+    if (!properties_of(tool.output_schema)) {
+        out += "Text content only (no `structuredContent` schema).\n\n";
+    } else {
+        out += "`structuredContent` fields (nested rows: required within their element):\n\n";
+        out += "| field | type | required | description |\n|---|---|---|---|\n";
+        output_rows(tool.output_schema, "", 0, out);
+        out += "\n";
+    }
+}
+
+}  // namespace
+
+std::string tools_markdown(const mcp::Server& server, const mcp::Principal& principal) {
+    const auto tools = server.visible_tools(principal);
+    std::string out;
+    out += "# Tool reference\n\n";
+    out += "<!-- Generated from the tool definitions by `agency-mcp tools-doc`; do not edit by "
+           "hand.\n     Regenerate: build/agency-mcp tools-doc > docs/tools.md -->\n\n";
+    const std::string& instructions = server.options().info.instructions;
+    if (!instructions.empty()) out += instructions + "\n\n";
+    out += "agency-mcp offers " + std::to_string(tools.size()) +
+           " tools. Arguments are checked against each tool's input schema before any gateway "
+           "request: a wrong or unknown argument comes back as a tool error (`isError`) naming "
+           "it. A list answer that stops early carries `next_cursor`: pass it back unchanged as "
+           "`cursor`, with the same other arguments, for the next page. Gateway failures come "
+           "back as tool errors whose text is `{\"error\": {\"reason\", \"message\", ...}}`.\n\n";
+
+    out += "| tool | title | kind | gateway |\n|---|---|---|---|\n";
+    for (const auto* tool : tools) {
+        const ToolDoc* doc = doc_of(tool->name);
+        out += "| [" + code(tool->name) + "](#" + tool->name + ") | " + cell(tool->title) +
+               " | " + kind_of(*tool) + " | " + cell(doc ? doc->mapping : "") + " |\n";
+    }
+    out += "\n";
+    for (const auto* tool : tools) tool_section(*tool, out);
+    // One trailing newline, as editors save files.
+    while (out.size() > 1 && out[out.size() - 1] == '\n' && out[out.size() - 2] == '\n')
+        out.pop_back();
+    return out;
+}
+
+}  // namespace agency::tools

@@ -1,0 +1,17 @@
+// docs/tools.md, generated from the registered tool definitions (`agency-mcp tools-doc`), so
+// that the reference cannot drift from what tools/list actually says.
+#pragma once
+
+#include <string>
+
+#include "server/mcp_server.hpp"
+
+namespace agency::tools {
+
+// The Markdown reference of every tool `principal` sees on `server`, in registration order:
+// summary table, then per tool its description, annotations, arguments (from the input schema),
+// output fields (from the output schema) and gateway mapping (registered_tool_docs()).
+// Deterministic: the same definitions always give the same bytes.
+std::string tools_markdown(const mcp::Server& server, const mcp::Principal& principal);
+
+}  // namespace agency::tools

@@ -1,0 +1,416 @@
+#include "tools/tool_kit.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <simdjson.h>
+#include <spdlog/spdlog.h>
+#include <valijson/adapters/nlohmann_json_adapter.hpp>
+#include <valijson/schema.hpp>
+#include <valijson/schema_parser.hpp>
+#include <valijson/validation_results.hpp>
+#include <valijson/validator.hpp>
+
+#include "server/crypto.hpp"
+#include "tools/schemas.hpp"
+
+namespace agency::tools {
+
+// --- schemas ---------------------------------------------------------------------------------
+
+const json& schema(std::string_view name) {
+    static std::mutex mutex;
+    static std::unordered_map<std::string, json> parsed;
+    std::lock_guard lock(mutex);
+    auto it = parsed.find(std::string(name));
+    if (it != parsed.end()) return it->second;
+    for (const auto& s : embedded_schemas()) {
+        if (s.name == name)
+            return parsed.emplace(std::string(name), json::parse(s.text)).first->second;
+    }
+    throw std::out_of_range("no embedded schema named " + std::string(name));
+}
+
+// --- validation ------------------------------------------------------------------------------
+
+namespace {
+
+std::string join(const std::vector<std::string>& items) {
+    std::string out;
+    for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
+    return out;
+}
+
+// What a property schema allows, in words: "an integer from 1 to 1000".
+std::string describe(const json& prop) {
+    if (!prop.is_object()) return "any value";
+    std::vector<std::string> parts;
+    std::string type = prop.value("type", "");
+    if (auto e = prop.find("enum"); e != prop.end() && e->is_array()) {
+        std::vector<std::string> values;
+        for (const auto& v : *e) values.push_back(v.dump());
+        return "one of " + join(values);
+    }
+    std::string what = type.empty() ? "a value" : (type == "integer" ? "an integer" : "a " + type);
+    if (auto f = prop.find("format"); f != prop.end()) {
+        std::string format = f->get<std::string>();
+        what += format == "date" ? " date YYYY-MM-DD" : " (" + format + ")";
+    }
+    if (prop.contains("minimum") && prop.contains("maximum"))
+        what += " from " + prop["minimum"].dump() + " to " + prop["maximum"].dump();
+    else if (prop.contains("minimum"))
+        what += " of at least " + prop["minimum"].dump();
+    else if (prop.contains("maximum"))
+        what += " of at most " + prop["maximum"].dump();
+    if (prop.contains("minLength") || prop.contains("maxLength"))
+        what += " of " + prop.value("minLength", json(0)).dump() + " to " +
+                prop.value("maxLength", json("any")).dump() + " characters";
+    if (auto p = prop.find("pattern"); p != prop.end())
+        what += " matching " + p->get<std::string>();
+    return what;
+}
+
+}  // namespace
+
+struct InputValidator::Impl {
+    json schema;
+    valijson::Schema compiled;
+    std::vector<std::string> properties;
+    std::vector<std::string> required;
+    bool closed = false;  // additionalProperties: false
+};
+
+InputValidator::InputValidator(const json& schema_json) : impl_(std::make_unique<Impl>()) {
+    impl_->schema = schema_json;
+    valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
+    valijson::adapters::NlohmannJsonAdapter adapter(impl_->schema);
+    parser.populateSchema(adapter, impl_->compiled);
+    if (auto p = schema_json.find("properties"); p != schema_json.end() && p->is_object())
+        for (const auto& [k, v] : p->items()) impl_->properties.push_back(k);
+    if (auto r = schema_json.find("required"); r != schema_json.end() && r->is_array())
+        for (const auto& k : *r) impl_->required.push_back(k.get<std::string>());
+    impl_->closed = schema_json.value("additionalProperties", json(true)) == json(false);
+}
+
+InputValidator::~InputValidator() = default;
+InputValidator::InputValidator(InputValidator&&) noexcept = default;
+
+std::string InputValidator::validate(const json& args) const {
+    const auto& props = impl_->schema.value("properties", json::object());
+    if (impl_->closed) {
+        for (const auto& [key, value] : args.items()) {
+            if (!props.contains(key))
+                return "unknown argument \"" + key + "\"; this tool takes: " +
+                       join(impl_->properties);
+        }
+    }
+    for (const auto& key : impl_->required) {
+        if (!args.contains(key))
+            return "missing required argument \"" + key + "\" (" + describe(props.value(key, json())) +
+                   ")";
+    }
+    // One validator per thread keeps valijson's compiled-regex cache warm.
+    thread_local valijson::Validator validator(valijson::Validator::kStrongTypes);
+    valijson::ValidationResults results;
+    valijson::adapters::NlohmannJsonAdapter target(args);
+    if (validator.validate(impl_->compiled, target, &results)) return {};
+    valijson::ValidationResults::Error error;
+    std::string field;
+    std::string detail;
+    while (results.popError(error)) {
+        // context is like {"<root>", "[limit]"}: the deepest named argument is the culprit.
+        if (error.context.size() >= 2) {
+            std::string name = error.context[1];
+            if (name.size() >= 2 && name.front() == '[') name = name.substr(1, name.size() - 2);
+            if (name.size() >= 2 && name.front() == '"') name = name.substr(1, name.size() - 2);
+            field = name;
+            detail = error.description;
+            break;
+        }
+        if (detail.empty()) detail = error.description;
+    }
+    if (field.empty()) return "invalid arguments: " + detail;
+    const json& value = args.contains(field) ? args[field] : json();
+    return "invalid argument \"" + field + "\": got " + value.dump() + ", expected " +
+           describe(props.value(field, json()));
+}
+
+// --- errors ----------------------------------------------------------------------------------
+
+mcp::ToolResult tool_error(std::string_view reason, const std::string& message,
+                           const json& details) {
+    json error = {{"reason", reason}, {"message", message}};
+    if (details.is_object())
+        for (const auto& [k, v] : details.items()) error[k] = v;
+    return mcp::ToolResult::text(json{{"error", std::move(error)}}.dump(), true);
+}
+
+mcp::ToolResult tool_error(const gateway::Error& e) {
+    using R = gateway::ErrorReason;
+    std::string_view reason;
+    switch (e.reason()) {
+        case R::validation: reason = "validation"; break;
+        case R::scope: reason = "scope"; break;
+        case R::not_found: reason = "not_found"; break;
+        case R::rate_limited: reason = "rate_limited"; break;
+        case R::unavailable: reason = "unavailable"; break;
+        case R::outcome_unknown: reason = "outcome_unknown"; break;
+        case R::cancelled: reason = "cancelled"; break;
+        case R::auth:
+        case R::method:
+        case R::upstream:
+        case R::config: reason = "upstream"; break;
+    }
+    json details = json::object();
+    if (!e.gateway_error().empty()) details["gateway_error"] = e.gateway_error();
+    if (e.http_status()) details["http_status"] = e.http_status();
+    if (e.status_code()) details["status_code"] = *e.status_code();
+    if (!e.data().is_null()) details["data"] = e.data();
+    return tool_error(reason, e.what(), details);
+}
+
+// --- cursors ---------------------------------------------------------------------------------
+
+namespace {
+
+std::string digest16(std::string_view text) { return crypto::sha256_hex(text).substr(0, 16); }
+
+std::int64_t now_s() {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+}  // namespace
+
+Toolbox::Toolbox(std::shared_ptr<gateway::Client> gateway, Settings settings)
+    : gateway_(std::move(gateway)), settings_(std::move(settings)) {
+    std::string secret = settings_.secret.empty() ? crypto::random_bytes(32) : settings_.secret;
+    cursor_key_ = crypto::hmac_sha256(secret, "agency-mcp cursor v1");
+}
+
+std::string Toolbox::issue_cursor(const CursorBinding& b, std::int64_t offset,
+                                  const json& extra) const {
+    json payload = {{"t", b.tool},
+                    {"c", b.client_id},
+                    {"p", digest16(b.principal)},
+                    {"f", digest16(b.filters ? b.filters->dump() : "")},
+                    {"o", offset},
+                    {"e", now_s() + settings_.cursor_ttl.count()}};
+    if (!extra.is_null()) payload["x"] = extra;
+    return crypto::seal(cursor_key_, payload);
+}
+
+CursorPosition Toolbox::open_cursor(const CursorBinding& b, const std::string& token) const {
+    auto refuse = [](const std::string& why) {
+        return mcp::RpcError(mcp::error_code::invalid_params,
+                             "invalid cursor: " + why +
+                                 "; pass back the next_cursor of the previous answer unchanged, "
+                                 "with the same arguments, or omit it to start over");
+    };
+    auto payload = crypto::unseal(cursor_key_, token);
+    if (!payload) throw refuse("it was altered or was not issued by this server");
+    if (payload->value("t", "") != b.tool) throw refuse("it belongs to another tool");
+    if (payload->value("c", "") != b.client_id) throw refuse("it belongs to another client_id");
+    if (payload->value("p", "") != digest16(b.principal)) throw refuse("it was issued to another caller");
+    if (payload->value("f", "") != digest16(b.filters ? b.filters->dump() : ""))
+        throw refuse("it was issued for other filter arguments");
+    if (payload->value("e", std::int64_t{0}) < now_s()) throw refuse("it has expired");
+    auto offset = payload->find("o");
+    if (offset == payload->end() || !offset->is_number_integer() || offset->get<std::int64_t>() < 0)
+        throw refuse("it is malformed");
+    return {offset->get<std::int64_t>(), payload->value("x", json())};
+}
+
+std::string principal_of(const mcp::RequestContext& ctx) { return ctx.principal.name; }
+
+// --- rows ------------------------------------------------------------------------------------
+
+RowWriter::RowWriter(std::string_view client_id, std::string_view resource, std::size_t budget)
+    : budget_(budget) {
+    out_.reserve(std::min<std::size_t>(budget, 64 * 1024) + 256);
+    out_ += R"({"client_id":)";
+    mcp::append_json_string(out_, client_id);
+    out_ += R"(,"resource":)";
+    mcp::append_json_string(out_, resource);
+    out_ += R"(,"rows":[)";
+}
+
+bool RowWriter::add(std::string_view row) {
+    if (count_ > 0 && out_.size() + row.size() + 1 > budget_) return false;
+    if (count_ > 0) out_.push_back(',');
+    out_.append(row);
+    ++count_;
+    return true;
+}
+
+std::string RowWriter::finish(std::optional<std::int64_t> total, const std::string& next_cursor,
+                              std::string_view extra_members) {
+    out_ += R"(],"returned":)";
+    out_ += std::to_string(count_);
+    if (total) {
+        out_ += R"(,"total":)";
+        out_ += std::to_string(*total);
+    }
+    if (!next_cursor.empty()) {
+        out_ += R"(,"next_cursor":)";
+        mcp::append_json_string(out_, next_cursor);
+    }
+    if (!extra_members.empty()) {
+        out_.push_back(',');
+        out_.append(extra_members);
+    }
+    out_.push_back('}');
+    return std::move(out_);
+}
+
+namespace {
+
+gateway::Error malformed(std::string_view why) {
+    return gateway::Error(gateway::ErrorReason::upstream,
+                          "the gateway sent a malformed answer: " + std::string(why));
+}
+
+// simdjson's raw views run up to the next token, so they may carry whitespace.
+std::string_view trim_end(std::string_view text) {
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' ||
+                             text.back() == '\t'))
+        text.remove_suffix(1);
+    return text;
+}
+
+// Fills `out` from one field value of any type (consumes containers).
+simdjson::error_code read_field(simdjson::ondemand::value value, RowField& out) {
+    using simdjson::ondemand::json_type;
+    json_type type;
+    if (auto e = value.type().get(type)) return e;
+    std::string_view raw;
+    if (type == json_type::object) {
+        simdjson::ondemand::object object;
+        if (auto e = value.get_object().get(object)) return e;
+        if (auto e = object.raw_json().get(raw)) return e;
+    } else if (type == json_type::array) {
+        simdjson::ondemand::array array;
+        if (auto e = value.get_array().get(array)) return e;
+        if (auto e = array.raw_json().get(raw)) return e;
+    } else {
+        raw = value.raw_json_token();
+        if (type == json_type::string) {
+            out.is_string = true;
+            if (auto e = value.get_string().get(out.text)) return e;
+        }
+    }
+    out.raw = trim_end(raw);
+    return simdjson::SUCCESS;
+}
+
+std::size_t scan_rows(
+    const std::string& body, std::span<const std::string_view> names,
+    const std::function<bool(std::string_view, std::span<const RowField>)>& on_row) {
+    // One parser per thread; not re-entered (callbacks never parse another page).
+    thread_local simdjson::ondemand::parser parser;
+    // Gateway bodies usually have spare capacity for simdjson's padding; copy only if not.
+    std::optional<simdjson::padded_string> copy;
+    simdjson::padded_string_view view(body);
+    if (view.padding() < simdjson::SIMDJSON_PADDING) {
+        copy.emplace(body);
+        view = simdjson::padded_string_view(*copy);
+    }
+    simdjson::ondemand::document doc;
+    if (parser.iterate(view).get(doc)) throw malformed("not JSON");
+    simdjson::ondemand::array data;
+    if (doc["data"].get_array().get(data)) throw malformed("no data array");
+    std::vector<RowField> fields(names.size());
+    std::size_t visited = 0;
+    for (auto element : data) {
+        simdjson::ondemand::object row;
+        std::string_view raw;
+        if (element.get_object().get(row) || row.raw_json().get(raw))
+            throw malformed("a row is not an object");
+        if (!names.empty()) {
+            std::fill(fields.begin(), fields.end(), RowField{});
+            bool ok = !row.reset().error();
+            for (auto field : row) {
+                std::string_view key;
+                if (!ok || field.unescaped_key().get(key)) {
+                    ok = false;
+                    break;
+                }
+                for (std::size_t i = 0; i < names.size(); ++i) {
+                    if (names[i] != key) continue;
+                    ok = !read_field(field.value(), fields[i]);
+                    break;
+                }
+                if (!ok) break;
+            }
+            if (!ok) throw malformed("a row is not valid JSON");
+        }
+        ++visited;
+        if (!on_row(trim_end(raw), fields)) break;
+    }
+    return visited;
+}
+
+}  // namespace
+
+std::size_t for_each_data_row(const std::string& body,
+                              const std::function<bool(std::string_view)>& on_row) {
+    return scan_rows(body, {}, [&](std::string_view row, std::span<const RowField>) {
+        return on_row(row);
+    });
+}
+
+std::size_t for_each_data_row(
+    const std::string& body, std::span<const std::string_view> names,
+    const std::function<bool(std::string_view row, std::span<const RowField> fields)>& on_row) {
+    return scan_rows(body, names, on_row);
+}
+
+// --- registration ----------------------------------------------------------------------------
+
+namespace {
+std::vector<ToolDoc>& tool_docs() {
+    static std::vector<ToolDoc> docs;
+    return docs;
+}
+}  // namespace
+
+const std::vector<ToolDoc>& registered_tool_docs() { return tool_docs(); }
+
+void add_tool(mcp::Server& server, ToolSpec spec) {
+    // Registration happens once at start-up, before serving; re-registering replaces.
+    auto& docs = tool_docs();
+    std::erase_if(docs, [&](const ToolDoc& d) { return d.name == spec.name; });
+    docs.push_back({spec.name, spec.mapping, spec.gateway_action});
+    mcp::ToolDef def;
+    def.name = spec.name;
+    def.title = spec.title;
+    def.description = spec.description;
+    def.input_schema = schema(spec.input_schema);
+    if (!spec.input_schema_patch.is_null()) def.input_schema.merge_patch(spec.input_schema_patch);
+    if (!spec.output_schema.empty()) def.output_schema = schema(spec.output_schema);
+    def.annotations = {{"title", spec.title},
+                       {"readOnlyHint", spec.read_only},
+                       {"idempotentHint", spec.idempotent},
+                       {"openWorldHint", spec.open_world}};
+    if (!spec.read_only) def.annotations["destructiveHint"] = spec.destructive;
+    if (spec.needs_write) def.required_scopes = {"write"};
+    def.interactive = spec.interactive;
+    auto validator = std::make_shared<InputValidator>(def.input_schema);
+    def.handler = [validator, handler = std::move(spec.handler)](
+                      const json& args, mcp::RequestContext& ctx) -> mcp::ToolResult {
+        if (std::string problem = validator->validate(args); !problem.empty())
+            return tool_error("validation", problem);
+        try {
+            return handler(args, ctx);
+        } catch (const gateway::Error& e) {
+            return tool_error(e);
+        }
+    };
+    server.add_tool(std::move(def));
+}
+
+}  // namespace agency::tools

@@ -1,0 +1,160 @@
+// What every tool shares: one declarative entry per tool, input validation against its
+// compiled schema before any gateway request, signed cursors, the mapping of gateway failures
+// to tool errors, and the raw-JSON row path that answers list calls without building a DOM.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway/client.hpp"
+#include "server/mcp_server.hpp"
+
+namespace agency::tools {
+
+using mcp::json;
+
+struct Settings {
+    std::string secret;                      // signs cursors; random per start when empty
+    std::size_t page_budget_bytes = 256 * 1024;  // rows per answer stop before this size
+    std::chrono::seconds cursor_ttl{3600};
+};
+
+// What a cursor is bound to: replaying it with any other of these is rejected.
+struct CursorBinding {
+    std::string_view tool;
+    std::string_view client_id;
+    std::string_view principal;
+    const json* filters = nullptr;  // the arguments that shape the result (not limit/cursor)
+};
+
+struct CursorPosition {
+    std::int64_t offset = 0;
+    json extra;  // tool-specific continuation state
+};
+
+class Toolbox {
+public:
+    Toolbox(std::shared_ptr<gateway::Client> gateway, Settings settings);
+    gateway::Client& gateway() { return *gateway_; }
+    const Settings& settings() const { return settings_; }
+
+    std::string issue_cursor(const CursorBinding& binding, std::int64_t offset,
+                             const json& extra = nullptr) const;
+    // Throws mcp::RpcError(-32602) naming why a cursor is refused.
+    CursorPosition open_cursor(const CursorBinding& binding, const std::string& token) const;
+
+private:
+    std::shared_ptr<gateway::Client> gateway_;
+    Settings settings_;
+    std::string cursor_key_;
+};
+
+using Handler = std::function<mcp::ToolResult(const json& args, mcp::RequestContext& ctx)>;
+
+// One declarative entry per tool.
+struct ToolSpec {
+    std::string name;
+    std::string title;
+    std::string description;
+    std::string input_schema;   // embedded schema name, e.g. "list_keywords.input"
+    // RFC 7386 merge patch over the embedded input schema, for what is known only at start-up
+    // (read_resource's resource enum comes from the gateway's discovery).
+    json input_schema_patch;
+    std::string output_schema;  // "" = none
+    bool read_only = true;
+    bool destructive = false;
+    bool idempotent = true;
+    bool open_world = true;
+    bool needs_write = false;   // action tools: the caller needs the write scope
+    bool interactive = false;   // asks the user or reports progress mid-call
+    std::string gateway_action;  // action tools: hidden when discovery lacks it
+    std::string mapping;         // how it maps to gateway reads/actions (docs/tools.md)
+    Handler handler;
+};
+
+// What docs/tools.md says of each registered tool, in registration order.
+struct ToolDoc {
+    std::string name;
+    std::string mapping;
+    std::string gateway_action;
+};
+const std::vector<ToolDoc>& registered_tool_docs();
+
+// Registers a tool: compiles its input schema once and wraps the handler so that invalid
+// arguments and gateway failures become tool errors (isError) before/after the handler.
+void add_tool(mcp::Server& server, ToolSpec spec);
+
+// A tool error: isError, and a text block holding {"error": {reason, message, ...details}}.
+mcp::ToolResult tool_error(std::string_view reason, const std::string& message,
+                           const json& details = nullptr);
+mcp::ToolResult tool_error(const gateway::Error& error);
+
+// Validation of tool arguments against a compiled JSON Schema; messages name the argument
+// and what is allowed.
+class InputValidator {
+public:
+    explicit InputValidator(const json& schema);
+    ~InputValidator();
+    InputValidator(InputValidator&&) noexcept;
+    // "" when valid, otherwise an actionable message.
+    std::string validate(const json& args) const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// Builds a list answer by splicing each row's raw JSON into the output text.
+class RowWriter {
+public:
+    // Opens {"client_id":..,"resource":..,"rows":[
+    RowWriter(std::string_view client_id, std::string_view resource, std::size_t budget);
+    // false when the row would exceed the budget (and at least one row is written).
+    bool add(std::string_view row_json);
+    std::size_t count() const { return count_; }
+    // Whether a row of `size` bytes would still fit (always true before the first row).
+    bool fits(std::size_t size) const { return count_ == 0 || out_.size() + size + 1 <= budget_; }
+    // Closes the object with total (omitted when unknown, as for tools that scan and filter
+    // what the gateway cannot), next_cursor (omitted when empty) and any extra fields (a JSON
+    // object's members, spliced).
+    std::string finish(std::optional<std::int64_t> total, const std::string& next_cursor,
+                       std::string_view extra_members = {});
+
+private:
+    std::string out_;
+    std::size_t budget_;
+    std::size_t count_ = 0;
+};
+
+// Calls `on_row(raw_row_json)` for each element of the gateway answer's "data" array (simdjson
+// on-demand, no DOM); stops when on_row returns false. Returns how many rows were visited
+// including the one that stopped it. Throws gateway::Error{upstream} on a malformed body.
+std::size_t for_each_data_row(const std::string& body,
+                              const std::function<bool(std::string_view)>& on_row);
+
+// One top-level field of a row, as the page holds it.
+struct RowField {
+    std::string_view raw;   // its JSON text (any type); empty when the row lacks the field
+    std::string_view text;  // strings only: the unescaped value
+    bool is_string = false;
+    bool present() const { return !raw.empty(); }
+};
+
+// As above, also handing over the fields named in `names` (fields[i] is names[i]), read in
+// the same pass, so filters and reduced rows need no second parse. The views live until
+// on_row returns.
+std::size_t for_each_data_row(
+    const std::string& body, std::span<const std::string_view> names,
+    const std::function<bool(std::string_view row, std::span<const RowField> fields)>& on_row);
+
+// The principal's name as cursors and confirmations bind it.
+std::string principal_of(const mcp::RequestContext& ctx);
+
+}  // namespace agency::tools
