@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cctype>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -12,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/crypto.hpp"
+#include "server/work_queue.hpp"
 
 namespace agency::mcp {
 
@@ -120,25 +122,77 @@ private:
     std::vector<std::string> messages_;
 };
 
-// Writes each message as an SSE event on the POST's response stream. A failed write means the
-// client closed the stream: that cancels the request.
-class SseChannel : public Channel {
+// One streamed answer: the call runs on a worker and queues its messages here; the connection
+// thread relays them as SSE events and writes keepalive comments while the call is quiet. A
+// failed write means the client closed the stream, which cancels the call.
+class StreamChannel : public Channel {
 public:
-    SseChannel(httplib::DataSink& sink, bool legacy, std::stop_source& closed)
-        : sink_(sink), legacy_(legacy), closed_(closed) {}
+    explicit StreamChannel(bool legacy) : legacy_(legacy) {}
     void send(const std::string& message) override {
-        std::lock_guard lock(mutex_);
-        if (closed_.stop_requested()) return;
-        std::string event = sse_event(message);
-        if (!sink_.write(event.data(), event.size())) closed_.request_stop();
+        {
+            std::lock_guard lock(mutex_);
+            if (closed_.stop_requested()) return;
+            events_.push_back(sse_event(message));
+        }
+        ready_.notify_one();
     }
-    bool can_send_requests() const override { return legacy_; }
+    bool can_send_requests() const override { return legacy_ && !closed_.stop_requested(); }
+
+    void finish(std::optional<std::string> reply) {
+        {
+            std::lock_guard lock(mutex_);
+            reply_ = std::move(reply);
+            done_ = true;
+        }
+        ready_.notify_all();
+    }
+
+    // Waits up to `grace` for the call. When it finished without sending anything before its
+    // reply, returns that reply (which may be "no reply"), so it can go out as plain JSON with
+    // its proper HTTP status; otherwise nullopt: the answer will be streamed.
+    std::optional<std::optional<std::string>> finished_quietly(std::chrono::milliseconds grace) {
+        std::unique_lock lock(mutex_);
+        ready_.wait_for(lock, grace, [this] { return done_ || !events_.empty(); });
+        if (done_ && events_.empty()) {
+            relayed_ = true;
+            return std::move(reply_);
+        }
+        return std::nullopt;
+    }
+    std::stop_token stop_token() const { return closed_.get_token(); }
+
+    // Runs on the connection thread until the call has finished.
+    void relay(httplib::DataSink& sink, std::chrono::milliseconds keepalive) {
+        static const std::string comment = ":\n\n";
+        std::unique_lock lock(mutex_);
+        for (;;) {
+            bool woke = ready_.wait_for(lock, keepalive, [this] { return done_ || !events_.empty(); });
+            std::deque<std::string> batch;
+            batch.swap(events_);
+            bool finished = done_;
+            if (finished && reply_ && !relayed_) {
+                batch.push_back(sse_event(*reply_));
+                relayed_ = true;
+            }
+            lock.unlock();
+            for (const auto& e : batch)
+                if (!closed_.stop_requested() && !sink.write(e.data(), e.size())) closed_.request_stop();
+            if (!woke && !closed_.stop_requested() && !sink.write(comment.data(), comment.size()))
+                closed_.request_stop();
+            lock.lock();
+            if (finished && events_.empty()) return;
+        }
+    }
 
 private:
-    httplib::DataSink& sink_;
     bool legacy_;
-    std::stop_source& closed_;
+    std::stop_source closed_;
     std::mutex mutex_;
+    std::condition_variable ready_;
+    std::deque<std::string> events_;
+    std::optional<std::string> reply_;
+    bool done_ = false;
+    bool relayed_ = false;
 };
 
 }  // namespace
@@ -157,8 +211,11 @@ struct HttpTransport::Impl {
     int port = 0;
     std::atomic<std::int64_t> last_sweep{0};
     std::vector<std::string> allowed_hosts;
+    // Runs streamed calls so the connection thread can watch the stream.
+    std::unique_ptr<WorkQueue> workers;
 
-    Impl(Server& s, HttpOptions o) : server(s), options(std::move(o)) {}
+    Impl(Server& s, HttpOptions o)
+        : server(s), options(std::move(o)), workers(std::make_unique<WorkQueue>(options.workers)) {}
 
     bool host_allowed(const std::string& host) const {
         return std::find(allowed_hosts.begin(), allowed_hosts.end(), host) != allowed_hosts.end();
@@ -348,27 +405,35 @@ void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Resp
 
     const std::string accept = lower(req.get_header_value("Accept"));
     const bool accepts_sse = accept.find("text/event-stream") != std::string::npos;
-    if (accepts_sse && server.may_stream(message, session.get())) {
+    // Streamed: calls that talk back mid-call, and modern tool calls (so that closing the
+    // stream cancels them, as 2026-07-28 requires).
+    const bool modern_call = !legacy && method == "tools/call";
+    if (accepts_sse && (modern_call || server.may_stream(message, session.get()))) {
         res.set_header("Cache-Control", "no-cache");
         res.set_header("X-Accel-Buffering", "no");
-        struct Call {
-            json message;
-            std::shared_ptr<Session> session;
-            Principal principal;
-        };
-        auto call = std::make_shared<Call>(Call{std::move(message), session, *principal});
+        auto channel = std::make_shared<StreamChannel>(legacy);
+        auto call_in = std::make_shared<Inbound>();
+        call_in->era = legacy ? Era::legacy : Era::modern;
+        call_in->session = session;
+        call_in->principal = *principal;
+        call_in->channel = channel.get();
+        call_in->stop = channel->stop_token();
+        call_in->http = true;
+        workers->post([this, channel, call_in, message = std::move(message)] {
+            channel->finish(server.handle_message(message, *call_in));
+        });
+        if (auto quick = channel->finished_quietly(options.stream_grace)) {
+            if (!*quick) {
+                res.status = 202;
+                return;
+            }
+            if (!legacy) res.status = http_status_for_modern_error(**quick);
+            res.set_content(std::move(**quick), "application/json");
+            return;
+        }
         res.set_chunked_content_provider(
-            "text/event-stream", [this, call, legacy](std::size_t, httplib::DataSink& sink) {
-                std::stop_source closed;
-                SseChannel channel(sink, legacy, closed);
-                Inbound in;
-                in.era = legacy ? Era::legacy : Era::modern;
-                in.session = call->session;
-                in.principal = call->principal;
-                in.channel = &channel;
-                in.stop = closed.get_token();
-                in.http = true;
-                if (auto reply = server.handle_message(call->message, in)) channel.send(*reply);
+            "text/event-stream", [this, channel](std::size_t, httplib::DataSink& sink) {
+                channel->relay(sink, options.keepalive);
                 sink.done();
                 return true;
             });
@@ -512,6 +577,7 @@ void HttpTransport::stop() {
     if (impl_->thread.joinable()) {
         impl_->http.stop();
         impl_->thread.join();
+        impl_->workers->drain();
     }
 }
 

@@ -21,7 +21,12 @@ struct HttpOptions {
     std::shared_ptr<const KeyStore> keys;      // null or empty: no authentication
     Principal anonymous;                       // the caller's scopes when there is no auth
     std::chrono::milliseconds session_idle{30 * 60 * 1000};
-    std::size_t threads = 64;
+    std::size_t threads = 64;   // connection threads (each keep-alive connection holds one)
+    std::size_t workers = 16;   // threads running streamed calls
+    std::chrono::milliseconds keepalive{5000};  // SSE comment while a streamed call is quiet
+    // A streamable call that finishes this fast without talking back is answered as plain JSON
+    // (with its proper HTTP status); slower ones switch to a stream that can be cancelled.
+    std::chrono::milliseconds stream_grace{20};
 };
 
 class HttpTransport {

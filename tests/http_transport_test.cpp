@@ -1,5 +1,6 @@
 // Streamable HTTP transport at /mcp, driven with httplib::Client against an ephemeral port.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -11,6 +12,11 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -705,3 +711,76 @@ TEST_F(HttpTransport, LoopbackHostNames) {
 }
 
 }  // namespace
+
+namespace {
+
+// Sends a raw HTTP request, waits for the response headers, then closes the connection.
+bool send_and_hang_up(int port, const std::string& body, const httplib::Headers& headers) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return false;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        ::close(fd);
+        return false;
+    }
+    std::string request = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                          "\r\nContent-Type: application/json\r\n"
+                          "Accept: application/json, text/event-stream\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\n";
+    for (const auto& [k, v] : headers) request += k + ": " + v + "\r\n";
+    request += "\r\n" + body;
+    bool ok = ::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size());
+    std::string seen;
+    char buffer[512];
+    while (ok && seen.find("\r\n\r\n") == std::string::npos) {
+        ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+        if (n <= 0) break;
+        seen.append(buffer, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return ok && seen.find("text/event-stream") != std::string::npos;
+}
+
+}  // namespace
+
+// 2026-07-28: closing the response stream of a request cancels it.
+TEST_F(HttpTransport, ModernClosedStreamCancelsTheCall) {
+    std::atomic<bool> started{false};
+    std::atomic<bool> stopped{false};
+    ToolDef loop;
+    loop.name = "loop";
+    loop.description = "Runs until cancelled (at most 5 s).";
+    loop.input_schema = {{"type", "object"}};
+    loop.handler = [&](const json&, RequestContext& ctx) {
+        started = true;
+        auto deadline = std::chrono::steady_clock::now() + 5s;
+        while (!ctx.stop.stop_requested() && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(2ms);
+        stopped = ctx.stop.stop_requested();
+        return ToolResult::text("loop ended");
+    };
+    server_->add_tool(std::move(loop));
+    auto options = default_options();
+    options.keepalive = 50ms;
+    start(options);
+
+    json params = {{"name", "loop"}, {"arguments", json::object()}, {"_meta", modern_meta()}};
+    ASSERT_TRUE(send_and_hang_up(port_, rpc(7, "tools/call", params), modern_headers("tools/call", "loop")));
+    EXPECT_TRUE(started.load());
+    for (int i = 0; i < 200 && !stopped; ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_TRUE(stopped.load()) << "the call kept running after its stream was closed";
+}
+
+// A modern call that fails before running keeps its HTTP status even on the streamed path.
+TEST_F(HttpTransport, ModernStreamedCallErrorsKeepTheirStatus) {
+    json params = {{"name", "no_such_tool"}, {"arguments", json::object()}, {"_meta", modern_meta()}};
+    auto headers = modern_headers("tools/call", "no_such_tool");
+    headers.emplace("Accept", "application/json, text/event-stream");
+    auto res = post(rpc(8, "tools/call", params), headers);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400);
+    EXPECT_EQ(rpc_error_code(res), -32602);
+}
