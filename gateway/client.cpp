@@ -1,6 +1,5 @@
 #include "gateway/client.hpp"
 
-#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -59,16 +58,18 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr std::size_t kMaxConnections = 16;      // in use at once; more callers wait
-constexpr std::size_t kMaxIdleConnections = 4;   // kept: an open one pins a gateway worker
+constexpr std::size_t kMaxConnections = 16;        // in use at once; more callers wait
+constexpr std::size_t kMaxIdleConnections = 4;     // kept: an open one pins a gateway worker
 constexpr auto kMaxIdleTime = milliseconds(1500);  // under common keep-alive limits (2-5 s)
-constexpr int kPageLimit = 1000;                 // the gateway's maximum
-constexpr int kVerifyLimit = 20;                 // newest rows read to find a created record
-constexpr std::size_t kMaxReserve = 64u << 20;   // trust Content-Length only this far
+constexpr int kPageLimit = 1000;                   // the gateway's maximum
+constexpr int kVerifyLimit = 20;                   // newest rows read to find a created record
+constexpr std::size_t kMaxReserve = 64u << 20;     // trust Content-Length only this far
 constexpr std::size_t kMaxClaimed = 512;
 constexpr auto kMaxBackoff = milliseconds(30'000);
 
-std::string ms_text(milliseconds d) { return std::to_string(d.count()) + " ms"; }
+std::string ms_text(milliseconds d) {
+    return std::to_string(d.count()) + " ms";
+}
 
 // Waits `delay` unless `stop` fires first; false when it fired.
 bool sleep_for(milliseconds delay, const std::stop_token& stop) {
@@ -84,8 +85,9 @@ bool sleep_for(milliseconds delay, const std::stop_token& stop) {
 // base * 2^retry, then a uniform jitter of +-50% so clients that failed together spread out.
 milliseconds backoff_delay(milliseconds base, int retry) {
     thread_local std::mt19937_64 rng{std::random_device{}()};
-    const auto shift = std::min(retry, 20);
-    const auto raw = std::min<long long>(base.count() * (1LL << shift), kMaxBackoff.count());
+    long long raw = base.count();
+    for (int i = 0; i < retry && raw < kMaxBackoff.count(); ++i) raw *= 2;
+    raw = std::min<long long>(raw, kMaxBackoff.count());
     if (raw <= 1) return milliseconds(raw);
     std::uniform_int_distribution<long long> jitter(raw / 2, raw + raw / 2);
     return milliseconds(jitter(rng));
@@ -98,6 +100,7 @@ std::optional<milliseconds> retry_after_delay(const std::string& header, millise
     const auto* last = header.data() + header.size();
     const auto [ptr, ec] = std::from_chars(first, last, seconds);
     if (header.empty() || ec != std::errc{} || ptr != last || seconds < 0) return std::nullopt;
+    if (seconds > cap.count() / 1000) return cap;
     return std::min(milliseconds(seconds * 1000), cap);
 }
 
@@ -136,8 +139,7 @@ bool request_may_have_arrived(httplib::Error error) {
         case httplib::Error::SSLServerVerification:
         case httplib::Error::Write:  // the request was never fully written
             return false;
-        default:
-            return true;
+        default: return true;
     }
 }
 
@@ -291,8 +293,8 @@ private:
 #endif
         if (!client) client = std::make_unique<httplib::ClientImpl>(url_.host, url_.port);
         client->set_keep_alive(true);
-        client->set_tcp_nodelay(true);   // headers and body go out in separate writes
-        client->set_url_encode(false);   // targets are encoded here
+        client->set_tcp_nodelay(true);  // headers and body go out in separate writes
+        client->set_url_encode(false);  // targets are encoded here
         client->set_follow_location(false);
         client->set_connection_timeout(connect_timeout_);
         return client;
@@ -318,7 +320,7 @@ private:
     std::mutex mu_;
     std::condition_variable_any cv_;
     std::vector<Idle> idle_;  // most recently returned last
-    std::size_t open_ = 0;   // leased + idle
+    std::size_t open_ = 0;    // leased + idle
 };
 
 struct PageScan {
@@ -329,8 +331,8 @@ struct PageScan {
 };
 
 std::string_view trim_right(std::string_view s) {
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' ||
-                          s.back() == '\t')) {
+    while (!s.empty() &&
+           (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) {
         s.remove_suffix(1);
     }
     return s;
@@ -369,10 +371,10 @@ simdjson::error_code scan_pagination(simdjson::ondemand::value value, Pagination
 }
 
 // One pass over a read's top-level object: hands each row of `data` to on_row (when given)
-// and reads `pagination`, whatever their order. `buffer` must have simdjson::SIMDJSON_PADDING spare.
+// and reads `pagination`, whatever their order. `buffer` must have simdjson::SIMDJSON_PADDING
+// spare.
 simdjson::error_code scan_page(simdjson::ondemand::parser& parser, const std::string& buffer,
-                               const std::function<bool(std::string_view)>* on_row,
-                               PageScan& out) {
+                               const std::function<bool(std::string_view)>* on_row, PageScan& out) {
     simdjson::ondemand::document doc;
     const simdjson::padded_string_view input(buffer.data(), buffer.size(), buffer.capacity());
     if (const auto err = parser.iterate(input).get(doc)) return err;
@@ -490,8 +492,16 @@ struct Client::Impl {
         if (!config.api_key.empty()) headers.emplace("Authorization", "Bearer " + config.api_key);
     }
 
-    // Every message and gateway text passes through here: a gateway may echo the key.
-    std::string safe(std::string text) const { return detail::redact(std::move(text), config.api_key); }
+    // Every message, log line and gateway text passes through here: a gateway may echo the key.
+    std::string safe(std::string text) const {
+        return detail::redact(std::move(text), config.api_key);
+    }
+
+    template <typename... Args>
+    void log_line(spdlog::level::level_enum level, fmt::format_string<Args...> format,
+                  Args&&... args) const {
+        spdlog::log(level, "{}", safe(fmt::format(format, std::forward<Args>(args)...)));
+    }
 
     Error error(ErrorReason reason, std::string message, int http_status = 0,
                 std::string gateway_error = {}, std::optional<int> status_code = std::nullopt,
@@ -555,7 +565,8 @@ struct Client::Impl {
             std::size_t length = 0;
             std::from_chars(header.data(), header.data() + header.size(), length);
             if (length > 0) {
-                out.reserve(std::min<std::size_t>(length, kMaxReserve) + simdjson::SIMDJSON_PADDING);
+                out.reserve(std::min<std::size_t>(length, kMaxReserve) +
+                            simdjson::SIMDJSON_PADDING);
             }
             return !stop.stop_requested();
         };
@@ -577,6 +588,10 @@ struct Client::Impl {
         bool ok = false;
         {
             std::stop_callback abort_transfer(stop, [&client] { client.stop(); });
+            if (stop.stop_requested()) {  // fired just now: still nothing went out
+                ex.error = httplib::Error::Canceled;
+                return ex;
+            }
             ok = client.send(req, res, err);
         }
         ex.elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
@@ -620,16 +635,16 @@ struct Client::Impl {
             const auto gw_text = safe(gateway_error_text(out));
             const bool retryable = ex.status == 0 || ex.status == 429 || ex.status >= 500;
             if (!retryable) {
-                spdlog::warn("gateway {}: {}", what, failure);
-                throw error(reason_for_status(ex.status), "the gateway refused the " + what + ": " +
-                            failure, ex.status, gw_text);
+                log_line(spdlog::level::warn, "gateway {}: {}", what, failure);
+                throw error(reason_for_status(ex.status),
+                            "the gateway refused the " + what + ": " + failure, ex.status, gw_text);
             }
             if (last) {
                 const auto reason = ex.status == 0     ? ErrorReason::unavailable
                                     : ex.status == 429 ? ErrorReason::rate_limited
                                                        : ErrorReason::upstream;
-                spdlog::error("gateway {} failed after {} attempts: {}", what, attempt + 1,
-                              failure);
+                log_line(spdlog::level::err, "gateway {} failed after {} attempts: {}", what,
+                         attempt + 1, failure);
                 std::string message = "the gateway " + what + " failed after " +
                                       std::to_string(attempt + 1) + " attempts: " + failure;
                 nlohmann::json data = nullptr;
@@ -645,8 +660,8 @@ struct Client::Impl {
             if (ex.status == 429) {
                 delay = retry_after_delay(ex.retry_after, config.max_retry_after).value_or(delay);
             }
-            spdlog::warn("gateway {}: {}; retrying in {} (attempt {} of {})", what, failure,
-                         ms_text(delay), attempt + 2, max_attempts);
+            log_line(spdlog::level::warn, "gateway {}: {}; retrying in {} (attempt {} of {})", what,
+                     failure, ms_text(delay), attempt + 2, max_attempts);
             if (!sleep_for(delay, stop)) throw cancelled(what);
         }
     }
@@ -666,7 +681,7 @@ struct Client::Impl {
         std::string message = "the gateway answered the " + what + " with ";
         message += err ? "a body that is not a valid JSON object" : "JSON without a `data` array";
         if (!body.empty()) message += ": " + body_excerpt(body);
-        spdlog::error("gateway: {}", message);
+        log_line(spdlog::level::err, "gateway: {}", message);
         return error(ErrorReason::upstream, std::move(message), http_status);
     }
 
@@ -679,8 +694,7 @@ struct Client::Impl {
         return page;
     }
 
-    Pagination for_each_row(ReadQuery query,
-                            const std::function<bool(std::string_view)>& on_row,
+    Pagination for_each_row(ReadQuery query, const std::function<bool(std::string_view)>& on_row,
                             const std::stop_token& stop) {
         // One parser and one buffer for every page: memory stays at one page.
         simdjson::ondemand::parser parser;
@@ -711,9 +725,10 @@ struct Client::Impl {
         std::string problem;
         auto parsed = parse_discovery(body, problem);
         if (!parsed) {
-            spdlog::error("gateway discovery at {}: {}", url.display, problem);
-            throw error(ErrorReason::upstream, "the gateway at " + url.display +
-                        " answered discovery, but " + problem + ": " + body_excerpt(body),
+            log_line(spdlog::level::err, "gateway discovery at {}: {}", url.display, problem);
+            throw error(ErrorReason::upstream,
+                        "the gateway at " + url.display + " answered discovery, but " + problem +
+                            ": " + body_excerpt(body),
                         ex.status);
         }
         return std::make_shared<const Discovery>(std::move(*parsed));
@@ -766,7 +781,8 @@ struct Client::Impl {
     // Reads the newest rows of the written resource and looks for the record an attempt sent
     // at or after `first_sent` would have created. Throws Error when the read fails.
     Verification verify(const ActionSpec& spec, const nlohmann::json& body,
-                        std::string_view client_id, std::chrono::system_clock::time_point first_sent,
+                        std::string_view client_id,
+                        std::chrono::system_clock::time_point first_sent,
                         const std::stop_token& stop) {
         ReadQuery q;
         q.resource = std::string(spec.resource);
@@ -783,8 +799,8 @@ struct Client::Impl {
         get(read_target(q), what, page, stop, config.max_attempts);
         const auto json = nlohmann::json::parse(page, nullptr, false);
         if (!json.is_object() || !json.contains("data") || !json["data"].is_array()) {
-            throw error(ErrorReason::upstream, "the gateway answered the " + what +
-                        " without a `data` array");
+            throw error(ErrorReason::upstream,
+                        "the gateway answered the " + what + " without a `data` array");
         }
         const auto not_before = std::chrono::floor<std::chrono::seconds>(first_sent) -
                                 std::chrono::duration_cast<std::chrono::seconds>(config.clock_skew);
@@ -811,7 +827,8 @@ struct Client::Impl {
                      const nlohmann::json& fields, const std::stop_token& stop) {
         const std::string what = "action " + std::string(action) + " for " + std::string(client_id);
         if (!fields.is_null() && !fields.is_object()) {
-            throw error(ErrorReason::validation, "the fields of " + what + " must be a JSON object");
+            throw error(ErrorReason::validation,
+                        "the fields of " + what + " must be a JSON object");
         }
         nlohmann::json body = fields.is_object() ? fields : nlohmann::json::object();
         body["action"] = action;
@@ -859,9 +876,11 @@ struct Client::Impl {
 
             if (stop.stop_requested() && ex.status == 0) {
                 if (!arrived) throw cancelled(what);
-                throw error(ErrorReason::cancelled, "the " + what +
-                            " was cancelled while the gateway was working on it; it may or may "
-                            "not have run", 0, {}, std::nullopt, known("not attempted: cancelled"));
+                throw error(ErrorReason::cancelled,
+                            "the " + what +
+                                " was cancelled while the gateway was working on it; it may or may "
+                                "not have run",
+                            0, {}, std::nullopt, known("not attempted: cancelled"));
             }
 
             if (ex.status >= 200 && ex.status < 300) {
@@ -870,46 +889,51 @@ struct Client::Impl {
             if (ex.status == 429 || !arrived) {
                 // The gateway did not do the work: safe to send again.
                 if (last) {
-                    const auto reason = ex.status == 429 ? ErrorReason::rate_limited
-                                                         : ErrorReason::unavailable;
-                    spdlog::error("gateway {} failed after {} attempts: {}; it was not run", what,
-                                  attempt + 1, failure);
-                    throw error(reason, "the gateway " + what + " failed after " +
-                                std::to_string(attempt + 1) + " attempts: " + failure +
-                                "; the action was not run" +
-                                (ex.status == 0 ? " (gateway at " + url.display + ")" : ""),
+                    const auto reason =
+                        ex.status == 429 ? ErrorReason::rate_limited : ErrorReason::unavailable;
+                    log_line(spdlog::level::err,
+                             "gateway {} failed after {} attempts: {}; it was not run", what,
+                             attempt + 1, failure);
+                    throw error(reason,
+                                "the gateway " + what + " failed after " +
+                                    std::to_string(attempt + 1) + " attempts: " + failure +
+                                    "; the action was not run" +
+                                    (ex.status == 0 ? " (gateway at " + url.display + ")" : ""),
                                 ex.status, gw_text);
                 }
                 auto delay = backoff_delay(config.backoff_base, attempt);
                 if (ex.status == 429) {
-                    delay = retry_after_delay(ex.retry_after, config.max_retry_after).value_or(delay);
+                    delay =
+                        retry_after_delay(ex.retry_after, config.max_retry_after).value_or(delay);
                 }
-                spdlog::warn("gateway {}: {}; not run, sending again in {} (attempt {} of {})",
-                             what, failure, ms_text(delay), attempt + 2, config.max_attempts);
+                log_line(spdlog::level::warn,
+                         "gateway {}: {}; not run, sending again in {} (attempt {} of {})", what,
+                         failure, ms_text(delay), attempt + 2, config.max_attempts);
                 if (!sleep_for(delay, stop)) throw cancelled(what);
                 continue;
             }
             if (ex.status != 0 && ex.status < 500) {
-                spdlog::warn("gateway {}: {}", what, failure);
-                throw error(reason_for_status(ex.status), "the gateway refused the " + what + ": " +
-                            failure, ex.status, gw_text);
+                log_line(spdlog::level::warn, "gateway {}: {}", what, failure);
+                throw error(reason_for_status(ex.status),
+                            "the gateway refused the " + what + ": " + failure, ex.status, gw_text);
             }
 
             // Ambiguous: a 5xx, a timeout or a dropped connection after the request went out.
             const bool answered = ex.status != 0;  // the gateway finished with this attempt
             if (policy == RetryPolicy::retry_safe) {
                 if (last) {
-                    spdlog::error("gateway {} failed after {} attempts: {}", what, attempt + 1,
-                                  failure);
+                    log_line(spdlog::level::err, "gateway {} failed after {} attempts: {}", what,
+                             attempt + 1, failure);
                     throw error(answered ? ErrorReason::upstream : ErrorReason::unavailable,
                                 "the gateway " + what + " failed after " +
-                                std::to_string(attempt + 1) + " attempts: " + failure,
+                                    std::to_string(attempt + 1) + " attempts: " + failure,
                                 ex.status, gw_text);
                 }
                 const auto delay = backoff_delay(config.backoff_base, attempt);
-                spdlog::warn("gateway {}: {}; repeating it is harmless, retrying in {} "
-                             "(attempt {} of {})", what, failure, ms_text(delay), attempt + 2,
-                             config.max_attempts);
+                log_line(spdlog::level::warn,
+                         "gateway {}: {}; repeating it is harmless, retrying in {} "
+                         "(attempt {} of {})",
+                         what, failure, ms_text(delay), attempt + 2, config.max_attempts);
                 if (!sleep_for(delay, stop)) throw cancelled(what);
                 continue;
             }
@@ -923,10 +947,10 @@ struct Client::Impl {
                 found = verify(*spec, body, client_id, *first_sent, stop);
             } catch (const Error& e) {
                 if (e.reason() == ErrorReason::cancelled) {
-                    throw error(ErrorReason::cancelled, "the " + what + " was cancelled while "
-                                "checking whether it ran (" + failure + "); it may or may not "
-                                "have run", ex.status, gw_text, std::nullopt,
-                                known("cancelled"));
+                    throw error(ErrorReason::cancelled,
+                                "the " + what + " was cancelled while checking whether it ran (" +
+                                    failure + "); it may or may not have run",
+                                ex.status, gw_text, std::nullopt, known("cancelled"));
                 }
                 throw outcome_unknown(what, failure, ex.status, gw_text,
                                       known(std::string("failed: ") + e.what()),
@@ -934,11 +958,13 @@ struct Client::Impl {
             }
             if (found.found) {
                 claim(spec, found.row);
-                spdlog::warn("gateway {}: {}; {}, so it ran and is not sent again", what, failure,
-                             found.detail);
+                log_line(spdlog::level::warn, "gateway {}: {}; {}, so it ran and is not sent again",
+                         what, failure, found.detail);
                 ActionResult result;
-                result.response = {{"action", action},      {"client_id", client_id},
-                                   {"status", "success"},   {"status_code", 200},
+                result.response = {{"action", action},
+                                   {"client_id", client_id},
+                                   {"status", "success"},
+                                   {"status_code", 200},
                                    {"data", found.row}};
                 result.data = std::move(found.row);
                 result.status_code = 200;
@@ -947,21 +973,24 @@ struct Client::Impl {
                 return result;
             }
             if (!answered) {
-                throw outcome_unknown(what, failure, 0, gw_text, known(found.detail),
-                                      "the gateway may still be working on it (" + found.detail +
-                                      " yet)");
+                throw outcome_unknown(
+                    what, failure, 0, gw_text, known(found.detail),
+                    "the gateway may still be working on it (" + found.detail + " yet)");
             }
             if (last) {
-                spdlog::error("gateway {} failed after {} attempts: {}; {}", what, attempt + 1,
-                              failure, found.detail);
-                throw error(ErrorReason::upstream, "the gateway " + what + " failed after " +
-                            std::to_string(attempt + 1) + " attempts: " + failure + "; " +
-                            found.detail + ", so it did not run", ex.status, gw_text);
+                log_line(spdlog::level::err, "gateway {} failed after {} attempts: {}; {}", what,
+                         attempt + 1, failure, found.detail);
+                throw error(ErrorReason::upstream,
+                            "the gateway " + what + " failed after " + std::to_string(attempt + 1) +
+                                " attempts: " + failure + "; " + found.detail +
+                                ", so it did not run",
+                            ex.status, gw_text);
             }
             const auto delay = backoff_delay(config.backoff_base, attempt);
-            spdlog::warn("gateway {}: {}; {}, so it did not run: sending again in {} "
-                         "(attempt {} of {})", what, failure, found.detail, ms_text(delay),
-                         attempt + 2, config.max_attempts);
+            log_line(spdlog::level::warn,
+                     "gateway {}: {}; {}, so it did not run: sending again in {} "
+                     "(attempt {} of {})",
+                     what, failure, found.detail, ms_text(delay), attempt + 2, config.max_attempts);
             if (!sleep_for(delay, stop)) throw cancelled(what);
         }
     }
@@ -971,8 +1000,9 @@ struct Client::Impl {
     Error outcome_unknown(const std::string& what, const std::string& failure, int http_status,
                           const std::string& gw_text, nlohmann::json data,
                           const std::string& why) const {
-        spdlog::error("gateway {}: {}; it may or may not have run and was not re-sent: {}", what,
-                      failure, why);
+        log_line(spdlog::level::err,
+                 "gateway {}: {}; it may or may not have run and was not re-sent: {}", what,
+                 failure, why);
         return error(ErrorReason::outcome_unknown,
                      "the " + what + " may or may not have run (" + failure +
                          "); it was not re-sent because " + why +
@@ -986,10 +1016,12 @@ struct Client::Impl {
         auto response = nlohmann::json::parse(answer, nullptr, false);
         if (!response.is_object()) {
             // The gateway says it finished, but its answer cannot be read.
-            throw outcome_unknown(what, "HTTP " + std::to_string(ex.status) +
-                                  " with a body that is not a JSON object: " + body_excerpt(answer),
-                                  ex.status, {}, known("not attempted: the gateway answered"),
-                                  "the answer could not be read");
+            throw outcome_unknown(
+                what,
+                "HTTP " + std::to_string(ex.status) +
+                    " with a body that is not a JSON object: " + body_excerpt(answer),
+                ex.status, {}, known("not attempted: the gateway answered"),
+                "the answer could not be read");
         }
         const auto status = response.value("status", std::string{});
         std::optional<int> status_code;
@@ -1000,12 +1032,14 @@ struct Client::Impl {
             response.contains("data") ? response["data"] : nlohmann::json(nullptr);
         if (status == "error" || (status != "success" && status_code && *status_code >= 400)) {
             auto gw_text = gateway_error_text(answer);
-            std::string message = "the " + what + " did not complete: the gateway reported "
-                                  "status \"" + status + "\"";
+            std::string message = "the " + what +
+                                  " did not complete: the gateway reported "
+                                  "status \"" +
+                                  status + "\"";
             if (status_code) message += " with status_code " + std::to_string(*status_code);
             if (!gw_text.empty()) message += ": " + gw_text;
             message += "; nothing was billed, and it was not re-sent";
-            spdlog::warn("gateway: {}", message);
+            log_line(spdlog::level::warn, "gateway: {}", message);
             throw error(ErrorReason::upstream, std::move(message), ex.status, std::move(gw_text),
                         status_code, std::move(data));
         }
@@ -1023,9 +1057,7 @@ namespace {
 
 detail::BaseUrl validate(const Config& config) {
     auto url = detail::parse_base_url(config.base_url);
-    const auto bad = [](const std::string& message) {
-        return Error(ErrorReason::config, message);
-    };
+    const auto bad = [](const std::string& message) { return Error(ErrorReason::config, message); };
     if (config.max_attempts < 1) throw bad("max_attempts must be at least 1");
     if (config.read_timeout.count() <= 0 || config.action_timeout.count() <= 0 ||
         config.connect_timeout.count() <= 0) {
@@ -1050,7 +1082,9 @@ Client::Client(Config config) {
 
 Client::~Client() = default;
 
-const Config& Client::config() const { return impl_->config; }
+const Config& Client::config() const {
+    return impl_->config;
+}
 
 Page Client::read(const ReadQuery& query, std::stop_token stop) {
     return impl_->read(query, stop);
@@ -1070,8 +1104,7 @@ ActionResult Client::act(std::string_view action, std::string_view client_id,
 std::shared_ptr<const Discovery> Client::discovery(std::stop_token stop) {
     {
         std::lock_guard lock(impl_->discovery_mu);
-        if (impl_->discovery &&
-            Clock::now() - impl_->discovery_at < impl_->config.discovery_ttl) {
+        if (impl_->discovery && Clock::now() - impl_->discovery_at < impl_->config.discovery_ttl) {
             return impl_->discovery;
         }
     }
@@ -1089,28 +1122,28 @@ void Client::start_discovery_refresh(std::chrono::milliseconds period,
     std::lock_guard lock(impl_->refresher_mu);
     impl_->refresher = std::jthread();  // stops and joins a previous refresher
     Impl* impl = impl_.get();
-    impl->refresher = std::jthread([impl, period, on_change = std::move(on_change)](
-                                       std::stop_token stop) {
-        std::mutex mu;
-        std::condition_variable_any cv;
-        for (;;) {
-            {
-                std::unique_lock wait_lock(mu);
-                cv.wait_for(wait_lock, stop, period, [] { return false; });
+    impl->refresher =
+        std::jthread([impl, period, on_change = std::move(on_change)](std::stop_token stop) {
+            std::mutex mu;
+            std::condition_variable_any cv;
+            for (;;) {
+                {
+                    std::unique_lock wait_lock(mu);
+                    cv.wait_for(wait_lock, stop, period, [] { return false; });
+                }
+                if (stop.stop_requested()) return;
+                try {
+                    const bool changed = impl->store_discovery(
+                        impl->fetch_discovery(stop, impl->config.max_attempts));
+                    if (changed && on_change) on_change();
+                } catch (const Error& e) {
+                    if (e.reason() == ErrorReason::cancelled) return;
+                    spdlog::warn("gateway discovery refresh failed: {}", e.what());
+                } catch (const std::exception& e) {
+                    spdlog::warn("gateway discovery refresh failed: {}", e.what());
+                }
             }
-            if (stop.stop_requested()) return;
-            try {
-                const bool changed = impl->store_discovery(
-                    impl->fetch_discovery(stop, impl->config.max_attempts));
-                if (changed && on_change) on_change();
-            } catch (const Error& e) {
-                if (e.reason() == ErrorReason::cancelled) return;
-                spdlog::warn("gateway discovery refresh failed: {}", e.what());
-            } catch (const std::exception& e) {
-                spdlog::warn("gateway discovery refresh failed: {}", e.what());
-            }
-        }
-    });
+        });
 }
 
 void Client::check() {
@@ -1125,12 +1158,12 @@ void Client::check() {
         switch (e.reason()) {
             case ErrorReason::unavailable: {
                 const auto& data = e.data();
-                std::string why = data.is_object() ? data.value("failure", std::string{})
-                                                   : std::string{};
+                std::string why =
+                    data.is_object() ? data.value("failure", std::string{}) : std::string{};
                 if (why.empty()) why = "no answer";
                 if (data.is_object() && data.value("connect_failed", false)) {
-                    why = diagnose_connect(impl.url.host, impl.url.port,
-                                           impl.config.connect_timeout);
+                    why =
+                        diagnose_connect(impl.url.host, impl.url.port, impl.config.connect_timeout);
                 }
                 throw impl.error(ErrorReason::unavailable,
                                  "cannot reach the gateway at " + at + ": " + why);
@@ -1165,10 +1198,9 @@ void Client::check() {
                                      e.http_status());
                 }
                 throw impl.error(ErrorReason::upstream,
-                                 "the gateway at " + at + " is failing" + http,
-                                 e.http_status(), e.gateway_error());
-            default:
-                throw;
+                                 "the gateway at " + at + " is failing" + http, e.http_status(),
+                                 e.gateway_error());
+            default: throw;
         }
     }
 }

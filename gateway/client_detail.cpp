@@ -18,7 +18,9 @@ Error config_error(std::string message) {
     return Error(ErrorReason::config, std::move(message));
 }
 
-std::string in_quotes(std::string_view s) { return "'" + std::string(s) + "'"; }
+std::string in_quotes(std::string_view s) {
+    return "'" + std::string(s) + "'";
+}
 
 bool is_host_char(char c) {
     const auto u = static_cast<unsigned char>(c);
@@ -79,8 +81,8 @@ BaseUrl parse_base_url(std::string_view url) {
     const auto rest = url.substr(scheme_end + 3);
     const auto authority_end = rest.find_first_of("/?#");
     const auto authority = rest.substr(0, authority_end);
-    const auto tail = authority_end == std::string_view::npos ? std::string_view{}
-                                                               : rest.substr(authority_end);
+    const auto tail =
+        authority_end == std::string_view::npos ? std::string_view{} : rest.substr(authority_end);
     if (authority.find('@') != std::string_view::npos) {
         // Not echoed: the part before '@' may be a password or a key.
         throw config_error(
@@ -206,10 +208,10 @@ std::string format_utc_time(std::chrono::system_clock::time_point at) {
     const year_month_day date{day_start};
     const hh_mm_ss<seconds> time{secs - day_start};
     std::array<char, 32> buf{};
-    const int n = std::snprintf(buf.data(), buf.size(), "%04d-%02u-%02uT%02d:%02d:%02dZ",
-                                int(date.year()), unsigned(date.month()), unsigned(date.day()),
-                                int(time.hours().count()), int(time.minutes().count()),
-                                int(time.seconds().count()));
+    const int n =
+        std::snprintf(buf.data(), buf.size(), "%04d-%02u-%02uT%02d:%02d:%02dZ", int(date.year()),
+                      unsigned(date.month()), unsigned(date.day()), int(time.hours().count()),
+                      int(time.minutes().count()), int(time.seconds().count()));
     return std::string(buf.data(), n > 0 ? std::size_t(n) : 0);
 }
 

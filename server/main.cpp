@@ -23,6 +23,7 @@
 #include "server/keys.hpp"
 #include "server/mcp_server.hpp"
 #include "server/stdio_transport.hpp"
+#include "tools/action_tools.hpp"
 #include "tools/registry.hpp"
 #include "tools/tool_docs.hpp"
 
@@ -81,7 +82,8 @@ void wait_for_signal() {
 // empty, over the built-in sample gateway, started into `sample` (which must outlive it).
 std::unique_ptr<agency::mcp::Server> make_tool_server(
     std::string gateway_url, const std::string& api_key,
-    std::unique_ptr<agency::sample::Server>& sample) {
+    std::unique_ptr<agency::sample::Server>& sample,
+    std::shared_ptr<agency::tools::ActionRuntime> actions = nullptr) {
     if (gateway_url.empty()) {
         sample = std::make_unique<agency::sample::Server>(
             std::make_shared<agency::sample::Gateway>());
@@ -103,7 +105,7 @@ std::unique_ptr<agency::mcp::Server> make_tool_server(
     agency::tools::Settings tool_settings;
     tool_settings.secret = server_options.state_secret;
     auto toolbox = std::make_shared<agency::tools::Toolbox>(gateway, tool_settings);
-    agency::tools::register_all(*server, toolbox);
+    agency::tools::register_all(*server, toolbox, std::move(actions));
     return server;
 }
 
@@ -128,6 +130,7 @@ int main(int argc, char** argv) {
     std::size_t max_body = 4 * 1024 * 1024;
     std::vector<std::string> allowed_hosts;
     std::vector<std::string> allowed_origins;
+    std::string state_db;
     serve->add_flag("--http", http, "Serve Streamable HTTP at /mcp instead of stdio");
     serve->add_option("--listen", listen, "HOST:PORT for --http (default 127.0.0.1:8787)");
     serve->add_flag("--read-only", read_only, "Hide and refuse every action tool");
@@ -144,6 +147,10 @@ int main(int argc, char** argv) {
     serve->add_option("--allowed-host", allowed_hosts,
                       "Extra Host header names accepted over HTTP (DNS-rebinding protection)");
     serve->add_option("--allowed-origin", allowed_origins, "Extra Origins accepted over HTTP");
+    serve->add_option("--state-db", state_db,
+                      "SQLite file for jobs, drafts and idempotency records (default: "
+                      "$XDG_STATE_HOME/agency-mcp/state.db or ~/.local/state/agency-mcp/state.db)")
+        ->envname("AGENCY_STATE_DB");
 
     // sample-gateway
     auto* sample_cmd =
@@ -211,7 +218,12 @@ int main(int argc, char** argv) {
         if (gateway_url.empty()) gateway_url = env_or("AGENCY_GATEWAY_URL");
         std::string api_key =
             api_key_file.empty() ? env_or("AGENCY_API_KEY") : read_secret_file(api_key_file);
-        auto server_ptr = make_tool_server(gateway_url, api_key, sample_server);
+        agency::tools::ActionSettings action_settings;
+        action_settings.state_db =
+            state_db.empty() ? agency::tools::Store::default_path() : state_db;
+        auto actions = std::make_shared<agency::tools::ActionRuntime>(action_settings);
+        spdlog::info("state database: {}", action_settings.state_db);
+        auto server_ptr = make_tool_server(gateway_url, api_key, sample_server, actions);
         agency::mcp::Server& server = *server_ptr;
         if (sample_server)
             spdlog::warn("no AGENCY_GATEWAY_URL set: serving SAMPLE DATA from the built-in sample "

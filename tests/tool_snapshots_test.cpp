@@ -2,6 +2,7 @@
 // tests/snapshots/<tool>.json, so that any change to what models see (a name, a description, a
 // schema) shows up in review as a snapshot diff. UPDATE_TOOL_SNAPSHOTS=1 rewrites them.
 // Also checks rules every tool definition must follow, and the size of the tools/list answer.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -29,8 +30,9 @@ namespace fs = std::filesystem;
 
 const fs::path kSnapshotDir = fs::path(AGENCY_SOURCE_DIR) / "tests" / "snapshots";
 constexpr const char* kUpdateHint =
-    "if the change is intended, run UPDATE_TOOL_SNAPSHOTS=1 build/agency_tests "
-    "--gtest_filter='ToolSnapshots.*' and review the diff of tests/snapshots/";
+    "when the change is intended, rewrite tests/snapshots/ from the current definitions with "
+    "UPDATE_TOOL_SNAPSHOTS=1 build/agency_tests --gtest_filter='ToolSnapshots.*' and review "
+    "the diff";
 
 bool updating() {
     const char* v = std::getenv("UPDATE_TOOL_SNAPSHOTS");
@@ -46,7 +48,7 @@ std::string read_text(const fs::path& path) {
     return text.str();
 }
 
-// The first differing line with a little context, enough to see what moved.
+// The first differing line, and how many lines differ, enough to see what moved.
 std::string first_difference(const std::string& expected, const std::string& actual) {
     auto lines = [](const std::string& text) {
         std::vector<std::string> out;
@@ -56,12 +58,15 @@ std::string first_difference(const std::string& expected, const std::string& act
     };
     auto want = lines(expected);
     auto got = lines(actual);
-    std::size_t i = 0;
-    while (i < want.size() && i < got.size() && want[i] == got[i]) ++i;
+    std::size_t first = 0;
+    while (first < want.size() && first < got.size() && want[first] == got[first]) ++first;
+    std::size_t differing = 0;
+    for (std::size_t k = 0; k < std::max(want.size(), got.size()); ++k)
+        if (k >= want.size() || k >= got.size() || want[k] != got[k]) ++differing;
     std::ostringstream out;
-    out << "first difference at line " << i + 1 << ":\n";
-    for (std::size_t k = i; k < i + 3 && k < want.size(); ++k) out << "  - " << want[k] << "\n";
-    for (std::size_t k = i; k < i + 3 && k < got.size(); ++k) out << "  + " << got[k] << "\n";
+    out << differing << " line(s) differ; the first, line " << first + 1 << ":\n"
+        << "  snapshot: " << (first < want.size() ? want[first] : "(end of file)") << "\n"
+        << "  now:      " << (first < got.size() ? got[first] : "(end of file)") << "\n";
     return out.str();
 }
 

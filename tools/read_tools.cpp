@@ -26,12 +26,6 @@ bool iequals(std::string_view a, std::string_view b) {
     });
 }
 
-std::string quoted(std::string_view text) {
-    std::string out;
-    mcp::append_json_string(out, text);
-    return out;
-}
-
 // The cursor's position; 0 when there is none. Throws RpcError(-32602) for a bad cursor,
 // before any gateway request.
 CursorPosition open_position(const Toolbox& box, const CursorBinding& binding, const json& args) {

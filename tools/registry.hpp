@@ -8,10 +8,14 @@
 
 namespace agency::tools {
 
+class ActionRuntime;
+
 // Read tools (rankings, audits, backlinks, ...): tools/read_tools.cpp
 void register_read_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& box);
 
-// Every tool of the product.
-void register_all(mcp::Server& server, const std::shared_ptr<Toolbox>& box);
+// Every tool of the product. Action tools keep their state (jobs, drafts, idempotency records)
+// in `actions`; without one, in a private in-memory store (tools-doc, tests).
+void register_all(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
+                  std::shared_ptr<ActionRuntime> actions = nullptr);
 
 }  // namespace agency::tools

@@ -19,7 +19,21 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
     return out;
 }
 
-// Table cells are one line, and a bare | would split the cell.
+// Prose from the definitions: a bare < outside code spans would start an HTML tag and vanish
+// when rendered (e.g. "resource=<resource>").
+std::string prose(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    bool in_code = false;
+    for (char c : text) {
+        if (c == '`') in_code = !in_code;
+        if (c == '<' && !in_code) out += '\\';
+        out += c;
+    }
+    return out;
+}
+
+// Table cells are one line, and a bare | would split the cell (even inside a code span, in GFM).
 std::string cell(std::string_view text) {
     std::string out;
     out.reserve(text.size());
@@ -130,7 +144,7 @@ void output_rows(const json& schema, const std::string& prefix, int depth, std::
         const std::string path = prefix + name;
         out += "| " + code(path) + " | " + cell(type_text(prop)) + " | " +
                (is_required(schema, name) ? "yes" : "no") + " | " +
-               cell(prop.value("description", "")) + " |\n";
+               cell(prose(prop.value("description", ""))) + " |\n";
         if (depth >= 3 || !prop.is_object()) continue;
         if (properties_of(prop)) output_rows(prop, path + ".", depth + 1, out);
         if (auto items = prop.find("items"); items != prop.end() && properties_of(*items))
@@ -154,8 +168,8 @@ const ToolDoc* doc_of(const std::string& name) {
 void tool_section(const mcp::ToolDef& tool, std::string& out) {
     const ToolDoc* doc = doc_of(tool.name);
     out += "## " + tool.name + "\n\n";
-    if (!tool.title.empty()) out += "**" + tool.title + "**\n\n";
-    out += tool.description + "\n\n";
+    if (!tool.title.empty()) out += "**" + prose(tool.title) + "**\n\n";
+    out += prose(tool.description) + "\n\n";
 
     if (tool.annotations.is_object() && !tool.annotations.empty()) {
         std::vector<std::string> hints;
@@ -178,7 +192,7 @@ void tool_section(const mcp::ToolDef& tool, std::string& out) {
     }
     if (tool.interactive)
         out += "- Interactive: may ask the user or report progress during the call\n";
-    if (doc && !doc->mapping.empty()) out += "- Gateway: " + doc->mapping + "\n";
+    if (doc && !doc->mapping.empty()) out += "- Gateway: " + prose(doc->mapping) + "\n";
     if (doc && !doc->gateway_action.empty())
         out += "- Gateway action: " + code(doc->gateway_action) +
                " (the tool is hidden when the gateway's discovery does not list it)\n";
@@ -193,7 +207,7 @@ void tool_section(const mcp::ToolDef& tool, std::string& out) {
         for (const auto& [name, prop] : args->items())
             out += "| " + code(name) + " | " + cell(type_text(prop)) + " | " +
                    (is_required(tool.input_schema, name) ? "yes" : "no") + " | " +
-                   cell(prop.value("description", "")) + " |\n";
+                   cell(prose(prop.value("description", ""))) + " |\n";
         out += "\n";
         if (tool.input_schema.value("additionalProperties", json(true)) == json(false))
             out += "Any other argument is refused.\n\n";
@@ -219,7 +233,7 @@ std::string tools_markdown(const mcp::Server& server, const mcp::Principal& prin
     out += "<!-- Generated from the tool definitions by `agency-mcp tools-doc`; do not edit by "
            "hand.\n     Regenerate: build/agency-mcp tools-doc > docs/tools.md -->\n\n";
     const std::string& instructions = server.options().info.instructions;
-    if (!instructions.empty()) out += instructions + "\n\n";
+    if (!instructions.empty()) out += prose(instructions) + "\n\n";
     out += "agency-mcp offers " + std::to_string(tools.size()) +
            " tools. Arguments are checked against each tool's input schema before any gateway "
            "request: a wrong or unknown argument comes back as a tool error (`isError`) naming "
@@ -230,8 +244,8 @@ std::string tools_markdown(const mcp::Server& server, const mcp::Principal& prin
     out += "| tool | title | kind | gateway |\n|---|---|---|---|\n";
     for (const auto* tool : tools) {
         const ToolDoc* doc = doc_of(tool->name);
-        out += "| [" + code(tool->name) + "](#" + tool->name + ") | " + cell(tool->title) +
-               " | " + kind_of(*tool) + " | " + cell(doc ? doc->mapping : "") + " |\n";
+        out += "| [" + code(tool->name) + "](#" + tool->name + ") | " + cell(prose(tool->title)) +
+               " | " + kind_of(*tool) + " | " + cell(doc ? prose(doc->mapping) : "") + " |\n";
     }
     out += "\n";
     for (const auto* tool : tools) tool_section(*tool, out);

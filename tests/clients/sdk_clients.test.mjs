@@ -77,8 +77,11 @@ test('Inspector CLI lists tools over stdio and HTTP', async () => {
   const cli = path.join(here, 'node_modules/@modelcontextprotocol/inspector-cli/build/cli.js');
   // The Inspector CLI must run from a directory whose parent has a package.json.
   const cwd = path.join(here, 'node_modules');
+  // Without --cli, cli.js starts the web Inspector, which this package does not ship. In CLI
+  // mode it spawns `node` from PATH: make that the pinned Node running this test.
+  const env = { ...process.env, PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH}` };
   const run = async (args) => {
-    const { stdout } = await promisify(execFile)(process.execPath, [cli, ...args], { cwd, timeout: 60000 });
+    const { stdout } = await promisify(execFile)(process.execPath, [cli, '--cli', ...args], { cwd, env, timeout: 60000 });
     return JSON.parse(stdout);
   };
   const viaStdio = await run([bin, 'serve', '--method', 'tools/list']);

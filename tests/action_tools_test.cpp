@@ -1,0 +1,385 @@
+// The action tools end to end: MCP tools/call -> guard (scope, idempotency, credits) ->
+// gateway client -> sample gateway over loopback HTTP, with its fault injection and request log.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "server/crypto.hpp"
+#include "tests/tool_harness.hpp"
+#include "tools/action_tools.hpp"
+#include "tools/registry.hpp"
+
+namespace {
+
+using agency::sample::Fault;
+using agency::sample::FaultMode;
+using agency::testing::ToolHarness;
+using agency::testing::ToolReply;
+using agency::tools::ActionRuntime;
+using agency::tools::ActionSettings;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr const char* kDental = "demo-dental";  // no auto-deploy: articles stay drafts
+constexpr const char* kLaw = "demo-law";
+
+const std::vector<std::string> kActionTools = {
+    "run_seo_audit",        "refresh_backlinks",     "generate_keyword_ideas",
+    "generate_topical_map", "generate_article",      "optimize_page",
+    "index_url",            "generate_press_release", "generate_gbp_post",
+    "run_local_grid_scan",  "analyze_llm_visibility", "generate_outreach_email"};
+
+// A harness whose server has every tool, the action tools over `runtime`.
+struct Actions {
+    std::shared_ptr<ActionRuntime> rt;
+    std::unique_ptr<ToolHarness> h;
+
+    explicit Actions(ActionSettings settings = {})
+        : rt(std::make_shared<ActionRuntime>(std::move(settings))) {
+        h = std::make_unique<ToolHarness>(
+            agency::sample::Options{}, agency::tools::Settings{},
+            [rt = rt](agency::mcp::Server& server,
+                      const std::shared_ptr<agency::tools::Toolbox>& box) {
+                agency::tools::register_all(server, box, rt);
+            });
+    }
+    // Workers stop before the gateway they talk to.
+    ~Actions() { rt->audits().stop(); }
+
+    std::size_t posts(const std::string& action) const { return h->gw->count_requests("POST", action); }
+    std::size_t all_posts() const {
+        std::size_t n = 0;
+        for (const auto& r : h->gw->request_log()) n += r.method == "POST";
+        return n;
+    }
+    std::size_t rows(const std::string& resource, const std::string& client) const {
+        return h->gw->rows(resource, client).size();
+    }
+
+    json output_schema(const std::string& tool) {
+        for (const auto& t : h->tools())
+            if (t["name"] == tool) return t.value("outputSchema", json());
+        return nullptr;
+    }
+
+    // A successful call whose structuredContent conforms to the tool's output schema.
+    json ok(const std::string& tool, const json& args, const std::string& principal = "local") {
+        ToolReply r = h->call(tool, args, principal);
+        EXPECT_EQ(r.rpc_error, 0) << r.response.dump();
+        EXPECT_FALSE(r.is_error()) << r.response.dump().substr(0, 800);
+        if (r.is_error() || r.rpc_error) return nullptr;
+        agency::tools::InputValidator validator(output_schema(tool));
+        EXPECT_EQ(validator.validate(r.structured()), "") << tool << ": " << r.structured().dump();
+        return r.structured();
+    }
+
+    // Polls get_audit_status until the audit is finished (or 5 s pass).
+    json await_audit(const std::string& client, const std::string& audit_id) {
+        json status;
+        for (int i = 0; i < 500; ++i) {
+            status = ok("get_audit_status", {{"client_id", client}, {"audit_id", audit_id}});
+            const std::string s = status.value("status", "");
+            if (s == "succeeded" || s == "failed") break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        return status;
+    }
+};
+
+std::size_t rows_with(const json& rows, const std::string& field, const std::string& value) {
+    std::size_t n = 0;
+    for (const auto& row : rows) n += row.value(field, "") == value;
+    return n;
+}
+
+}  // namespace
+
+TEST(ActionTools, ReadOnlyCallerSeesNoneAndCausesNoPost) {
+    Actions a;
+    agency::mcp::Principal reader;
+    reader.name = "reader";
+    reader.scopes = {"read"};
+    std::set<std::string> listed;
+    for (const auto& t : a.h->tools_as(reader)) listed.insert(t["name"].get<std::string>());
+    for (const auto& tool : kActionTools) EXPECT_FALSE(listed.count(tool)) << tool;
+    EXPECT_TRUE(listed.count("get_audit_status")) << "reading a job's status needs only read";
+    EXPECT_TRUE(listed.count("list_clients"));
+
+    std::set<std::string> all;
+    for (const auto& t : a.h->tools()) all.insert(t["name"].get<std::string>());
+    for (const auto& tool : kActionTools) EXPECT_TRUE(all.count(tool)) << tool;
+    EXPECT_FALSE(all.count("deploy_article")) << "not without confirmation";
+    EXPECT_FALSE(all.count("send_prospect_email")) << "not without confirmation";
+
+    a.h->gw->clear_log();
+    for (const auto& tool : kActionTools) {
+        ToolReply r = a.h->call_as(reader, tool, {{"client_id", kDental}});
+        EXPECT_TRUE(r.is_error()) << tool;
+        EXPECT_EQ(r.reason(), "scope") << tool << ": " << r.response.dump();
+    }
+    EXPECT_EQ(a.h->requests(), 0u) << "a refused call sends nothing to the gateway";
+}
+
+TEST(ActionTools, AnnotationsAndMapping) {
+    Actions a;
+    for (const auto& t : a.h->tools()) {
+        const std::string name = t["name"];
+        if (std::find(kActionTools.begin(), kActionTools.end(), name) == kActionTools.end())
+            continue;
+        SCOPED_TRACE(name);
+        EXPECT_EQ(t["annotations"]["readOnlyHint"], false);
+        EXPECT_EQ(t["annotations"]["destructiveHint"], false);
+        const bool idempotent = name == "refresh_backlinks" || name == "run_seo_audit";
+        EXPECT_EQ(t["annotations"]["idempotentHint"], idempotent);
+        EXPECT_TRUE(t["inputSchema"]["properties"].contains("idempotency_key"));
+    }
+    bool documented = false;
+    for (const auto& doc : agency::tools::registered_tool_docs())
+        if (doc.name == "generate_article") {
+            documented = true;
+            EXPECT_EQ(doc.gateway_action, "generate_blog");
+            EXPECT_NE(doc.mapping.find("generate_blog"), std::string::npos);
+        }
+    EXPECT_TRUE(documented);
+}
+
+TEST(ActionTools, GenerateArticleDraftsOneBlog) {
+    Actions a;
+    const std::size_t before = a.rows("blogs", kDental);
+    json r = a.ok("generate_article", {{"client_id", kDental}, {"keyword", "teeth whitening cost"}});
+    ASSERT_TRUE(r.is_object());
+    EXPECT_EQ(r["ok"], true);
+    EXPECT_EQ(r["status"], "drafted");
+    EXPECT_FALSE(r.value("title", "").empty());
+    EXPECT_GT(r.value("word_count", 0), 0);
+    const std::string article_id = r.value("article_id", "");
+    ASSERT_FALSE(article_id.empty());
+    const json blogs = a.h->gw->rows("blogs", kDental);
+    EXPECT_EQ(blogs.size(), before + 1);
+    EXPECT_EQ(rows_with(blogs, "id", article_id), 1u) << "the article is readable at the gateway";
+    EXPECT_EQ(a.posts("generate_blog"), 1u);
+}
+
+TEST(ActionTools, ServerErrorAfterCreateMakesOneRecord) {
+    Actions a;
+    const std::size_t before = a.rows("blogs", kDental);
+    a.h->gw->inject({.target = "generate_blog", .mode = FaultMode::fail_after});
+    json r = a.ok("generate_article", {{"client_id", kDental}, {"keyword", "dental implants"}});
+    ASSERT_TRUE(r.is_object());
+    EXPECT_FALSE(r.value("article_id", "").empty()) << "recovered from the gateway's rows";
+    EXPECT_EQ(a.rows("blogs", kDental), before + 1) << "exactly one new blog";
+    EXPECT_EQ(a.posts("generate_blog"), 1u) << "never re-sent";
+}
+
+TEST(ActionTools, IdempotencyKeyReplaysTheFirstResult) {
+    Actions a;
+    const json args = {{"client_id", kDental}, {"keyword", "invisalign"}, {"idempotency_key", "k-1"}};
+    json first = a.ok("generate_article", args);
+    json again = a.ok("generate_article", args);
+    EXPECT_EQ(first, again);
+    EXPECT_EQ(a.posts("generate_blog"), 1u);
+
+    json other = args;
+    other["keyword"] = "braces";
+    ToolReply r = a.h->call("generate_article", other);
+    EXPECT_TRUE(r.is_error());
+    EXPECT_EQ(r.reason(), "validation") << r.response.dump();
+    EXPECT_EQ(a.posts("generate_blog"), 1u) << "a reused key sends nothing";
+
+    // Keys belong to their principal.
+    a.ok("generate_article", args, "someone-else");
+    EXPECT_EQ(a.posts("generate_blog"), 2u);
+}
+
+TEST(ActionTools, KeyIsFreeAgainWhenNothingWasCreated) {
+    Actions a;
+    a.h->gw->inject({.target = "generate_gbp_post", .mode = FaultMode::status_error,
+                     .status_code = 503});
+    const json args = {{"client_id", kLaw}, {"topic", "free consultations"}, {"idempotency_key", "gbp-1"}};
+    EXPECT_TRUE(a.h->call("generate_gbp_post", args).is_error());
+    json r = a.ok("generate_gbp_post", args);
+    EXPECT_EQ(r["status"], "drafted");
+    EXPECT_EQ(a.posts("generate_gbp_post"), 2u);
+}
+
+TEST(ActionTools, StatusErrorIsAToolErrorWithStatusCode) {
+    Actions a;
+    const std::size_t before = a.rows("blogs", kDental);
+    a.h->gw->inject({.target = "generate_blog", .mode = FaultMode::status_error, .status_code = 502});
+    ToolReply r = a.h->call("generate_article", {{"client_id", kDental}, {"keyword", "veneers"}});
+    ASSERT_TRUE(r.is_error()) << r.response.dump();
+    EXPECT_EQ(r.tool_error().value("status_code", 0), 502) << r.response.dump();
+    EXPECT_EQ(a.posts("generate_blog"), 1u);
+    EXPECT_EQ(a.rows("blogs", kDental), before);
+}
+
+TEST(ActionTools, BurstBeyondTheCapIsRefused) {
+    ActionSettings settings;
+    settings.credits.max_per_minute_per_client = 3;
+    Actions a(settings);
+    int accepted = 0;
+    int refused = 0;
+    for (int i = 0; i < 6; ++i) {
+        ToolReply r = a.h->call("generate_topical_map",
+                                {{"client_id", kDental}, {"topic", "topic " + std::to_string(i)}});
+        if (!r.is_error()) {
+            ++accepted;
+        } else {
+            EXPECT_EQ(r.reason(), "rate_limited") << r.response.dump();
+            EXPECT_GT(r.tool_error().value("retry_after_s", 0), 0);
+            ++refused;
+        }
+    }
+    EXPECT_EQ(accepted, 3);
+    EXPECT_EQ(refused, 3);
+    EXPECT_EQ(a.posts("generate_topical_map"), 3u) << "refused calls never reach the gateway";
+    // The cap is per client.
+    a.ok("generate_topical_map", {{"client_id", kLaw}, {"topic", "estate planning"}});
+}
+
+TEST(ActionTools, LimiterBoundsInFlightPerClient) {
+    agency::tools::CreditLimiter limiter({.max_in_flight_per_client = 2, .max_per_minute_per_client = 100});
+    auto p1 = limiter.try_acquire("a");
+    auto p2 = limiter.try_acquire("a");
+    ASSERT_TRUE(std::holds_alternative<agency::tools::CreditLimiter::Permit>(p1));
+    ASSERT_TRUE(std::holds_alternative<agency::tools::CreditLimiter::Permit>(p2));
+    EXPECT_TRUE(std::holds_alternative<agency::tools::CreditLimiter::Refusal>(limiter.try_acquire("a")));
+    EXPECT_TRUE(std::holds_alternative<agency::tools::CreditLimiter::Permit>(limiter.try_acquire("b")));
+    {
+        auto released = std::move(p1);  // destroyed at the end of this scope
+    }
+    EXPECT_TRUE(std::holds_alternative<agency::tools::CreditLimiter::Permit>(limiter.try_acquire("a")));
+}
+
+TEST(ActionTools, AuditIsQueuedThenSucceeds) {
+    Actions a;
+    const std::string url = "https://www.brightsmile.example/new-services";
+    const auto started = std::chrono::steady_clock::now();
+    json queued = a.ok("run_seo_audit", {{"client_id", kDental}, {"url", url}});
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
+    ASSERT_TRUE(queued.is_object());
+    EXPECT_EQ(queued["status"], "queued");
+    const std::string audit_id = queued.value("audit_id", "");
+    ASSERT_FALSE(audit_id.empty());
+
+    json status = a.await_audit(kDental, audit_id);
+    ASSERT_EQ(status["status"], "succeeded") << status.dump();
+    EXPECT_TRUE(status["score"].is_number());
+    EXPECT_TRUE(status["issues_found"].is_number());
+    const std::string report_id = status.value("report_id", "");
+    EXPECT_EQ(rows_with(a.h->gw->rows("seo_reports", kDental), "id", report_id), 1u);
+    // The finished audit's issues are readable by the read tool.
+    ToolReply issues = a.h->call("get_audit_issues", {{"client_id", kDental}, {"audit_id", report_id}});
+    EXPECT_FALSE(issues.is_error()) << issues.response.dump().substr(0, 400);
+
+    ToolReply other = a.h->call("get_audit_status", {{"client_id", kLaw}, {"audit_id", audit_id}});
+    EXPECT_EQ(other.reason(), "not_found") << "an audit is reported only for its client";
+}
+
+TEST(ActionTools, AuditFailureCarriesTheGatewayError) {
+    Actions a;
+    a.h->gw->inject({.target = "seo_audit", .mode = FaultMode::status_error, .status_code = 504});
+    json queued = a.ok("run_seo_audit", {{"client_id", kDental}, {"url", "https://fail.example/"}});
+    ASSERT_TRUE(queued.is_object());
+    json status = a.await_audit(kDental, queued["audit_id"]);
+    EXPECT_EQ(status["status"], "failed") << status.dump();
+    EXPECT_EQ(status["ok"], false);
+    EXPECT_EQ(status["error"].value("status_code", 0), 504) << status.dump();
+}
+
+TEST(ActionTools, RunningAuditIsCompletedAfterRestartWithoutDuplicate) {
+    const fs::path dir = fs::temp_directory_path() / ("agency-actions-" + agency::crypto::random_hex(6));
+    const std::string path = (dir / "state.db").string();
+    const std::string url = "https://www.brightsmile.example/restart-check";
+    Actions a;  // the gateway; its own runtime is in memory
+    std::string job_id;
+    {
+        // The previous process: its job was running and its POST had reached the gateway.
+        agency::tools::Store previous(path);
+        job_id = previous.create_job("seo_audit", kDental, "local", {{"url", url}}).id;
+        ASSERT_TRUE(previous.mark_running(job_id));
+        a.h->client->act("seo_audit", kDental, {{"url", url}});
+    }
+    ASSERT_EQ(rows_with(a.h->gw->rows("seo_reports", kDental), "url", url), 1u);
+
+    // The next process: a fresh jobs runner over the reopened file.
+    auto store = std::make_shared<agency::tools::Store>(path);
+    agency::tools::AuditJobs jobs(store, 1);
+    jobs.start(a.h->box);
+    std::optional<agency::tools::Job> job;
+    for (int i = 0; i < 500; ++i) {
+        job = store->job(job_id);
+        if (job && job->status == "succeeded") break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    jobs.stop();
+    ASSERT_TRUE(job);
+    EXPECT_EQ(job->status, "succeeded") << job->error.dump();
+    EXPECT_TRUE(job->result["score"].is_number());
+    EXPECT_EQ(rows_with(a.h->gw->rows("seo_reports", kDental), "url", url), 1u)
+        << "the re-run updated the same report";
+    EXPECT_TRUE(store->unfinished_jobs().empty());
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+}
+
+TEST(ActionTools, OutreachDraftIsStoredNotSent) {
+    Actions a;
+    json r = a.ok("generate_outreach_email",
+                  {{"client_id", kLaw}, {"prospect", "https://legal-resources.example/guides"}});
+    ASSERT_TRUE(r.is_object());
+    EXPECT_EQ(r["status"], "drafted");
+    const std::string email_id = r.value("email_id", "");
+    ASSERT_FALSE(email_id.empty());
+    auto draft = a.rt->store().draft(email_id);
+    ASSERT_TRUE(draft);
+    EXPECT_EQ(draft->client_id, kLaw);
+    EXPECT_EQ(draft->recipient, "editor@legal-resources.example");
+    EXPECT_EQ(draft->recipient, r["recipient"]);
+    EXPECT_FALSE(draft->subject.empty());
+    EXPECT_FALSE(draft->html.empty());
+    EXPECT_EQ(draft->status, "draft");
+    EXPECT_EQ(a.posts("generate_outreach_email"), 1u);
+    EXPECT_EQ(a.posts("send_prospect_email"), 0u);
+}
+
+TEST(ActionTools, ContextFillsGridAndVisibilityFields) {
+    Actions a;
+    json grid = a.ok("run_local_grid_scan", {{"client_id", kDental}, {"keyword", "dentist"}});
+    ASSERT_TRUE(grid.is_object());
+    EXPECT_FALSE(grid.value("scan_id", "").empty());
+    bool saw_coordinates = false;
+    for (const auto& req : a.h->gw->request_log()) {
+        if (req.method != "POST" || req.target != "run_grid_search") continue;
+        const json body = json::parse(req.detail);
+        saw_coordinates = body["lat"].is_number() && body["lng"].is_number();
+    }
+    EXPECT_TRUE(saw_coordinates) << "lat/lng came from the client record";
+
+    ToolReply half = a.h->call("run_local_grid_scan",
+                               {{"client_id", kDental}, {"keyword", "dentist"}, {"lat", 40.0}});
+    EXPECT_EQ(half.reason(), "validation");
+
+    json vis = a.ok("analyze_llm_visibility", {{"client_id", kDental}});
+    ASSERT_TRUE(vis.is_object());
+    EXPECT_FALSE(vis.value("report_id", "").empty());
+    for (const auto& req : a.h->gw->request_log()) {
+        if (req.method != "POST" || req.target != "run_llm_visibility") continue;
+        const json body = json::parse(req.detail);
+        EXPECT_EQ(body.value("brand_name", ""), "Bright Smile Dental");
+        EXPECT_FALSE(body.value("prompt", "").empty());
+    }
+
+    json release = a.ok("generate_press_release", {{"client_id", kDental}, {"topic", "We opened a new office"}});
+    ASSERT_TRUE(release.is_object());
+    EXPECT_EQ(release.value("title", ""), "We opened a new office");
+}

@@ -1,0 +1,191 @@
+// The action tools' SQLite store on real files in a temporary directory.
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "server/crypto.hpp"
+#include "tools/store.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using agency::tools::ConfirmOutcome;
+using agency::tools::Draft;
+using DB = agency::tools::Store;
+using json = nlohmann::json;
+
+class Store : public ::testing::Test {
+protected:
+    fs::path dir;
+    std::string path;
+
+    void SetUp() override {
+        dir = fs::temp_directory_path() / ("agency-store-" + agency::crypto::random_hex(6));
+        path = (dir / "nested" / "state.db").string();  // the directory is created on open
+    }
+    void TearDown() override {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+    }
+};
+
+}  // namespace
+
+TEST_F(Store, SchemaSurvivesReopen) {
+    std::string job_id;
+    std::string draft_id;
+    {
+        DB store(path);
+        job_id = store.create_job("seo_audit", "demo-dental", "alice", {{"url", "https://a.example"}})
+                     .id;
+        draft_id = store
+                       .create_draft({.client_id = "demo-dental",
+                                      .recipient = "editor@a.example",
+                                      .subject = "Hello",
+                                      .html = "<p>Hi</p>"})
+                       .id;
+        EXPECT_FALSE(store.claim_idempotency("alice", "generate_article", "k1", "d1",
+                                             std::chrono::seconds(600)));
+        store.complete_idempotency("alice", "generate_article", "k1", false, R"({"ok":true})");
+    }
+    EXPECT_TRUE(fs::exists(path));
+    DB store(path);
+    auto job = store.job(job_id);
+    ASSERT_TRUE(job);
+    EXPECT_EQ(job->status, "queued");
+    EXPECT_EQ(job->client_id, "demo-dental");
+    EXPECT_EQ(job->principal, "alice");
+    EXPECT_EQ(job->args, json({{"url", "https://a.example"}}));
+    auto draft = store.draft(draft_id);
+    ASSERT_TRUE(draft);
+    EXPECT_EQ(draft->recipient, "editor@a.example");
+    EXPECT_EQ(draft->html, "<p>Hi</p>");
+    EXPECT_EQ(draft->status, "draft");
+    auto record = store.claim_idempotency("alice", "generate_article", "k1", "d1",
+                                          std::chrono::seconds(600));
+    ASSERT_TRUE(record);
+    EXPECT_FALSE(record->pending);
+    EXPECT_EQ(record->result, R"({"ok":true})");
+}
+
+TEST_F(Store, JobLifecycleAndUnfinished) {
+    DB store(path);
+    auto a = store.create_job("seo_audit", "c", "p", {{"url", "https://a.example"}});
+    auto b = store.create_job("seo_audit", "c", "p", {{"url", "https://b.example"}});
+    auto c = store.create_job("seo_audit", "c", "p", {{"url", "https://c.example"}});
+    EXPECT_TRUE(store.mark_running(a.id));
+    EXPECT_TRUE(store.mark_running(b.id));
+    store.finish_job(b.id, true, {{"score", 80}}, nullptr);
+    store.finish_job(c.id, false, nullptr, {{"reason", "upstream"}, {"status_code", 502}});
+    EXPECT_FALSE(store.mark_running(b.id)) << "a finished job is not run again";
+
+    auto unfinished = store.unfinished_jobs();
+    ASSERT_EQ(unfinished.size(), 1u);
+    EXPECT_EQ(unfinished[0].id, a.id);
+    EXPECT_EQ(unfinished[0].status, "running");
+    EXPECT_EQ(store.job(b.id)->result["score"], 80);
+    EXPECT_EQ(store.job(c.id)->status, "failed");
+    EXPECT_EQ(store.job(c.id)->error["status_code"], 502);
+    EXPECT_FALSE(store.job("nope"));
+}
+
+TEST_F(Store, IdempotencyClaims) {
+    DB store(path);
+    const auto ttl = std::chrono::seconds(600);
+    EXPECT_FALSE(store.claim_idempotency("p", "t", "k", "d1", ttl)) << "first claim wins";
+    auto again = store.claim_idempotency("p", "t", "k", "d1", ttl);
+    ASSERT_TRUE(again);
+    EXPECT_TRUE(again->pending);
+    EXPECT_FALSE(store.claim_idempotency("q", "t", "k", "d1", ttl)) << "keys are per principal";
+    EXPECT_FALSE(store.claim_idempotency("p", "u", "k", "d1", ttl)) << "keys are per tool";
+    store.complete_idempotency("p", "t", "k", true, R"({"error":{}})");
+    auto done = store.claim_idempotency("p", "t", "k", "d2", ttl);
+    ASSERT_TRUE(done);
+    EXPECT_EQ(done->args_digest, "d1");
+    EXPECT_TRUE(done->is_error);
+    store.release_idempotency("p", "t", "k");  // finished records are not released
+    EXPECT_TRUE(store.claim_idempotency("p", "t", "k", "d1", ttl));
+    store.release_idempotency("q", "t", "k");
+    EXPECT_FALSE(store.claim_idempotency("q", "t", "k", "d1", ttl)) << "released: claimable";
+    // A pending claim of a dead process is taken over once stale.
+    EXPECT_FALSE(store.claim_idempotency("q", "t", "k", "d1", std::chrono::seconds(-1)));
+}
+
+TEST_F(Store, DraftIsSentOnce) {
+    DB store(path);
+    auto d = store.create_draft(
+        {.client_id = "c", .recipient = "x@y.example", .subject = "s", .html = "h"});
+    EXPECT_TRUE(d.id.starts_with("em_"));
+    EXPECT_TRUE(store.mark_draft_sent(d.id));
+    EXPECT_FALSE(store.mark_draft_sent(d.id));
+    EXPECT_EQ(store.draft(d.id)->status, "sent");
+    EXPECT_FALSE(store.mark_draft_sent("em_unknown"));
+    EXPECT_FALSE(store.draft("em_unknown"));
+}
+
+TEST_F(Store, ConfirmationIsBoundAndSingleUse) {
+    DB store(path);
+    auto c = store.create_confirmation("alice", "send_prospect_email", "d1", std::chrono::seconds(600));
+    EXPECT_EQ(store.consume_confirmation(c.id, "bob", "send_prospect_email", "d1"),
+              ConfirmOutcome::mismatch);
+    EXPECT_EQ(store.consume_confirmation(c.id, "alice", "deploy_article", "d1"),
+              ConfirmOutcome::mismatch);
+    EXPECT_EQ(store.consume_confirmation(c.id, "alice", "send_prospect_email", "d2"),
+              ConfirmOutcome::mismatch);
+    EXPECT_EQ(store.consume_confirmation(c.id, "alice", "send_prospect_email", "d1"),
+              ConfirmOutcome::accepted);
+    EXPECT_EQ(store.consume_confirmation(c.id, "alice", "send_prospect_email", "d1"),
+              ConfirmOutcome::used);
+    auto old = store.create_confirmation("alice", "t", "d", std::chrono::seconds(-5));
+    EXPECT_EQ(store.consume_confirmation(old.id, "alice", "t", "d"), ConfirmOutcome::expired);
+    EXPECT_EQ(store.consume_confirmation("cf_nope", "alice", "t", "d"), ConfirmOutcome::unknown);
+}
+
+TEST_F(Store, ConcurrentWritersOnOneConnection) {
+    DB store(path);
+    std::vector<std::thread> threads;
+    std::atomic<int> claims{0};
+    for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 25; ++i) {
+                store.create_job("seo_audit", "c" + std::to_string(t), "p", json::object());
+                if (!store.claim_idempotency("p", "t", "shared", "d", std::chrono::seconds(600)))
+                    ++claims;
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(store.unfinished_jobs().size(), 100u);
+    EXPECT_EQ(claims.load(), 1) << "exactly one caller claims a key";
+}
+
+TEST_F(Store, TwoConnectionsShareTheFile) {
+    DB first(path);
+    DB second(path);  // another process on the same file (WAL, busy timeout)
+    auto job = first.create_job("seo_audit", "c", "p", json::object());
+    ASSERT_TRUE(second.job(job.id));
+    EXPECT_TRUE(second.mark_running(job.id));
+    EXPECT_EQ(first.job(job.id)->status, "running");
+}
+
+TEST_F(Store, InMemoryAndErrors) {
+    DB memory(":memory:");
+    EXPECT_TRUE(memory.create_job("k", "c", "p", json::object()).id.starts_with("aud_"));
+    EXPECT_THROW(DB("/proc/agency-no-such-dir/state.db"), agency::tools::StoreError);
+}
+
+TEST_F(Store, DefaultPathFollowsXdgStateHome) {
+    const char* old = std::getenv("XDG_STATE_HOME");
+    const std::string saved = old ? old : "";
+    ::setenv("XDG_STATE_HOME", "/tmp/xdg-state", 1);
+    EXPECT_EQ(DB::default_path(), "/tmp/xdg-state/agency-mcp/state.db");
+    ::unsetenv("XDG_STATE_HOME");
+    EXPECT_TRUE(DB::default_path().ends_with("/.local/state/agency-mcp/state.db"));
+    if (old) ::setenv("XDG_STATE_HOME", saved.c_str(), 1);
+}

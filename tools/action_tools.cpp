@@ -1,0 +1,566 @@
+// Action tools over Client::act. Every call runs the same guard: idempotency key (replay the
+// first result, no second POST), then the per-client credit limiter, then the POST; the
+// gateway client itself never re-sends an action that may have created its record.
+#include "tools/action_tools.hpp"
+
+#include <ctime>
+#include <map>
+#include <optional>
+#include <variant>
+
+#include <spdlog/spdlog.h>
+
+#include "tools/registry.hpp"
+
+namespace agency::tools {
+
+namespace {
+
+std::string text_arg(const json& args, const char* name) {
+    auto it = args.find(name);
+    return it != args.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::string iso_time(std::int64_t unix_seconds) {
+    const std::time_t t = static_cast<std::time_t>(unix_seconds);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char out[32];
+    std::strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return out;
+}
+
+// The first row of a one-row read, or not_found naming what was looked up.
+json first_row(Toolbox& box, gateway::ReadQuery query, const std::string& what,
+               std::stop_token stop) {
+    query.limit = 1;
+    const gateway::Page page = box.gateway().read(query, stop);
+    const json body = json::parse(page.body, nullptr, false);
+    if (!body.is_object() || !body.contains("data") || !body["data"].is_array())
+        throw gateway::Error(gateway::ErrorReason::upstream,
+                             "the gateway sent a malformed answer reading " + query.resource);
+    if (body["data"].empty() || !body["data"][0].is_object())
+        throw gateway::Error(gateway::ErrorReason::not_found, what);
+    return body["data"][0];
+}
+
+json client_record(Toolbox& box, const std::string& client_id, std::stop_token stop) {
+    return first_row(box,
+                     {.resource = "clients", .filter_field = "id", .filter_value = client_id},
+                     "unknown client_id " + client_id + "; list_clients shows the ids", stop);
+}
+
+std::optional<double> number(const json& row, const char* field) {
+    auto it = row.find(field);
+    if (it == row.end()) return std::nullopt;
+    if (it->is_number()) return it->get<double>();
+    return std::nullopt;
+}
+
+// The gateway's draft is the tool's "drafted" (the spec's article status); other values pass.
+std::string normalize_status(const json& data, const std::string& fallback) {
+    auto it = data.find("status");
+    if (it == data.end() || !it->is_string()) return fallback;
+    const std::string status = it->get<std::string>();
+    return status == "draft" ? "drafted" : status;
+}
+
+// A record id as text whatever its JSON type ("" when absent): shaping a result must not fail
+// after the POST has already run.
+std::string id_text(const json& data) {
+    auto it = data.find("id");
+    if (it == data.end() || it->is_null()) return {};
+    return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+json first_string(const json& data, std::initializer_list<const char*> fields) {
+    for (const char* f : fields)
+        if (auto it = data.find(f); it != data.end() && it->is_string()) return *it;
+    return nullptr;
+}
+
+// --- the guard every action tool runs ----------------------------------------------------------
+
+// Does the tool's work and returns its result object; throws gateway::Error on failure.
+using Execute = std::function<json(const json& args, mcp::RequestContext& ctx)>;
+
+struct Guard {
+    std::string tool;
+    bool spends_credits = true;
+};
+
+mcp::ToolResult guarded_call(ActionRuntime& rt, const Guard& guard, const json& args,
+                             mcp::RequestContext& ctx, const Execute& execute) {
+    const std::string principal = principal_of(ctx);
+    const std::string key = text_arg(args, "idempotency_key");
+    json call_args = args;
+    call_args.erase("idempotency_key");
+
+    bool claimed = false;
+    if (!key.empty()) {
+        const std::string digest = args_digest(call_args);
+        auto existing = rt.store().claim_idempotency(principal, guard.tool, key, digest,
+                                                     rt.settings().stale_claim);
+        if (existing) {
+            if (existing->args_digest != digest)
+                return tool_error("validation",
+                                  "idempotency_key \"" + key + "\" was already used with other "
+                                  "arguments for " + guard.tool + "; use a new key for a new "
+                                  "request, or repeat the first request's arguments exactly");
+            if (existing->pending)
+                return tool_error("in_progress",
+                                  "the first call with idempotency_key \"" + key +
+                                      "\" is still running; retry with the same key shortly");
+            spdlog::info("{}: idempotency_key {} of {} replayed, no gateway request", guard.tool,
+                         key, principal);
+            return existing->is_error ? mcp::ToolResult::text(existing->result, true)
+                                      : mcp::ToolResult::structured(existing->result);
+        }
+        claimed = true;
+    }
+    // A claim stays only once the call may have spent credits; otherwise the key is free again.
+    auto release = [&] {
+        if (claimed) rt.store().release_idempotency(principal, guard.tool, key);
+        claimed = false;
+    };
+    auto settle = [&](bool is_error, const std::string& text) {
+        if (claimed) rt.store().complete_idempotency(principal, guard.tool, key, is_error, text);
+        claimed = false;
+    };
+
+    try {
+        std::optional<CreditLimiter::Permit> permit;
+        if (guard.spends_credits) {
+            const std::string client_id = text_arg(args, "client_id");
+            auto got = rt.credits().try_acquire(client_id);
+            if (auto* refusal = std::get_if<CreditLimiter::Refusal>(&got)) {
+                release();
+                spdlog::warn("{}: refused for {}: {}", guard.tool, client_id, refusal->message);
+                return tool_error("rate_limited", refusal->message,
+                                  {{"retry_after_s", refusal->retry_after_s}});
+            }
+            permit.emplace(std::move(std::get<CreditLimiter::Permit>(got)));
+        }
+        const json result = execute(call_args, ctx);
+        std::string text = result.dump();
+        settle(false, text);
+        return mcp::ToolResult::structured(std::move(text));
+    } catch (const gateway::Error& e) {
+        mcp::ToolResult error = tool_error(e);
+        // The action may have run: a repeat with this key must not send it again.
+        if (e.reason() == gateway::ErrorReason::outcome_unknown && !error.content.empty())
+            settle(true, error.content[0].value("text", ""));
+        else
+            release();
+        return error;
+    } catch (...) {
+        release();
+        throw;
+    }
+}
+
+// --- one gateway action per tool ---------------------------------------------------------------
+
+struct ActionDef {
+    ToolSpec spec;
+    std::string id_field;        // the result's id member, e.g. article_id
+    std::string default_status;  // when the gateway's data carries none
+    bool spends_credits = true;
+    // The POST fields besides client_id, from the arguments and what context supplies.
+    std::function<json(Toolbox& box, const json& args, mcp::RequestContext& ctx)> fields;
+    // Extra result members from the gateway's data (title, word_count, ...); may store things.
+    std::function<void(ActionRuntime& rt, const json& args, const json& data, json& result)>
+        finish;
+};
+
+void add_action(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
+                const std::shared_ptr<ActionRuntime>& rt, ActionDef def) {
+    def.spec.read_only = false;
+    def.spec.destructive = false;
+    def.spec.needs_write = true;
+    def.spec.output_schema = def.spec.name + ".output";
+    def.spec.input_schema = def.spec.name + ".input";
+    const Guard guard{def.spec.name, def.spends_credits};
+    const std::string action = def.spec.gateway_action;
+    def.spec.handler = [box, rt, guard, action, id_field = def.id_field,
+                        default_status = def.default_status, fields = def.fields,
+                        finish = def.finish](const json& args, mcp::RequestContext& ctx) {
+        auto execute = [&](const json& call_args, mcp::RequestContext& c) {
+            const std::string client_id = call_args.at("client_id").get<std::string>();
+            const json body = fields ? fields(*box, call_args, c) : json::object();
+            const gateway::ActionResult r = box->gateway().act(action, client_id, body, c.stop);
+            const json data = r.data.is_object() ? r.data : json::object();
+            json result = {{"ok", true},
+                           {"client_id", client_id},
+                           {id_field, id_text(data)},
+                           {"status", normalize_status(data, default_status)}};
+            if (finish) finish(*rt, call_args, data, result);
+            if (!result.contains("data")) result["data"] = data;
+            return result;
+        };
+        return guarded_call(*rt, guard, args, ctx, execute);
+    };
+    add_tool(server, std::move(def.spec));
+}
+
+void set_title(json& result, const json& data, std::initializer_list<const char*> fields) {
+    json title = first_string(data, fields);
+    if (!title.is_null()) result["title"] = title;
+}
+
+}  // namespace
+
+ActionRuntime::ActionRuntime(ActionSettings settings)
+    : settings_(std::move(settings)),
+      store_(std::make_shared<Store>(settings_.state_db)),
+      credits_(settings_.credits),
+      audits_(store_, settings_.audit_workers) {}
+
+ActionRuntime::~ActionRuntime() { audits_.stop(); }
+
+void register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
+                           const std::shared_ptr<ActionRuntime>& rt) {
+    std::map<std::string, std::string> actions_of;  // tool -> gateway action, for the filter
+    auto action = [&](ActionDef def) {
+        actions_of[def.spec.name] = def.spec.gateway_action;
+        add_action(server, box, rt, std::move(def));
+    };
+
+    // run_seo_audit: a durable job; the worker POSTs.
+    actions_of["run_seo_audit"] = "seo_audit";
+    add_tool(server,
+             {.name = "run_seo_audit",
+              .title = "Run SEO audit",
+              .description = "Queues a site audit of url and returns at once with an audit_id; "
+                             "poll get_audit_status. Repeating it for the same url updates the "
+                             "same report.",
+              .input_schema = "run_seo_audit.input",
+              .output_schema = "run_seo_audit.output",
+              .read_only = false,
+              .destructive = false,
+              .idempotent = true,
+              .needs_write = true,
+              .gateway_action = "seo_audit",
+              .mapping = "POST action=seo_audit {url}, run by a background job (durable; "
+                         "resumed after a restart); audit_id is the job's id",
+              .handler = [rt](const json& args, mcp::RequestContext& ctx) {
+                  // Queuing spends nothing; the workers bound how many audits run at once.
+                  return guarded_call(
+                      *rt, {"run_seo_audit", false}, args, ctx,
+                      [&](const json& call_args, mcp::RequestContext& c) {
+                          const std::string client_id =
+                              call_args.at("client_id").get<std::string>();
+                          const std::string url = call_args.at("url").get<std::string>();
+                          const Job job = rt->audits().submit(client_id, principal_of(c), url);
+                          return json{{"ok", true}, {"client_id", client_id},
+                                      {"audit_id", job.id}, {"status", "queued"}, {"url", url}};
+                      });
+              }});
+
+    add_tool(server,
+             {.name = "get_audit_status",
+              .title = "Get SEO audit status",
+              .description = "Status of an audit started by run_seo_audit: queued, running, "
+                             "succeeded (score, issues found, report_id for get_audit_issues) "
+                             "or failed (the gateway's error).",
+              .input_schema = "get_audit_status.input",
+              .output_schema = "get_audit_status.output",
+              .open_world = false,
+              .mapping = "the server's job table (no gateway request)",
+              .handler = [rt](const json& args, mcp::RequestContext&) {
+                  const std::string client_id = args.at("client_id").get<std::string>();
+                  const std::string audit_id = args.at("audit_id").get<std::string>();
+                  auto job = rt->store().job(audit_id);
+                  if (!job || job->kind != "seo_audit" || job->client_id != client_id)
+                      return tool_error("not_found", "no audit " + audit_id + " for client_id " +
+                                                         client_id +
+                                                         "; audit ids come from run_seo_audit");
+                  json out = {{"ok", job->status != "failed"},
+                              {"client_id", client_id},
+                              {"audit_id", job->id},
+                              {"status", job->status},
+                              {"url", job->args.value("url", "")},
+                              {"created_at", iso_time(job->created_at)},
+                              {"updated_at", iso_time(job->updated_at)}};
+                  if (job->result.is_object())
+                      for (const auto& [k, v] : job->result.items())
+                          if (k != "url") out[k] = v;
+                  if (job->error.is_object()) out["error"] = job->error;
+                  return mcp::ToolResult::structured(out.dump());
+              }});
+
+    action({.spec = {.name = "refresh_backlinks",
+                     .title = "Refresh backlinks",
+                     .description = "Refreshes a client's backlink profile from the data "
+                                    "provider; repeating it creates nothing new. Read the "
+                                    "result with list_backlinks.",
+                     .idempotent = true,
+                     .gateway_action = "fetch_backlinks",
+                     .mapping = "POST action=fetch_backlinks (no fields)"},
+            .id_field = "profile_id",
+            .default_status = "refreshed",
+            .spends_credits = false});
+
+    action({.spec = {.name = "generate_keyword_ideas",
+                     .title = "Generate keyword ideas",
+                     .description = "Generates keyword ideas with live volume and difficulty "
+                                    "from a seed (default: the client's main service). Spends "
+                                    "credits.",
+                     .idempotent = false,
+                     .gateway_action = "generate_keywords",
+                     .mapping = "POST action=generate_keywords {seed}"},
+            .id_field = "batch_id",
+            .default_status = "generated",
+            .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
+                json body = json::object();
+                if (args.contains("seed")) body["seed"] = args["seed"];
+                return body;
+            }});
+
+    action({.spec = {.name = "generate_topical_map",
+                     .title = "Generate topical map",
+                     .description = "Builds a topical authority map (pillars and clusters) for "
+                                    "a topic. Spends credits.",
+                     .idempotent = false,
+                     .gateway_action = "generate_topical_map",
+                     .mapping = "POST action=generate_topical_map {topic}"},
+            .id_field = "map_id",
+            .default_status = "generated",
+            .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
+                return json{{"topic", args.at("topic")}};
+            },
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+                set_title(result, data, {"title", "topic"});
+            }});
+
+    action({.spec = {.name = "generate_article",
+                     .title = "Generate article",
+                     .description = "Drafts a blog article for a keyword; returns article_id, "
+                                    "title, word count. Spends credits. Where the client has "
+                                    "auto-deploy on, the gateway may publish it (status "
+                                    "published).",
+                     .idempotent = false,
+                     .gateway_action = "generate_blog",
+                     .mapping = "POST action=generate_blog {keyword}; article_id = data.id, "
+                                "title = data.post_title"},
+            .id_field = "article_id",
+            .default_status = "drafted",
+            .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
+                return json{{"keyword", args.at("keyword")}};
+            },
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+                set_title(result, data, {"post_title", "title"});
+                if (auto it = data.find("word_count"); it != data.end() && it->is_number())
+                    result["word_count"] = *it;
+                if (auto it = data.find("url"); it != data.end() && it->is_string())
+                    result["url"] = *it;
+            }});
+
+    action({.spec = {.name = "optimize_page",
+                     .title = "Optimize page",
+                     .description = "Generates on-page optimisation recommendations for a URL, "
+                                    "optionally for one keyword, as an SEO task. Spends credits.",
+                     .idempotent = false,
+                     .gateway_action = "optimize_page",
+                     .mapping = "POST action=optimize_page {url, keyword?}; task_id = the "
+                                "seo_tasks record"},
+            .id_field = "task_id",
+            .default_status = "pending",
+            .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
+                json body{{"url", args.at("url")}};
+                if (args.contains("keyword")) body["keyword"] = args["keyword"];
+                return body;
+            },
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+                set_title(result, data, {"title"});
+            }});
+
+    action({.spec = {.name = "index_url",
+                     .title = "Submit URL for indexing",
+                     .description = "Submits a URL to search engines for indexing (recorded as "
+                                    "an SEO task).",
+                     .idempotent = false,
+                     .gateway_action = "index_url",
+                     .mapping = "POST action=index_url {url}; task_id = the seo_tasks record"},
+            .id_field = "task_id",
+            .default_status = "submitted",
+            .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
+                return json{{"url", args.at("url")}};
+            }});
+
+    action({.spec = {.name = "generate_press_release",
+                     .title = "Generate press release",
+                     .description = "Drafts a press release about a topic (the topic becomes "
+                                    "its headline). Spends credits.",
+                     .idempotent = false,
+                     .gateway_action = "generate_press_release",
+                     .mapping = "POST action=generate_press_release {headline: topic}"},
+            .id_field = "press_release_id",
+            .default_status = "drafted",
+            .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
+                return json{{"headline", args.at("topic")}};
+            },
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+                set_title(result, data, {"headline"});
+            }});
+
+    action({.spec = {.name = "generate_gbp_post",
+                     .title = "Generate business-profile post",
+                     .description = "Drafts a Google Business Profile post about a topic. "
+                                    "Spends credits.",
+                     .idempotent = false,
+                     .gateway_action = "generate_gbp_post",
+                     .mapping = "POST action=generate_gbp_post {topic}"},
+            .id_field = "post_id",
+            .default_status = "drafted",
+            .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
+                return json{{"topic", args.at("topic")}};
+            },
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+                set_title(result, data, {"topic"});
+            }});
+
+    action({.spec = {.name = "run_local_grid_scan",
+                     .title = "Run local grid scan",
+                     .description = "Runs a local rank grid for a keyword around the client's "
+                                    "location (lat/lng from the client record, or from "
+                                    "location_id, or given). Spends credits.",
+                     .idempotent = false,
+                     .gateway_action = "run_grid_search",
+                     .mapping = "POST action=run_grid_search {keyword, lat, lng}; lat/lng from "
+                                "lat+lng arguments, else resource=locations by location_id, "
+                                "else resource=clients by id"},
+            .id_field = "scan_id",
+            .default_status = "completed",
+            .fields = [](Toolbox& tb, const json& args, mcp::RequestContext& ctx) {
+                json body{{"keyword", args.at("keyword")}};
+                const bool has_lat = args.contains("lat");
+                if (has_lat != args.contains("lng"))
+                    throw gateway::Error(gateway::ErrorReason::validation,
+                                         "pass both lat and lng, or neither (then the client's "
+                                         "location is used)");
+                if (has_lat) {
+                    body["lat"] = args["lat"];
+                    body["lng"] = args["lng"];
+                    return body;
+                }
+                const std::string client_id = args.at("client_id").get<std::string>();
+                const std::string location_id = text_arg(args, "location_id");
+                const json row =
+                    location_id.empty()
+                        ? client_record(tb, client_id, ctx.stop)
+                        : first_row(tb,
+                                    {.resource = "locations",
+                                     .client_id = client_id,
+                                     .filter_field = "id",
+                                     .filter_value = location_id},
+                                    "unknown location_id " + location_id + " for client_id " +
+                                        client_id + "; read_resource locations lists them",
+                                    ctx.stop);
+                const auto lat = number(row, "lat");
+                const auto lng = number(row, "lng");
+                if (!lat || !lng)
+                    throw gateway::Error(gateway::ErrorReason::validation,
+                                         "no coordinates are on record for " +
+                                             (location_id.empty() ? "client " + client_id
+                                                                  : "location " + location_id) +
+                                             "; pass lat and lng, or a location_id");
+                body["lat"] = *lat;
+                body["lng"] = *lng;
+                return body;
+            },
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+                set_title(result, data, {"keyword"});
+            }});
+
+    action({.spec = {.name = "analyze_llm_visibility",
+                     .title = "Analyze AI answer visibility",
+                     .description = "Checks whether AI answer engines mention the client. "
+                                    "brand_name comes from the client record; the default prompt "
+                                    "asks for the best providers of its industry in its city. "
+                                    "Spends credits.",
+                     .idempotent = false,
+                     .gateway_action = "run_llm_visibility",
+                     .mapping = "POST action=run_llm_visibility {prompt, brand_name}; brand_name "
+                                "from resource=clients (brand_name, else name); prompt given or "
+                                "\"Who are the best <industry> providers in <city>, <state>?\""},
+            .id_field = "report_id",
+            .default_status = "completed",
+            .fields = [](Toolbox& tb, const json& args, mcp::RequestContext& ctx) {
+                const json client =
+                    client_record(tb, args.at("client_id").get<std::string>(), ctx.stop);
+                json brand = first_string(client, {"brand_name", "name"});
+                if (brand.is_null())
+                    throw gateway::Error(gateway::ErrorReason::upstream,
+                                         "the client record carries no brand_name or name");
+                std::string prompt = text_arg(args, "prompt");
+                if (prompt.empty()) {
+                    const std::string industry = client.value("industry", "");
+                    const std::string city = client.value("city", "");
+                    const std::string state = client.value("state", "");
+                    prompt = "Who are the best " + (industry.empty() ? "local" : industry) +
+                             " providers" +
+                             (city.empty() ? std::string()
+                                           : " in " + city + (state.empty() ? "" : ", " + state)) +
+                             "?";
+                }
+                return json{{"prompt", prompt}, {"brand_name", brand}};
+            },
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+                set_title(result, data, {"prompt"});
+            }});
+
+    action({.spec = {.name = "generate_outreach_email",
+                     .title = "Draft outreach email",
+                     .description = "Drafts a backlink outreach email to a prospect site (its URL "
+                                    "is the gateway's prospectUrl) and stores it; returns "
+                                    "email_id, recipient and subject. Never sends. Spends credits.",
+                     .idempotent = false,
+                     .gateway_action = "generate_outreach_email",
+                     .mapping = "POST action=generate_outreach_email {prospectUrl: prospect}; "
+                                "the draft (email_to, subject, html) is kept in the server's "
+                                "store under email_id"},
+            .id_field = "email_id",
+            .default_status = "drafted",
+            .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
+                return json{{"prospectUrl", args.at("prospect")}};
+            },
+            .finish = [](ActionRuntime& runtime, const json& args, const json& data, json& result) {
+                auto text = [&](const char* field) {
+                    json v = first_string(data, {field});
+                    return v.is_null() ? std::string() : v.get<std::string>();
+                };
+                Draft draft{.client_id = args.at("client_id").get<std::string>(),
+                            .recipient = text("email_to"),
+                            .subject = text("subject"),
+                            .html = text("html"),
+                            .gateway_id = id_text(data),
+                            .prospect_url = args.at("prospect").get<std::string>()};
+                draft = runtime.store().create_draft(std::move(draft));
+                result["email_id"] = draft.id;
+                result["status"] = "drafted";
+                result["recipient"] = draft.recipient;
+                result["title"] = draft.subject;
+                json shown = data;
+                shown.erase("html");  // kept in the store; the send step shows it for confirmation
+                result["data"] = shown;
+            }});
+
+    // Hide a tool whose gateway action the live deployment lacks. discovery() is cached in the
+    // client, so this costs a lookup per tools/list; a failing discovery hides nothing (the call
+    // reports the failure itself).
+    server.set_tool_filter([box, actions_of](const mcp::ToolDef& def) {
+        auto it = actions_of.find(def.name);
+        if (it == actions_of.end()) return true;
+        try {
+            return box->gateway().discovery()->find_action(it->second) != nullptr;
+        } catch (const std::exception& e) {
+            spdlog::debug("discovery unavailable while listing tools: {}", e.what());
+            return true;
+        }
+    });
+
+    rt->audits().start(box);
+}
+
+}  // namespace agency::tools

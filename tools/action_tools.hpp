@@ -1,0 +1,49 @@
+// Action tools: gateway POST actions behind the write scope, idempotency keys, a per-client
+// credit limiter and durable audit jobs. Deploy and send are deliberately absent until they
+// can ask a person for confirmation.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "server/mcp_server.hpp"
+#include "tools/jobs.hpp"
+#include "tools/store.hpp"
+#include "tools/tool_kit.hpp"
+
+namespace agency::tools {
+
+struct ActionSettings {
+    std::string state_db = ":memory:";  // Store::default_path() for a real server
+    int audit_workers = 2;
+    CreditSettings credits;
+    // A claimed idempotency key whose call never finished (the process died) is reusable after
+    // this long.
+    std::chrono::seconds stale_claim{600};
+};
+
+// The state the action tools share: the store, the credit limiter and the audit workers.
+class ActionRuntime {
+public:
+    explicit ActionRuntime(ActionSettings settings);  // opens the store; throws StoreError
+    ~ActionRuntime();
+
+    const ActionSettings& settings() const { return settings_; }
+    Store& store() { return *store_; }
+    const std::shared_ptr<Store>& shared_store() const { return store_; }
+    CreditLimiter& credits() { return credits_; }
+    AuditJobs& audits() { return audits_; }
+
+private:
+    ActionSettings settings_;
+    std::shared_ptr<Store> store_;
+    CreditLimiter credits_;
+    AuditJobs audits_;
+};
+
+// Registers the action tools and get_audit_status, hides those whose gateway action the live
+// discovery lacks, and starts the audit workers (picking up jobs a previous run left).
+void register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
+                           const std::shared_ptr<ActionRuntime>& runtime);
+
+}  // namespace agency::tools

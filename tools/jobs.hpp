@@ -1,0 +1,106 @@
+// What keeps the action tools from spending credits carelessly: a per-client limiter on
+// generation actions, and the audit worker pool whose jobs survive a restart in the Store.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <stop_token>
+#include <thread>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "tools/store.hpp"
+#include "tools/tool_kit.hpp"
+
+namespace agency::tools {
+
+struct CreditSettings {
+    int max_in_flight_per_client = 2;   // generation actions running at once for one client
+    int max_per_minute_per_client = 20;  // generation actions started per client per minute
+};
+
+// Refuses rather than queues: a caller (a model) retrying later is cheaper than a hidden
+// backlog of credit-spending calls it no longer wants.
+class CreditLimiter {
+public:
+    explicit CreditLimiter(CreditSettings settings);
+
+    // Holds one in-flight slot until destroyed.
+    class Permit {
+    public:
+        Permit(CreditLimiter* owner, std::string client_id)
+            : owner_(owner), client_id_(std::move(client_id)) {}
+        Permit(Permit&& other) noexcept
+            : owner_(std::exchange(other.owner_, nullptr)),
+              client_id_(std::move(other.client_id_)) {}
+        Permit(const Permit&) = delete;
+        Permit& operator=(const Permit&) = delete;
+        Permit& operator=(Permit&&) = delete;
+        ~Permit();
+
+    private:
+        CreditLimiter* owner_;
+        std::string client_id_;
+    };
+
+    struct Refusal {
+        std::string message;
+        int retry_after_s = 1;
+    };
+
+    // A permit, or why not (too many in flight, or the per-minute cap reached).
+    std::variant<Permit, Refusal> try_acquire(const std::string& client_id);
+    const CreditSettings& settings() const { return settings_; }
+
+private:
+    struct PerClient {
+        int in_flight = 0;
+        std::deque<std::chrono::steady_clock::time_point> started;  // within the last minute
+    };
+    void release(const std::string& client_id);
+
+    CreditSettings settings_;
+    std::mutex mutex_;
+    std::map<std::string, PerClient> clients_;
+};
+
+// Runs seo_audit jobs on a few background threads. Each job is a row in the Store: queued when
+// submitted, running while its POST is out, then succeeded (the report's id, score and issue
+// count) or failed (the gateway's error). Jobs left queued or running by a previous process are
+// run again on start: seo_audit is retry-safe (spec, Action rule 2), so repeating one updates
+// the same report instead of creating another.
+class AuditJobs {
+public:
+    AuditJobs(std::shared_ptr<Store> store, int workers);
+    ~AuditJobs();  // stops and joins; unfinished jobs stay in the store for the next start
+    AuditJobs(const AuditJobs&) = delete;
+    AuditJobs& operator=(const AuditJobs&) = delete;
+
+    // Picks up unfinished jobs and starts the workers; later calls do nothing.
+    void start(std::shared_ptr<Toolbox> box);
+    void stop();
+
+    Job submit(const std::string& client_id, const std::string& principal, const std::string& url);
+
+private:
+    void work(std::stop_token stop);
+    void run_one(const std::string& id, std::stop_token stop);
+
+    std::shared_ptr<Store> store_;
+    int worker_count_;
+    std::shared_ptr<Toolbox> box_;
+    std::mutex mutex_;
+    std::condition_variable_any ready_;
+    std::deque<std::string> queue_;
+    std::vector<std::jthread> workers_;
+};
+
+}  // namespace agency::tools
