@@ -89,7 +89,9 @@ protected:
         std::sort(v.begin(), v.end());
         return std::adjacent_find(v.begin(), v.end()) == v.end();
     }
-    static std::set<std::string> as_set(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
+    static std::set<std::string> as_set(const std::vector<std::string>& v) {
+        return {v.begin(), v.end()};
+    }
 };
 
 // --- definitions ---------------------------------------------------------------------------
@@ -104,10 +106,9 @@ TEST_F(ReadTools, EveryReadToolIsListedWithSchemas) {
         EXPECT_EQ(t["inputSchema"].value("additionalProperties", true), false) << t["name"];
         EXPECT_TRUE(t["annotations"].value("readOnlyHint", false)) << t["name"];
     }
-    for (const char* tool :
-         {"list_clients", "get_client", "list_keywords", "list_rankings", "list_audits",
-          "get_audit_issues", "list_backlinks", "list_citations", "list_articles", "list_calls",
-          "list_reports", "read_resource"})
+    for (const char* tool : {"list_clients", "get_client", "list_keywords", "list_rankings",
+                             "list_audits", "get_audit_issues", "list_backlinks", "list_citations",
+                             "list_articles", "list_calls", "list_reports", "read_resource"})
         EXPECT_TRUE(names.count(tool)) << tool;
 
     // Every list tool pages with limit and cursor.
@@ -223,7 +224,9 @@ TEST_F(ReadTools, ListRankingsFiltersKeywordAndDates) {
     EXPECT_EQ(all.pages.back()["total"], 20);
 
     // Only `from`, only `to`, and a one-day range.
-    auto count = [&](json args) { return page_all(h(), "list_rankings", std::move(args)).rows.size(); };
+    auto count = [&](json args) {
+        return page_all(h(), "list_rankings", std::move(args)).rows.size();
+    };
     EXPECT_EQ(count({{"client_id", kPlumbing}, {"from", "2026-11-10"}, {"limit", 1000}}),
               in_range(stored, "tracked_at", "2026-11-10", "9999-12-31").size());
     EXPECT_EQ(count({{"client_id", kPlumbing}, {"keyword", keyword}, {"to", "2026-09-30"}}),
@@ -234,12 +237,12 @@ TEST_F(ReadTools, ListRankingsFiltersKeywordAndDates) {
 
 TEST_F(ReadTools, ListRankingsFromAfterToIsAValidationError) {
     const std::size_t before = h().requests();
-    ToolReply r = h().call("list_rankings",
-                           {{"client_id", kPlumbing}, {"from", "2026-10-05"}, {"to", "2026-10-01"}});
+    ToolReply r = h().call(
+        "list_rankings", {{"client_id", kPlumbing}, {"from", "2026-10-05"}, {"to", "2026-10-01"}});
     EXPECT_TRUE(r.is_error());
     EXPECT_EQ(r.reason(), "validation");
-    ToolReply calls = h().call("list_calls",
-                               {{"client_id", kPlumbing}, {"from", "2026-10-05"}, {"to", "2026-10-04"}});
+    ToolReply calls = h().call(
+        "list_calls", {{"client_id", kPlumbing}, {"from", "2026-10-05"}, {"to", "2026-10-04"}});
     EXPECT_EQ(calls.reason(), "validation");
     EXPECT_EQ(h().requests(), before);
 }
@@ -292,7 +295,8 @@ TEST_F(ReadTools, ListAuditsReducesRows) {
     for (const auto& row : s["rows"]) {
         const json& full = by_id[row["id"]];
         EXPECT_FALSE(row.contains("issues"));
-        for (const char* f : {"url", "score", "issues_found", "issue_counts", "created_at", "share_url"})
+        for (const char* f :
+             {"url", "score", "issues_found", "issue_counts", "created_at", "share_url"})
             EXPECT_EQ(row[f], full[f]) << f;
     }
     for (std::size_t i = 1; i < s["rows"].size(); ++i)
@@ -305,7 +309,8 @@ TEST_F(ReadTools, ListAuditsReducesRows) {
 TEST_F(ReadTools, GetAuditIssues) {
     const json stored = h().gw->rows("seo_reports", kPlumbing);
     const json& audit = stored.at(2);
-    ToolReply r = ok(h(), "get_audit_issues", {{"client_id", kPlumbing}, {"audit_id", audit["id"]}});
+    ToolReply r =
+        ok(h(), "get_audit_issues", {{"client_id", kPlumbing}, {"audit_id", audit["id"]}});
     const json& s = r.structured();
     EXPECT_EQ(s["rows"], audit["issues"]);
     EXPECT_EQ(s["total"], audit["issues"].size());
@@ -336,7 +341,8 @@ TEST_F(ReadTools, GetAuditIssues) {
         EXPECT_EQ(found, static_cast<std::size_t>(n)) << severity;
     }
 
-    ToolReply missing = h().call("get_audit_issues", {{"client_id", kPlumbing}, {"audit_id", "nope"}});
+    ToolReply missing =
+        h().call("get_audit_issues", {{"client_id", kPlumbing}, {"audit_id", "nope"}});
     EXPECT_EQ(missing.reason(), "not_found");
 }
 
@@ -384,7 +390,8 @@ TEST_F(ReadTools, ListArticlesBlogsThenGeoArticles) {
     // Reduced rows: blogs' post_title becomes title.
     ToolReply first = ok(h(), "list_articles", {{"client_id", kPlumbing}, {"limit", 1}});
     const json& row = first.structured()["rows"][0];
-    const auto blog = std::find_if(blogs.begin(), blogs.end(), [&](const json& b) { return b["id"] == row["id"]; });
+    const auto blog = std::find_if(blogs.begin(), blogs.end(),
+                                   [&](const json& b) { return b["id"] == row["id"]; });
     ASSERT_NE(blog, blogs.end());
     EXPECT_EQ(row["title"], (*blog)["post_title"]);
     EXPECT_EQ(row["deployment_target"], "wordpress");
@@ -394,7 +401,8 @@ TEST_F(ReadTools, ListArticlesBlogsThenGeoArticles) {
     std::size_t drafts = 0;
     for (const auto& b : blogs) drafts += b["status"] == "draft";
     for (const auto& g : geo) drafts += g["status"] == "draft";
-    Paged draft = page_all(h(), "list_articles", {{"client_id", kPlumbing}, {"status", "draft"}, {"limit", 3}});
+    Paged draft = page_all(h(), "list_articles",
+                           {{"client_id", kPlumbing}, {"status", "draft"}, {"limit", 3}});
     EXPECT_EQ(draft.rows.size(), drafts);
     EXPECT_EQ(draft.pages.front()["total"].get<std::size_t>(), drafts);
     for (const auto& r : draft.rows) EXPECT_EQ(r["status"], "draft");
@@ -405,8 +413,9 @@ TEST_F(ReadTools, ListCallsByDate) {
     const json stored = h().gw->rows("call_tracking_calls", kPlumbing);
     const auto expected = in_range(stored, "created_at", "2026-09-01", "2026-10-15");
     ASSERT_GT(expected.size(), 5u);
-    Paged all = page_all(h(), "list_calls",
-                         {{"client_id", kPlumbing}, {"from", "2026-09-01"}, {"to", "2026-10-15"}, {"limit", 4}});
+    Paged all = page_all(
+        h(), "list_calls",
+        {{"client_id", kPlumbing}, {"from", "2026-09-01"}, {"to", "2026-10-15"}, {"limit", 4}});
     EXPECT_EQ(as_set(ids(all.rows)), as_set(ids(expected)));
     EXPECT_EQ(all.rows.size(), expected.size());
     EXPECT_EQ(all.pages.back()["total"].get<std::size_t>(), expected.size());
@@ -433,7 +442,8 @@ TEST_F(ReadTools, ListReportsWithShareLinks) {
         EXPECT_NE(row.value("share_url", "").find("https://share."), std::string::npos);
     }
     const json& last = all.rows.back();
-    const auto report = std::find_if(llm.begin(), llm.end(), [&](const json& l) { return l["id"] == last["id"]; });
+    const auto report =
+        std::find_if(llm.begin(), llm.end(), [&](const json& l) { return l["id"] == last["id"]; });
     ASSERT_NE(report, llm.end());
     EXPECT_EQ(last["score"], (*report)["visibility_score"]);
     EXPECT_EQ(last["prompt"], (*report)["prompt"]);
@@ -465,16 +475,19 @@ TEST_F(ReadTools, ReadResourcePagesFiltersAndOrders) {
     for (std::size_t i = 1; i < pos.rows.size(); ++i)
         EXPECT_LE(pos.rows[i - 1]["created_at"], pos.rows[i]["created_at"]);
 
-    ToolReply comp = ok(h(), "read_resource",
-                        {{"client_id", kPlumbing}, {"resource", "competitors"}, {"order", "appearances"}});
+    ToolReply comp =
+        ok(h(), "read_resource",
+           {{"client_id", kPlumbing}, {"resource", "competitors"}, {"order", "appearances"}});
     const json& rows = comp.structured()["rows"];
     ASSERT_FALSE(rows.empty());
     for (std::size_t i = 1; i < rows.size(); ++i)
         EXPECT_GE(rows[i - 1]["appearances"], rows[i]["appearances"]);
 
     ToolReply replied = ok(h(), "read_resource",
-                           {{"client_id", kPlumbing}, {"resource", "seo_tasks"},
-                            {"filter_field", "status"}, {"filter_value", "pending"}});
+                           {{"client_id", kPlumbing},
+                            {"resource", "seo_tasks"},
+                            {"filter_field", "status"},
+                            {"filter_value", "pending"}});
     for (const auto& r : replied.structured()["rows"]) EXPECT_EQ(r["status"], "pending");
 }
 
@@ -520,21 +533,33 @@ TEST_F(ReadTools, BadInputsAreRejectedBeforeAnyGatewayRequest) {
         {"read_resource", {{"client_id", p}, {"resource", "no_such_resource"}}},
         {"read_resource", {{"client_id", p}, {"resource", "reviews"}, {"order", "rating"}}},
         {"read_resource", {{"client_id", p}, {"resource", "reviews"}, {"direction", "up"}}},
-        {"read_resource", {{"client_id", p}, {"resource", "reviews"}, {"filter_field", "sentiment"}}},
-        {"read_resource", {{"client_id", p}, {"resource", "reviews"}, {"filter_value", "positive"}}},
         {"read_resource",
-         {{"client_id", p}, {"resource", "reviews"}, {"filter_field", "rating"}, {"filter_value", "5"}}},
-        {"read_resource", {{"client_id", p}, {"resource", "reviews"}, {"filter_field", "sentiment"},
-                           {"filter_value", json::array({"positive"})}}},
-        {"read_resource", {{"client_id", p}, {"resource", "reviews"}, {"filter_field", "sentiment"},
-                           {"filter_value", true}}},
+         {{"client_id", p}, {"resource", "reviews"}, {"filter_field", "sentiment"}}},
+        {"read_resource",
+         {{"client_id", p}, {"resource", "reviews"}, {"filter_value", "positive"}}},
+        {"read_resource",
+         {{"client_id", p},
+          {"resource", "reviews"},
+          {"filter_field", "rating"},
+          {"filter_value", "5"}}},
+        {"read_resource",
+         {{"client_id", p},
+          {"resource", "reviews"},
+          {"filter_field", "sentiment"},
+          {"filter_value", json::array({"positive"})}}},
+        {"read_resource",
+         {{"client_id", p},
+          {"resource", "reviews"},
+          {"filter_field", "sentiment"},
+          {"filter_value", true}}},
     };
     for (const auto& [tool, args] : cases) {
         const std::size_t before = h().requests();
         ToolReply r = h().call(tool, args);
         EXPECT_EQ(r.rpc_error, 0) << tool << " " << args.dump();
         EXPECT_TRUE(r.is_error()) << tool << " " << args.dump();
-        EXPECT_EQ(r.reason(), "validation") << tool << " " << args.dump() << " " << r.response.dump();
+        EXPECT_EQ(r.reason(), "validation")
+            << tool << " " << args.dump() << " " << r.response.dump();
         EXPECT_FALSE(r.tool_error().value("message", "").empty());
         EXPECT_EQ(h().requests(), before) << tool << " " << args.dump();
     }
@@ -562,13 +587,16 @@ TEST_F(ReadTools, ForgedCursorsAreRefusedBeforeAnyGatewayRequest) {
     std::string tampered = cursor;
     tampered[tampered.size() / 2] = tampered[tampered.size() / 2] == 'A' ? 'B' : 'A';
     refused(h(), "list_keywords", {{"client_id", kPlumbing}, {"cursor", tampered}}, "tampered");
-    refused(h(), "list_keywords", {{"client_id", kPlumbing}, {"cursor", "not-a-cursor"}}, "garbage");
-    refused(h(), "list_keywords", {{"client_id", "demo-dental"}, {"cursor", cursor}}, "other client");
+    refused(h(), "list_keywords", {{"client_id", kPlumbing}, {"cursor", "not-a-cursor"}},
+            "garbage");
+    refused(h(), "list_keywords", {{"client_id", "demo-dental"}, {"cursor", cursor}},
+            "other client");
     refused(h(), "list_backlinks", {{"client_id", kPlumbing}, {"cursor", cursor}}, "other tool");
     refused(h(), "list_keywords", {{"client_id", kPlumbing}, {"cursor", cursor}}, "other caller",
             "alice");
     // The same cursor works for its own caller, tool, client and filters; limit may change.
-    ToolReply good = h().call("list_keywords", {{"client_id", kPlumbing}, {"cursor", cursor}, {"limit", 3}});
+    ToolReply good =
+        h().call("list_keywords", {{"client_id", kPlumbing}, {"cursor", cursor}, {"limit", 3}});
     EXPECT_FALSE(good.is_error());
     EXPECT_EQ(good.structured()["rows"].size(), 3u);
 
@@ -580,15 +608,19 @@ TEST_F(ReadTools, ForgedCursorsAreRefusedBeforeAnyGatewayRequest) {
             {{"client_id", kPlumbing}, {"keyword", "plumber near me"}, {"cursor", rank_cursor}},
             "other keyword");
     refused(h(), "list_rankings",
-            {{"client_id", kPlumbing}, {"keyword", "plumber austin"}, {"from", "2026-10-01"},
+            {{"client_id", kPlumbing},
+             {"keyword", "plumber austin"},
+             {"from", "2026-10-01"},
              {"cursor", rank_cursor}},
             "added from");
-    const std::string art_cursor =
-        cursor_of(h(), "list_articles", {{"client_id", kPlumbing}, {"status", "draft"}, {"limit", 1}});
+    const std::string art_cursor = cursor_of(
+        h(), "list_articles", {{"client_id", kPlumbing}, {"status", "draft"}, {"limit", 1}});
     ASSERT_FALSE(art_cursor.empty());
     refused(h(), "list_articles",
-            {{"client_id", kPlumbing}, {"status", "published"}, {"cursor", art_cursor}}, "other status");
-    refused(h(), "list_articles", {{"client_id", kPlumbing}, {"cursor", art_cursor}}, "dropped status");
+            {{"client_id", kPlumbing}, {"status", "published"}, {"cursor", art_cursor}},
+            "other status");
+    refused(h(), "list_articles", {{"client_id", kPlumbing}, {"cursor", art_cursor}},
+            "dropped status");
     const std::string rr_cursor = cursor_of(
         h(), "read_resource", {{"client_id", kPlumbing}, {"resource", "reviews"}, {"limit", 2}});
     refused(h(), "read_resource",
@@ -599,11 +631,13 @@ TEST_F(ReadTools, ForgedCursorsAreRefusedBeforeAnyGatewayRequest) {
         h(), "get_audit_issues", {{"client_id", kPlumbing}, {"audit_id", audit_id}, {"limit", 1}});
     ASSERT_FALSE(issue_cursor.empty());
     refused(h(), "get_audit_issues",
-            {{"client_id", kPlumbing}, {"audit_id", h().gw->rows("seo_reports", kPlumbing)[1]["id"]},
+            {{"client_id", kPlumbing},
+             {"audit_id", h().gw->rows("seo_reports", kPlumbing)[1]["id"]},
              {"cursor", issue_cursor}},
             "other audit");
     refused(h(), "list_calls", {{"client_id", kPlumbing}, {"cursor", tampered}}, "tampered scan");
-    refused(h(), "list_reports", {{"client_id", kPlumbing}, {"cursor", cursor}}, "other merged tool");
+    refused(h(), "list_reports", {{"client_id", kPlumbing}, {"cursor", cursor}},
+            "other merged tool");
 
     // Expired.
     ToolHarness stale({}, agency::tools::Settings{.cursor_ttl = std::chrono::seconds(-1)});
@@ -660,15 +694,19 @@ TEST_F(ReadTools, GatewayFailuresBecomeToolErrors) {
               "unknown client_id no-such-client; read resource=clients for valid ids");
 
     ToolHarness faulty;
-    faulty.gw->inject({.target = "backlinks", .mode = agency::sample::FaultMode::fail_before, .count = 10});
+    faulty.gw->inject(
+        {.target = "backlinks", .mode = agency::sample::FaultMode::fail_before, .count = 10});
     ToolReply down = faulty.call("list_backlinks", {{"client_id", kPlumbing}});
     EXPECT_TRUE(down.is_error());
     EXPECT_EQ(down.reason(), "upstream");
-    EXPECT_NE(down.tool_error().value("gateway_error", "").find("injected fail_before"), std::string::npos);
+    EXPECT_NE(down.tool_error().value("gateway_error", "").find("injected fail_before"),
+              std::string::npos);
 
     faulty.gw->clear_faults();
-    faulty.gw->inject({.target = "keywords", .mode = agency::sample::FaultMode::fail_before, .count = 10});
-    ToolReply scan = faulty.call("list_rankings", {{"client_id", kPlumbing}, {"from", "2026-11-01"}});
+    faulty.gw->inject(
+        {.target = "keywords", .mode = agency::sample::FaultMode::fail_before, .count = 10});
+    ToolReply scan =
+        faulty.call("list_rankings", {{"client_id", kPlumbing}, {"from", "2026-11-01"}});
     EXPECT_EQ(scan.reason(), "upstream");
 }
 

@@ -22,9 +22,9 @@ using json = nlohmann::json;
 
 // What one tools/call gave back.
 struct ToolReply {
-    json response;       // the whole JSON-RPC response
-    int rpc_error = 0;   // JSON-RPC error code; 0 when there is a result
-    json result;         // result (null on an RPC error)
+    json response;      // the whole JSON-RPC response
+    int rpc_error = 0;  // JSON-RPC error code; 0 when there is a result
+    json result;        // result (null on an RPC error)
 
     bool is_error() const { return result.is_object() && result.value("isError", false); }
     const json& structured() const {
@@ -89,15 +89,18 @@ struct ToolHarness {
     // As above for a caller with its own scopes (e.g. read only).
     json request_as(const mcp::Principal& principal, const std::string& method, json params) {
         params["_meta"] = modern_meta();
-        const json message = {
-            {"jsonrpc", "2.0"}, {"id", next_id++}, {"method", method}, {"params", std::move(params)}};
+        const json message = {{"jsonrpc", "2.0"},
+                              {"id", next_id++},
+                              {"method", method},
+                              {"params", std::move(params)}};
         mcp::Inbound in;
         in.principal = principal;
         auto text = server->handle_message(message, in);
         return text ? json::parse(*text) : json(nullptr);
     }
 
-    ToolReply call(const std::string& tool, const json& args, const std::string& principal = "local") {
+    ToolReply call(const std::string& tool, const json& args,
+                   const std::string& principal = "local") {
         mcp::Principal who;
         who.name = principal;
         return call_as(who, tool, args);

@@ -36,15 +36,16 @@ CursorPosition open_position(const Toolbox& box, const CursorBinding& binding, c
 
 // --- reduced rows ----------------------------------------------------------------------------
 
-// An output row built from some top-level fields of a gateway row: {out, from} pairs; a
-// repeated `out` lists alternatives, the first field present wins. Fields absent from the row
-// are left out of the output row.
+// An output row built from some top-level fields of a gateway row: {out, from} pairs. Adjacent
+// pairs with the same `out` are alternatives: the first field present wins. Fields absent from
+// the row are left out of the output row.
 struct Projection {
     std::vector<std::pair<std::string, std::string>> members;
     std::vector<std::string> sources;  // distinct `from` names: what the scan extracts
     std::vector<std::string_view> names;
 
-    explicit Projection(std::vector<std::pair<std::string, std::string>> m) : members(std::move(m)) {
+    explicit Projection(std::vector<std::pair<std::string, std::string>> m)
+        : members(std::move(m)) {
         for (const auto& [out, from] : members)
             if (std::find(sources.begin(), sources.end(), from) == sources.end())
                 sources.push_back(from);
@@ -152,10 +153,11 @@ mcp::ToolResult merged_page(Toolbox& box, const MergedSpec& spec, const json& ar
         if (source.projection) {
             const Projection& p = *source.projection;
             const std::string_view tag = spec.tag_rows ? std::string_view(source.resource) : "";
-            for_each_data_row(page.body, p.names, [&](std::string_view, std::span<const RowField> f) {
-                p.write(scratch, f, tag);
-                return add(scratch);
-            });
+            for_each_data_row(page.body, p.names,
+                              [&](std::string_view, std::span<const RowField> f) {
+                                  p.write(scratch, f, tag);
+                                  return add(scratch);
+                              });
         } else {
             for_each_data_row(page.body, add);
         }
@@ -207,9 +209,9 @@ mcp::ToolResult scan_page(Toolbox& box, const ScanSpec& spec, const json& args,
     const std::int64_t earlier = start.extra.is_object() ? start.extra.value("n", 0) : 0;
     const std::size_t limit = args.value("limit", 100u);
 
-    std::array<std::string_view, 3> names{spec.order_field, spec.fallback_field,
-                                          spec.match_field.empty() ? spec.order_field
-                                                                   : spec.match_field};
+    std::array<std::string_view, 3> names{
+        spec.order_field, spec.fallback_field,
+        spec.match_field.empty() ? spec.order_field : spec.match_field};
     RowWriter writer(client_id, spec.resource, box.settings().page_budget_bytes);
     std::string cursor;
     bool done = false;
@@ -228,9 +230,9 @@ mcp::ToolResult scan_page(Toolbox& box, const ScanSpec& spec, const json& args,
         for_each_data_row(page.body, names, [&](std::string_view row, std::span<const RowField> f) {
             const std::int64_t at = offset + visited++;
             const RowField& date_field = f[0].present() ? f[0] : f[1];
-            const std::string_view date =
-                date_field.is_string && date_field.text.size() >= 10 ? date_field.text.substr(0, 10)
-                                                                     : std::string_view();
+            const std::string_view date = date_field.is_string && date_field.text.size() >= 10
+                                              ? date_field.text.substr(0, 10)
+                                              : std::string_view();
             // Newest first: a dated row older than `from` means every later row is too. Rows
             // lacking the order field sort last, so they do not prove it.
             if (!from.empty() && f[0].present() && !date.empty() && date < from) {
@@ -242,8 +244,7 @@ mcp::ToolResult scan_page(Toolbox& box, const ScanSpec& spec, const json& args,
             if (!match.empty() && !(f[2].is_string && iequals(f[2].text, match))) return true;
             if (writer.count() >= limit || !writer.add(row)) {
                 cursor = box.issue_cursor(
-                    binding, at,
-                    json{{"n", earlier + static_cast<std::int64_t>(writer.count())}});
+                    binding, at, json{{"n", earlier + static_cast<std::int64_t>(writer.count())}});
                 done = true;
                 return false;
             }
@@ -306,8 +307,8 @@ mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestCon
     const Projection& p = audit_summary();
     std::vector<std::string_view> names = p.names;
     names.push_back("issues");  // last: the summary is written from the fields before it
-    std::string audit;   // the "audit" member: the report without its issues
-    std::string issues;  // the issues array, parsed once the page parse is over
+    std::string audit;          // the "audit" member: the report without its issues
+    std::string issues;         // the issues array, parsed once the page parse is over
     bool found = false;
     for_each_data_row(page.body, names, [&](std::string_view, std::span<const RowField> f) {
         found = true;
@@ -328,14 +329,16 @@ mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestCon
     if (!issues.empty()) {
         static constexpr std::array<std::string_view, 1> kSeverity{"severity"};
         const std::string wrapped = R"({"data":)" + issues + "}";
-        for_each_data_row(wrapped, kSeverity, [&](std::string_view issue, std::span<const RowField> f) {
-            if (!severity.empty() && !(f[0].is_string && iequals(f[0].text, severity))) return true;
-            const std::int64_t at = matched++;
-            if (at < offset || !cursor.empty()) return true;  // before this page, or after it
-            if (writer.count() >= limit || !writer.add(issue))
-                cursor = box.issue_cursor(binding, at);
-            return true;  // keep counting for total
-        });
+        for_each_data_row(
+            wrapped, kSeverity, [&](std::string_view issue, std::span<const RowField> f) {
+                if (!severity.empty() && !(f[0].is_string && iequals(f[0].text, severity)))
+                    return true;
+                const std::int64_t at = matched++;
+                if (at < offset || !cursor.empty()) return true;  // before this page, or after it
+                if (writer.count() >= limit || !writer.add(issue))
+                    cursor = box.issue_cursor(binding, at);
+                return true;  // keep counting for total
+            });
     }
     return mcp::ToolResult::structured(writer.finish(matched, cursor, audit));
 }

@@ -48,14 +48,23 @@ std::string join(const std::vector<std::string>& items) {
 std::string describe(const json& prop) {
     if (!prop.is_object()) return "any value";
     std::vector<std::string> parts;
-    std::string type = prop.value("type", "");
+    // "type" may be a list such as ["string", "null"].
+    std::string type;
+    if (auto t = prop.find("type"); t != prop.end()) {
+        if (t->is_string()) {
+            type = t->get<std::string>();
+        } else if (t->is_array()) {
+            for (const auto& one : *t)
+                if (one.is_string()) type += (type.empty() ? "" : " or ") + one.get<std::string>();
+        }
+    }
     if (auto e = prop.find("enum"); e != prop.end() && e->is_array()) {
         std::vector<std::string> values;
         for (const auto& v : *e) values.push_back(v.dump());
         return "one of " + join(values);
     }
     std::string what = type.empty() ? "a value" : (type == "integer" ? "an integer" : "a " + type);
-    if (auto f = prop.find("format"); f != prop.end()) {
+    if (auto f = prop.find("format"); f != prop.end() && f->is_string()) {
         std::string format = f->get<std::string>();
         what += format == "date" ? " date YYYY-MM-DD" : " (" + format + ")";
     }
@@ -68,7 +77,7 @@ std::string describe(const json& prop) {
     if (prop.contains("minLength") || prop.contains("maxLength"))
         what += " of " + prop.value("minLength", json(0)).dump() + " to " +
                 prop.value("maxLength", json("any")).dump() + " characters";
-    if (auto p = prop.find("pattern"); p != prop.end())
+    if (auto p = prop.find("pattern"); p != prop.end() && p->is_string())
         what += " matching " + p->get<std::string>();
     return what;
 }

@@ -760,6 +760,8 @@ int Server::start(const std::string& host, int port) {
     auto http = std::make_unique<httplib::Server>();
     http->new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
     http->set_keep_alive_max_count(1000);
+    // Small JSON answers would otherwise wait ~40 ms on Nagle + delayed ACK.
+    http->set_tcp_nodelay(true);
     // httplib's stop() waits for idle keep-alive connections to time out: keep that short.
     http->set_keep_alive_timeout(1);
     // httplib's default adds SO_REUSEPORT, which would let a second server share a busy port.
