@@ -38,6 +38,9 @@ const std::vector<std::string> kActionTools = {
     "index_url",            "generate_press_release", "generate_gbp_post",
     "run_local_grid_scan",  "analyze_llm_visibility", "generate_outreach_email"};
 
+// Destructive: act only after confirmation.
+const std::vector<std::string> kConfirmedTools = {"deploy_article", "send_prospect_email"};
+
 // A harness whose server has every tool, the action tools over `runtime`.
 struct Actions {
     std::shared_ptr<ActionRuntime> rt;
@@ -111,20 +114,25 @@ TEST(ActionTools, ReadOnlyCallerSeesNoneAndCausesNoPost) {
     std::set<std::string> listed;
     for (const auto& t : a.h->tools_as(reader)) listed.insert(t["name"].get<std::string>());
     for (const auto& tool : kActionTools) EXPECT_FALSE(listed.count(tool)) << tool;
+    for (const auto& tool : kConfirmedTools) EXPECT_FALSE(listed.count(tool)) << tool;
     EXPECT_TRUE(listed.count("get_audit_status")) << "reading a job's status needs only read";
     EXPECT_TRUE(listed.count("list_clients"));
 
     std::set<std::string> all;
     for (const auto& t : a.h->tools()) all.insert(t["name"].get<std::string>());
     for (const auto& tool : kActionTools) EXPECT_TRUE(all.count(tool)) << tool;
-    EXPECT_FALSE(all.count("deploy_article")) << "not without confirmation";
-    EXPECT_FALSE(all.count("send_prospect_email")) << "not without confirmation";
+    for (const auto& tool : kConfirmedTools) EXPECT_TRUE(all.count(tool)) << tool;
 
     a.h->gw->clear_log();
     for (const auto& tool : kActionTools) {
         ToolReply r = a.h->call_as(reader, tool, {{"client_id", kDental}});
         EXPECT_TRUE(r.is_error()) << tool;
         EXPECT_EQ(r.reason(), "scope") << tool << ": " << r.response.dump();
+    }
+    for (const auto& tool : kConfirmedTools) {
+        ToolReply r = a.h->call_as(reader, tool,
+                                   {{"client_id", kDental}, {"article_id", "x"}, {"email_id", "x"}});
+        EXPECT_TRUE(r.is_error() || r.rpc_error) << tool;
     }
     EXPECT_EQ(a.h->requests(), 0u) << "a refused call sends nothing to the gateway";
 }
@@ -382,4 +390,201 @@ TEST(ActionTools, ContextFillsGridAndVisibilityFields) {
     json release = a.ok("generate_press_release", {{"client_id", kDental}, {"topic", "We opened a new office"}});
     ASSERT_TRUE(release.is_object());
     EXPECT_EQ(release.value("title", ""), "We opened a new office");
+}
+
+// --- confirmed actions: deploy_article, send_prospect_email --------------------------------------
+
+namespace {
+
+std::string draft_article(Actions& a) {
+    json r = a.ok("generate_article", {{"client_id", kDental}, {"keyword", "dental implants"}});
+    return r.is_object() ? r.value("article_id", "") : "";
+}
+
+std::string article_status(Actions& a, const std::string& id) {
+    for (const auto& row : a.h->gw->rows("blogs", kDental))
+        if (row.value("id", "") == id) return row.value("status", "");
+    return "";
+}
+
+// A modern tools/call from a client that declares elicitation.
+json modern_call(Actions& a, const std::string& tool, const json& args,
+                 const json& responses = nullptr, const json& state = nullptr) {
+    json params = {{"name", tool}, {"arguments", args}};
+    params["_meta"] = {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+                       {"io.modelcontextprotocol/clientCapabilities",
+                        {{"elicitation", json::object()}}}};
+    if (!responses.is_null()) params["inputResponses"] = responses;
+    if (!state.is_null()) params["requestState"] = state;
+    const json message = {{"jsonrpc", "2.0"}, {"id", a.h->next_id++}, {"method", "tools/call"},
+                          {"params", params}};
+    agency::mcp::Inbound in;
+    auto text = a.h->server->handle_message(message, in);
+    return text ? json::parse(*text) : json(nullptr);
+}
+
+json tool_error_of(const json& response) {
+    const json& result = response["result"];
+    if (!result.value("isError", false)) return nullptr;
+    const json e = json::parse(result["content"][0].value("text", ""), nullptr, false);
+    return e.is_object() ? e.value("error", json()) : json();
+}
+
+}  // namespace
+
+TEST(ActionTools, DeployTwoStepPreviewThenConfirm) {
+    Actions a;
+    const std::string id = draft_article(a);
+    ASSERT_FALSE(id.empty());
+    EXPECT_EQ(article_status(a, id), "draft");
+    const json args = {{"client_id", kDental}, {"article_id", id}};
+
+    json preview = a.ok("deploy_article", args);
+    ASSERT_TRUE(preview.is_object());
+    EXPECT_EQ(preview["status"], "confirmation_required");
+    const std::string cid = preview.value("confirmation_id", "");
+    ASSERT_FALSE(cid.empty());
+    EXPECT_EQ(preview["preview"]["article_id"], id);
+    EXPECT_FALSE(preview["preview"].value("title", "").empty());
+    EXPECT_NE(preview.value("message", "").find(preview["preview"].value("title", "")),
+              std::string::npos);
+    EXPECT_EQ(a.posts("deploy_blog"), 0u) << "a preview deploys nothing";
+    EXPECT_EQ(article_status(a, id), "draft");
+
+    json confirmed_args = args;
+    confirmed_args["confirmation_id"] = cid;
+    json done = a.ok("deploy_article", confirmed_args);
+    ASSERT_TRUE(done.is_object());
+    EXPECT_EQ(done["status"], "published");
+    EXPECT_EQ(done["article_id"], id);
+    EXPECT_EQ(a.posts("deploy_blog"), 1u);
+    EXPECT_EQ(article_status(a, id), "published");
+
+    ToolReply replay = a.h->call("deploy_article", confirmed_args);
+    EXPECT_TRUE(replay.is_error());
+    EXPECT_EQ(replay.reason(), "confirmation") << replay.response.dump();
+    EXPECT_EQ(a.posts("deploy_blog"), 1u) << "a replayed confirmation deploys nothing";
+}
+
+TEST(ActionTools, DeployConfirmationIsBoundToArgumentsCallerAndTool) {
+    Actions a;
+    const std::string id = draft_article(a);
+    const std::string other = draft_article(a);
+    ASSERT_FALSE(id.empty());
+    json preview = a.ok("deploy_article", {{"client_id", kDental}, {"article_id", id}});
+    const std::string cid = preview.value("confirmation_id", "");
+    ASSERT_FALSE(cid.empty());
+
+    ToolReply changed = a.h->call(
+        "deploy_article", {{"client_id", kDental}, {"article_id", other}, {"confirmation_id", cid}});
+    EXPECT_EQ(changed.reason(), "confirmation") << changed.response.dump();
+    EXPECT_EQ(a.posts("deploy_blog"), 0u);
+
+    ToolReply forged = a.h->call("deploy_article", {{"client_id", kDental},
+                                                    {"article_id", id},
+                                                    {"confirmation_id", "cf_forged0000"}});
+    EXPECT_EQ(forged.reason(), "confirmation") << forged.response.dump();
+
+    json preview2 = a.ok("deploy_article", {{"client_id", kDental}, {"article_id", id}});
+    ToolReply stranger = a.h->call(
+        "deploy_article",
+        {{"client_id", kDental}, {"article_id", id}, {"confirmation_id", preview2["confirmation_id"]}},
+        "someone-else");
+    EXPECT_EQ(stranger.reason(), "confirmation") << stranger.response.dump();
+    EXPECT_EQ(a.posts("deploy_blog"), 0u) << "nothing deployed without a valid confirmation";
+    EXPECT_EQ(article_status(a, id), "draft");
+}
+
+TEST(ActionTools, DeployUnknownArticleIsAnErrorWithoutPost) {
+    Actions a;
+    ToolReply r = a.h->call("deploy_article", {{"client_id", kDental}, {"article_id", "nope-1"}});
+    EXPECT_TRUE(r.is_error());
+    EXPECT_EQ(r.reason(), "not_found") << r.response.dump();
+    EXPECT_EQ(a.posts("deploy_blog"), 0u);
+}
+
+TEST(ActionTools, DeployModernElicitationAcceptDeploysOnce) {
+    Actions a;
+    const std::string id = draft_article(a);
+    const json args = {{"client_id", kDental}, {"article_id", id}};
+    json first = modern_call(a, "deploy_article", args);
+    ASSERT_TRUE(first.contains("result")) << first.dump();
+    EXPECT_EQ(first["result"]["resultType"], "input_required") << first.dump();
+    const json ask = first["result"]["inputRequests"]["confirm"];
+    EXPECT_EQ(ask["method"], "elicitation/create");
+    EXPECT_NE(ask["params"].value("message", "").find(id), std::string::npos) << ask.dump();
+    EXPECT_EQ(ask["params"]["requestedSchema"]["required"], json::array({"confirm"}));
+    EXPECT_EQ(a.posts("deploy_blog"), 0u);
+
+    const json accept = {{"confirm", {{"action", "accept"}, {"content", {{"confirm", true}}}}}};
+    json done = modern_call(a, "deploy_article", args, accept, first["result"]["requestState"]);
+    ASSERT_TRUE(done.contains("result")) << done.dump();
+    EXPECT_EQ(done["result"]["resultType"], "complete") << done.dump();
+    EXPECT_FALSE(done["result"].value("isError", false)) << done.dump();
+    EXPECT_EQ(done["result"]["structuredContent"]["status"], "published");
+    EXPECT_EQ(a.posts("deploy_blog"), 1u);
+    EXPECT_EQ(article_status(a, id), "published");
+}
+
+TEST(ActionTools, DeployModernElicitationDeclineDeploysNothing) {
+    Actions a;
+    const std::string id = draft_article(a);
+    const json args = {{"client_id", kDental}, {"article_id", id}};
+    json first = modern_call(a, "deploy_article", args);
+    ASSERT_EQ(first["result"]["resultType"], "input_required") << first.dump();
+    const json decline = {{"confirm", {{"action", "decline"}}}};
+    json done = modern_call(a, "deploy_article", args, decline, first["result"]["requestState"]);
+    const json error = tool_error_of(done);
+    ASSERT_TRUE(error.is_object()) << done.dump();
+    EXPECT_EQ(error["reason"], "declined");
+    EXPECT_NE(error.value("message", "").find("declined"), std::string::npos);
+
+    // Accepting with confirm false is no confirmation either.
+    json again = modern_call(a, "deploy_article", args);
+    const json unchecked = {{"confirm", {{"action", "accept"}, {"content", {{"confirm", false}}}}}};
+    json done2 = modern_call(a, "deploy_article", args, unchecked, again["result"]["requestState"]);
+    EXPECT_EQ(tool_error_of(done2).value("reason", ""), "declined") << done2.dump();
+    EXPECT_EQ(a.posts("deploy_blog"), 0u);
+    EXPECT_EQ(article_status(a, id), "draft");
+}
+
+TEST(ActionTools, SendProspectEmailAfterConfirmationSendsOnce) {
+    Actions a;
+    json drafted = a.ok("generate_outreach_email",
+                        {{"client_id", kLaw}, {"prospect", "https://legal-resources.example/guides"}});
+    const std::string email_id = drafted.value("email_id", "");
+    ASSERT_FALSE(email_id.empty());
+    const json args = {{"client_id", kLaw}, {"email_id", email_id}};
+    const std::size_t sent_before =
+        rows_with(a.h->gw->rows("backlink_outreach", kLaw), "status", "sent");
+
+    json preview = a.ok("send_prospect_email", args);
+    ASSERT_TRUE(preview.is_object());
+    EXPECT_EQ(preview["status"], "confirmation_required");
+    EXPECT_EQ(preview["preview"]["to"], "editor@legal-resources.example");
+    EXPECT_NE(preview.value("message", "").find("editor@legal-resources.example"),
+              std::string::npos);
+    EXPECT_EQ(a.posts("send_prospect_email"), 0u);
+
+    json confirmed_args = args;
+    confirmed_args["confirmation_id"] = preview["confirmation_id"];
+    json sent = a.ok("send_prospect_email", confirmed_args);
+    ASSERT_TRUE(sent.is_object());
+    EXPECT_EQ(sent["status"], "sent");
+    EXPECT_EQ(a.posts("send_prospect_email"), 1u);
+    EXPECT_EQ(a.rt->store().draft(email_id)->status, "sent");
+    EXPECT_EQ(rows_with(a.h->gw->rows("backlink_outreach", kLaw), "status", "sent"), sent_before + 1);
+
+    ToolReply again = a.h->call("send_prospect_email", args);
+    EXPECT_EQ(again.reason(), "already_sent") << again.response.dump();
+    EXPECT_EQ(a.posts("send_prospect_email"), 1u);
+}
+
+TEST(ActionTools, SendUnknownEmailIsAnErrorWithoutPost) {
+    Actions a;
+    ToolReply r = a.h->call("send_prospect_email", {{"client_id", kLaw}, {"email_id", "em_nope"}});
+    EXPECT_TRUE(r.is_error());
+    EXPECT_EQ(r.reason(), "not_found") << r.response.dump();
+    EXPECT_NE(r.tool_error().value("message", "").find("em_nope"), std::string::npos);
+    EXPECT_EQ(a.posts("send_prospect_email"), 0u);
 }

@@ -1,8 +1,10 @@
 // Action tools over Client::act. Every call runs the same guard: idempotency key (replay the
 // first result, no second POST), then the per-client credit limiter, then the POST; the
-// gateway client itself never re-sends an action that may have created its record.
+// gateway client itself never re-sends an action that may have created its record. Deploy and
+// send are confirmed by a person first (elicitation, or a preview and a confirmation_id).
 #include "tools/action_tools.hpp"
 
+#include <chrono>
 #include <ctime>
 #include <map>
 #include <optional>
@@ -206,6 +208,147 @@ void add_action(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
 void set_title(json& result, const json& data, std::initializer_list<const char*> fields) {
     json title = first_string(data, fields);
     if (!title.is_null()) result["title"] = title;
+}
+
+// --- confirmed actions (deploy, send) ------------------------------------------------------------
+
+constexpr std::chrono::seconds kConfirmationTtl{600};
+
+// What a confirmed action would do, read before anything is sent.
+struct Preview {
+    std::string message;  // one sentence naming exactly what will happen
+    json details;         // the same as fields, shown in the two-step preview
+};
+
+// Thrown by a preview when the action cannot run at all (a tool error with this reason).
+struct Refused {
+    std::string reason;
+    std::string message;
+};
+
+struct ConfirmedDef {
+    ToolSpec spec;
+    // Reads what the action touches; throws gateway::Error (not_found, conflict...) when it
+    // cannot run. Sends nothing.
+    std::function<Preview(const json& args, mcp::RequestContext& ctx)> preview;
+    // Runs the action (the one POST) and returns the tool's result object.
+    std::function<json(const json& args, const Preview& preview, mcp::RequestContext& ctx)> run;
+};
+
+std::string refusal_text(agency::tools::ConfirmOutcome outcome) {
+    switch (outcome) {
+        case ConfirmOutcome::unknown: return "is not known (never issued, or issued to another caller or tool)";
+        case ConfirmOutcome::used: return "was already used; each confirmation_id acts once";
+        case ConfirmOutcome::expired: return "has expired (they last 10 minutes)";
+        case ConfirmOutcome::mismatch: return "was issued for other arguments";
+        case ConfirmOutcome::accepted: break;
+    }
+    return "was accepted";
+}
+
+mcp::ToolResult run(const ConfirmedDef& def, const json& args, const Preview& preview,
+                    mcp::RequestContext& ctx) {
+    try {
+        return mcp::ToolResult::structured(def.run(args, preview, ctx).dump());
+    } catch (const Refused& r) {
+        return tool_error(r.reason, r.message);
+    }
+}
+
+// Confirmation before acting: a client with elicitation is asked (legacy: mid-call; modern:
+// input_required); any other gets a preview and a single-use confirmation_id bound to the
+// caller, the tool and the exact arguments, and acts only when called again with it.
+mcp::ToolResult confirmed_call(ActionRuntime& rt, const ConfirmedDef& def, const json& args,
+                               mcp::RequestContext& ctx) {
+    const std::string& tool = def.spec.name;
+    const std::string principal = principal_of(ctx);
+    const std::string confirmation_id = text_arg(args, "confirmation_id");
+    json call_args = args;
+    call_args.erase("confirmation_id");
+    const std::string digest = args_digest(call_args);
+
+    std::optional<Preview> found;
+    try {
+        found = def.preview(call_args, ctx);
+    } catch (const Refused& r) {
+        return tool_error(r.reason, r.message);
+    }
+    const Preview& preview = *found;
+
+    if (!confirmation_id.empty()) {
+        const ConfirmOutcome outcome =
+            rt.store().consume_confirmation(confirmation_id, principal, tool, digest);
+        if (outcome != ConfirmOutcome::accepted) {
+            spdlog::warn("{}: confirmation_id {} of {} refused", tool, confirmation_id, principal);
+            return tool_error("confirmation",
+                              "confirmation_id \"" + confirmation_id + "\" " +
+                                  refusal_text(outcome) +
+                                  "; nothing was done. Call " + tool +
+                                  " without confirmation_id for a new preview.");
+        }
+        spdlog::info("{}: confirmed by {} with confirmation_id {}", tool, principal,
+                     confirmation_id);
+        return run(def, call_args, preview, ctx);
+    }
+
+    if (ctx.client_supports("elicitation")) {
+        const json schema = {
+            {"type", "object"},
+            {"properties",
+             {{"confirm",
+               {{"type", "boolean"},
+                {"title", def.spec.title + " now?"},
+                {"description", preview.message}}}}},
+            {"required", json::array({"confirm"})}};
+        const json answer = ctx.ask("confirm", "elicitation/create",
+                                    {{"message", preview.message}, {"requestedSchema", schema}});
+        const std::string action = answer.is_object() ? answer.value("action", "") : "";
+        const bool yes = action == "accept" && answer.contains("content") &&
+                         answer["content"].is_object() &&
+                         answer["content"].value("confirm", false) == true;
+        if (!yes) {
+            const std::string why = action == "accept" ? "not confirmed (confirm was not true)"
+                                    : action.empty()   ? "not answered"
+                                                       : action + "d";
+            spdlog::info("{}: {} by {}, nothing sent", tool, why, principal);
+            return tool_error(action == "cancel" ? "cancelled" : "declined",
+                              "the user " + (action == "cancel" ? std::string("cancelled")
+                                             : action == "decline" ? std::string("declined")
+                                                                   : "did not confirm") +
+                                  ": " + preview.message + " Nothing was done.",
+                              {{"action", action.empty() ? json(nullptr) : json(action)}});
+        }
+        return run(def, call_args, preview, ctx);
+    }
+
+    const Confirmation c = rt.store().create_confirmation(principal, tool, digest, kConfirmationTtl);
+    json out = {{"ok", true},
+                {"client_id", call_args.value("client_id", "")},
+                {"status", "confirmation_required"},
+                {"confirmation_id", c.id},
+                {"expires_at", iso_time(c.expires_at)},
+                {"message", preview.message + " Nothing was done yet: show this to the user and, "
+                                              "once they agree, call " + tool +
+                                              " again with the same arguments and this "
+                                              "confirmation_id (single use, 10 minutes)."},
+                {"preview", preview.details}};
+    return mcp::ToolResult::structured(out.dump());
+}
+
+void add_confirmed(mcp::Server& server, const std::shared_ptr<ActionRuntime>& rt,
+                   ConfirmedDef def) {
+    def.spec.read_only = false;
+    def.spec.destructive = true;
+    def.spec.idempotent = false;
+    def.spec.needs_write = true;
+    def.spec.interactive = true;
+    def.spec.output_schema = def.spec.name + ".output";
+    def.spec.input_schema = def.spec.name + ".input";
+    auto shared = std::make_shared<ConfirmedDef>(def);
+    def.spec.handler = [rt, shared](const json& args, mcp::RequestContext& ctx) {
+        return confirmed_call(*rt, *shared, args, ctx);
+    };
+    add_tool(server, std::move(def.spec));
 }
 
 }  // namespace
@@ -545,6 +688,136 @@ void register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& 
                 shown.erase("html");  // kept in the store; the send step shows it for confirmation
                 result["data"] = shown;
             }});
+
+    // deploy_article and send_prospect_email act on the outside world: confirmation first.
+    actions_of["deploy_article"] = "deploy_blog";
+    add_confirmed(
+        server, rt,
+        {.spec = {.name = "deploy_article",
+                  .title = "Deploy article",
+                  .description =
+                      "Publishes a drafted article to the client's site. Asks for confirmation "
+                      "first: by elicitation when the client supports it, otherwise the first "
+                      "call returns a preview and a confirmation_id, and only a second call with "
+                      "the same arguments and that confirmation_id deploys.",
+                  .gateway_action = "deploy_blog",
+                  .mapping = "POST action=deploy_blog {post_id: article_id} after confirmation; "
+                             "the preview reads resource=blogs by id and resource=clients"},
+         .preview = [box](const json& args, mcp::RequestContext& ctx) {
+             const std::string client_id = args.at("client_id").get<std::string>();
+             const std::string article_id = args.at("article_id").get<std::string>();
+             const json article = first_row(
+                 *box,
+                 {.resource = "blogs",
+                  .client_id = client_id,
+                  .filter_field = "id",
+                  .filter_value = article_id},
+                 "unknown article_id " + article_id + " for client_id " + client_id +
+                     "; list_articles shows the ids",
+                 ctx.stop);
+             const json client = client_record(*box, client_id, ctx.stop);
+             json title = first_string(article, {"post_title", "title", "keyword"});
+             json site = first_string(client, {"website", "domain", "name"});
+             json target = first_string(article, {"deployment_target"});
+             if (target.is_null()) target = first_string(client, {"deployment_target"});
+             json status = first_string(article, {"status"});
+             const std::string title_text = title.is_null() ? article_id : title.get<std::string>();
+             std::string message = "Deploy article \"" + title_text + "\" (" + article_id +
+                                   ") to " +
+                                   (site.is_null() ? "client " + client_id
+                                                   : site.get<std::string>()) +
+                                   (target.is_null() ? std::string()
+                                                     : " via " + target.get<std::string>()) +
+                                   ".";
+             if (status.is_string() && status == "published")
+                 message += " It is already published; deploying again republishes it.";
+             return Preview{message,
+                            {{"action", "deploy_blog"},
+                             {"article_id", article_id},
+                             {"title", title},
+                             {"site", site},
+                             {"deployment_target", target},
+                             {"current_status", status}}};
+         },
+         .run = [box](const json& args, const Preview& preview, mcp::RequestContext& ctx) {
+             const std::string client_id = args.at("client_id").get<std::string>();
+             const std::string article_id = args.at("article_id").get<std::string>();
+             const gateway::ActionResult r = box->gateway().act(
+                 "deploy_blog", client_id, {{"post_id", article_id}}, ctx.stop);
+             const json data = r.data.is_object() ? r.data : json::object();
+             json result = {{"ok", true},
+                            {"client_id", client_id},
+                            {"article_id", article_id},
+                            {"status", normalize_status(data, "published")}};
+             json title = first_string(data, {"post_title", "title"});
+             if (title.is_null()) title = preview.details.value("title", json());
+             if (title.is_string()) result["title"] = title;
+             if (auto it = data.find("url"); it != data.end() && it->is_string())
+                 result["url"] = *it;
+             result["data"] = data;
+             return result;
+         }});
+
+    actions_of["send_prospect_email"] = "send_prospect_email";
+    add_confirmed(
+        server, rt,
+        {.spec = {.name = "send_prospect_email",
+                  .title = "Send outreach email",
+                  .description =
+                      "Sends a draft from generate_outreach_email (email_id) to its recipient, "
+                      "once. Confirmation first: by elicitation when the client supports it, "
+                      "else the first call returns a preview and a confirmation_id; a second "
+                      "call with the same arguments and that confirmation_id sends.",
+                  .gateway_action = "send_prospect_email",
+                  .mapping = "POST action=send_prospect_email {to, subject, html, email_id} from "
+                             "the stored draft, after confirmation; the draft is then marked "
+                             "sent"},
+         .preview = [rt](const json& args, mcp::RequestContext&) {
+             const std::string client_id = args.at("client_id").get<std::string>();
+             const std::string email_id = args.at("email_id").get<std::string>();
+             auto draft = rt->store().draft(email_id);
+             if (!draft || draft->client_id != client_id)
+                 throw Refused{"not_found",
+                                      "unknown email_id " + email_id + " for client_id " +
+                                          client_id + "; generate_outreach_email returns it"};
+             if (draft->status != "draft")
+                 throw Refused{"already_sent",
+                                      "email " + email_id + " to " + draft->recipient +
+                                          " was already sent; nothing was sent again"};
+             if (draft->recipient.empty())
+                 throw Refused{"validation", "draft " + email_id + " has no recipient address"};
+             return Preview{"Send the email \"" + draft->subject + "\" to " + draft->recipient +
+                                " (draft " + email_id + ").",
+                            {{"action", "send_prospect_email"},
+                             {"email_id", email_id},
+                             {"to", draft->recipient},
+                             {"subject", draft->subject},
+                             {"prospect_url", draft->prospect_url}}};
+         },
+         .run = [box, rt](const json& args, const Preview&, mcp::RequestContext& ctx) {
+             const std::string client_id = args.at("client_id").get<std::string>();
+             const std::string email_id = args.at("email_id").get<std::string>();
+             // Re-read: another call may have sent it since the preview.
+             auto draft = rt->store().draft(email_id);
+             if (!draft || draft->status != "draft")
+                 throw Refused{"already_sent", "email " + email_id + " was already sent"};
+             json body = {{"to", draft->recipient},
+                          {"subject", draft->subject},
+                          {"html", draft->html}};
+             if (!draft->gateway_id.empty()) body["email_id"] = draft->gateway_id;
+             const gateway::ActionResult r =
+                 box->gateway().act("send_prospect_email", client_id, body, ctx.stop);
+             rt->store().mark_draft_sent(email_id);
+             json data = r.data.is_object() ? r.data : json::object();
+             data.erase("html");
+             return json{{"ok", true},
+                         {"client_id", client_id},
+                         {"email_id", email_id},
+                         {"status", normalize_status(data, "sent")},
+                         {"recipient", draft->recipient},
+                         {"title", draft->subject},
+                         {"data", data}};
+         }});
 
     // Hide a tool whose gateway action the live deployment lacks. discovery() is cached in the
     // client, so this costs a lookup per tools/list; a failing discovery hides nothing (the call

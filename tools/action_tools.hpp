@@ -1,6 +1,6 @@
 // Action tools: gateway POST actions behind the write scope, idempotency keys, a per-client
-// credit limiter and durable audit jobs. Deploy and send are deliberately absent until they
-// can ask a person for confirmation.
+// credit limiter and durable audit jobs. Deploy and send act only after a person confirmed
+// them (elicitation, or a preview and a single-use confirmation_id).
 #pragma once
 
 #include <memory>
