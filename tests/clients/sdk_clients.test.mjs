@@ -10,6 +10,9 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
 
 const bin = process.env.AGENCY_MCP_BIN;
 assert.ok(bin, 'AGENCY_MCP_BIN must name the agency-mcp binary');
@@ -202,6 +205,78 @@ test('TypeScript SDK over Streamable HTTP reads a whole client\'s keywords throu
     await rejectsForgedCursors(client, cursors);
     await transport.terminateSession();
     await client.close();
+  } finally {
+    child.kill('SIGTERM');
+  }
+});
+
+// --- Confirmation before deploy, driven end to end by the SDK's elicitation support ----------
+
+// A client that answers every elicitation with `answer` and records the questions.
+function confirmingClient(answer) {
+  const client = new Client({ name: 'sdk-confirm-test', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+  const questions = [];
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    questions.push(request.params);
+    return answer;
+  });
+  return { client, questions };
+}
+
+async function draftThenDeploy(client) {
+  const keyword = `emergency dentist ${process.pid} ${Date.now()}`;
+  const draft = await client.callTool({ name: 'generate_article', arguments: { client_id: 'demo-dental', keyword } });
+  assert.ok(!draft.isError, JSON.stringify(draft));
+  const articleId = draft.structuredContent.article_id;
+  assert.ok(articleId);
+  const deployed = await client.callTool({ name: 'deploy_article', arguments: { client_id: 'demo-dental', article_id: articleId } });
+  return { articleId, title: draft.structuredContent.title, deployed };
+}
+
+async function checkConfirmation(connect) {
+  // Accepted: exactly one deploy happens and the question named the article.
+  {
+    const { client, questions } = confirmingClient({ action: 'accept', content: { confirm: true } });
+    await connect(client);
+    try {
+      const { articleId, title, deployed } = await draftThenDeploy(client);
+      assert.ok(!deployed.isError, JSON.stringify(deployed));
+      assert.equal(deployed.structuredContent.ok, true);
+      assert.equal(deployed.structuredContent.article_id, articleId);
+      assert.equal(questions.length, 1);
+      assert.match(questions[0].message, new RegExp(articleId));
+      if (title) assert.ok(questions[0].message.includes(title), questions[0].message);
+    } finally {
+      await client.close();
+    }
+  }
+  // Declined: nothing is deployed and the result says so.
+  {
+    const { client, questions } = confirmingClient({ action: 'decline' });
+    await connect(client);
+    try {
+      const { deployed } = await draftThenDeploy(client);
+      assert.equal(deployed.isError, true);
+      assert.match(deployed.content[0].text, /declined/);
+      assert.equal(questions.length, 1);
+    } finally {
+      await client.close();
+    }
+  }
+}
+
+test('TypeScript SDK over stdio confirms or declines deploy_article through elicitation', async () => {
+  const stateDir = mkdtempSync(path.join(os.tmpdir(), 'agency-confirm-'));
+  await checkConfirmation((client) => client.connect(new StdioClientTransport({
+    command: bin, args: ['serve', '--state-db', path.join(stateDir, 'state.db')], stderr: 'pipe',
+  })));
+});
+
+test('TypeScript SDK over Streamable HTTP confirms or declines deploy_article through elicitation', async () => {
+  const stateDir = mkdtempSync(path.join(os.tmpdir(), 'agency-confirm-'));
+  const { url, child } = await startHttpServer(['--state-db', path.join(stateDir, 'state.db')]);
+  try {
+    await checkConfirmation((client) => client.connect(new StreamableHTTPClientTransport(new URL(url))));
   } finally {
     child.kill('SIGTERM');
   }
