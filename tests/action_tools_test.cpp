@@ -12,6 +12,10 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <sstream>
 
 #include "server/crypto.hpp"
 #include "tests/tool_harness.hpp"
@@ -464,6 +468,31 @@ TEST(ActionTools, DeployTwoStepPreviewThenConfirm) {
     EXPECT_TRUE(replay.is_error());
     EXPECT_EQ(replay.reason(), "confirmation") << replay.response.dump();
     EXPECT_EQ(a.posts("deploy_blog"), 1u) << "a replayed confirmation deploys nothing";
+}
+
+// A confirmation_id is a secret: neither confirming nor a refused replay may log it.
+TEST(ActionTools, ConfirmationIdNeverReachesTheLog) {
+    std::ostringstream captured;
+    auto previous = spdlog::default_logger();
+    auto logger = std::make_shared<spdlog::logger>(
+        "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(captured));
+    logger->set_level(spdlog::level::trace);
+    spdlog::set_default_logger(logger);
+    std::string cid;
+    {
+        Actions a;
+        const std::string id = draft_article(a);
+        const json args = {{"client_id", kDental}, {"article_id", id}};
+        cid = a.ok("deploy_article", args).value("confirmation_id", "");
+        json confirmed = args;
+        confirmed["confirmation_id"] = cid;
+        a.ok("deploy_article", confirmed);
+        a.h->call("deploy_article", confirmed);  // refused replay
+    }
+    spdlog::set_default_logger(previous);
+    ASSERT_FALSE(cid.empty());
+    EXPECT_NE(captured.str().find("confirm"), std::string::npos) << "the flow logs nothing?";
+    EXPECT_EQ(captured.str().find(cid), std::string::npos) << captured.str();
 }
 
 TEST(ActionTools, DeployConfirmationIsBoundToArgumentsCallerAndTool) {

@@ -279,15 +279,15 @@ mcp::ToolResult confirmed_call(ActionRuntime& rt, const ConfirmedDef& def, const
         const ConfirmOutcome outcome =
             rt.store().consume_confirmation(confirmation_id, principal, tool, digest);
         if (outcome != ConfirmOutcome::accepted) {
-            spdlog::warn("{}: confirmation_id {} of {} refused", tool, confirmation_id, principal);
+            // The confirmation_id is a secret: it never goes to the log.
+            spdlog::warn("{}: a confirmation_id of {} was refused", tool, principal);
             return tool_error("confirmation",
                               "confirmation_id \"" + confirmation_id + "\" " +
                                   refusal_text(outcome) +
                                   "; nothing was done. Call " + tool +
                                   " without confirmation_id for a new preview.");
         }
-        spdlog::info("{}: confirmed by {} with confirmation_id {}", tool, principal,
-                     confirmation_id);
+        spdlog::info("{}: confirmed by {} with a confirmation_id", tool, principal);
         return run(def, call_args, preview, ctx);
     }
 
