@@ -94,6 +94,19 @@ std::unique_ptr<agency::mcp::Server> make_tool_server(
     gateway_config.base_url = gateway_url;
     gateway_config.api_key = api_key;
     auto gateway = std::make_shared<agency::gateway::Client>(gateway_config);
+    {
+        // Fail fast with one clear line (unreachable host, rejected key): the retry warnings of
+        // a normal read would only bury it.
+        auto quiet = spdlog::default_logger()->level();
+        spdlog::set_level(spdlog::level::critical);
+        try {
+            gateway->check();
+        } catch (...) {
+            spdlog::set_level(quiet);
+            throw;
+        }
+        spdlog::set_level(quiet);
+    }
 
     agency::mcp::ServerOptions server_options;
     server_options.state_secret = env_or("AGENCY_SERVER_SECRET");
