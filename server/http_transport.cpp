@@ -352,10 +352,12 @@ void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Resp
             if (method_header != method)
                 return mismatch("Mcp-Method is " + method_header + " but the body's method is " +
                                 method);
-            const char* name_field = method == "resources/read" ? "uri"
-                                     : (method == "tools/call" || method == "prompts/get")
-                                         ? "name"
-                                         : nullptr;
+            const char* name_field =
+                method == "resources/read"                              ? "uri"
+                : (method == "tools/call" || method == "prompts/get")   ? "name"
+                : (method == "tasks/get" || method == "tasks/update" ||
+                   method == "tasks/cancel")                            ? "taskId"
+                                                                        : nullptr;
             if (name_field) {
                 if (!req.has_header("Mcp-Name"))
                     return mismatch(std::string("the Mcp-Name header is required for ") + method);
@@ -510,7 +512,9 @@ int HttpTransport::start() {
     http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     http.set_payload_max_length(o.max_body_bytes);
     http.set_keep_alive_max_count(100000);
-    http.set_keep_alive_timeout(30);
+    // An idle keep-alive connection holds a pool thread, and stop() waits for it to time
+    // out: 5 s keeps shutdown quick while clients that pause briefly keep their connection.
+    http.set_keep_alive_timeout(5);
     http.set_tcp_nodelay(true);
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         // DNS rebinding: only our own names may reach us, from our own origins.

@@ -110,6 +110,8 @@ std::unique_ptr<agency::mcp::Server> make_tool_server(
 
     agency::mcp::ServerOptions server_options;
     server_options.state_secret = env_or("AGENCY_SERVER_SECRET");
+    // Task records live beside the jobs they wait on, so both survive a restart.
+    if (actions) server_options.task_store = actions->shared_store();
     server_options.info.instructions =
         "Tools over an SEO agency's platform: read a client's rankings, audits, backlinks, "
         "citations, articles, calls and reports; run audits and generate content. Start with "
@@ -119,6 +121,7 @@ std::unique_ptr<agency::mcp::Server> make_tool_server(
     tool_settings.secret = server_options.state_secret;
     auto toolbox = std::make_shared<agency::tools::Toolbox>(gateway, tool_settings);
     agency::tools::register_all(*server, toolbox, std::move(actions));
+    server->resume_tasks();
     return server;
 }
 

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/crypto.hpp"
+#include "server/server_impl.hpp"
 
 namespace agency::mcp {
 
@@ -30,12 +31,6 @@ int log_level_index(std::string_view level) {
     return -1;
 }
 
-std::int64_t now_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
 json supported_versions() {
     json out = json::array({kModernVersion});
     for (auto v : kLegacyVersions) out.push_back(v);
@@ -50,10 +45,6 @@ const json& params_of(const json& message) {
 
 std::string id_key(const std::shared_ptr<Session>& session, const json& id) {
     return (session ? session->id : std::string()) + "\x1f" + id.dump();
-}
-
-std::string dump(const json& value) {
-    return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace
@@ -86,40 +77,27 @@ ToolResult ToolResult::structured(std::string json_text) {
 
 // ---------------------------------------------------------------------------------------------
 
-struct PendingRequest {
-    std::string session_id;
-    std::promise<json> promise;
-};
-
-struct Server::Impl {
-    ServerOptions options;
-    std::string secret;
-    std::vector<ToolDef> tools;
-    std::unordered_map<std::string, std::size_t> tool_index;
-    std::unordered_map<std::string, std::vector<std::pair<std::string, std::string>>> header_params;
-    std::vector<ResourceDef> resources;
-    std::vector<ResourceTemplateDef> templates;
-    std::vector<PromptDef> prompts;
-    std::function<json(const json&, const json&, const json&)> completion;
-    std::function<bool(const ToolDef&)> tool_filter;
-
-    std::mutex mutex;  // guards everything below
-    std::unordered_map<std::string, std::shared_ptr<Session>> sessions;
-    std::unordered_map<std::string, std::shared_ptr<std::stop_source>> in_flight;
-    std::unordered_map<std::string, std::shared_ptr<PendingRequest>> pending;
-    std::map<std::string, std::int64_t> used_states;  // nonce -> expiry (ms)
-    std::atomic<std::uint64_t> next_request_id{1};
-
-    bool tool_visible(const ToolDef& tool) const { return !tool_filter || tool_filter(tool); }
-};
-
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     impl_->options = std::move(options);
     impl_->secret = impl_->options.state_secret.empty() ? crypto::random_bytes(32)
                                                         : impl_->options.state_secret;
+    impl_->task_store = impl_->options.task_store ? impl_->options.task_store
+                                                  : std::make_shared<MemoryTaskStore>();
 }
 
-Server::~Server() = default;
+Server::~Server() {
+    // Running tasks stop with the server; a durable store keeps them for resume_tasks().
+    std::vector<std::pair<std::shared_ptr<LiveTask>, std::jthread>> threads;
+    {
+        std::lock_guard lock(impl_->mutex);
+        threads.swap(impl_->task_threads);
+    }
+    for (auto& [task, thread] : threads) {
+        task->shutting_down = true;
+        task->stop.request_stop();
+    }
+    threads.clear();  // joins
+}
 
 const ServerOptions& Server::options() const { return impl_->options; }
 
@@ -223,12 +201,20 @@ json Server::capabilities(Era era) const {
     caps["prompts"] = legacy ? json{{"listChanged", true}} : json::object();
     caps["completions"] = json::object();
     caps["logging"] = json::object();
+    if (legacy)
+        caps["tasks"] = {{"list", json::object()},
+                         {"cancel", json::object()},
+                         {"requests", {{"tools", {{"call", json::object()}}}}}};
+    else
+        caps["extensions"] = {{std::string(kTasksExtension), json::object()}};
     return caps;
 }
 
 bool Server::may_stream(const json& message, const Session* session) const {
     auto method = message.find("method");
-    if (method == message.end() || !method->is_string() || *method != "tools/call") return false;
+    if (method == message.end() || !method->is_string()) return false;
+    if (*method == "tasks/result") return true;  // relays the task's requests and progress
+    if (*method != "tools/call") return false;
     const json& params = params_of(message);
     if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object() &&
                                           meta->contains("progressToken"))
@@ -250,6 +236,11 @@ void RequestContext::notify(std::string_view method, json params) const {
 
 void RequestContext::progress(double value, std::optional<double> total,
                               std::string_view message) const {
+    if (task_) {
+        std::string text = message.empty() ? std::to_string(static_cast<long long>(value)) : std::string(message);
+        if (total && message.empty()) text += "/" + std::to_string(static_cast<long long>(*total));
+        task_progress(*task_, std::move(text));
+    }
     if (progress_token.is_null()) return;
     json params = {{"progressToken", progress_token}, {"progress", value}};
     if (total) params["total"] = *total;
@@ -298,6 +289,34 @@ json RequestContext::ask(const std::string& key, const std::string& method, cons
 
 json RequestContext::ask_all(const json& questions, bool sealed_only) const {
     json answers = json::object();
+    if (task_) {
+        // A task asks while it runs. Answers gathered before the task was created (modern
+        // rounds of before_task) still count.
+        json missing = json::object();
+        for (const auto& [key, q] : questions.items()) {
+            auto it = input_responses_.find(key);
+            if (it != input_responses_.end() && answer_fits(q.value("method", ""), *it))
+                answers[key] = *it;
+            else
+                missing[key] = q;
+        }
+        if (missing.empty()) return answers;
+        if (era == Era::modern) {
+            json got = task_wait_for_answers(*task_, missing, server_->options().ask_timeout,
+                                             answer_fits);
+            for (const auto& [key, a] : got.items()) answers[key] = a;
+            return answers;
+        }
+        task_set_status(*task_, TaskStatus::input_required, "waiting for the client's answer",
+                        nullptr);
+        for (const auto& [key, q] : missing.items()) {
+            json params = q.value("params", json::object());
+            params["_meta"][std::string(kRelatedTaskMeta)] = {{"taskId", task_id()}};
+            answers[key] = server_->send_request_and_wait(*this, q.value("method", ""), params);
+        }
+        task_set_status(*task_, TaskStatus::working, "", nullptr);
+        return answers;
+    }
     if (era == Era::modern) {
         json missing = json::object();
         for (const auto& [key, q] : questions.items()) {
@@ -593,6 +612,10 @@ std::optional<std::string> Server::handle_message(const json& message, const Inb
                 entry["inputSchema"] = t.input_schema;
                 if (!t.output_schema.is_null()) entry["outputSchema"] = t.output_schema;
                 if (!t.annotations.is_null()) entry["annotations"] = t.annotations;
+                if (legacy && t.task_support != TaskSupport::forbidden)
+                    entry["execution"] = {
+                        {"taskSupport",
+                         t.task_support == TaskSupport::required ? "required" : "optional"}};
                 if (!t.icons.is_null()) entry["icons"] = t.icons;
                 if (!t.meta.is_null()) entry["_meta"] = t.meta;
                 tools.push_back(std::move(entry));
@@ -604,6 +627,8 @@ std::optional<std::string> Server::handle_message(const json& message, const Inb
             result = list_result(std::move(result));
         } else if (method == "tools/call") {
             return call_tool(id, params, ctx);
+        } else if (method.rfind("tasks/", 0) == 0) {
+            return handle_task_method(method, id, params, ctx);
         } else if (method == "resources/list") {
             json list = json::array();
             for (const auto& r : impl_->resources) {
@@ -749,7 +774,18 @@ std::optional<std::string> Server::call_tool(const json& id, const json& params,
             break;
         }
     }
+    if (!done) require_task_support_fits(tool, params, ctx);
     if (!done && modern) restore_round("tool:" + name, arguments, params, ctx);
+
+    if (!done && wants_task(tool, params, ctx)) {
+        try {
+            if (tool.before_task) tool.before_task(arguments, ctx);
+        } catch (const InputRequired& question) {
+            if (!modern) throw RpcError(error_code::internal_error, "internal error");
+            return input_required_text(id, "tool:" + name, arguments, ctx, question);
+        }
+        return start_task(tool, id, arguments, params, ctx);
+    }
 
     if (!done) {
         try {
@@ -774,6 +810,20 @@ std::optional<std::string> Server::call_tool(const json& id, const json& params,
     out += dump(id);
     out += R"(,"result":{)";
     if (modern) out += R"("resultType":"complete",)";
+    append_tool_result_fields(out, result);
+    json meta = result.meta.is_object() ? result.meta : json::object();
+    if (modern)
+        meta[std::string(kMetaServerInfo)] = {{"name", impl_->options.info.name},
+                                              {"version", impl_->options.info.version}};
+    if (!meta.empty()) {
+        out += R"(,"_meta":)";
+        out += dump(meta);
+    }
+    out += "}}";
+    return out;
+}
+
+void append_tool_result_fields(std::string& out, const ToolResult& result) {
     out += R"("content":)";
     if (result.content.empty() && !result.structured_text.empty()) {
         out += R"([{"type":"text","text":)";
@@ -787,16 +837,6 @@ std::optional<std::string> Server::call_tool(const json& id, const json& params,
         out += result.structured_text;
     }
     out += result.is_error ? R"(,"isError":true)" : R"(,"isError":false)";
-    json meta = result.meta.is_object() ? result.meta : json::object();
-    if (modern)
-        meta[std::string(kMetaServerInfo)] = {{"name", impl_->options.info.name},
-                                              {"version", impl_->options.info.version}};
-    if (!meta.empty()) {
-        out += R"(,"_meta":)";
-        out += dump(meta);
-    }
-    out += "}}";
-    return out;
 }
 
 void Server::restore_round(const std::string& target, const json& arguments, const json& params,

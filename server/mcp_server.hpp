@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "server/json_rpc.hpp"
+#include "server/tasks.hpp"
 
 namespace agency::mcp {
 
@@ -62,6 +63,7 @@ struct Session {
 };
 
 class Server;
+struct LiveTask;
 
 // Raised by RequestContext::ask in the modern era when the answer is not yet known: the core
 // answers with an input_required result, and the client retries with the responses.
@@ -105,8 +107,14 @@ public:
     // Whether the client declared a capability ("elicitation", "sampling", "roots"...).
     bool client_supports(std::string_view capability) const;
 
+    // Inside a task: the id of the task this work belongs to ("" otherwise).
+    std::string task_id() const;
+    // Inside a task: records how to pick the work up after a restart (ToolDef::resume_task).
+    void set_task_resume(json resume) const;
+
 private:
     friend class Server;
+    std::shared_ptr<LiveTask> task_;         // set while running as a task
     Channel* channel_ = nullptr;
     Server* server_ = nullptr;
     json input_responses_ = json::object();  // modern: answers gathered over the rounds
@@ -124,6 +132,10 @@ struct ToolResult {
     static ToolResult structured(std::string json_text);
 };
 
+// Whether a tool may run as a task (MCP Tasks): forbidden, optional (the caller chooses), or
+// required (callers without task support are refused).
+enum class TaskSupport { forbidden, optional, required };
+
 struct ToolDef {
     std::string name;
     std::string title;
@@ -140,6 +152,20 @@ struct ToolDef {
     // Sends notifications or asks the client mid-call; transports then stream the answer.
     bool interactive = false;
     std::function<ToolResult(const json& arguments, RequestContext& ctx)> handler;
+
+    // --- tasks ---
+    TaskSupport task_support = TaskSupport::forbidden;
+    // Runs in the request before the task is created; may ask the client (a modern caller
+    // then gets input_required rounds first). Answers stay visible to the task's work.
+    std::function<void(const json& arguments, RequestContext& ctx)> before_task;
+    // The work of a task; unset: `handler`.
+    std::function<ToolResult(const json& arguments, RequestContext& ctx)> task_handler;
+    // Picks the work up after a restart from what the work saved with set_task_resume; unset
+    // (or nothing saved): such a task ends failed, saying its outcome is unknown.
+    std::function<ToolResult(const json& resume, const json& arguments, RequestContext& ctx)>
+        resume_task;
+    // Called when a task is cancelled, with what the work saved (e.g. to drop a queued job).
+    std::function<void(const json& resume)> on_cancel;
 };
 
 struct ResourceDef {
@@ -184,6 +210,12 @@ struct ServerOptions {
     std::chrono::seconds state_ttl{600};
     std::size_t tools_page_size = 100;
     std::int64_t list_ttl_ms = 60'000;
+    // Tasks: where records live (memory when null), how long they are kept, polling advice.
+    std::shared_ptr<TaskStore> task_store;
+    std::int64_t task_ttl_ms = 60 * 60 * 1000;
+    std::int64_t task_max_ttl_ms = 24 * 60 * 60 * 1000;
+    std::int64_t task_poll_ms = 500;
+    std::size_t max_live_tasks_per_owner = 32;
 };
 
 // Per-message facts from the transport.
@@ -217,6 +249,9 @@ public:
     void set_tool_filter(std::function<bool(const ToolDef&)> visible);
     // Tells every legacy session with a notification path that the tool list changed.
     void notify_tools_changed();
+
+    // Picks up tasks a previous process left unfinished (call once, after registration).
+    void resume_tasks();
 
     // Handles one raw message; returns the serialized response, or nullopt for notifications
     // and responses. Never throws.
@@ -254,6 +289,12 @@ private:
     // Modern multi-round-trip: restores answers from a sealed requestState bound to `target`.
     void restore_round(const std::string& target, const json& arguments, const json& params,
                        RequestContext& ctx);
+    std::optional<std::string> handle_task_method(const std::string& method, const json& id,
+                                                  const json& params, RequestContext& ctx);
+    std::string start_task(const ToolDef& tool, const json& id, const json& arguments,
+                           const json& params, RequestContext& ctx);
+    void launch_task(std::shared_ptr<LiveTask> task, const ToolDef* tool, RequestContext ctx,
+                     bool resumed);
     std::string input_required_text(const json& id, const std::string& target,
                                     const json& arguments, const RequestContext& ctx,
                                     const InputRequired& question);

@@ -57,7 +57,7 @@ bool runs_on_worker(const json& message) {
     if (method == message.end() || !method->is_string() || !message.contains("id")) return false;
     const auto& m = method->get_ref<const std::string&>();
     return m == "tools/call" || m == "resources/read" || m == "prompts/get" ||
-           m == "completion/complete";
+           m == "completion/complete" || m == "tasks/result";
 }
 
 }  // namespace

@@ -361,6 +361,52 @@ ActionRuntime::ActionRuntime(ActionSettings settings)
 
 ActionRuntime::~ActionRuntime() { audits_.stop(); }
 
+namespace {
+
+// What get_audit_status and a finished audit task report for a job.
+json audit_status_json(const Job& job) {
+    json out = {{"ok", job.status != "failed"},
+                {"client_id", job.client_id},
+                {"audit_id", job.id},
+                {"status", job.status},
+                {"url", job.args.value("url", "")},
+                {"created_at", iso_time(job.created_at)},
+                {"updated_at", iso_time(job.updated_at)}};
+    if (job.result.is_object())
+        for (const auto& [k, v] : job.result.items())
+            if (k != "url") out[k] = v;
+    if (job.error.is_object()) out["error"] = job.error;
+    return out;
+}
+
+// A task's wait for its audit job: progress as the job moves, its final status as the result.
+mcp::ToolResult await_audit(ActionRuntime& rt, const std::string& audit_id,
+                            mcp::RequestContext& ctx) {
+    std::string last;
+    while (true) {
+        auto job = rt.store().job(audit_id);
+        if (!job) return tool_error("not_found", "the audit job " + audit_id + " is gone");
+        if (job->status != last) {
+            last = job->status;
+            const double step = last == "queued" ? 0 : last == "running" ? 1 : 2;
+            ctx.progress(step, 2, "audit " + last);
+        }
+        if (last != "queued" && last != "running") {
+            json out = audit_status_json(*job);
+            if (last == "failed")
+                return tool_error("gateway", "the audit failed",
+                                  out.value("error", json::object()));
+            return mcp::ToolResult::structured(out.dump());
+        }
+        for (int i = 0; i < 5 && !ctx.stop.stop_requested(); ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (ctx.stop.stop_requested())
+            return tool_error("cancelled", "stopped waiting for audit " + audit_id);
+    }
+}
+
+}  // namespace
+
 void register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
                            const std::shared_ptr<ActionRuntime>& rt) {
     std::map<std::string, std::string> actions_of;  // tool -> gateway action, for the filter
@@ -371,12 +417,25 @@ void register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& 
 
     // run_seo_audit: a durable job; the worker POSTs.
     actions_of["run_seo_audit"] = "seo_audit";
+    auto submit_audit = [rt](const json& args, mcp::RequestContext& ctx) {
+        // Queuing spends nothing; the workers bound how many audits run at once.
+        return guarded_call(
+            *rt, {"run_seo_audit", false}, args, ctx,
+            [&](const json& call_args, mcp::RequestContext& c) {
+                const std::string client_id = call_args.at("client_id").get<std::string>();
+                const std::string url = call_args.at("url").get<std::string>();
+                const Job job = rt->audits().submit(client_id, principal_of(c), url);
+                return json{{"ok", true}, {"client_id", client_id},
+                            {"audit_id", job.id}, {"status", "queued"}, {"url", url}};
+            });
+    };
     add_tool(server,
              {.name = "run_seo_audit",
               .title = "Run SEO audit",
               .description = "Queues a site audit of url and returns at once with an audit_id; "
                              "poll get_audit_status. Repeating it for the same url updates the "
-                             "same report.",
+                             "same report. Called as an MCP task, the task ends when the audit "
+                             "does, with its score and issues found.",
               .input_schema = "run_seo_audit.input",
               .output_schema = "run_seo_audit.output",
               .read_only = false,
@@ -385,20 +444,24 @@ void register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& 
               .needs_write = true,
               .gateway_action = "seo_audit",
               .mapping = "POST action=seo_audit {url}, run by a background job (durable; "
-                         "resumed after a restart); audit_id is the job's id",
-              .handler = [rt](const json& args, mcp::RequestContext& ctx) {
-                  // Queuing spends nothing; the workers bound how many audits run at once.
-                  return guarded_call(
-                      *rt, {"run_seo_audit", false}, args, ctx,
-                      [&](const json& call_args, mcp::RequestContext& c) {
-                          const std::string client_id =
-                              call_args.at("client_id").get<std::string>();
-                          const std::string url = call_args.at("url").get<std::string>();
-                          const Job job = rt->audits().submit(client_id, principal_of(c), url);
-                          return json{{"ok", true}, {"client_id", client_id},
-                                      {"audit_id", job.id}, {"status", "queued"}, {"url", url}};
-                      });
-              }});
+                         "resumed after a restart); audit_id is the job's id. As an MCP task: "
+                         "the same job, the task's result is its final status",
+              .handler = submit_audit,
+              .task_support = mcp::TaskSupport::optional,
+              .task_handler =
+                  [rt, submit_audit](const json& args, mcp::RequestContext& ctx) {
+                      mcp::ToolResult queued = submit_audit(args, ctx);
+                      if (queued.is_error) return queued;
+                      const std::string id =
+                          json::parse(queued.structured_text).value("audit_id", "");
+                      ctx.set_task_resume({{"audit_id", id}});
+                      return await_audit(*rt, id, ctx);
+                  },
+              .resume_task =
+                  [rt](const json& resume, const json&, mcp::RequestContext& ctx) {
+                      // The job itself survives in the store and is picked up by the workers.
+                      return await_audit(*rt, resume.value("audit_id", ""), ctx);
+                  }});
 
     add_tool(server,
              {.name = "get_audit_status",

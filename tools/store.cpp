@@ -165,6 +165,28 @@ CREATE TABLE IF NOT EXISTS confirmations (
   used INTEGER NOT NULL DEFAULT 0
 );
 )sql");
+    // MCP tasks (server/tasks.hpp): one row per task, replaced on every change.
+    exec(R"sql(
+CREATE TABLE IF NOT EXISTS tasks (
+  id TEXT PRIMARY KEY,
+  owner TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  era TEXT NOT NULL,
+  status TEXT NOT NULL,
+  status_message TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  ttl_ms INTEGER NOT NULL,
+  poll_ms INTEGER NOT NULL,
+  arguments TEXT NOT NULL,
+  result TEXT NOT NULL,
+  error TEXT,
+  input_requests TEXT,
+  resume TEXT
+);
+CREATE INDEX IF NOT EXISTS tasks_owner ON tasks(owner, created_ms);
+CREATE INDEX IF NOT EXISTS tasks_status ON tasks(status);
+)sql");
 }
 
 // --- jobs ------------------------------------------------------------------------------------
@@ -378,6 +400,92 @@ ConfirmOutcome Store::consume_confirmation(std::string_view id, std::string_view
     Statement u(db_, "UPDATE confirmations SET used = 1 WHERE id = ? AND used = 0");
     u.bind(id).run();
     return u.changes() > 0 ? ConfirmOutcome::accepted : ConfirmOutcome::used;
+}
+
+// --- tasks (mcp::TaskStore) -------------------------------------------------------------------
+
+namespace {
+constexpr const char* kTaskColumns =
+    "id, owner, tool, era, status, status_message, created_ms, updated_ms, ttl_ms, poll_ms, "
+    "arguments, result, error, input_requests, resume";
+
+std::string json_or_null(const json& value) { return value.is_null() ? std::string() : value.dump(); }
+}  // namespace
+
+namespace {
+mcp::TaskRecord task_from(const auto& st) {
+    mcp::TaskRecord t;
+    t.id = st.text(0);
+    t.owner = st.text(1);
+    t.tool = st.text(2);
+    t.era = st.text(3);
+    t.status = mcp::parse_task_status(st.text(4)).value_or(mcp::TaskStatus::failed);
+    t.status_message = st.text(5);
+    t.created_ms = st.integer(6);
+    t.updated_ms = st.integer(7);
+    t.ttl_ms = st.integer(8);
+    t.poll_ms = st.integer(9);
+    t.arguments = st.json_column(10);
+    t.result = st.text(11);
+    t.error = st.json_column(12);
+    t.input_requests = st.json_column(13);
+    t.resume = st.json_column(14);
+    return t;
+}
+}  // namespace
+
+void Store::put(const mcp::TaskRecord& t) {
+    std::lock_guard lock(mutex_);
+    Statement st(db_, (std::string("INSERT OR REPLACE INTO tasks (") + kTaskColumns +
+                       ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+                          .c_str());
+    st.bind(t.id).bind(t.owner).bind(t.tool).bind(t.era).bind(mcp::to_string(t.status));
+    st.bind(t.status_message).bind(t.created_ms).bind(t.updated_ms).bind(t.ttl_ms).bind(t.poll_ms);
+    st.bind(t.arguments.dump()).bind(t.result);
+    for (const json* v : {&t.error, &t.input_requests, &t.resume}) {
+        if (v->is_null())
+            st.bind_null();
+        else
+            st.bind(json_or_null(*v));
+    }
+    st.run();
+}
+
+std::optional<mcp::TaskRecord> Store::get(std::string_view id) {
+    std::lock_guard lock(mutex_);
+    Statement st(db_, (std::string("SELECT ") + kTaskColumns + " FROM tasks WHERE id = ?").c_str());
+    st.bind(id);
+    if (!st.step()) return std::nullopt;
+    return task_from(st);
+}
+
+std::vector<mcp::TaskRecord> Store::list(std::string_view owner, std::size_t offset,
+                                         std::size_t limit) {
+    std::lock_guard lock(mutex_);
+    Statement st(db_, (std::string("SELECT ") + kTaskColumns +
+                       " FROM tasks WHERE owner = ? ORDER BY created_ms DESC, id LIMIT ? OFFSET ?")
+                          .c_str());
+    st.bind(owner).bind(static_cast<std::int64_t>(limit)).bind(static_cast<std::int64_t>(offset));
+    std::vector<mcp::TaskRecord> out;
+    while (st.step()) out.push_back(task_from(st));
+    return out;
+}
+
+std::vector<mcp::TaskRecord> Store::unfinished() {
+    std::lock_guard lock(mutex_);
+    Statement st(db_, (std::string("SELECT ") + kTaskColumns +
+                       " FROM tasks WHERE status IN ('working','input_required') ORDER BY "
+                       "created_ms")
+                          .c_str());
+    std::vector<mcp::TaskRecord> out;
+    while (st.step()) out.push_back(task_from(st));
+    return out;
+}
+
+void Store::erase_expired(std::int64_t now_ms) {
+    std::lock_guard lock(mutex_);
+    Statement st(db_, "DELETE FROM tasks WHERE ttl_ms > 0 AND created_ms + ttl_ms < ?");
+    st.bind(now_ms).run();
 }
 
 }  // namespace agency::tools

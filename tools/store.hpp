@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/tasks.hpp"
+
 struct sqlite3;
 
 namespace agency::tools {
@@ -69,7 +71,9 @@ struct Confirmation {
 
 enum class ConfirmOutcome { accepted, unknown, used, expired, mismatch };
 
-class Store {
+// The server's durable state in one SQLite file: jobs, idempotency records, drafts,
+// confirmations, and MCP task records (as the core's TaskStore).
+class Store : public mcp::TaskStore {
 public:
     // $XDG_STATE_HOME/agency-mcp/state.db, else ~/.local/state/agency-mcp/state.db.
     static std::string default_path();
@@ -123,6 +127,14 @@ public:
     // principal, tool and digest; it is marked used in the same step.
     ConfirmOutcome consume_confirmation(std::string_view id, std::string_view principal,
                                         std::string_view tool, std::string_view args_digest);
+
+    // --- MCP tasks (mcp::TaskStore)
+    void put(const mcp::TaskRecord& task) override;
+    std::optional<mcp::TaskRecord> get(std::string_view id) override;
+    std::vector<mcp::TaskRecord> list(std::string_view owner, std::size_t offset,
+                                      std::size_t limit) override;
+    std::vector<mcp::TaskRecord> unfinished() override;
+    void erase_expired(std::int64_t now_ms) override;
 
 private:
     struct Statement;

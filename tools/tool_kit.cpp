@@ -409,16 +409,32 @@ void add_tool(mcp::Server& server, ToolSpec spec) {
     if (spec.needs_write) def.required_scopes = {"write"};
     def.interactive = spec.interactive;
     auto validator = std::make_shared<InputValidator>(def.input_schema);
-    def.handler = [validator, handler = std::move(spec.handler)](
-                      const json& args, mcp::RequestContext& ctx) -> mcp::ToolResult {
-        if (std::string problem = validator->validate(args); !problem.empty())
-            return tool_error("validation", problem);
-        try {
-            return handler(args, ctx);
-        } catch (const gateway::Error& e) {
-            return tool_error(e);
-        }
+    auto guarded = [validator](Handler handler) {
+        return [validator, handler = std::move(handler)](
+                   const json& args, mcp::RequestContext& ctx) -> mcp::ToolResult {
+            if (std::string problem = validator->validate(args); !problem.empty())
+                return tool_error("validation", problem);
+            try {
+                return handler(args, ctx);
+            } catch (const gateway::Error& e) {
+                return tool_error(e);
+            }
+        };
     };
+    def.handler = guarded(std::move(spec.handler));
+    def.task_support = spec.task_support;
+    if (spec.task_handler) def.task_handler = guarded(std::move(spec.task_handler));
+    if (spec.resume_task)
+        def.resume_task = [resume = std::move(spec.resume_task)](
+                              const json& saved, const json& args,
+                              mcp::RequestContext& ctx) -> mcp::ToolResult {
+            try {
+                return resume(saved, args, ctx);
+            } catch (const gateway::Error& e) {
+                return tool_error(e);
+            }
+        };
+    def.on_cancel = std::move(spec.on_cancel);
     server.add_tool(std::move(def));
 }
 

@@ -77,6 +77,13 @@ struct ToolSpec {
     std::string gateway_action;  // action tools: hidden when discovery lacks it
     std::string mapping;         // how it maps to gateway reads/actions (docs/tools.md)
     Handler handler;
+    // MCP tasks (see mcp::ToolDef): the work when called as a task, and how to pick it up
+    // after a restart or stop it on tasks/cancel.
+    mcp::TaskSupport task_support = mcp::TaskSupport::forbidden;
+    Handler task_handler;
+    std::function<mcp::ToolResult(const json& resume, const json& args, mcp::RequestContext&)>
+        resume_task;
+    std::function<void(const json& resume)> on_cancel;
 };
 
 // What docs/tools.md says of each registered tool, in registration order.

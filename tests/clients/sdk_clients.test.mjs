@@ -13,28 +13,11 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
+import { startHttpServer } from './helpers.mjs';
 
 const bin = process.env.AGENCY_MCP_BIN;
 assert.ok(bin, 'AGENCY_MCP_BIN must name the agency-mcp binary');
 const here = path.dirname(fileURLToPath(import.meta.url));
-
-// Starts `agency-mcp serve --http` on an ephemeral port; resolves with {url, child}.
-export function startHttpServer(extraArgs = [], env = {}) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(bin, ['serve', '--http', '--listen', '127.0.0.1:0', ...extraArgs], {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    const timer = setTimeout(() => reject(new Error('server did not start: ' + stderr)), 15000);
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-      const m = stderr.match(/MCP over Streamable HTTP at (http:\/\/\S+)/);
-      if (m) { clearTimeout(timer); resolve({ url: m[1], child }); }
-    });
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited ${code}: ${stderr}`)); });
-  });
-}
 
 async function exercise(client) {
   const { tools } = await client.listTools();

@@ -64,6 +64,93 @@ void add(agency::mcp::Server& server, std::string name, std::string description,
     server.add_tool(std::move(t));
 }
 
+json object_schema(json properties, json required = json::array()) {
+    return {{"type", "object"}, {"properties", std::move(properties)}, {"required", std::move(required)}};
+}
+
+// The tasks extension's fixtures (conformance tasks-* scenarios).
+void register_task_tools(agency::mcp::Server& s) {
+    using agency::mcp::TaskSupport;
+    auto task_tool = [&s](std::string name, std::string description, TaskSupport support,
+                          json schema,
+                          std::function<ToolResult(const json&, RequestContext&)> handler) {
+        ToolDef t;
+        t.name = std::move(name);
+        t.description = std::move(description);
+        t.input_schema = std::move(schema);
+        t.task_support = support;
+        t.handler = std::move(handler);
+        return t;
+    };
+    s.add_tool(task_tool("greet", "Greets someone (never a task)", TaskSupport::forbidden,
+                         object_schema({{"name", {{"type", "string"}}}}),
+                         [](const json& a, RequestContext&) {
+                             return ToolResult::text("Hello, " + a.value("name", "World") + "!");
+                         }));
+    s.add_tool(task_tool(
+        "slow_compute", "Sleeps for `seconds`, then answers; may run as a task",
+        TaskSupport::optional,
+        object_schema({{"seconds", {{"type", "number"}}}, {"label", {{"type", "string"}}}}),
+        [](const json& a, RequestContext& ctx) {
+            auto until = std::chrono::steady_clock::now() +
+                         std::chrono::milliseconds(static_cast<int>(a.value("seconds", 0.0) * 1000));
+            while (std::chrono::steady_clock::now() < until) {
+                if (ctx.stop.stop_requested()) return ToolResult::text("cancelled", true);
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            }
+            return ToolResult::text("Computed " + a.value("label", std::string("result")));
+        }));
+    s.add_tool(task_tool("failing_job", "Fails with a tool error after about a second",
+                         TaskSupport::required, kEmptyInput, [](const json&, RequestContext&) {
+                             std::this_thread::sleep_for(std::chrono::seconds(1));
+                             return ToolResult::text("the job failed", true);
+                         }));
+    s.add_tool(task_tool("protocol_error_job", "Fails with a protocol error",
+                         TaskSupport::required, kEmptyInput,
+                         [](const json&, RequestContext&) -> ToolResult {
+                             throw agency::mcp::RpcError(agency::mcp::error_code::internal_error,
+                                                         "the job hit a protocol error");
+                         }));
+    s.add_tool(task_tool(
+        "confirm_delete", "Asks for confirmation, then deletes a file (as a task)",
+        TaskSupport::required, object_schema({{"filename", {{"type", "string"}}}}, {"filename"}),
+        [](const json& a, RequestContext& ctx) {
+            const std::string file = a.value("filename", "");
+            json answer = ctx.ask(
+                "confirm", "elicitation/create",
+                elicit("Delete " + file + "?",
+                       object_schema({{"confirm", {{"type", "boolean"}}}}))["params"]);
+            if (answer.value("action", "") != "accept")
+                return ToolResult::text("Kept " + file);
+            return ToolResult::text("Deleted " + file);
+        }));
+    s.add_tool(task_tool(
+        "multi_input", "Asks two questions at once (as a task)", TaskSupport::required,
+        kEmptyInput, [](const json&, RequestContext& ctx) {
+            json schema = object_schema(
+                {{"name", {{"type", "string"}}}, {"confirm", {{"type", "boolean"}}}});
+            json questions = {{"first", elicit("First answer?", schema)},
+                              {"second", elicit("Second answer?", schema)}};
+            json answers = ctx.ask_all(questions);
+            return ToolResult::text("Answers: " + answers.dump());
+        }));
+    ToolDef mrtr = task_tool(
+        "test_tool_with_task", "Asks for a name, then works on it as a task",
+        TaskSupport::required, kEmptyInput, [](const json&, RequestContext& ctx) {
+            json answer = ctx.ask("user_name", "elicitation/create",
+                                  elicit("What is your name?",
+                                         object_schema({{"name", {{"type", "string"}}}}))["params"]);
+            return ToolResult::text("Hello, " +
+                                    answer.value("content", json::object()).value("name", "") +
+                                    ", from a task");
+        });
+    mrtr.before_task = [](const json&, RequestContext& ctx) {
+        ctx.ask("user_name", "elicitation/create",
+                elicit("What is your name?", object_schema({{"name", {{"type", "string"}}}}))["params"]);
+    };
+    s.add_tool(std::move(mrtr));
+}
+
 void register_tools(agency::mcp::Server& s) {
     add(s, "test_simple_text", "Returns a simple text response", [](const json&, RequestContext&) {
         return ToolResult::text("This is a simple text response for testing.");
@@ -408,6 +495,7 @@ int main(int argc, char** argv) {
     auto colon = listen.rfind(':');
     agency::mcp::Server server{agency::mcp::ServerOptions{}};
     register_tools(server);
+    register_task_tools(server);
     register_resources_and_prompts(server);
     agency::mcp::HttpOptions options;
     options.host = listen.substr(0, colon);

@@ -1,0 +1,545 @@
+// MCP Tasks for both eras over one runtime: each task runs its tool's work on its own thread;
+// records go to the TaskStore on every change, so a durable store lets pollers and a restarted
+// process see them. See server/tasks.hpp for the wire shapes of each era.
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "server/crypto.hpp"
+#include "server/server_impl.hpp"
+
+namespace agency::mcp {
+
+namespace {
+
+// The channel a task's work talks through: notifications go to whoever waits on the task
+// (legacy tasks/result streams); a request to the client is held until someone waits.
+class TaskChannel : public Channel {
+public:
+    explicit TaskChannel(LiveTask& task) : task_(task) {}
+    void send(const std::string& message) override {
+        std::lock_guard lock(task_.mutex);
+        if (!task_.waiters.empty()) {
+            // A request goes to one waiter only (one answer is expected).
+            if (message.find(R"("id":)") != std::string::npos &&
+                message.find(R"("method":)") != std::string::npos) {
+                task_.waiters.front()->send(message);
+                return;
+            }
+            for (Channel* w : task_.waiters) w->send(message);
+            return;
+        }
+        if (message.find(R"("id":)") != std::string::npos) task_.outbox.push_back(message);
+    }
+    bool can_send_requests() const override { return true; }
+
+private:
+    LiveTask& task_;
+};
+
+json legacy_task_json(const TaskRecord& t) {
+    json out = {{"taskId", t.id},
+                {"status", to_string(t.status)},
+                {"createdAt", iso8601_ms(t.created_ms)},
+                {"lastUpdatedAt", iso8601_ms(t.updated_ms)},
+                {"ttl", t.ttl_ms > 0 ? json(t.ttl_ms) : json(nullptr)},
+                {"pollInterval", t.poll_ms}};
+    if (!t.status_message.empty()) out["statusMessage"] = t.status_message;
+    return out;
+}
+
+json modern_task_json(const TaskRecord& t) {
+    json out = {{"taskId", t.id},
+                {"status", to_string(t.status)},
+                {"createdAt", iso8601_ms(t.created_ms)},
+                {"lastUpdatedAt", iso8601_ms(t.updated_ms)},
+                {"ttlMs", t.ttl_ms > 0 ? json(t.ttl_ms) : json(nullptr)},
+                {"pollIntervalMs", t.poll_ms}};
+    if (!t.status_message.empty()) out["statusMessage"] = t.status_message;
+    return out;
+}
+
+bool has_tasks_extension(const json& caps) {
+    if (!caps.is_object()) return false;
+    auto ext = caps.find("extensions");
+    return ext != caps.end() && ext->is_object() && ext->contains(kTasksExtension);
+}
+
+const json kTasksRequirement = {{"extensions", {{std::string(kTasksExtension), json::object()}}}};
+
+// Who may see a task: the caller's principal; over legacy HTTP also its session, as the
+// 2025-11-25 spec binds tasks to the session when it can.
+std::string task_owner(const RequestContext& ctx) {
+    if (ctx.era == Era::legacy && ctx.session && !ctx.session->id.empty())
+        return ctx.principal.name + "#" + ctx.session->id;
+    return ctx.principal.name;
+}
+
+RpcError unknown_task(const std::string& id) {
+    return RpcError(error_code::invalid_params,
+                    "unknown task: " + id + " (it expired, or was never created for this caller)");
+}
+
+}  // namespace
+
+bool wants_task(const ToolDef& tool, const json& params, const RequestContext& ctx) {
+    if (tool.task_support == TaskSupport::forbidden) return false;
+    if (ctx.era == Era::legacy) {
+        auto t = params.find("task");
+        return t != params.end() && t->is_object();
+    }
+    return has_tasks_extension(ctx.client_capabilities);
+}
+
+void require_task_support_fits(const ToolDef& tool, const json& params,
+                               const RequestContext& ctx) {
+    if (ctx.era == Era::legacy && tool.task_support == TaskSupport::forbidden) {
+        auto t = params.find("task");
+        if (t != params.end() && !t->is_null())
+            throw RpcError(error_code::method_not_found,
+                           "the tool " + tool.name +
+                               " cannot run as a task (its execution.taskSupport is forbidden); "
+                               "call it without params.task");
+    }
+    if (tool.task_support != TaskSupport::required || wants_task(tool, params, ctx)) return;
+    if (ctx.era == Era::modern)
+        throw RpcError(error_code::missing_client_capability,
+                       "the tool " + tool.name + " runs only as a task: declare the " +
+                           std::string(kTasksExtension) + " extension in clientCapabilities",
+                       {{"requiredCapabilities", kTasksRequirement}});
+    throw RpcError(error_code::method_not_found,
+                   "the tool " + tool.name +
+                       " runs only as a task: send params.task (the server declares "
+                       "capabilities.tasks.requests.tools.call)");
+}
+
+std::string RequestContext::task_id() const {
+    if (!task_) return {};
+    std::lock_guard lock(task_->mutex);
+    return task_->record.id;
+}
+
+void RequestContext::set_task_resume(json resume) const {
+    if (!task_ || !server_) return;
+    TaskRecord copy;
+    {
+        std::lock_guard lock(task_->mutex);
+        task_->record.resume = std::move(resume);
+        copy = task_->record;
+    }
+    task_->store->put(copy);
+}
+
+namespace {
+
+// Saves the record and tells a legacy client with a notification path about the change.
+void publish(LiveTask& task) {
+    TaskRecord copy;
+    {
+        std::lock_guard lock(task.mutex);
+        task.record.updated_ms = now_ms();
+        copy = task.record;
+    }
+    task.changed.notify_all();
+    task.store->put(copy);
+    if (copy.era == "legacy" && task.session && task.session->notify && task.session->initialized)
+        task.session->notify(dump({{"jsonrpc", "2.0"},
+                                   {"method", "notifications/tasks/status"},
+                                   {"params", legacy_task_json(copy)}}));
+}
+
+}  // namespace
+
+void task_set_status(LiveTask& task, TaskStatus status, std::string message,
+                     json input_requests) {
+    {
+        std::lock_guard lock(task.mutex);
+        if (is_terminal(task.record.status)) return;
+        task.record.status = status;
+        task.record.status_message = std::move(message);
+        task.record.input_requests = std::move(input_requests);
+    }
+    publish(task);
+}
+
+void task_progress(LiveTask& task, std::string message) {
+    {
+        std::lock_guard lock(task.mutex);
+        if (is_terminal(task.record.status) || task.record.status_message == message) return;
+        task.record.status_message = std::move(message);
+    }
+    publish(task);
+}
+
+// Modern: waits for tasks/update to deliver every answer in `questions`.
+json task_wait_for_answers(LiveTask& task, const json& questions,
+                           std::chrono::milliseconds timeout,
+                           const std::function<bool(const std::string&, const json&)>& fits) {
+    task_set_status(task, TaskStatus::input_required, "waiting for the client's answer",
+                    questions);
+    json answers = json::object();
+    {
+        std::unique_lock lock(task.mutex);
+        auto stop = task.stop.get_token();
+        auto deadline = std::chrono::steady_clock::now() + timeout;
+        auto unanswered = [&] {
+            json left = json::object();
+            for (const auto& [key, q] : questions.items()) {
+                auto it = task.responses.find(key);
+                if (it == task.responses.end() || !fits(q.value("method", ""), *it)) left[key] = q;
+            }
+            return left;
+        };
+        for (json left = unanswered(); !left.empty(); left = unanswered()) {
+            if (stop.stop_requested()) throw RpcError(error_code::internal_error, "cancelled");
+            if (left.size() != task.record.input_requests.size()) {
+                // Partly answered: only the open questions stay on the record.
+                task.record.input_requests = left;
+                task.record.updated_ms = now_ms();
+                task.store->put(task.record);
+            }
+            if (task.changed.wait_until(lock, deadline) == std::cv_status::timeout &&
+                !unanswered().empty())
+                throw std::runtime_error("the client did not answer in time");
+        }
+        for (const auto& [key, q] : questions.items()) answers[key] = task.responses[key];
+    }
+    task_set_status(task, TaskStatus::working, "", nullptr);
+    return answers;
+}
+
+std::string Server::start_task(const ToolDef& tool, const json& id, const json& arguments,
+                               const json& params, RequestContext& ctx) {
+    auto& impl = *impl_;
+    const bool legacy = ctx.era == Era::legacy;
+    std::int64_t now = now_ms();
+    impl.task_store->erase_expired(now);
+
+    std::int64_t ttl = impl.options.task_ttl_ms;
+    if (legacy) {
+        const json& t = params["task"];
+        if (auto it = t.find("ttl"); it != t.end() && it->is_number() && it->get<double>() > 0)
+            ttl = std::min<std::int64_t>(it->get<std::int64_t>(), impl.options.task_max_ttl_ms);
+    }
+    auto task = std::make_shared<LiveTask>();
+    task->store = impl.task_store;
+    {
+        std::lock_guard lock(impl.mutex);
+        std::size_t live = 0;
+        for (const auto& [tid, t] : impl.tasks)
+            if (!t->finished && t->record.owner == task_owner(ctx)) ++live;
+        if (live >= impl.options.max_live_tasks_per_owner)
+            throw RpcError(error_code::invalid_request,
+                           "too many tasks running for this caller (" + std::to_string(live) +
+                               "); wait for one to finish or cancel one");
+        TaskRecord& r = task->record;
+        r.id = crypto::random_hex(16);
+        r.owner = task_owner(ctx);
+        r.tool = tool.name;
+        r.era = legacy ? "legacy" : "modern";
+        r.created_ms = r.updated_ms = now;
+        r.ttl_ms = ttl;
+        r.poll_ms = impl.options.task_poll_ms;
+        r.arguments = arguments;
+        impl.tasks[r.id] = task;
+    }
+    task->session = ctx.session;
+    impl.task_store->put(task->record);
+    TaskRecord created = task->record;
+    launch_task(task, &tool, ctx, false);
+
+    json result;
+    if (legacy) {
+        result = {{"task", legacy_task_json(created)}};
+    } else {
+        result = modern_task_json(created);
+        result["resultType"] = "task";
+        result["_meta"]["io.modelcontextprotocol/serverInfo"] = {
+            {"name", impl.options.info.name}, {"version", impl.options.info.version}};
+    }
+    return dump({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
+}
+
+void Server::launch_task(std::shared_ptr<LiveTask> task, const ToolDef* tool, RequestContext ctx,
+                         bool resumed) {
+    task->channel = std::make_unique<TaskChannel>(*task);
+    ctx.server_ = this;
+    ctx.channel_ = task->channel.get();
+    ctx.stop = task->stop.get_token();
+    ctx.task_ = task;
+    ctx.request_id = nullptr;
+    auto& impl = *impl_;
+    std::lock_guard lock(impl.mutex);
+    // Join the threads of tasks that have finished.
+    std::erase_if(impl.task_threads, [](auto& entry) {
+        if (!entry.first->finished) return false;
+        if (entry.second.joinable()) entry.second.join();
+        return true;
+    });
+    std::erase_if(impl.tasks, [](const auto& entry) { return entry.second->finished.load(); });
+    std::jthread worker([task, tool, ctx = std::move(ctx), resumed]() mutable {
+        ToolResult result;
+        std::optional<RpcError> failure;
+        try {
+            const json& args = task->record.arguments;
+            if (resumed)
+                result = tool->resume_task(task->record.resume, args, ctx);
+            else
+                result = tool->task_handler ? tool->task_handler(args, ctx)
+                                            : tool->handler(args, ctx);
+        } catch (const RpcError& e) {
+            failure = e;
+        } catch (const InputRequired&) {
+            failure = RpcError(error_code::internal_error,
+                               "the tool asked for input in a way tasks cannot carry");
+        } catch (const std::exception& e) {
+            spdlog::error("task {} ({}) failed: {}", task->record.id, tool->name, e.what());
+            result = ToolResult::text(
+                "the tool " + tool->name + " failed unexpectedly; see the server log", true);
+        }
+        if (task->shutting_down) {
+            // Stopped by a shutdown, not by the client: the stored record stays as it was, so
+            // the next start resumes the task (or says its outcome is unknown).
+            task->finished = true;
+            task->changed.notify_all();
+            return;
+        }
+        {
+            std::lock_guard task_lock(task->mutex);
+            TaskRecord& r = task->record;
+            if (!is_terminal(r.status)) {
+                r.input_requests = nullptr;
+                if (failure) {
+                    r.status = TaskStatus::failed;
+                    r.error = {{"code", failure->code()}, {"message", failure->what()}};
+                    r.status_message = failure->what();
+                } else {
+                    // 2025-11-25 calls a tool error a failed task; 2026-07-28 a completed one
+                    // whose result says isError. Either way the result is kept.
+                    const bool legacy_failure = r.era == "legacy" && result.is_error;
+                    r.status = legacy_failure ? TaskStatus::failed : TaskStatus::completed;
+                    r.result = "{";
+                    append_tool_result_fields(r.result, result);
+                    r.result += "}";
+                    r.status_message = legacy_failure ? "the tool reported an error" : "";
+                }
+            }
+        }
+        publish(*task);
+        task->finished = true;
+        task->changed.notify_all();
+    });
+    impl.task_threads.emplace_back(task, std::move(worker));
+}
+
+void Server::resume_tasks() {
+    auto& impl = *impl_;
+    for (TaskRecord& r : impl.task_store->unfinished()) {
+        const ToolDef* tool = impl.find_tool(r.tool);
+        auto task = std::make_shared<LiveTask>();
+        task->store = impl.task_store;
+        task->record = r;
+        if (!tool || !tool->resume_task || r.resume.is_null()) {
+            task->record.status = TaskStatus::failed;
+            task->record.error = {
+                {"code", error_code::internal_error},
+                {"message", "the server restarted while this task ran and cannot tell how it "
+                            "ended; check the result with the read tools before running it "
+                            "again"}};
+            task->record.status_message = task->record.error["message"];
+            task->record.updated_ms = now_ms();
+            impl.task_store->put(task->record);
+            continue;
+        }
+        spdlog::info("resuming task {} ({})", r.id, r.tool);
+        {
+            std::lock_guard lock(impl.mutex);
+            impl.tasks[r.id] = task;
+        }
+        RequestContext ctx;
+        ctx.era = r.era == "modern" ? Era::modern : Era::legacy;
+        ctx.protocol_version = r.era == "modern" ? std::string(kModernVersion)
+                                                 : std::string(kLatestLegacyVersion);
+        ctx.principal.name = r.owner.substr(0, r.owner.find('#'));
+        launch_task(task, tool, ctx, true);
+    }
+}
+
+std::optional<std::string> Server::handle_task_method(const std::string& method, const json& id,
+                                                      const json& params, RequestContext& ctx) {
+    auto& impl = *impl_;
+    const bool legacy = ctx.era == Era::legacy;
+    if (!legacy) {
+        if (method == "tasks/result" || method == "tasks/list")
+            throw RpcError(error_code::method_not_found,
+                           "method not found: " + method +
+                               " (the 2026-07-28 tasks extension has tasks/get, tasks/update "
+                               "and tasks/cancel)");
+        if (!has_tasks_extension(ctx.client_capabilities))
+            throw RpcError(error_code::missing_client_capability,
+                           method + " needs the " + std::string(kTasksExtension) +
+                               " extension in clientCapabilities",
+                           {{"requiredCapabilities", kTasksRequirement}});
+    }
+    auto reply = [&](json result) {
+        if (!legacy) {
+            result["resultType"] = "complete";
+            result["_meta"]["io.modelcontextprotocol/serverInfo"] = {
+                {"name", impl.options.info.name}, {"version", impl.options.info.version}};
+        }
+        return dump({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
+    };
+
+    if (method == "tasks/list") {
+        std::size_t offset = 0;
+        if (auto c = params.find("cursor"); c != params.end() && !c->is_null()) {
+            auto decoded =
+                c->is_string() ? crypto::base64url_decode(c->get<std::string>()) : std::nullopt;
+            bool ok = decoded && decoded->rfind("tasks:", 0) == 0;
+            try {
+                if (ok) offset = std::stoul(decoded->substr(6));
+            } catch (const std::exception&) {
+                ok = false;
+            }
+            if (!ok)
+                throw RpcError(error_code::invalid_params,
+                               "invalid cursor: pass back the nextCursor of a previous "
+                               "tasks/list, or omit it");
+        }
+        impl.task_store->erase_expired(now_ms());
+        constexpr std::size_t page = 50;
+        auto records = impl.task_store->list(task_owner(ctx), offset, page + 1);
+        json tasks = json::array();
+        for (std::size_t i = 0; i < records.size() && i < page; ++i)
+            tasks.push_back(legacy_task_json(records[i]));
+        json result = {{"tasks", std::move(tasks)}};
+        if (records.size() > page)
+            result["nextCursor"] = crypto::base64url_encode("tasks:" + std::to_string(offset + page));
+        return reply(std::move(result));
+    }
+
+    std::string task_id = [&] {
+        auto it = params.find("taskId");
+        if (it == params.end() || !it->is_string())
+            throw RpcError(error_code::invalid_params, "params.taskId is required (a string)");
+        return it->get<std::string>();
+    }();
+    std::optional<TaskRecord> stored = impl.task_store->get(task_id);
+    if (!stored || stored->owner != task_owner(ctx) ||
+        (stored->ttl_ms > 0 && stored->created_ms + stored->ttl_ms < now_ms()))
+        throw unknown_task(task_id);
+    std::shared_ptr<LiveTask> live;
+    {
+        std::lock_guard lock(impl.mutex);
+        if (auto it = impl.tasks.find(task_id); it != impl.tasks.end()) live = it->second;
+    }
+    auto current = [&]() -> TaskRecord {
+        if (!live) return *impl.task_store->get(task_id);
+        std::lock_guard lock(live->mutex);
+        return live->record;
+    };
+
+    if (method == "tasks/get") {
+        TaskRecord r = current();
+        if (legacy) return reply(legacy_task_json(r));
+        json out = modern_task_json(r);
+        if (r.status == TaskStatus::completed && !r.result.empty())
+            out["result"] = json::parse(r.result);
+        if (r.status == TaskStatus::failed && r.error.is_object()) out["error"] = r.error;
+        if (r.status == TaskStatus::input_required && r.input_requests.is_object())
+            out["inputRequests"] = r.input_requests;
+        return reply(std::move(out));
+    }
+
+    if (method == "tasks/cancel") {
+        TaskRecord r = current();
+        if (is_terminal(r.status)) {
+            if (legacy)
+                throw RpcError(error_code::invalid_params,
+                               "task " + task_id + " is already " +
+                                   std::string(to_string(r.status)) + " and cannot be cancelled");
+            return reply(json::object());
+        }
+        const ToolDef* tool = impl.find_tool(r.tool);
+        if (live) {
+            {
+                std::lock_guard lock(live->mutex);
+                live->record.status = TaskStatus::cancelled;
+                live->record.status_message = "cancelled by the client";
+                live->record.input_requests = nullptr;
+                r = live->record;
+            }
+            live->stop.request_stop();
+            publish(*live);
+        } else {
+            r.status = TaskStatus::cancelled;
+            r.status_message = "cancelled by the client";
+            r.updated_ms = now_ms();
+            impl.task_store->put(r);
+        }
+        if (tool && tool->on_cancel && !r.resume.is_null()) {
+            try {
+                tool->on_cancel(r.resume);
+            } catch (const std::exception& e) {
+                spdlog::warn("cancelling the work of task {}: {}", task_id, e.what());
+            }
+        }
+        return reply(legacy ? legacy_task_json(r) : json::object());
+    }
+
+    if (method == "tasks/update") {  // modern only (legacy falls through to method not found)
+        if (legacy) throw RpcError(error_code::method_not_found, "method not found: tasks/update");
+        auto responses = params.find("inputResponses");
+        if (responses == params.end() || !responses->is_object())
+            throw RpcError(error_code::invalid_params,
+                           "params.inputResponses is required (an object keyed like the task's "
+                           "inputRequests)");
+        if (live) {
+            {
+                std::lock_guard lock(live->mutex);
+                for (const auto& [k, v] : responses->items()) live->responses[k] = v;
+            }
+            live->changed.notify_all();
+        }
+        return reply(json::object());
+    }
+
+    if (method == "tasks/result") {  // legacy: waits for the end, relaying what the work sends
+        if (live) {
+            Channel* waiter = ctx.channel_;
+            {
+                std::unique_lock lock(live->mutex);
+                if (waiter) {
+                    live->waiters.push_back(waiter);
+                    while (!live->outbox.empty()) {
+                        waiter->send(live->outbox.front());
+                        live->outbox.pop_front();
+                    }
+                }
+                live->changed.wait(lock, ctx.stop, [&] { return is_terminal(live->record.status); });
+                std::erase(live->waiters, waiter);
+            }
+            if (ctx.stop.stop_requested() && ctx.session) return std::nullopt;
+        }
+        TaskRecord r = current();
+        if (!is_terminal(r.status))
+            throw RpcError(error_code::internal_error, "the task " + task_id + " is still running");
+        json related = {{std::string(kRelatedTaskMeta), {{"taskId", task_id}}}};
+        if (!r.result.empty()) {
+            json result = json::parse(r.result);
+            result["_meta"] = related;
+            return dump({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
+        }
+        std::string message =
+            r.status == TaskStatus::cancelled ? "the task was cancelled" : std::string("task failed");
+        int code = error_code::internal_error;
+        if (r.error.is_object()) {
+            code = r.error.value("code", code);
+            message = r.error.value("message", message);
+        }
+        return make_error_text(id, code, message, related);
+    }
+    throw RpcError(error_code::method_not_found, "method not found: " + method);
+}
+
+}  // namespace agency::mcp

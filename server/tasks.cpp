@@ -1,0 +1,78 @@
+#include "server/tasks.hpp"
+
+#include <algorithm>
+#include <array>
+#include <ctime>
+
+namespace agency::mcp {
+
+namespace {
+constexpr std::array<std::string_view, 5> kStatusNames{"working", "input_required", "completed",
+                                                       "failed", "cancelled"};
+}
+
+std::string_view to_string(TaskStatus status) {
+    return kStatusNames[static_cast<std::size_t>(status)];
+}
+
+std::optional<TaskStatus> parse_task_status(std::string_view text) {
+    for (std::size_t i = 0; i < kStatusNames.size(); ++i)
+        if (kStatusNames[i] == text) return static_cast<TaskStatus>(i);
+    return std::nullopt;
+}
+
+std::string iso8601_ms(std::int64_t ms) {
+    std::time_t secs = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char buf[40];
+    std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms % 1000));
+    return buf;
+}
+
+void MemoryTaskStore::put(const TaskRecord& task) {
+    std::lock_guard lock(mutex_);
+    tasks_[task.id] = task;
+}
+
+std::optional<TaskRecord> MemoryTaskStore::get(std::string_view id) {
+    std::lock_guard lock(mutex_);
+    auto it = tasks_.find(std::string(id));
+    if (it == tasks_.end()) return std::nullopt;
+    return it->second;
+}
+
+std::vector<TaskRecord> MemoryTaskStore::list(std::string_view owner, std::size_t offset,
+                                              std::size_t limit) {
+    std::vector<TaskRecord> out;
+    {
+        std::lock_guard lock(mutex_);
+        for (const auto& [id, t] : tasks_)
+            if (t.owner == owner) out.push_back(t);
+    }
+    std::sort(out.begin(), out.end(), [](const TaskRecord& a, const TaskRecord& b) {
+        return a.created_ms != b.created_ms ? a.created_ms > b.created_ms : a.id < b.id;
+    });
+    if (offset >= out.size()) return {};
+    out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(offset));
+    if (out.size() > limit) out.resize(limit);
+    return out;
+}
+
+std::vector<TaskRecord> MemoryTaskStore::unfinished() {
+    std::lock_guard lock(mutex_);
+    std::vector<TaskRecord> out;
+    for (const auto& [id, t] : tasks_)
+        if (!is_terminal(t.status)) out.push_back(t);
+    return out;
+}
+
+void MemoryTaskStore::erase_expired(std::int64_t now_ms) {
+    std::lock_guard lock(mutex_);
+    std::erase_if(tasks_, [&](const auto& e) {
+        return e.second.ttl_ms > 0 && e.second.created_ms + e.second.ttl_ms < now_ms;
+    });
+}
+
+}  // namespace agency::mcp

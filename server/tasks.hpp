@@ -1,0 +1,81 @@
+// MCP Tasks: a tool call that runs in the background while the caller polls it.
+// 2025-11-25: task-augmented tools/call (params.task) with tasks/get, tasks/result, tasks/list,
+// tasks/cancel. 2026-07-28: the io.modelcontextprotocol/tasks extension (flat CreateTaskResult,
+// tasks/get with the result inline, tasks/update for input, tasks/cancel).
+// Records live behind TaskStore so that they outlive the process when the store is durable.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "server/json_rpc.hpp"
+
+namespace agency::mcp {
+
+enum class TaskStatus { working, input_required, completed, failed, cancelled };
+
+std::string_view to_string(TaskStatus status);
+std::optional<TaskStatus> parse_task_status(std::string_view text);
+inline bool is_terminal(TaskStatus s) {
+    return s == TaskStatus::completed || s == TaskStatus::failed || s == TaskStatus::cancelled;
+}
+
+struct TaskRecord {
+    std::string id;      // 128 random bits: unguessable
+    std::string owner;   // the principal the task is bound to; nobody else sees it
+    std::string tool;
+    std::string era;     // "legacy" or "modern": the shapes of its answers differ
+    TaskStatus status = TaskStatus::working;
+    std::string status_message;
+    std::int64_t created_ms = 0;
+    std::int64_t updated_ms = 0;
+    std::int64_t ttl_ms = 0;        // kept this long after creation
+    std::int64_t poll_ms = 500;     // suggested polling interval
+    json arguments = json::object();
+    std::string result;             // CallToolResult JSON (completed)
+    json error;                     // {code, message} (failed)
+    json input_requests;            // modern input_required: {key: {method, params}}
+    json resume;                    // set by the tool: how to pick the work up after a restart
+};
+
+// Where task records live. The default keeps them in memory; the product keeps them in its
+// SQLite state database so that tasks survive a restart.
+class TaskStore {
+public:
+    virtual ~TaskStore() = default;
+    virtual void put(const TaskRecord& task) = 0;  // insert or replace
+    virtual std::optional<TaskRecord> get(std::string_view id) = 0;
+    // The owner's tasks, newest first.
+    virtual std::vector<TaskRecord> list(std::string_view owner, std::size_t offset,
+                                         std::size_t limit) = 0;
+    // Tasks a previous process left working or waiting for input.
+    virtual std::vector<TaskRecord> unfinished() = 0;
+    // Forgets tasks whose ttl has passed.
+    virtual void erase_expired(std::int64_t now_ms) = 0;
+};
+
+class MemoryTaskStore : public TaskStore {
+public:
+    void put(const TaskRecord& task) override;
+    std::optional<TaskRecord> get(std::string_view id) override;
+    std::vector<TaskRecord> list(std::string_view owner, std::size_t offset,
+                                 std::size_t limit) override;
+    std::vector<TaskRecord> unfinished() override;
+    void erase_expired(std::int64_t now_ms) override;
+
+private:
+    std::mutex mutex_;
+    std::unordered_map<std::string, TaskRecord> tasks_;
+};
+
+inline constexpr std::string_view kTasksExtension = "io.modelcontextprotocol/tasks";
+inline constexpr std::string_view kRelatedTaskMeta = "io.modelcontextprotocol/related-task";
+
+std::string iso8601_ms(std::int64_t ms);
+
+}  // namespace agency::mcp

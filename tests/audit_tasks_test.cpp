@@ -1,0 +1,154 @@
+// run_seo_audit as an MCP task over the real sample gateway and a real SQLite state file:
+// the task ends with the audit, and a restart in the middle resumes the task from the file.
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "gateway/client.hpp"
+#include "gateway/sample/sample_gateway.hpp"
+#include "server/crypto.hpp"
+#include "server/mcp_server.hpp"
+#include "tools/action_tools.hpp"
+#include "tools/registry.hpp"
+#include "tools/tool_kit.hpp"
+
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+constexpr const char* kDental = "demo-dental";
+
+// One generation of the server process: runtime over the state file, MCP server, tools.
+struct Generation {
+    std::shared_ptr<agency::tools::ActionRuntime> rt;
+    std::unique_ptr<agency::mcp::Server> server;
+    int next_id = 1;
+
+    Generation(const std::string& state_db, const std::string& gateway_url) {
+        agency::tools::ActionSettings settings;
+        settings.state_db = state_db;
+        rt = std::make_shared<agency::tools::ActionRuntime>(settings);
+        agency::gateway::Config config;
+        config.base_url = gateway_url;
+        config.backoff_base = 2ms;
+        auto client = std::make_shared<agency::gateway::Client>(config);
+        agency::tools::Settings tool_settings;
+        tool_settings.secret = "audit-tasks-test";
+        auto box = std::make_shared<agency::tools::Toolbox>(client, tool_settings);
+        agency::mcp::ServerOptions options;
+        options.task_store = rt->shared_store();
+        options.task_poll_ms = 50;
+        server = std::make_unique<agency::mcp::Server>(options);
+        agency::tools::register_all(*server, box, rt);
+        server->resume_tasks();
+    }
+    // The process ends: the server first (its tasks keep their records), then the workers.
+    void shut_down() {
+        server.reset();
+        rt->audits().stop();
+    }
+    ~Generation() {
+        if (server) shut_down();
+    }
+
+    json request(const std::string& method, json params) {
+        params["_meta"] = {
+            {"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+            {"io.modelcontextprotocol/clientCapabilities",
+             {{"extensions", {{"io.modelcontextprotocol/tasks", json::object()}}}}}};
+        json message = {{"jsonrpc", "2.0"}, {"id", next_id++}, {"method", method},
+                        {"params", std::move(params)}};
+        agency::mcp::Inbound in;
+        auto text = server->handle_message(message, in);
+        return text ? json::parse(*text) : json();
+    }
+    json await_task(const std::string& task_id) {
+        json r;
+        for (int i = 0; i < 500; ++i) {
+            r = request("tasks/get", {{"taskId", task_id}})["result"];
+            const std::string s = r.value("status", "");
+            if (s == "completed" || s == "failed" || s == "cancelled") break;
+            std::this_thread::sleep_for(10ms);
+        }
+        return r;
+    }
+};
+
+class AuditTasks : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = fs::temp_directory_path() / ("agency-audit-tasks-" + agency::crypto::random_hex(6));
+        gateway_server_.start("127.0.0.1", 0);
+    }
+    void TearDown() override {
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+    std::string db() const { return (dir_ / "state.db").string(); }
+
+    std::shared_ptr<agency::sample::Gateway> gw_ = std::make_shared<agency::sample::Gateway>();
+    agency::sample::Server gateway_server_{gw_};
+    fs::path dir_;
+};
+
+TEST_F(AuditTasks, TheTaskEndsWithTheAuditsOutcome) {
+    Generation g(db(), gateway_server_.base_url());
+    json created = g.request("tools/call",
+                             {{"name", "run_seo_audit"},
+                              {"arguments",
+                               {{"client_id", kDental},
+                                {"url", "https://www.brightsmile.example/task-audit"}}}})["result"];
+    ASSERT_EQ(created.value("resultType", ""), "task") << created.dump();
+    json done = g.await_task(created["taskId"]);
+    ASSERT_EQ(done.value("status", ""), "completed") << done.dump();
+    const json& out = done["result"]["structuredContent"];
+    EXPECT_EQ(out["status"], "succeeded") << done.dump();
+    EXPECT_TRUE(out["score"].is_number());
+    EXPECT_EQ(gw_->count_requests("POST", "seo_audit"), 1u);
+    // The audit is also an ordinary job: get_audit_status agrees.
+    json status = g.request("tools/call", {{"name", "get_audit_status"},
+                                           {"arguments",
+                                            {{"client_id", kDental},
+                                             {"audit_id", out["audit_id"]}}}})["result"];
+    EXPECT_EQ(status["structuredContent"]["status"], "succeeded");
+}
+
+TEST_F(AuditTasks, ARestartMidAuditResumesTheTaskFromTheStateFile) {
+    const std::string url = "https://www.brightsmile.example/task-restart";
+    gw_->inject({.target = "seo_audit", .mode = agency::sample::FaultMode::slow, .count = 1,
+                 .delay_ms = 300});
+    std::string task_id;
+    {
+        Generation first(db(), gateway_server_.base_url());
+        json created = first.request(
+            "tools/call",
+            {{"name", "run_seo_audit"}, {"arguments", {{"client_id", kDental}, {"url", url}}}})["result"];
+        task_id = created.value("taskId", "");
+        ASSERT_FALSE(task_id.empty()) << created.dump();
+        // Wait until the task has saved where its work is (the audit job), then stop.
+        for (int i = 0; i < 200 && first.rt->store().get(task_id)->resume.is_null(); ++i)
+            std::this_thread::sleep_for(5ms);
+        ASSERT_FALSE(first.rt->store().get(task_id)->resume.is_null());
+        first.shut_down();
+        EXPECT_EQ(first.rt->store().get(task_id)->status, agency::mcp::TaskStatus::working)
+            << "a shutdown leaves the task to the next process";
+    }
+    // The first process's POST reached the gateway before the next process starts.
+    for (int i = 0; i < 200 && gw_->count_requests("POST", "seo_audit") == 0; ++i)
+        std::this_thread::sleep_for(5ms);
+    Generation second(db(), gateway_server_.base_url());
+    json done = second.await_task(task_id);
+    ASSERT_EQ(done.value("status", ""), "completed") << done.dump();
+    EXPECT_EQ(done["result"]["structuredContent"]["status"], "succeeded") << done.dump();
+    std::size_t reports = 0;
+    for (const auto& row : gw_->rows("seo_reports", kDental)) reports += row.value("url", "") == url;
+    EXPECT_EQ(reports, 1u);
+}
+
+}  // namespace

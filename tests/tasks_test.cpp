@@ -1,0 +1,378 @@
+// MCP Tasks in the core, both eras: task-augmented tools/call, tasks/get|result|list|cancel
+// (2025-11-25), the io.modelcontextprotocol/tasks extension (2026-07-28), input during a task,
+// and pickup after a restart through a shared TaskStore.
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "server/mcp_server.hpp"
+
+namespace {
+
+using agency::mcp::Channel;
+using agency::mcp::Inbound;
+using agency::mcp::json;
+using agency::mcp::MemoryTaskStore;
+using agency::mcp::RequestContext;
+using agency::mcp::Server;
+using agency::mcp::ServerOptions;
+using agency::mcp::TaskSupport;
+using agency::mcp::ToolDef;
+using agency::mcp::ToolResult;
+using namespace std::chrono_literals;
+
+constexpr const char* kExt = "io.modelcontextprotocol/tasks";
+
+// Records what travels back on a request's path (a tasks/result stream).
+class RecordingChannel : public Channel {
+public:
+    void send(const std::string& message) override {
+        std::lock_guard lock(mutex_);
+        messages_.push_back(json::parse(message));
+    }
+    bool can_send_requests() const override { return true; }
+    std::optional<json> first_request() {
+        std::lock_guard lock(mutex_);
+        for (const auto& m : messages_)
+            if (m.contains("id") && m.contains("method")) return m;
+        return std::nullopt;
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<json> messages_;
+};
+
+struct Probe {
+    std::atomic<int> runs{0};
+    std::atomic<bool> release{false};
+    std::atomic<bool> saw_stop{false};
+};
+
+void register_tools(Server& server, Probe& probe) {
+    ToolDef wait;
+    wait.name = "wait_job";
+    wait.description = "Runs until released; saves a resume point.";
+    wait.input_schema = {{"type", "object"}};
+    wait.task_support = TaskSupport::optional;
+    wait.handler = [&probe](const json& args, RequestContext& ctx) {
+        ++probe.runs;
+        ctx.set_task_resume({{"step", 1}});
+        ctx.progress(1, 2, "half way");
+        while (!probe.release) {
+            if (ctx.stop.stop_requested()) {
+                probe.saw_stop = true;
+                return ToolResult::text("stopped", true);
+            }
+            std::this_thread::sleep_for(5ms);
+        }
+        return ToolResult::text("done:" + args.value("label", std::string()));
+    };
+    wait.resume_task = [](const json& resume, const json& args, RequestContext&) {
+        return ToolResult::text("resumed at step " + std::to_string(resume.value("step", 0)) +
+                                " for " + args.value("label", std::string()));
+    };
+    server.add_tool(std::move(wait));
+
+    ToolDef plain;
+    plain.name = "plain";
+    plain.description = "Never a task.";
+    plain.input_schema = {{"type", "object"}};
+    plain.handler = [](const json&, RequestContext&) { return ToolResult::text("plain"); };
+    server.add_tool(std::move(plain));
+
+    ToolDef only;
+    only.name = "only_task";
+    only.description = "Runs only as a task; fails with a tool error.";
+    only.input_schema = {{"type", "object"}};
+    only.task_support = TaskSupport::required;
+    only.handler = [](const json&, RequestContext&) { return ToolResult::text("broken", true); };
+    server.add_tool(std::move(only));
+
+    ToolDef ask;
+    ask.name = "ask_job";
+    ask.description = "Asks the user during the task.";
+    ask.input_schema = {{"type", "object"}};
+    ask.task_support = TaskSupport::optional;
+    ask.handler = [](const json&, RequestContext& ctx) {
+        json a = ctx.ask("ok", "elicitation/create",
+                         {{"message", "Go?"},
+                          {"requestedSchema",
+                           {{"type", "object"}, {"properties", {{"go", {{"type", "boolean"}}}}}}}});
+        return ToolResult::text("answer:" + a.value("action", std::string()));
+    };
+    server.add_tool(std::move(ask));
+}
+
+class Tasks : public ::testing::Test {
+protected:
+    void SetUp() override { start(); }
+    void start() {
+        ServerOptions options;
+        options.task_store = store_;
+        options.task_poll_ms = 50;
+        server_ = std::make_unique<Server>(options);
+        register_tools(*server_, probe_);
+        server_->resume_tasks();
+    }
+    Inbound legacy(const std::string& session_id = "s1") {
+        auto& s = sessions_[session_id];
+        if (!s) {
+            s = server_->create_session(session_id);
+            server_->register_session(s);
+            Inbound in;
+            in.session = s;
+            in.era = agency::mcp::Era::legacy;
+            call("initialize",
+                 {{"protocolVersion", "2025-11-25"},
+                  {"capabilities", {{"elicitation", json::object()}}},
+                  {"clientInfo", {{"name", "t"}, {"version", "1"}}}},
+                 in);
+        }
+        Inbound in;
+        in.session = s;
+        in.era = agency::mcp::Era::legacy;
+        return in;
+    }
+    static json modern_params(json params, bool with_extension = true) {
+        json caps = json::object();
+        if (with_extension) caps["extensions"][kExt] = json::object();
+        params["_meta"] = {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+                           {"io.modelcontextprotocol/clientCapabilities", caps}};
+        return params;
+    }
+    json call(const std::string& method, json params, const Inbound& in) {
+        json message = {{"jsonrpc", "2.0"}, {"id", ++id_}, {"method", method},
+                        {"params", std::move(params)}};
+        auto out = server_->handle(message.dump(), in);
+        return out ? json::parse(*out) : json();
+    }
+    json modern(const std::string& method, json params, bool with_extension = true) {
+        Inbound in;
+        in.era = agency::mcp::Era::modern;
+        return call(method, modern_params(std::move(params), with_extension), in);
+    }
+    // Polls tasks/get until the status is terminal.
+    json settle(const std::string& task_id, const std::function<json()>& get) {
+        for (int i = 0; i < 400; ++i) {
+            json r = get();
+            std::string status = r["result"].value("status", "");
+            if (status == "completed" || status == "failed" || status == "cancelled") return r;
+            std::this_thread::sleep_for(10ms);
+        }
+        ADD_FAILURE() << "task " << task_id << " did not finish";
+        return {};
+    }
+
+    std::shared_ptr<MemoryTaskStore> store_ = std::make_shared<MemoryTaskStore>();
+    Probe probe_;
+    std::unique_ptr<Server> server_;
+    std::map<std::string, std::shared_ptr<agency::mcp::Session>> sessions_;
+    int id_ = 0;
+};
+
+TEST_F(Tasks, LegacyAdvertisesTasksAndMarksTaskTools) {
+    Inbound in = legacy();
+    json list = call("tools/list", json::object(), in)["result"]["tools"];
+    std::map<std::string, json> by_name;
+    for (const auto& t : list) by_name[t["name"]] = t;
+    EXPECT_EQ(by_name["wait_job"]["execution"]["taskSupport"], "optional");
+    EXPECT_EQ(by_name["only_task"]["execution"]["taskSupport"], "required");
+    EXPECT_FALSE(by_name["plain"].contains("execution"));
+    json caps = server_->capabilities(agency::mcp::Era::legacy);
+    EXPECT_TRUE(caps["tasks"]["requests"]["tools"].contains("call"));
+    EXPECT_FALSE(server_->capabilities(agency::mcp::Era::modern).contains("tasks"));
+}
+
+TEST_F(Tasks, LegacyTaskRunsInTheBackgroundAndTasksResultWaitsForIt) {
+    Inbound in = legacy();
+    json created =
+        call("tools/call", {{"name", "wait_job"}, {"arguments", {{"label", "a"}}}, {"task", {{"ttl", 60000}}}},
+             in)["result"];
+    ASSERT_TRUE(created.contains("task")) << created;
+    const std::string id = created["task"]["taskId"];
+    EXPECT_EQ(created["task"]["status"], "working");
+    EXPECT_EQ(created["task"]["ttl"], 60000);
+    EXPECT_GE(id.size(), 32u);
+
+    json got = call("tasks/get", {{"taskId", id}}, in)["result"];
+    EXPECT_EQ(got["taskId"], id);
+    EXPECT_TRUE(got.contains("createdAt"));
+
+    RecordingChannel waiter;
+    Inbound wait_in = in;
+    wait_in.channel = &waiter;
+    auto result = std::async(std::launch::async, [&] {
+        return call("tasks/result", {{"taskId", id}}, wait_in);
+    });
+    EXPECT_EQ(result.wait_for(100ms), std::future_status::timeout) << "tasks/result must block";
+    probe_.release = true;
+    json done = result.get()["result"];
+    EXPECT_EQ(done["content"][0]["text"], "done:a");
+    EXPECT_EQ(done["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id);
+    EXPECT_EQ(call("tasks/get", {{"taskId", id}}, in)["result"]["status"], "completed");
+
+    json listed = call("tasks/list", json::object(), in)["result"]["tasks"];
+    ASSERT_EQ(listed.size(), 1u);
+    EXPECT_EQ(listed[0]["taskId"], id);
+    EXPECT_EQ(probe_.runs, 1);
+}
+
+TEST_F(Tasks, TasksAreInvisibleToOtherSessions) {
+    Inbound mine = legacy("s1");
+    Inbound other = legacy("s2");
+    const std::string id =
+        call("tools/call", {{"name", "wait_job"}, {"task", json::object()}}, mine)["result"]["task"]["taskId"];
+    json refused = call("tasks/get", {{"taskId", id}}, other);
+    EXPECT_EQ(refused["error"]["code"], -32602);
+    EXPECT_EQ(call("tasks/cancel", {{"taskId", id}}, other)["error"]["code"], -32602);
+    EXPECT_TRUE(call("tasks/list", json::object(), other)["result"]["tasks"].empty());
+    probe_.release = true;
+}
+
+TEST_F(Tasks, LegacyCancelStopsTheWorkAndKeepsCancelled) {
+    Inbound in = legacy();
+    const std::string id =
+        call("tools/call", {{"name", "wait_job"}, {"task", json::object()}}, in)["result"]["task"]["taskId"];
+    json cancelled = call("tasks/cancel", {{"taskId", id}}, in)["result"];
+    EXPECT_EQ(cancelled["status"], "cancelled");
+    for (int i = 0; i < 200 && !probe_.saw_stop; ++i) std::this_thread::sleep_for(5ms);
+    EXPECT_TRUE(probe_.saw_stop) << "the work must see the stop";
+    std::this_thread::sleep_for(20ms);
+    EXPECT_EQ(call("tasks/get", {{"taskId", id}}, in)["result"]["status"], "cancelled");
+    json again = call("tasks/cancel", {{"taskId", id}}, in);
+    EXPECT_EQ(again["error"]["code"], -32602) << "a terminal task cannot be cancelled (2025-11-25)";
+}
+
+TEST_F(Tasks, LegacyTaskSupportIsEnforced) {
+    Inbound in = legacy();
+    EXPECT_EQ(call("tools/call", {{"name", "only_task"}}, in)["error"]["code"], -32601);
+    EXPECT_EQ(call("tools/call", {{"name", "plain"}, {"task", json::object()}}, in)["error"]["code"],
+              -32601);
+    // A tool error makes a failed task whose result still says what happened.
+    const std::string id =
+        call("tools/call", {{"name", "only_task"}, {"task", json::object()}}, in)["result"]["task"]["taskId"];
+    json end = settle(id, [&] { return call("tasks/get", {{"taskId", id}}, in); });
+    EXPECT_EQ(end["result"]["status"], "failed");
+    json result = call("tasks/result", {{"taskId", id}}, in)["result"];
+    EXPECT_EQ(result["isError"], true);
+    EXPECT_EQ(result["content"][0]["text"], "broken");
+}
+
+TEST_F(Tasks, LegacyInputTravelsOnTheTasksResultStream) {
+    Inbound in = legacy();
+    const std::string id =
+        call("tools/call", {{"name", "ask_job"}, {"task", json::object()}}, in)["result"]["task"]["taskId"];
+    settle(id, [&] {
+        json r = call("tasks/get", {{"taskId", id}}, in);
+        if (r["result"]["status"] == "input_required") r["result"]["status"] = "completed";
+        return r;
+    });
+    RecordingChannel waiter;
+    Inbound wait_in = in;
+    wait_in.channel = &waiter;
+    auto result = std::async(std::launch::async, [&] {
+        return call("tasks/result", {{"taskId", id}}, wait_in);
+    });
+    std::optional<json> request;
+    for (int i = 0; i < 200 && !(request = waiter.first_request()); ++i)
+        std::this_thread::sleep_for(5ms);
+    ASSERT_TRUE(request) << "the elicitation must reach the tasks/result stream";
+    EXPECT_EQ((*request)["method"], "elicitation/create");
+    EXPECT_EQ((*request)["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id);
+    json answer = {{"jsonrpc", "2.0"}, {"id", (*request)["id"]}, {"result", {{"action", "accept"}}}};
+    server_->handle(answer.dump(), in);
+    EXPECT_EQ(result.get()["result"]["content"][0]["text"], "answer:accept");
+}
+
+TEST_F(Tasks, ModernTasksAreFlatAndInlineTheirResult) {
+    EXPECT_TRUE(server_->capabilities(agency::mcp::Era::modern)["extensions"].contains(kExt));
+    json created = modern("tools/call", {{"name", "wait_job"}, {"arguments", {{"label", "m"}}}})["result"];
+    EXPECT_EQ(created["resultType"], "task");
+    EXPECT_FALSE(created.contains("task"));
+    EXPECT_TRUE(created.contains("ttlMs"));
+    const std::string id = created["taskId"];
+    json working;
+    for (int i = 0; i < 200; ++i) {
+        working = modern("tasks/get", {{"taskId", id}})["result"];
+        if (working.contains("statusMessage")) break;
+        std::this_thread::sleep_for(5ms);
+    }
+    EXPECT_EQ(working["resultType"], "complete");
+    EXPECT_EQ(working["status"], "working");
+    EXPECT_EQ(working["statusMessage"], "half way") << "progress shows as the status message";
+    probe_.release = true;
+    json end = settle(id, [&] { return modern("tasks/get", {{"taskId", id}}); });
+    EXPECT_EQ(end["result"]["status"], "completed");
+    EXPECT_EQ(end["result"]["result"]["content"][0]["text"], "done:m");
+
+    // Without the extension: the same tool runs inline; task methods are refused with -32021.
+    probe_.release = true;
+    json sync = modern("tools/call", {{"name", "wait_job"}, {"arguments", {{"label", "s"}}}}, false);
+    EXPECT_EQ(sync["result"]["resultType"], "complete");
+    json gated = modern("tasks/get", {{"taskId", id}}, false);
+    EXPECT_EQ(gated["error"]["code"], -32021);
+    EXPECT_TRUE(gated["error"]["data"]["requiredCapabilities"]["extensions"].contains(kExt));
+    EXPECT_EQ(modern("tasks/list", json::object())["error"]["code"], -32601);
+    EXPECT_EQ(modern("tasks/result", {{"taskId", id}})["error"]["code"], -32601);
+}
+
+TEST_F(Tasks, ModernInputGoesThroughTasksUpdate) {
+    const std::string id = modern("tools/call", {{"name", "ask_job"}})["result"]["taskId"];
+    json asking;
+    for (int i = 0; i < 200; ++i) {
+        asking = modern("tasks/get", {{"taskId", id}})["result"];
+        if (asking["status"] == "input_required") break;
+        std::this_thread::sleep_for(5ms);
+    }
+    ASSERT_EQ(asking["status"], "input_required");
+    EXPECT_EQ(asking["inputRequests"]["ok"]["method"], "elicitation/create");
+    json ack = modern("tasks/update", {{"taskId", id}, {"inputResponses", {{"ok", {{"action", "decline"}}}}}});
+    EXPECT_EQ(ack["result"], json({{"resultType", "complete"},
+                                   {"_meta", ack["result"]["_meta"]}}));
+    json end = settle(id, [&] { return modern("tasks/get", {{"taskId", id}}); });
+    EXPECT_EQ(end["result"]["result"]["content"][0]["text"], "answer:decline");
+}
+
+TEST_F(Tasks, ARestartPicksUpTasksThatSavedAResumePoint) {
+    Inbound in = legacy();
+    const std::string id = call("tools/call",
+                                {{"name", "wait_job"}, {"arguments", {{"label", "r"}}}, {"task", json::object()}},
+                                in)["result"]["task"]["taskId"];
+    for (int i = 0; i < 200 && store_->get(id)->resume.is_null(); ++i) std::this_thread::sleep_for(5ms);
+    // The server shuts down mid-task: the record stays working in the (shared) store.
+    server_.reset();
+    ASSERT_EQ(store_->get(id)->status, agency::mcp::TaskStatus::working);
+    sessions_.clear();
+    start();  // resume_tasks()
+    for (int i = 0; i < 200 && store_->get(id)->status == agency::mcp::TaskStatus::working; ++i)
+        std::this_thread::sleep_for(5ms);
+    auto record = store_->get(id);
+    EXPECT_EQ(record->status, agency::mcp::TaskStatus::completed);
+    EXPECT_NE(record->result.find("resumed at step 1 for r"), std::string::npos) << record->result;
+    EXPECT_EQ(probe_.runs, 1) << "resumed, not run again";
+}
+
+TEST_F(Tasks, ARestartFailsTasksThatCannotBeResumed) {
+    agency::mcp::TaskRecord orphan;
+    orphan.id = "orphan1";
+    orphan.owner = "local";
+    orphan.tool = "only_task";
+    orphan.era = "modern";
+    orphan.created_ms = orphan.updated_ms = 1;
+    orphan.ttl_ms = 0;
+    store_->put(orphan);
+    server_->resume_tasks();
+    auto record = store_->get("orphan1");
+    EXPECT_EQ(record->status, agency::mcp::TaskStatus::failed);
+    EXPECT_NE(record->error.value("message", "").find("restarted"), std::string::npos);
+}
+
+}  // namespace
