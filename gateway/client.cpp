@@ -1146,6 +1146,11 @@ void Client::start_discovery_refresh(std::chrono::milliseconds period,
         });
 }
 
+void Client::stop_discovery_refresh() {
+    std::lock_guard lock(impl_->refresher_mu);
+    impl_->refresher = std::jthread();
+}
+
 void Client::check() {
     auto& impl = *impl_;
     const auto& at = impl.url.display;

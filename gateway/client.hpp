@@ -160,6 +160,8 @@ public:
     // Refreshes discovery every `period` on a background thread; calls on_change when it
     // differs. Stopped by the destructor.
     void start_discovery_refresh(std::chrono::milliseconds period, std::function<void()> on_change);
+    // Stops and joins the refresher (before whatever on_change uses goes away).
+    void stop_discovery_refresh();
 
     // Start-up check: fetches discovery and turns any failure into one clear Error{config or
     // unavailable or auth} message naming the URL (never the key).

@@ -121,6 +121,18 @@ std::unique_ptr<agency::mcp::Server> make_tool_server(
     tool_settings.secret = server_options.state_secret;
     auto toolbox = std::make_shared<agency::tools::Toolbox>(gateway, tool_settings);
     agency::tools::register_all(*server, toolbox, std::move(actions));
+    // AGENCY_DISCOVERY_REFRESH_S: how often to look for added or withdrawn gateway actions.
+    const std::string refresh = env_or("AGENCY_DISCOVERY_REFRESH_S");
+    int refresh_s = 60;
+    if (!refresh.empty()) {
+        char* end = nullptr;
+        const long v = std::strtol(refresh.c_str(), &end, 10);
+        if (*end != '\0' || v < 0 || v > 86400)
+            throw std::runtime_error("AGENCY_DISCOVERY_REFRESH_S must be a whole number of "
+                                     "seconds from 0 (off) to 86400, not '" + refresh + "'");
+        refresh_s = static_cast<int>(v);
+    }
+    agency::tools::watch_discovery(*server, toolbox, std::chrono::seconds(refresh_s));
     server->resume_tasks();
     return server;
 }

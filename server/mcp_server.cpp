@@ -86,6 +86,7 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
 }
 
 Server::~Server() {
+    for (auto& stop : impl_->shutdown_hooks) stop();
     // Running tasks stop with the server; a durable store keeps them for resume_tasks().
     std::vector<std::pair<std::shared_ptr<LiveTask>, std::jthread>> threads;
     {
@@ -128,6 +129,10 @@ void Server::set_completion(std::function<json(const json&, const json&, const j
 }
 void Server::set_tool_filter(std::function<bool(const ToolDef&)> visible) {
     impl_->tool_filter = std::move(visible);
+}
+
+void Server::on_shutdown(std::function<void()> stop) {
+    impl_->shutdown_hooks.push_back(std::move(stop));
 }
 
 void Server::notify_tools_changed() {

@@ -249,6 +249,9 @@ public:
     void set_tool_filter(std::function<bool(const ToolDef&)> visible);
     // Tells every legacy session with a notification path that the tool list changed.
     void notify_tools_changed();
+    // Runs first when the server is destroyed, before anything it owns goes away: stops what
+    // calls back into it from other threads (e.g. a discovery refresher).
+    void on_shutdown(std::function<void()> stop);
 
     // Picks up tasks a previous process left unfinished (call once, after registration).
     void resume_tasks();

@@ -68,6 +68,7 @@ struct Server::Impl {
     std::vector<PromptDef> prompts;
     std::function<json(const json&, const json&, const json&)> completion;
     std::function<bool(const ToolDef&)> tool_filter;
+    std::vector<std::function<void()>> shutdown_hooks;
 
     std::mutex mutex;  // guards everything below
     std::unordered_map<std::string, std::shared_ptr<Session>> sessions;

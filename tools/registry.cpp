@@ -1,5 +1,7 @@
 #include "tools/registry.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include "tools/action_tools.hpp"
 
 namespace agency::tools {
@@ -9,6 +11,18 @@ void register_all(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
     register_read_tools(server, box);
     if (!actions) actions = std::make_shared<ActionRuntime>(ActionSettings{});
     register_action_tools(server, box, actions);
+}
+
+void watch_discovery(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
+                     std::chrono::milliseconds period) {
+    if (period.count() <= 0) return;
+    // The filter of register_action_tools reads the client's cached discovery, which the
+    // refresher replaces: listing follows by itself, the notification tells clients to look.
+    box->gateway().start_discovery_refresh(period, [&server] {
+        spdlog::info("the gateway's actions changed: telling clients the tool list changed");
+        server.notify_tools_changed();
+    });
+    server.on_shutdown([box] { box->gateway().stop_discovery_refresh(); });
 }
 
 }  // namespace agency::tools

@@ -1,6 +1,7 @@
 // Registers agency-mcp's tools on an MCP server. Each family lives in its own file.
 #pragma once
 
+#include <chrono>
 #include <memory>
 
 #include "server/mcp_server.hpp"
@@ -17,5 +18,11 @@ void register_read_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& bo
 // in `actions`; without one, in a private in-memory store (tools-doc, tests).
 void register_all(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
                   std::shared_ptr<ActionRuntime> actions = nullptr);
+
+// Re-reads the gateway's discovery every `period`; when the deployment's actions change, the
+// tool list follows (tools of withdrawn actions hide) and legacy sessions are sent
+// notifications/tools/list_changed. Stops when the server is destroyed.
+void watch_discovery(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
+                     std::chrono::milliseconds period);
 
 }  // namespace agency::tools

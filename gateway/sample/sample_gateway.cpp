@@ -102,6 +102,7 @@ std::string query_of(const httplib::Request& req) {
 struct Gateway::Impl {
     explicit Impl(Options opts) : options(std::move(opts)) {
         detail::generate_sample_data(store, options);
+        resource_list = join(store.resources);
         build_discovery();
     }
 
@@ -109,9 +110,11 @@ struct Gateway::Impl {
 
     mutable std::shared_mutex data_mutex;  // guards store
     detail::Store store;
-    std::string discovery_body;
     std::string resource_list;
+    mutable std::mutex discovery_mutex;  // guards the three below (actions can be withdrawn)
+    std::string discovery_body;
     std::string action_list;
+    std::set<std::string> withdrawn;  // actions this deployment no longer offers
 
     mutable std::mutex auth_mutex;
     bool keyed = false;
@@ -125,10 +128,11 @@ struct Gateway::Impl {
     std::deque<LoggedRequest> log;
 
     void build_discovery() {
-        resource_list = join(store.resources);
+        std::lock_guard lock(discovery_mutex);
         std::vector<std::string_view> names;
         ojson actions = ojson::array();
         for (const auto& action : detail::action_catalog()) {
+            if (withdrawn.count(std::string(action.name))) continue;
             names.push_back(action.name);
             ojson required = ojson::array();
             for (auto field : action.required) required.push_back(field);
@@ -378,14 +382,22 @@ struct Gateway::Impl {
         const auto action_it = body.find("action");
         if (action_it == body.end() || !action_it->is_string() ||
             action_it->get<std::string>().empty()) {
+            std::lock_guard lock(discovery_mutex);
             return error_reply(
                 400, "missing required field 'action'; available actions: " + action_list);
         }
         const std::string name = action_it->get<std::string>();
         const detail::ActionInfo* action = detail::find_action(name);
-        if (!action) {
+        bool offered = action != nullptr;
+        std::string available;
+        {
+            std::lock_guard lock(discovery_mutex);
+            offered = offered && !withdrawn.count(name);
+            available = action_list;
+        }
+        if (!offered) {
             return error_reply(400,
-                               "unknown action '" + name + "'; available actions: " + action_list);
+                               "unknown action '" + name + "'; available actions: " + available);
         }
         const auto client_it = body.find("client_id");
         if (client_it == body.end() || !client_it->is_string() ||
@@ -453,6 +465,7 @@ struct Gateway::Impl {
             "",
             [&] {
                 Reply reply;
+                std::lock_guard lock(discovery_mutex);
                 reply.body = discovery_body;
                 return reply;
             },
@@ -677,6 +690,17 @@ nlohmann::json Gateway::rows(const std::string& resource, const std::string& cli
     if (!table) return out;
     for (const auto& row : table->rows()) out.push_back(nlohmann::json::parse(row.json));
     return out;
+}
+
+void Gateway::set_action_offered(const std::string& action, bool offered) {
+    {
+        std::lock_guard lock(impl_->discovery_mutex);
+        if (offered)
+            impl_->withdrawn.erase(action);
+        else
+            impl_->withdrawn.insert(action);
+    }
+    impl_->build_discovery();
 }
 
 void Gateway::set_auto_deploy(const std::string& client_id, bool on) {

@@ -94,6 +94,9 @@ public:
     // Direct view of stored rows (no HTTP, not logged): for test assertions.
     nlohmann::json rows(const std::string& resource, const std::string& client_id) const;
     void set_auto_deploy(const std::string& client_id, bool on);
+    // Withdraws an action from discovery (POSTs for it then fail as unknown), or offers it
+    // again: a deployment whose features change while the tool server runs.
+    void set_action_offered(const std::string& action, bool offered);
 
     // Mounts the gateway at `base_path` (e.g. "/api") and the loopback-only control path at
     // "/_control" (POST /_control/faults, DELETE /_control/faults, GET/DELETE /_control/requests).
