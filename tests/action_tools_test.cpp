@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -616,4 +617,104 @@ TEST(ActionTools, SendUnknownEmailIsAnErrorWithoutPost) {
     EXPECT_EQ(r.reason(), "not_found") << r.response.dump();
     EXPECT_NE(r.tool_error().value("message", "").find("em_nope"), std::string::npos);
     EXPECT_EQ(a.posts("send_prospect_email"), 0u);
+}
+
+// --- the job API under MCP Tasks: find, cancel, change listener ----------------------------------
+
+namespace {
+
+// Waits until `pred(job)` holds for the stored job (or 5 s pass); returns the last one read.
+template <typename Pred>
+std::optional<agency::tools::Job> await_job(agency::tools::AuditJobs& jobs, const std::string& id,
+                                            Pred pred) {
+    std::optional<agency::tools::Job> job;
+    for (int i = 0; i < 500; ++i) {
+        job = jobs.find(id);
+        if (job && pred(*job)) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return job;
+}
+
+// Records every change the listener reports, as "status" or "status+result".
+struct ChangeLog {
+    std::mutex mutex;
+    std::vector<std::pair<std::string, std::string>> seen;  // (job id, status[+result])
+    void attach(agency::tools::AuditJobs& jobs) {
+        jobs.on_change([this](const agency::tools::Job& job) {
+            std::lock_guard lock(mutex);
+            seen.emplace_back(job.id, job.status + (job.result.is_object() ? "+result" : ""));
+        });
+    }
+    std::vector<std::string> of(const std::string& id) {
+        std::lock_guard lock(mutex);
+        std::vector<std::string> out;
+        for (const auto& [job, what] : seen)
+            if (job == id) out.push_back(what);
+        return out;
+    }
+};
+
+}  // namespace
+
+TEST(AuditJobs, CancelledQueuedJobIsNeverPosted) {
+    Actions a;
+    auto store = std::make_shared<agency::tools::Store>(":memory:");
+    agency::tools::AuditJobs jobs(store, 1);
+    ChangeLog log;
+    log.attach(jobs);
+    // Not started yet: the job stays queued until the workers run.
+    const auto job = jobs.submit(kDental, "alice", "https://www.brightsmile.example/cancel-me");
+    EXPECT_EQ(jobs.find(job.id)->status, "queued");
+    EXPECT_TRUE(jobs.cancel(job.id));
+    EXPECT_FALSE(jobs.cancel(job.id)) << "already cancelled";
+    EXPECT_FALSE(jobs.cancel("aud_unknown"));
+    EXPECT_FALSE(jobs.find("aud_unknown"));
+
+    const auto other = jobs.submit(kDental, "alice", "https://www.brightsmile.example/other");
+    jobs.start(a.h->box);
+    auto finished = await_job(jobs, other.id, [](const auto& j) { return j.status == "succeeded"; });
+    jobs.stop();
+    ASSERT_TRUE(finished);
+    EXPECT_EQ(finished->status, "succeeded");
+    EXPECT_EQ(jobs.find(job.id)->status, "cancelled");
+    EXPECT_EQ(a.posts("seo_audit"), 1u) << "only the job that was not cancelled was sent";
+    EXPECT_FALSE(jobs.cancel(other.id)) << "a finished job cannot be cancelled";
+    EXPECT_EQ(log.of(job.id), (std::vector<std::string>{"cancelled"}));
+    EXPECT_EQ(log.of(other.id), (std::vector<std::string>{"running", "succeeded+result"}));
+}
+
+TEST(AuditJobs, CancelledRunningJobKeepsItsLateResult) {
+    Actions a;
+    a.h->gw->inject({.target = "seo_audit", .mode = FaultMode::slow, .delay_ms = 700});
+    auto store = std::make_shared<agency::tools::Store>(":memory:");
+    agency::tools::AuditJobs jobs(store, 1);
+    ChangeLog log;
+    log.attach(jobs);
+    jobs.start(a.h->box);
+    const auto job = jobs.submit(kDental, "alice", "https://www.brightsmile.example/slow");
+    ASSERT_EQ(await_job(jobs, job.id, [](const auto& j) { return j.status == "running"; })->status,
+              "running");
+    EXPECT_TRUE(jobs.cancel(job.id));
+    auto late = await_job(jobs, job.id, [](const auto& j) { return j.result.is_object(); });
+    jobs.stop();
+    ASSERT_TRUE(late);
+    EXPECT_EQ(late->status, "cancelled") << "the status stays cancelled";
+    EXPECT_FALSE(late->result.value("report_id", "").empty()) << "the POST's result is kept";
+    EXPECT_EQ(a.posts("seo_audit"), 1u);
+    EXPECT_EQ(log.of(job.id),
+              (std::vector<std::string>{"running", "cancelled", "cancelled+result"}));
+}
+
+TEST(ActionTools, AuditStatusReportsCancelled) {
+    Actions a;
+    // A job in the runtime's table that no worker picks up (it was never submitted).
+    const auto job = a.rt->store().create_job("seo_audit", kDental, "local",
+                                              {{"url", "https://www.brightsmile.example/x"}});
+    ASSERT_TRUE(a.rt->audits().cancel(job.id));
+    json status = a.ok("get_audit_status", {{"client_id", kDental}, {"audit_id", job.id}});
+    ASSERT_TRUE(status.is_object());
+    EXPECT_EQ(status["status"], "cancelled");
+    EXPECT_EQ(status["ok"], false);
+    EXPECT_EQ(a.posts("seo_audit"), 0u);
 }

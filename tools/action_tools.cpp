@@ -404,8 +404,8 @@ void register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& 
              {.name = "get_audit_status",
               .title = "Get SEO audit status",
               .description = "Status of an audit started by run_seo_audit: queued, running, "
-                             "succeeded (score, issues found, report_id for get_audit_issues) "
-                             "or failed (the gateway's error).",
+                             "succeeded (score, issues found, report_id for get_audit_issues), "
+                             "failed (the gateway's error) or cancelled.",
               .input_schema = "get_audit_status.input",
               .output_schema = "get_audit_status.output",
               .open_world = false,
@@ -418,7 +418,7 @@ void register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& 
                       return tool_error("not_found", "no audit " + audit_id + " for client_id " +
                                                          client_id +
                                                          "; audit ids come from run_seo_audit");
-                  json out = {{"ok", job->status != "failed"},
+                  json out = {{"ok", job->status != "failed" && job->status != "cancelled"},
                               {"client_id", client_id},
                               {"audit_id", job->id},
                               {"status", job->status},

@@ -99,6 +99,47 @@ Job AuditJobs::submit(const std::string& client_id, const std::string& principal
     return job;
 }
 
+std::optional<Job> AuditJobs::find(const std::string& id) { return store_->job(id); }
+
+bool AuditJobs::cancel(const std::string& id) {
+    const auto before = store_->cancel_job(id);
+    if (!before) return false;
+    // A queued id may still sit in queue_: the worker's mark_running refuses a cancelled job.
+    if (*before == "running")
+        spdlog::warn("audit job {} cancelled while running: its POST is already out, so the "
+                     "audit may still complete at the gateway (the result is kept)",
+                     id);
+    else
+        spdlog::info("audit job {} cancelled before it was sent", id);
+    changed(id);
+    return true;
+}
+
+void AuditJobs::on_change(Listener listener) {
+    std::lock_guard lock(listener_mutex_);
+    if (listener)
+        listener_ = std::make_shared<const Listener>(std::move(listener));
+    else
+        listener_.reset();
+}
+
+void AuditJobs::changed(const std::string& id) {
+    std::shared_ptr<const Listener> listener;
+    {
+        std::lock_guard lock(listener_mutex_);
+        listener = listener_;
+    }
+    if (!listener) return;
+    auto job = store_->job(id);
+    if (!job) return;
+    try {
+        (*listener)(*job);
+    } catch (const std::exception& e) {
+        // A listener's failure is its own; the job's state is already stored.
+        spdlog::error("audit job {}: change listener failed: {}", id, e.what());
+    }
+}
+
 void AuditJobs::work(std::stop_token stop) {
     while (!stop.stop_requested()) {
         std::string id;
@@ -120,7 +161,8 @@ void AuditJobs::work(std::stop_token stop) {
 
 void AuditJobs::run_one(const std::string& id, std::stop_token stop) {
     auto job = store_->job(id);
-    if (!job || !store_->mark_running(id)) return;
+    if (!job || !store_->mark_running(id)) return;  // finished or cancelled meanwhile
+    changed(id);
     const std::string url = job->args.value("url", "");
     try {
         const gateway::ActionResult r =
@@ -129,6 +171,7 @@ void AuditJobs::run_one(const std::string& id, std::stop_token stop) {
         for (const char* field : {"score", "issues_found", "issue_counts", "share_url"})
             if (r.data.contains(field)) result[field] = r.data[field];
         store_->finish_job(id, true, result, nullptr);
+        changed(id);
         spdlog::info("audit job {} succeeded: report {}", id,
                      result["report_id"].get<std::string>());
     } catch (const gateway::Error& e) {
@@ -139,6 +182,7 @@ void AuditJobs::run_one(const std::string& id, std::stop_token stop) {
         if (e.http_status()) error["http_status"] = e.http_status();
         if (e.status_code()) error["status_code"] = *e.status_code();
         store_->finish_job(id, false, nullptr, error);
+        changed(id);
         spdlog::warn("audit job {} failed: {}", id, e.what());
     }
 }
