@@ -338,8 +338,13 @@ TEST(ActionTools, RunningAuditIsCompletedAfterRestartWithoutDuplicate) {
     ASSERT_TRUE(job);
     EXPECT_EQ(job->status, "succeeded") << job->error.dump();
     EXPECT_TRUE(job->result["score"].is_number());
-    EXPECT_EQ(rows_with(a.h->gw->rows("seo_reports", kDental), "url", url), 1u)
-        << "the re-run updated the same report";
+    const json reports = a.h->gw->rows("seo_reports", kDental);
+    ASSERT_EQ(rows_with(reports, "url", url), 1u);
+    for (const auto& row : reports)
+        if (row.value("url", "") == url) {
+            EXPECT_EQ(job->result["report_id"], row["id"]);
+        }
+    EXPECT_EQ(a.posts("seo_audit"), 1u) << "the report was found, so nothing was sent again";
     EXPECT_TRUE(store->unfinished_jobs().empty());
     std::error_code ec;
     fs::remove_all(dir, ec);
@@ -717,4 +722,124 @@ TEST(ActionTools, AuditStatusReportsCancelled) {
     EXPECT_EQ(status["status"], "cancelled");
     EXPECT_EQ(status["ok"], false);
     EXPECT_EQ(a.posts("seo_audit"), 0u);
+}
+
+// --- restart in the middle of an audit ----------------------------------------------------------
+
+namespace {
+
+// The next process over the same state file and gateway: a fresh ActionRuntime whose tools
+// replace the harness's server (its change log attached before the workers start).
+struct NextProcess {
+    std::shared_ptr<ActionRuntime> rt;
+    ChangeLog log;
+
+    NextProcess(ToolHarness& h, const std::string& path) {
+        rt = std::make_shared<ActionRuntime>(ActionSettings{.state_db = path, .audit_workers = 1});
+        log.attach(rt->audits());
+        agency::mcp::ServerOptions options;
+        options.state_secret = "next-process";
+        h.server = std::make_unique<agency::mcp::Server>(options);
+        agency::tools::register_all(*h.server, h.box, rt);
+    }
+    ~NextProcess() { rt->audits().stop(); }
+};
+
+// get_audit_status through the tool, as `principal`, until the audit is finished.
+json poll_status(ToolHarness& h, const std::string& audit_id, const std::string& principal) {
+    json status;
+    for (int i = 0; i < 500; ++i) {
+        ToolReply r = h.call("get_audit_status", {{"client_id", kDental}, {"audit_id", audit_id}},
+                             principal);
+        status = r.is_error() ? r.tool_error() : r.structured();
+        const std::string s = status.value("status", "");
+        if (s == "succeeded" || s == "failed") break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return status;
+}
+
+struct TempDb {
+    fs::path dir = fs::temp_directory_path() / ("agency-restart-" + agency::crypto::random_hex(6));
+    std::string path = (dir / "state.db").string();
+    ~TempDb() {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+    }
+};
+
+}  // namespace
+
+TEST(AuditRestart, RestartMidAuditReportsItOnceWithoutASecondPost) {
+    TempDb db;
+    ToolHarness h;
+    const std::string url = "https://www.brightsmile.example/mid-restart";
+    // The audit takes a while at the gateway: the first process dies with its POST out.
+    h.gw->inject({.target = "seo_audit", .mode = FaultMode::slow, .delay_ms = 800});
+    std::string audit_id;
+    {
+        auto store = std::make_shared<agency::tools::Store>(db.path);
+        agency::tools::AuditJobs first(store, 1);
+        first.start(h.box);
+        audit_id = first.submit(kDental, "alice", url).id;
+        auto running =
+            await_job(first, audit_id, [](const auto& j) { return j.status == "running"; });
+        ASSERT_EQ(running->status, "running");
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));  // the POST is on the wire
+    }  // the process ends mid-flight: the job stays running in the file
+    for (int i = 0; i < 300 && h.gw->count_requests("POST", "seo_audit") == 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_EQ(h.gw->count_requests("POST", "seo_audit"), 1u) << "the first POST ran";
+    ASSERT_EQ(agency::tools::Store(db.path).job(audit_id)->status, "running");
+
+    NextProcess next(h, db.path);
+    const json status = poll_status(h, audit_id, "alice");
+    ASSERT_EQ(status.value("status", ""), "succeeded") << status.dump();
+    EXPECT_TRUE(status["score"].is_number());
+    EXPECT_TRUE(status["issues_found"].is_number());
+    const json reports = h.gw->rows("seo_reports", kDental);
+    ASSERT_EQ(rows_with(reports, "url", url), 1u);
+    for (const auto& row : reports)
+        if (row.value("url", "") == url) {
+            EXPECT_EQ(status["report_id"], row["id"]);
+            EXPECT_EQ(status["score"], row["score"]);
+            EXPECT_EQ(status["issues_found"], row["issues_found"]);
+        }
+    EXPECT_EQ(h.gw->count_requests("POST", "seo_audit"), 1u) << "no duplicate POST";
+    EXPECT_EQ(next.log.of(audit_id), (std::vector<std::string>{"succeeded+result"}))
+        << "reported succeeded exactly once";
+}
+
+TEST(AuditRestart, RunningAuditWhosePostNeverArrivedIsSentOnce) {
+    TempDb db;
+    ToolHarness h;
+    const std::string fresh = "https://www.brightsmile.example/never-arrived";
+    // A URL whose only report is older than the job: that report is not this job's result.
+    std::string old_url;
+    for (const auto& row : h.gw->rows("seo_reports", kDental)) old_url = row.value("url", "");
+    ASSERT_FALSE(old_url.empty());
+    std::string fresh_id;
+    std::string old_id;
+    {
+        agency::tools::Store previous(db.path);
+        fresh_id = previous.create_job("seo_audit", kDental, "alice", {{"url", fresh}}).id;
+        old_id = previous.create_job("seo_audit", kDental, "alice", {{"url", old_url}}).id;
+        ASSERT_TRUE(previous.mark_running(fresh_id));
+        ASSERT_TRUE(previous.mark_running(old_id));
+    }
+    NextProcess next(h, db.path);
+    EXPECT_EQ(poll_status(h, fresh_id, "alice").value("status", ""), "succeeded");
+    EXPECT_EQ(poll_status(h, old_id, "alice").value("status", ""), "succeeded");
+    std::size_t fresh_posts = 0;
+    std::size_t old_posts = 0;
+    for (const auto& r : h.gw->request_log()) {
+        if (r.method != "POST" || r.target != "seo_audit") continue;
+        const std::string sent = json::parse(r.detail).value("url", "");
+        fresh_posts += sent == fresh;
+        old_posts += sent == old_url;
+    }
+    EXPECT_EQ(fresh_posts, 1u) << "no report found: sent again, exactly once";
+    EXPECT_EQ(old_posts, 1u) << "a report from before the job does not count as its result";
+    EXPECT_EQ(rows_with(h.gw->rows("seo_reports", kDental), "url", fresh), 1u);
+    EXPECT_EQ(next.log.of(fresh_id), (std::vector<std::string>{"succeeded+result"}));
 }

@@ -385,7 +385,9 @@ void register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& 
               .needs_write = true,
               .gateway_action = "seo_audit",
               .mapping = "POST action=seo_audit {url}, run by a background job (durable; "
-                         "resumed after a restart); audit_id is the job's id",
+                         "after a restart, a job that was running is first looked for in "
+                         "resource=seo_reports and not re-sent when its report is there); "
+                         "audit_id is the job's id",
               .handler = [rt](const json& args, mcp::RequestContext& ctx) {
                   // Queuing spends nothing; the workers bound how many audits run at once.
                   return guarded_call(
