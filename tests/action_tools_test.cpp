@@ -843,3 +843,42 @@ TEST(AuditRestart, RunningAuditWhosePostNeverArrivedIsSentOnce) {
     EXPECT_EQ(rows_with(h.gw->rows("seo_reports", kDental), "url", fresh), 1u);
     EXPECT_EQ(next.log.of(fresh_id), (std::vector<std::string>{"succeeded+result"}));
 }
+
+// A job belongs to its submitter: another caller cannot tell it from an unknown audit_id.
+TEST(ActionTools, AuditStatusIsOnlyForTheCallerWhoStartedIt) {
+    Actions a;
+    json queued = a.ok("run_seo_audit",
+                       {{"client_id", kDental}, {"url", "https://www.brightsmile.example/mine"}},
+                       "alice");
+    ASSERT_TRUE(queued.is_object());
+    const std::string id = queued["audit_id"];
+    ASSERT_EQ(a.h->call("get_audit_status", {{"client_id", kDental}, {"audit_id", id}}, "alice")
+                  .structured()
+                  .value("audit_id", ""),
+              id)
+        << "its owner sees it";
+
+    ToolReply stranger =
+        a.h->call("get_audit_status", {{"client_id", kDental}, {"audit_id", id}}, "bob");
+    const std::string unknown_id = "aud_0000000000000000";
+    ToolReply unknown =
+        a.h->call("get_audit_status", {{"client_id", kDental}, {"audit_id", unknown_id}}, "bob");
+    ASSERT_TRUE(stranger.is_error()) << stranger.response.dump();
+    ASSERT_TRUE(unknown.is_error());
+    EXPECT_EQ(stranger.reason(), "not_found");
+    std::string message = stranger.tool_error().value("message", "");
+    ASSERT_NE(message.find(id), std::string::npos);
+    message.replace(message.find(id), id.size(), unknown_id);
+    EXPECT_EQ(message, unknown.tool_error().value("message", ""))
+        << "the same answer as for an audit that does not exist";
+    EXPECT_EQ(stranger.response.dump().find("brightsmile"), std::string::npos)
+        << "nothing of the job leaks";
+
+    // A gateway report id is not a job: list_audits and get_audit_issues read reports.
+    const std::string report_id = a.h->gw->rows("seo_reports", kDental)[0].value("id", "");
+    ToolReply report =
+        a.h->call("get_audit_status", {{"client_id", kDental}, {"audit_id", report_id}}, "alice");
+    EXPECT_EQ(report.reason(), "not_found");
+    EXPECT_NE(report.tool_error().value("message", "").find("get_audit_issues"),
+              std::string::npos);
+}

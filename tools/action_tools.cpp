@@ -405,21 +405,26 @@ void register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& 
     add_tool(server,
              {.name = "get_audit_status",
               .title = "Get SEO audit status",
-              .description = "Status of an audit started by run_seo_audit: queued, running, "
-                             "succeeded (score, issues found, report_id for get_audit_issues), "
-                             "failed (the gateway's error) or cancelled.",
+              .description = "Status of an audit you started with run_seo_audit: queued, "
+                             "running, succeeded (score, issues found, report_id for "
+                             "get_audit_issues), failed (the gateway's error) or cancelled.",
               .input_schema = "get_audit_status.input",
               .output_schema = "get_audit_status.output",
               .open_world = false,
               .mapping = "the server's job table (no gateway request)",
-              .handler = [rt](const json& args, mcp::RequestContext&) {
+              .handler = [rt](const json& args, mcp::RequestContext& ctx) {
                   const std::string client_id = args.at("client_id").get<std::string>();
                   const std::string audit_id = args.at("audit_id").get<std::string>();
                   auto job = rt->store().job(audit_id);
-                  if (!job || job->kind != "seo_audit" || job->client_id != client_id)
-                      return tool_error("not_found", "no audit " + audit_id + " for client_id " +
-                                                         client_id +
-                                                         "; audit ids come from run_seo_audit");
+                  // Another caller's job gets the answer an unknown id gets: its existence
+                  // is not revealed. A gateway report id is no job either.
+                  if (!job || job->kind != "seo_audit" || job->client_id != client_id ||
+                      job->principal != principal_of(ctx))
+                      return tool_error("not_found",
+                                        "no audit " + audit_id + " of yours for client_id " +
+                                            client_id +
+                                            "; audit ids come from run_seo_audit (finished "
+                                            "reports: list_audits and get_audit_issues)");
                   json out = {{"ok", job->status != "failed" && job->status != "cancelled"},
                               {"client_id", client_id},
                               {"audit_id", job->id},
