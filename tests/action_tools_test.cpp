@@ -882,3 +882,87 @@ TEST(ActionTools, AuditStatusIsOnlyForTheCallerWhoStartedIt) {
     EXPECT_NE(report.tool_error().value("message", "").find("get_audit_issues"),
               std::string::npos);
 }
+
+// --- generate_article where the gateway publishes at once (auto-deploy) ---------------------------
+
+namespace {
+constexpr const char* kPlumbing = agency::sample::kAutoDeployClient;  // auto-deploy on
+}
+
+TEST(ActionTools, ArticleOnAutoDeployClientWaitsForConfirmation) {
+    Actions a;
+    const std::size_t blogs_before = a.rows("blogs", kPlumbing);
+    const json args = {{"client_id", kPlumbing}, {"keyword", "emergency plumber"}};
+    json preview = a.ok("generate_article", args);
+    ASSERT_TRUE(preview.is_object());
+    EXPECT_EQ(preview["status"], "confirmation_required");
+    EXPECT_EQ(preview["preview"]["auto_deploy"], true);
+    EXPECT_NE(preview.value("message", "").find("emergency plumber"), std::string::npos);
+    EXPECT_NE(preview.value("message", "").find("auto-deploy"), std::string::npos);
+    EXPECT_EQ(a.posts("generate_blog"), 0u) << "nothing generated (or published) before a yes";
+    EXPECT_EQ(a.rows("blogs", kPlumbing), blogs_before);
+
+    ToolReply no_id = a.h->call("generate_article", args);  // asking again only previews again
+    EXPECT_EQ(no_id.structured().value("status", ""), "confirmation_required");
+    ToolReply forged = a.h->call("generate_article",
+                                 {{"client_id", kPlumbing},
+                                  {"keyword", "emergency plumber"},
+                                  {"confirmation_id", "cf_forged0000"}});
+    EXPECT_EQ(forged.reason(), "confirmation") << forged.response.dump();
+    ToolReply other_args = a.h->call("generate_article",
+                                     {{"client_id", kPlumbing},
+                                      {"keyword", "drain cleaning"},
+                                      {"confirmation_id", preview["confirmation_id"]}});
+    EXPECT_EQ(other_args.reason(), "confirmation") << "bound to the exact arguments";
+    EXPECT_EQ(a.posts("generate_blog"), 0u);
+
+    json confirmed = args;
+    confirmed["confirmation_id"] = preview["confirmation_id"];
+    json done = a.ok("generate_article", confirmed);
+    ASSERT_TRUE(done.is_object());
+    EXPECT_EQ(done["status"], "published");
+    EXPECT_FALSE(done.value("article_id", "").empty());
+    EXPECT_EQ(a.posts("generate_blog"), 1u);
+    EXPECT_EQ(a.rows("blogs", kPlumbing), blogs_before + 1);
+
+    ToolReply replay = a.h->call("generate_article", confirmed);
+    EXPECT_EQ(replay.reason(), "confirmation") << "single use";
+    EXPECT_EQ(a.posts("generate_blog"), 1u);
+}
+
+TEST(ActionTools, ArticleOnAutoDeployClientElicitationDeclineAndAccept) {
+    Actions a;
+    const json args = {{"client_id", kPlumbing}, {"keyword", "water heater repair"}};
+    json first = modern_call(a, "generate_article", args);
+    ASSERT_EQ(first["result"]["resultType"], "input_required") << first.dump();
+    EXPECT_NE(first["result"]["inputRequests"]["confirm"]["params"].value("message", "").find(
+                  "water heater repair"),
+              std::string::npos);
+    json declined = modern_call(a, "generate_article", args, {{"confirm", {{"action", "decline"}}}},
+                                first["result"]["requestState"]);
+    EXPECT_EQ(tool_error_of(declined).value("reason", ""), "declined") << declined.dump();
+    EXPECT_EQ(a.posts("generate_blog"), 0u) << "a decline generates nothing";
+
+    json again = modern_call(a, "generate_article", args);
+    ASSERT_EQ(again["result"]["resultType"], "input_required");
+    const json accept = {{"confirm", {{"action", "accept"}, {"content", {{"confirm", true}}}}}};
+    json done = modern_call(a, "generate_article", args, accept, again["result"]["requestState"]);
+    ASSERT_EQ(done["result"]["resultType"], "complete") << done.dump();
+    EXPECT_EQ(done["result"]["structuredContent"]["status"], "published") << done.dump();
+    EXPECT_EQ(a.posts("generate_blog"), 1u);
+}
+
+TEST(ActionTools, ArticleOnOtherClientsNeedsNoConfirmation) {
+    Actions a;
+    // Even a client able to answer an elicitation is not asked: nothing is published.
+    json done = modern_call(a, "generate_article", {{"client_id", kDental}, {"keyword", "crowns"}});
+    ASSERT_EQ(done["result"]["resultType"], "complete") << done.dump();
+    EXPECT_EQ(done["result"]["structuredContent"]["status"], "drafted");
+    EXPECT_EQ(a.posts("generate_blog"), 1u);
+
+    // The flag is read live: switching auto-deploy on brings the confirmation in.
+    a.h->gw->set_auto_deploy(kDental, true);
+    json asked = a.ok("generate_article", {{"client_id", kDental}, {"keyword", "bridges"}});
+    EXPECT_EQ(asked.value("status", ""), "confirmation_required");
+    EXPECT_EQ(a.posts("generate_blog"), 1u);
+}
