@@ -864,8 +864,22 @@ void register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& 
                           {"subject", draft->subject},
                           {"html", draft->html}};
              if (!draft->gateway_id.empty()) body["email_id"] = draft->gateway_id;
-             const gateway::ActionResult r =
-                 box->gateway().act("send_prospect_email", client_id, body, ctx.stop);
+             gateway::ActionResult r;
+             try {
+                 r = box->gateway().act("send_prospect_email", client_id, body, ctx.stop);
+             } catch (const gateway::Error& e) {
+                 if (e.reason() != gateway::ErrorReason::outcome_unknown) throw;
+                 // It may have gone out: an email sent twice cannot be taken back, so the draft
+                 // is not offered for sending again.
+                 rt->store().mark_draft_sent(email_id);
+                 throw gateway::Error(e.reason(),
+                                      std::string(e.what()) + " The draft " + email_id +
+                                          " is marked sent so that it cannot go out twice; "
+                                          "read_resource backlink_outreach shows whether it "
+                                          "was sent.",
+                                      e.http_status(), e.gateway_error(), e.status_code(),
+                                      e.data());
+             }
              rt->store().mark_draft_sent(email_id);
              json data = r.data.is_object() ? r.data : json::object();
              data.erase("html");
