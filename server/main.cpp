@@ -4,10 +4,12 @@
 //   agency-mcp sample-gateway --listen ADDR   the built-in sample gateway, standalone
 //   agency-mcp keys add --name N --scopes read,write
 //   agency-mcp tools-doc                   the tool reference (docs/tools.md) on stdout
+#include <charconv>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +52,23 @@ std::pair<std::string, int> parse_listen(const std::string& listen) {
     }
     if (port < 0 || port > 65535) throw CLI::ValidationError("--listen", "port out of range");
     return {host, port};
+}
+
+// A positive whole number for a count option (from the command line or the environment
+// variable `env`); anything else is refused with one clear message before the server starts.
+CLI::Validator positive_count(const std::string& env) {
+    return CLI::Validator(
+        [env](std::string& value) -> std::string {
+            int n = 0;
+            const char* end = value.data() + value.size();
+            auto [p, ec] = std::from_chars(value.data(), end, n);
+            if (ec != std::errc() || p != end || n <= 0)
+                return "must be a positive whole number (at most " +
+                       std::to_string(std::numeric_limits<int>::max()) + "), got \"" + value +
+                       "\" (from the option or $" + env + ")";
+            return {};
+        },
+        "POSITIVE");
 }
 
 void setup_logging(const std::string& level) {
@@ -159,6 +178,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> allowed_hosts;
     std::vector<std::string> allowed_origins;
     std::string state_db;
+    agency::tools::CreditSettings credits;
     serve->add_flag("--http", http, "Serve Streamable HTTP at /mcp instead of stdio");
     serve->add_option("--listen", listen, "HOST:PORT for --http (default 127.0.0.1:8787)");
     serve->add_flag("--read-only", read_only, "Hide and refuse every action tool");
@@ -179,6 +199,16 @@ int main(int argc, char** argv) {
                       "SQLite file for jobs, drafts and idempotency records (default: "
                       "$XDG_STATE_HOME/agency-mcp/state.db or ~/.local/state/agency-mcp/state.db)")
         ->envname("AGENCY_STATE_DB");
+    serve->add_option("--max-actions-in-flight-per-client", credits.max_in_flight_per_client,
+                      "Generation actions running at once for one client; more are refused "
+                      "with reason rate_limited (default 2)")
+        ->envname("AGENCY_MAX_ACTIONS_IN_FLIGHT")
+        ->check(positive_count("AGENCY_MAX_ACTIONS_IN_FLIGHT"));
+    serve->add_option("--max-actions-per-minute-per-client", credits.max_per_minute_per_client,
+                      "Generation actions started per client per minute; more are refused with "
+                      "reason rate_limited (default 20)")
+        ->envname("AGENCY_MAX_ACTIONS_PER_MINUTE")
+        ->check(positive_count("AGENCY_MAX_ACTIONS_PER_MINUTE"));
 
     // sample-gateway
     auto* sample_cmd =
@@ -249,6 +279,7 @@ int main(int argc, char** argv) {
         agency::tools::ActionSettings action_settings;
         action_settings.state_db =
             state_db.empty() ? agency::tools::Store::default_path() : state_db;
+        action_settings.credits = credits;
         auto actions = std::make_shared<agency::tools::ActionRuntime>(action_settings);
         spdlog::info("state database: {}", action_settings.state_db);
         auto server_ptr = make_tool_server(gateway_url, api_key, sample_server, actions);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -337,8 +338,13 @@ TEST(ActionTools, RunningAuditIsCompletedAfterRestartWithoutDuplicate) {
     ASSERT_TRUE(job);
     EXPECT_EQ(job->status, "succeeded") << job->error.dump();
     EXPECT_TRUE(job->result["score"].is_number());
-    EXPECT_EQ(rows_with(a.h->gw->rows("seo_reports", kDental), "url", url), 1u)
-        << "the re-run updated the same report";
+    const json reports = a.h->gw->rows("seo_reports", kDental);
+    ASSERT_EQ(rows_with(reports, "url", url), 1u);
+    for (const auto& row : reports)
+        if (row.value("url", "") == url) {
+            EXPECT_EQ(job->result["report_id"], row["id"]);
+        }
+    EXPECT_EQ(a.posts("seo_audit"), 1u) << "the report was found, so nothing was sent again";
     EXPECT_TRUE(store->unfinished_jobs().empty());
     std::error_code ec;
     fs::remove_all(dir, ec);
@@ -616,4 +622,347 @@ TEST(ActionTools, SendUnknownEmailIsAnErrorWithoutPost) {
     EXPECT_EQ(r.reason(), "not_found") << r.response.dump();
     EXPECT_NE(r.tool_error().value("message", "").find("em_nope"), std::string::npos);
     EXPECT_EQ(a.posts("send_prospect_email"), 0u);
+}
+
+// --- the job API under MCP Tasks: find, cancel, change listener ----------------------------------
+
+namespace {
+
+// Waits until `pred(job)` holds for the stored job (or 5 s pass); returns the last one read.
+template <typename Pred>
+std::optional<agency::tools::Job> await_job(agency::tools::AuditJobs& jobs, const std::string& id,
+                                            Pred pred) {
+    std::optional<agency::tools::Job> job;
+    for (int i = 0; i < 500; ++i) {
+        job = jobs.find(id);
+        if (job && pred(*job)) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return job;
+}
+
+// Records every change the listener reports, as "status" or "status+result".
+struct ChangeLog {
+    std::mutex mutex;
+    std::vector<std::pair<std::string, std::string>> seen;  // (job id, status[+result])
+    void attach(agency::tools::AuditJobs& jobs) {
+        jobs.on_change([this](const agency::tools::Job& job) {
+            std::lock_guard lock(mutex);
+            seen.emplace_back(job.id, job.status + (job.result.is_object() ? "+result" : ""));
+        });
+    }
+    std::vector<std::string> of(const std::string& id) {
+        std::lock_guard lock(mutex);
+        std::vector<std::string> out;
+        for (const auto& [job, what] : seen)
+            if (job == id) out.push_back(what);
+        return out;
+    }
+};
+
+}  // namespace
+
+TEST(AuditJobs, CancelledQueuedJobIsNeverPosted) {
+    Actions a;
+    auto store = std::make_shared<agency::tools::Store>(":memory:");
+    agency::tools::AuditJobs jobs(store, 1);
+    ChangeLog log;
+    log.attach(jobs);
+    // Not started yet: the job stays queued until the workers run.
+    const auto job = jobs.submit(kDental, "alice", "https://www.brightsmile.example/cancel-me");
+    EXPECT_EQ(jobs.find(job.id)->status, "queued");
+    EXPECT_TRUE(jobs.cancel(job.id));
+    EXPECT_FALSE(jobs.cancel(job.id)) << "already cancelled";
+    EXPECT_FALSE(jobs.cancel("aud_unknown"));
+    EXPECT_FALSE(jobs.find("aud_unknown"));
+
+    const auto other = jobs.submit(kDental, "alice", "https://www.brightsmile.example/other");
+    jobs.start(a.h->box);
+    auto finished = await_job(jobs, other.id, [](const auto& j) { return j.status == "succeeded"; });
+    jobs.stop();
+    ASSERT_TRUE(finished);
+    EXPECT_EQ(finished->status, "succeeded");
+    EXPECT_EQ(jobs.find(job.id)->status, "cancelled");
+    EXPECT_EQ(a.posts("seo_audit"), 1u) << "only the job that was not cancelled was sent";
+    EXPECT_FALSE(jobs.cancel(other.id)) << "a finished job cannot be cancelled";
+    EXPECT_EQ(log.of(job.id), (std::vector<std::string>{"cancelled"}));
+    EXPECT_EQ(log.of(other.id), (std::vector<std::string>{"running", "succeeded+result"}));
+}
+
+TEST(AuditJobs, CancelledRunningJobKeepsItsLateResult) {
+    Actions a;
+    a.h->gw->inject({.target = "seo_audit", .mode = FaultMode::slow, .delay_ms = 700});
+    auto store = std::make_shared<agency::tools::Store>(":memory:");
+    agency::tools::AuditJobs jobs(store, 1);
+    ChangeLog log;
+    log.attach(jobs);
+    jobs.start(a.h->box);
+    const auto job = jobs.submit(kDental, "alice", "https://www.brightsmile.example/slow");
+    ASSERT_EQ(await_job(jobs, job.id, [](const auto& j) { return j.status == "running"; })->status,
+              "running");
+    EXPECT_TRUE(jobs.cancel(job.id));
+    auto late = await_job(jobs, job.id, [](const auto& j) { return j.result.is_object(); });
+    jobs.stop();
+    ASSERT_TRUE(late);
+    EXPECT_EQ(late->status, "cancelled") << "the status stays cancelled";
+    EXPECT_FALSE(late->result.value("report_id", "").empty()) << "the POST's result is kept";
+    EXPECT_EQ(a.posts("seo_audit"), 1u);
+    EXPECT_EQ(log.of(job.id),
+              (std::vector<std::string>{"running", "cancelled", "cancelled+result"}));
+}
+
+TEST(ActionTools, AuditStatusReportsCancelled) {
+    Actions a;
+    // A job in the runtime's table that no worker picks up (it was never submitted).
+    const auto job = a.rt->store().create_job("seo_audit", kDental, "local",
+                                              {{"url", "https://www.brightsmile.example/x"}});
+    ASSERT_TRUE(a.rt->audits().cancel(job.id));
+    json status = a.ok("get_audit_status", {{"client_id", kDental}, {"audit_id", job.id}});
+    ASSERT_TRUE(status.is_object());
+    EXPECT_EQ(status["status"], "cancelled");
+    EXPECT_EQ(status["ok"], false);
+    EXPECT_EQ(a.posts("seo_audit"), 0u);
+}
+
+// --- restart in the middle of an audit ----------------------------------------------------------
+
+namespace {
+
+// The next process over the same state file and gateway: a fresh ActionRuntime whose tools
+// replace the harness's server (its change log attached before the workers start).
+struct NextProcess {
+    std::shared_ptr<ActionRuntime> rt;
+    ChangeLog log;
+
+    NextProcess(ToolHarness& h, const std::string& path) {
+        rt = std::make_shared<ActionRuntime>(ActionSettings{.state_db = path, .audit_workers = 1});
+        log.attach(rt->audits());
+        agency::mcp::ServerOptions options;
+        options.state_secret = "next-process";
+        h.server = std::make_unique<agency::mcp::Server>(options);
+        agency::tools::register_all(*h.server, h.box, rt);
+    }
+    ~NextProcess() { rt->audits().stop(); }
+};
+
+// get_audit_status through the tool, as `principal`, until the audit is finished.
+json poll_status(ToolHarness& h, const std::string& audit_id, const std::string& principal) {
+    json status;
+    for (int i = 0; i < 500; ++i) {
+        ToolReply r = h.call("get_audit_status", {{"client_id", kDental}, {"audit_id", audit_id}},
+                             principal);
+        status = r.is_error() ? r.tool_error() : r.structured();
+        const std::string s = status.value("status", "");
+        if (s == "succeeded" || s == "failed") break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return status;
+}
+
+struct TempDb {
+    fs::path dir = fs::temp_directory_path() / ("agency-restart-" + agency::crypto::random_hex(6));
+    std::string path = (dir / "state.db").string();
+    ~TempDb() {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+    }
+};
+
+}  // namespace
+
+TEST(AuditRestart, RestartMidAuditReportsItOnceWithoutASecondPost) {
+    TempDb db;
+    ToolHarness h;
+    const std::string url = "https://www.brightsmile.example/mid-restart";
+    // The audit takes a while at the gateway: the first process dies with its POST out.
+    h.gw->inject({.target = "seo_audit", .mode = FaultMode::slow, .delay_ms = 800});
+    std::string audit_id;
+    {
+        auto store = std::make_shared<agency::tools::Store>(db.path);
+        agency::tools::AuditJobs first(store, 1);
+        first.start(h.box);
+        audit_id = first.submit(kDental, "alice", url).id;
+        auto running =
+            await_job(first, audit_id, [](const auto& j) { return j.status == "running"; });
+        ASSERT_EQ(running->status, "running");
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));  // the POST is on the wire
+    }  // the process ends mid-flight: the job stays running in the file
+    for (int i = 0; i < 300 && h.gw->count_requests("POST", "seo_audit") == 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_EQ(h.gw->count_requests("POST", "seo_audit"), 1u) << "the first POST ran";
+    ASSERT_EQ(agency::tools::Store(db.path).job(audit_id)->status, "running");
+
+    NextProcess next(h, db.path);
+    const json status = poll_status(h, audit_id, "alice");
+    ASSERT_EQ(status.value("status", ""), "succeeded") << status.dump();
+    EXPECT_TRUE(status["score"].is_number());
+    EXPECT_TRUE(status["issues_found"].is_number());
+    const json reports = h.gw->rows("seo_reports", kDental);
+    ASSERT_EQ(rows_with(reports, "url", url), 1u);
+    for (const auto& row : reports)
+        if (row.value("url", "") == url) {
+            EXPECT_EQ(status["report_id"], row["id"]);
+            EXPECT_EQ(status["score"], row["score"]);
+            EXPECT_EQ(status["issues_found"], row["issues_found"]);
+        }
+    EXPECT_EQ(h.gw->count_requests("POST", "seo_audit"), 1u) << "no duplicate POST";
+    EXPECT_EQ(next.log.of(audit_id), (std::vector<std::string>{"succeeded+result"}))
+        << "reported succeeded exactly once";
+}
+
+TEST(AuditRestart, RunningAuditWhosePostNeverArrivedIsSentOnce) {
+    TempDb db;
+    ToolHarness h;
+    const std::string fresh = "https://www.brightsmile.example/never-arrived";
+    // A URL whose only report is older than the job: that report is not this job's result.
+    std::string old_url;
+    for (const auto& row : h.gw->rows("seo_reports", kDental)) old_url = row.value("url", "");
+    ASSERT_FALSE(old_url.empty());
+    std::string fresh_id;
+    std::string old_id;
+    {
+        agency::tools::Store previous(db.path);
+        fresh_id = previous.create_job("seo_audit", kDental, "alice", {{"url", fresh}}).id;
+        old_id = previous.create_job("seo_audit", kDental, "alice", {{"url", old_url}}).id;
+        ASSERT_TRUE(previous.mark_running(fresh_id));
+        ASSERT_TRUE(previous.mark_running(old_id));
+    }
+    NextProcess next(h, db.path);
+    EXPECT_EQ(poll_status(h, fresh_id, "alice").value("status", ""), "succeeded");
+    EXPECT_EQ(poll_status(h, old_id, "alice").value("status", ""), "succeeded");
+    std::size_t fresh_posts = 0;
+    std::size_t old_posts = 0;
+    for (const auto& r : h.gw->request_log()) {
+        if (r.method != "POST" || r.target != "seo_audit") continue;
+        const std::string sent = json::parse(r.detail).value("url", "");
+        fresh_posts += sent == fresh;
+        old_posts += sent == old_url;
+    }
+    EXPECT_EQ(fresh_posts, 1u) << "no report found: sent again, exactly once";
+    EXPECT_EQ(old_posts, 1u) << "a report from before the job does not count as its result";
+    EXPECT_EQ(rows_with(h.gw->rows("seo_reports", kDental), "url", fresh), 1u);
+    EXPECT_EQ(next.log.of(fresh_id), (std::vector<std::string>{"succeeded+result"}));
+}
+
+// A job belongs to its submitter: another caller cannot tell it from an unknown audit_id.
+TEST(ActionTools, AuditStatusIsOnlyForTheCallerWhoStartedIt) {
+    Actions a;
+    json queued = a.ok("run_seo_audit",
+                       {{"client_id", kDental}, {"url", "https://www.brightsmile.example/mine"}},
+                       "alice");
+    ASSERT_TRUE(queued.is_object());
+    const std::string id = queued["audit_id"];
+    ASSERT_EQ(a.h->call("get_audit_status", {{"client_id", kDental}, {"audit_id", id}}, "alice")
+                  .structured()
+                  .value("audit_id", ""),
+              id)
+        << "its owner sees it";
+
+    ToolReply stranger =
+        a.h->call("get_audit_status", {{"client_id", kDental}, {"audit_id", id}}, "bob");
+    const std::string unknown_id = "aud_0000000000000000";
+    ToolReply unknown =
+        a.h->call("get_audit_status", {{"client_id", kDental}, {"audit_id", unknown_id}}, "bob");
+    ASSERT_TRUE(stranger.is_error()) << stranger.response.dump();
+    ASSERT_TRUE(unknown.is_error());
+    EXPECT_EQ(stranger.reason(), "not_found");
+    std::string message = stranger.tool_error().value("message", "");
+    ASSERT_NE(message.find(id), std::string::npos);
+    message.replace(message.find(id), id.size(), unknown_id);
+    EXPECT_EQ(message, unknown.tool_error().value("message", ""))
+        << "the same answer as for an audit that does not exist";
+    EXPECT_EQ(stranger.response.dump().find("brightsmile"), std::string::npos)
+        << "nothing of the job leaks";
+
+    // A gateway report id is not a job: list_audits and get_audit_issues read reports.
+    const std::string report_id = a.h->gw->rows("seo_reports", kDental)[0].value("id", "");
+    ToolReply report =
+        a.h->call("get_audit_status", {{"client_id", kDental}, {"audit_id", report_id}}, "alice");
+    EXPECT_EQ(report.reason(), "not_found");
+    EXPECT_NE(report.tool_error().value("message", "").find("get_audit_issues"),
+              std::string::npos);
+}
+
+// --- generate_article where the gateway publishes at once (auto-deploy) ---------------------------
+
+namespace {
+constexpr const char* kPlumbing = agency::sample::kAutoDeployClient;  // auto-deploy on
+}
+
+TEST(ActionTools, ArticleOnAutoDeployClientWaitsForConfirmation) {
+    Actions a;
+    const std::size_t blogs_before = a.rows("blogs", kPlumbing);
+    const json args = {{"client_id", kPlumbing}, {"keyword", "emergency plumber"}};
+    json preview = a.ok("generate_article", args);
+    ASSERT_TRUE(preview.is_object());
+    EXPECT_EQ(preview["status"], "confirmation_required");
+    EXPECT_EQ(preview["preview"]["auto_deploy"], true);
+    EXPECT_NE(preview.value("message", "").find("emergency plumber"), std::string::npos);
+    EXPECT_NE(preview.value("message", "").find("auto-deploy"), std::string::npos);
+    EXPECT_EQ(a.posts("generate_blog"), 0u) << "nothing generated (or published) before a yes";
+    EXPECT_EQ(a.rows("blogs", kPlumbing), blogs_before);
+
+    ToolReply no_id = a.h->call("generate_article", args);  // asking again only previews again
+    EXPECT_EQ(no_id.structured().value("status", ""), "confirmation_required");
+    ToolReply forged = a.h->call("generate_article",
+                                 {{"client_id", kPlumbing},
+                                  {"keyword", "emergency plumber"},
+                                  {"confirmation_id", "cf_forged0000"}});
+    EXPECT_EQ(forged.reason(), "confirmation") << forged.response.dump();
+    ToolReply other_args = a.h->call("generate_article",
+                                     {{"client_id", kPlumbing},
+                                      {"keyword", "drain cleaning"},
+                                      {"confirmation_id", preview["confirmation_id"]}});
+    EXPECT_EQ(other_args.reason(), "confirmation") << "bound to the exact arguments";
+    EXPECT_EQ(a.posts("generate_blog"), 0u);
+
+    json confirmed = args;
+    confirmed["confirmation_id"] = preview["confirmation_id"];
+    json done = a.ok("generate_article", confirmed);
+    ASSERT_TRUE(done.is_object());
+    EXPECT_EQ(done["status"], "published");
+    EXPECT_FALSE(done.value("article_id", "").empty());
+    EXPECT_EQ(a.posts("generate_blog"), 1u);
+    EXPECT_EQ(a.rows("blogs", kPlumbing), blogs_before + 1);
+
+    ToolReply replay = a.h->call("generate_article", confirmed);
+    EXPECT_EQ(replay.reason(), "confirmation") << "single use";
+    EXPECT_EQ(a.posts("generate_blog"), 1u);
+}
+
+TEST(ActionTools, ArticleOnAutoDeployClientElicitationDeclineAndAccept) {
+    Actions a;
+    const json args = {{"client_id", kPlumbing}, {"keyword", "water heater repair"}};
+    json first = modern_call(a, "generate_article", args);
+    ASSERT_EQ(first["result"]["resultType"], "input_required") << first.dump();
+    EXPECT_NE(first["result"]["inputRequests"]["confirm"]["params"].value("message", "").find(
+                  "water heater repair"),
+              std::string::npos);
+    json declined = modern_call(a, "generate_article", args, {{"confirm", {{"action", "decline"}}}},
+                                first["result"]["requestState"]);
+    EXPECT_EQ(tool_error_of(declined).value("reason", ""), "declined") << declined.dump();
+    EXPECT_EQ(a.posts("generate_blog"), 0u) << "a decline generates nothing";
+
+    json again = modern_call(a, "generate_article", args);
+    ASSERT_EQ(again["result"]["resultType"], "input_required");
+    const json accept = {{"confirm", {{"action", "accept"}, {"content", {{"confirm", true}}}}}};
+    json done = modern_call(a, "generate_article", args, accept, again["result"]["requestState"]);
+    ASSERT_EQ(done["result"]["resultType"], "complete") << done.dump();
+    EXPECT_EQ(done["result"]["structuredContent"]["status"], "published") << done.dump();
+    EXPECT_EQ(a.posts("generate_blog"), 1u);
+}
+
+TEST(ActionTools, ArticleOnOtherClientsNeedsNoConfirmation) {
+    Actions a;
+    // Even a client able to answer an elicitation is not asked: nothing is published.
+    json done = modern_call(a, "generate_article", {{"client_id", kDental}, {"keyword", "crowns"}});
+    ASSERT_EQ(done["result"]["resultType"], "complete") << done.dump();
+    EXPECT_EQ(done["result"]["structuredContent"]["status"], "drafted");
+    EXPECT_EQ(a.posts("generate_blog"), 1u);
+
+    // The flag is read live: switching auto-deploy on brings the confirmation in.
+    a.h->gw->set_auto_deploy(kDental, true);
+    json asked = a.ok("generate_article", {{"client_id", kDental}, {"keyword", "bridges"}});
+    EXPECT_EQ(asked.value("status", ""), "confirmation_required");
+    EXPECT_EQ(a.posts("generate_blog"), 1u);
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include "server/crypto.hpp"
 #include "tools/store.hpp"
@@ -188,4 +189,83 @@ TEST_F(Store, DefaultPathFollowsXdgStateHome) {
     ::unsetenv("XDG_STATE_HOME");
     EXPECT_TRUE(DB::default_path().ends_with("/.local/state/agency-mcp/state.db"));
     if (old) ::setenv("XDG_STATE_HOME", saved.c_str(), 1);
+}
+
+TEST_F(Store, CancelOnlyUnfinishedJobsAndKeepALateResult) {
+    DB store(path);
+    auto queued = store.create_job("seo_audit", "c", "p", {{"url", "https://q.example"}});
+    auto running = store.create_job("seo_audit", "c", "p", {{"url", "https://r.example"}});
+    auto done = store.create_job("seo_audit", "c", "p", {{"url", "https://d.example"}});
+    ASSERT_TRUE(store.mark_running(running.id));
+    store.finish_job(done.id, true, {{"report_id", "r1"}}, nullptr);
+
+    EXPECT_EQ(store.cancel_job(queued.id), std::optional<std::string>("queued"));
+    EXPECT_FALSE(store.mark_running(queued.id)) << "a cancelled job is never started";
+    EXPECT_EQ(store.cancel_job(running.id), std::optional<std::string>("running"));
+    EXPECT_FALSE(store.cancel_job(done.id)) << "a finished job cannot be cancelled";
+    EXPECT_FALSE(store.cancel_job(queued.id)) << "nor a cancelled one, twice";
+    EXPECT_FALSE(store.cancel_job("aud_unknown"));
+    EXPECT_EQ(store.job(done.id)->status, "succeeded");
+
+    // The POST of the running job was already out: its result is kept, its status is not.
+    store.finish_job(running.id, true, {{"report_id", "r2"}}, nullptr);
+    auto late = store.job(running.id);
+    EXPECT_EQ(late->status, "cancelled");
+    EXPECT_EQ(late->result.value("report_id", ""), "r2");
+    EXPECT_TRUE(store.unfinished_jobs().empty());
+}
+
+TEST_F(Store, JobsForAPrincipalNewestFirstInPages) {
+    DB store(path);
+    std::vector<std::string> mine;
+    for (int i = 0; i < 5; ++i) {
+        mine.push_back(
+            store.create_job("seo_audit", "c", "alice", {{"url", "https://" + std::to_string(i)}})
+                .id);
+        store.create_job("seo_audit", "c", "bob", {{"url", "https://b.example"}});
+    }
+    // Same-second jobs keep their insertion order, newest first.
+    auto page1 = store.jobs_for("alice", 2);
+    ASSERT_EQ(page1.size(), 2u);
+    EXPECT_EQ(page1[0].id, mine[4]);
+    EXPECT_EQ(page1[1].id, mine[3]);
+    auto page2 = store.jobs_for("alice", 2, page1[1].id);
+    ASSERT_EQ(page2.size(), 2u);
+    EXPECT_EQ(page2[0].id, mine[2]);
+    EXPECT_EQ(page2[1].id, mine[1]);
+    auto page3 = store.jobs_for("alice", 2, page2[1].id);
+    ASSERT_EQ(page3.size(), 1u);
+    EXPECT_EQ(page3[0].id, mine[0]);
+    EXPECT_TRUE(store.jobs_for("alice", 2, page3[0].id).empty());
+
+    EXPECT_EQ(store.jobs_for("bob", 100).size(), 5u);
+    for (const auto& job : store.jobs_for("bob", 100)) EXPECT_EQ(job.principal, "bob");
+    EXPECT_TRUE(store.jobs_for("alice", 10, store.jobs_for("bob", 1)[0].id).empty())
+        << "another principal's job is no cursor";
+    EXPECT_TRUE(store.jobs_for("alice", 10, "aud_unknown").empty());
+    EXPECT_TRUE(store.jobs_for("carol", 10).empty());
+    EXPECT_TRUE(store.jobs_for("alice", 0).empty());
+}
+
+// A state file from before 'cancelled' existed: its jobs survive and can be cancelled.
+TEST_F(Store, OldJobTableIsMigratedForCancelled) {
+    fs::create_directories(fs::path(path).parent_path());
+    const std::string old_schema =
+        "CREATE TABLE jobs (id TEXT PRIMARY KEY, kind TEXT NOT NULL, client_id TEXT NOT NULL, "
+        "principal TEXT NOT NULL, args TEXT NOT NULL, status TEXT NOT NULL CHECK (status IN "
+        "('queued','running','succeeded','failed')), result TEXT, error TEXT, created_at INTEGER "
+        "NOT NULL, updated_at INTEGER NOT NULL); INSERT INTO jobs VALUES ('aud_old', "
+        "'seo_audit', 'c', 'alice', '{\"url\":\"https://o.example\"}', 'queued', NULL, NULL, 1, "
+        "1);";
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, old_schema.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+    DB store(path);
+    auto job = store.job("aud_old");
+    ASSERT_TRUE(job);
+    EXPECT_EQ(job->args.value("url", ""), "https://o.example");
+    EXPECT_EQ(store.cancel_job("aud_old"), std::optional<std::string>("queued"));
+    EXPECT_EQ(store.job("aud_old")->status, "cancelled");
+    EXPECT_EQ(store.jobs_for("alice", 10).size(), 1u);
 }

@@ -54,8 +54,10 @@ struct ToolHarness {
     std::unique_ptr<mcp::Server> server;
     int next_id = 1;
 
+    // `tune` adjusts the gateway client's settings (short timeouts for fault tests).
     explicit ToolHarness(sample::Options options = {}, tools::Settings settings = {},
-                         const Registrar& registrar = tools::register_read_tools)
+                         const Registrar& registrar = tools::register_read_tools,
+                         const std::function<void(gateway::Config&)>& tune = {})
         : gw(std::make_shared<sample::Gateway>(std::move(options))),
           gateway_server(std::make_unique<sample::Server>(gw)) {
         gateway_server->start("127.0.0.1", 0);
@@ -65,6 +67,7 @@ struct ToolHarness {
         config.max_attempts = 3;
         config.read_timeout = std::chrono::seconds(10);
         config.connect_timeout = std::chrono::seconds(3);
+        if (tune) tune(config);
         client = std::make_shared<gateway::Client>(config);
         if (settings.secret.empty()) settings.secret = "tool-harness-secret";
         box = std::make_shared<tools::Toolbox>(client, std::move(settings));

@@ -161,56 +161,7 @@ mcp::ToolResult guarded_call(ActionRuntime& rt, const Guard& guard, const json& 
     }
 }
 
-// --- one gateway action per tool ---------------------------------------------------------------
-
-struct ActionDef {
-    ToolSpec spec;
-    std::string id_field;        // the result's id member, e.g. article_id
-    std::string default_status;  // when the gateway's data carries none
-    bool spends_credits = true;
-    // The POST fields besides client_id, from the arguments and what context supplies.
-    std::function<json(Toolbox& box, const json& args, mcp::RequestContext& ctx)> fields;
-    // Extra result members from the gateway's data (title, word_count, ...); may store things.
-    std::function<void(ActionRuntime& rt, const json& args, const json& data, json& result)>
-        finish;
-};
-
-void add_action(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
-                const std::shared_ptr<ActionRuntime>& rt, ActionDef def) {
-    def.spec.read_only = false;
-    def.spec.destructive = false;
-    def.spec.needs_write = true;
-    def.spec.output_schema = def.spec.name + ".output";
-    def.spec.input_schema = def.spec.name + ".input";
-    const Guard guard{def.spec.name, def.spends_credits};
-    const std::string action = def.spec.gateway_action;
-    def.spec.handler = [box, rt, guard, action, id_field = def.id_field,
-                        default_status = def.default_status, fields = def.fields,
-                        finish = def.finish](const json& args, mcp::RequestContext& ctx) {
-        auto execute = [&](const json& call_args, mcp::RequestContext& c) {
-            const std::string client_id = call_args.at("client_id").get<std::string>();
-            const json body = fields ? fields(*box, call_args, c) : json::object();
-            const gateway::ActionResult r = box->gateway().act(action, client_id, body, c.stop);
-            const json data = r.data.is_object() ? r.data : json::object();
-            json result = {{"ok", true},
-                           {"client_id", client_id},
-                           {id_field, id_text(data)},
-                           {"status", normalize_status(data, default_status)}};
-            if (finish) finish(*rt, call_args, data, result);
-            if (!result.contains("data")) result["data"] = data;
-            return result;
-        };
-        return guarded_call(*rt, guard, args, ctx, execute);
-    };
-    add_tool(server, std::move(def.spec));
-}
-
-void set_title(json& result, const json& data, std::initializer_list<const char*> fields) {
-    json title = first_string(data, fields);
-    if (!title.is_null()) result["title"] = title;
-}
-
-// --- confirmed actions (deploy, send) ------------------------------------------------------------
+// --- confirmed actions (deploy, send, and generation that publishes) ------------------------------------------------------------
 
 constexpr std::chrono::seconds kConfirmationTtl{600};
 
@@ -218,6 +169,7 @@ constexpr std::chrono::seconds kConfirmationTtl{600};
 struct Preview {
     std::string message;  // one sentence naming exactly what will happen
     json details;         // the same as fields, shown in the two-step preview
+    bool needed = true;   // false: these arguments act without a confirmation
 };
 
 // Thrown by a preview when the action cannot run at all (a tool error with this reason).
@@ -233,6 +185,8 @@ struct ConfirmedDef {
     std::function<Preview(const json& args, mcp::RequestContext& ctx)> preview;
     // Runs the action (the one POST) and returns the tool's result object.
     std::function<json(const json& args, const Preview& preview, mcp::RequestContext& ctx)> run;
+    // Instead of run: the whole tool call once confirmed (an action tool's guarded call).
+    std::function<mcp::ToolResult(const json& args, mcp::RequestContext& ctx)> run_call;
 };
 
 std::string refusal_text(agency::tools::ConfirmOutcome outcome) {
@@ -248,6 +202,7 @@ std::string refusal_text(agency::tools::ConfirmOutcome outcome) {
 
 mcp::ToolResult run(const ConfirmedDef& def, const json& args, const Preview& preview,
                     mcp::RequestContext& ctx) {
+    if (def.run_call) return def.run_call(args, ctx);
     try {
         return mcp::ToolResult::structured(def.run(args, preview, ctx).dump());
     } catch (const Refused& r) {
@@ -274,6 +229,7 @@ mcp::ToolResult confirmed_call(ActionRuntime& rt, const ConfirmedDef& def, const
         return tool_error(r.reason, r.message);
     }
     const Preview& preview = *found;
+    if (!preview.needed) return run(def, call_args, preview, ctx);
 
     if (!confirmation_id.empty()) {
         const ConfirmOutcome outcome =
@@ -351,6 +307,75 @@ void add_confirmed(mcp::Server& server, const std::shared_ptr<ActionRuntime>& rt
     add_tool(server, std::move(def.spec));
 }
 
+// --- one gateway action per tool ---------------------------------------------------------------
+
+struct ActionDef {
+    ToolSpec spec;
+    std::string id_field;        // the result's id member, e.g. article_id
+    std::string default_status;  // when the gateway's data carries none
+    bool spends_credits = true;
+    // The POST fields besides client_id, from the arguments and what context supplies.
+    std::function<json(Toolbox& box, const json& args, mcp::RequestContext& ctx)> fields;
+    // Extra result members from the gateway's data (title, word_count, ...); may store things.
+    std::function<void(ActionRuntime& rt, const json& args, const json& data, json& result)>
+        finish;
+    // When set: what acting would do, if a person must confirm it first (then the call goes
+    // through confirmed_call, as deploy_article does); nullopt when these arguments need none.
+    std::function<std::optional<Preview>(Toolbox& box, const json& args,
+                                         mcp::RequestContext& ctx)>
+        confirm_if;
+};
+
+void add_action(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
+                const std::shared_ptr<ActionRuntime>& rt, ActionDef def) {
+    def.spec.read_only = false;
+    def.spec.destructive = false;
+    def.spec.needs_write = true;
+    def.spec.output_schema = def.spec.name + ".output";
+    def.spec.input_schema = def.spec.name + ".input";
+    const Guard guard{def.spec.name, def.spends_credits};
+    const std::string action = def.spec.gateway_action;
+    def.spec.handler = [box, rt, guard, action, id_field = def.id_field,
+                        default_status = def.default_status, fields = def.fields,
+                        finish = def.finish](const json& args, mcp::RequestContext& ctx) {
+        auto execute = [&](const json& call_args, mcp::RequestContext& c) {
+            const std::string client_id = call_args.at("client_id").get<std::string>();
+            const json body = fields ? fields(*box, call_args, c) : json::object();
+            const gateway::ActionResult r = box->gateway().act(action, client_id, body, c.stop);
+            const json data = r.data.is_object() ? r.data : json::object();
+            json result = {{"ok", true},
+                           {"client_id", client_id},
+                           {id_field, id_text(data)},
+                           {"status", normalize_status(data, default_status)}};
+            if (finish) finish(*rt, call_args, data, result);
+            if (!result.contains("data")) result["data"] = data;
+            return result;
+        };
+        return guarded_call(*rt, guard, args, ctx, execute);
+    };
+    if (def.confirm_if) {
+        auto confirmed = std::make_shared<ConfirmedDef>();
+        confirmed->spec.name = def.spec.name;
+        confirmed->spec.title = def.spec.title;
+        confirmed->preview = [box, confirm_if = def.confirm_if](const json& args,
+                                                                mcp::RequestContext& ctx) {
+            auto preview = confirm_if(*box, args, ctx);
+            return preview ? std::move(*preview) : Preview{.message = {}, .details = {}, .needed = false};
+        };
+        confirmed->run_call = std::move(def.spec.handler);
+        def.spec.handler = [rt, confirmed](const json& args, mcp::RequestContext& ctx) {
+            return confirmed_call(*rt, *confirmed, args, ctx);
+        };
+        def.spec.interactive = true;  // may ask the user mid-call
+    }
+    add_tool(server, std::move(def.spec));
+}
+
+void set_title(json& result, const json& data, std::initializer_list<const char*> fields) {
+    json title = first_string(data, fields);
+    if (!title.is_null()) result["title"] = title;
+}
+
 }  // namespace
 
 ActionRuntime::ActionRuntime(ActionSettings settings)
@@ -365,7 +390,7 @@ namespace {
 
 // What get_audit_status and a finished audit task report for a job.
 json audit_status_json(const Job& job) {
-    json out = {{"ok", job.status != "failed"},
+    json out = {{"ok", job.status != "failed" && job.status != "cancelled"},
                 {"client_id", job.client_id},
                 {"audit_id", job.id},
                 {"status", job.status},
@@ -396,6 +421,8 @@ mcp::ToolResult await_audit(ActionRuntime& rt, const std::string& audit_id,
             if (last == "failed")
                 return tool_error("gateway", "the audit failed",
                                   out.value("error", json::object()));
+            if (last == "cancelled")
+                return tool_error("cancelled", "the audit " + audit_id + " was cancelled");
             return mcp::ToolResult::structured(out.dump());
         }
         for (int i = 0; i < 5 && !ctx.stop.stop_requested(); ++i)
@@ -444,8 +471,10 @@ void register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& 
               .needs_write = true,
               .gateway_action = "seo_audit",
               .mapping = "POST action=seo_audit {url}, run by a background job (durable; "
-                         "resumed after a restart); audit_id is the job's id. As an MCP task: "
-                         "the same job, the task's result is its final status",
+                         "after a restart, a job that was running is first looked for in "
+                         "resource=seo_reports and not re-sent when its report is there); "
+                         "audit_id is the job's id. As an MCP task: the same job, the task's "
+                         "result is its final status",
               .handler = submit_audit,
               .task_support = mcp::TaskSupport::optional,
               .task_handler =
@@ -461,38 +490,37 @@ void register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& 
                   [rt](const json& resume, const json&, mcp::RequestContext& ctx) {
                       // The job itself survives in the store and is picked up by the workers.
                       return await_audit(*rt, resume.value("audit_id", ""), ctx);
+                  },
+              .on_cancel =
+                  [rt](const json& resume) {
+                      // A queued audit is never sent; a running one's POST is already out.
+                      rt->audits().cancel(resume.value("audit_id", ""));
                   }});
 
     add_tool(server,
              {.name = "get_audit_status",
               .title = "Get SEO audit status",
-              .description = "Status of an audit started by run_seo_audit: queued, running, "
-                             "succeeded (score, issues found, report_id for get_audit_issues) "
-                             "or failed (the gateway's error).",
+              .description = "Status of an audit you started with run_seo_audit: queued, "
+                             "running, succeeded (score, issues found, report_id for "
+                             "get_audit_issues), failed (the gateway's error) or cancelled.",
               .input_schema = "get_audit_status.input",
               .output_schema = "get_audit_status.output",
               .open_world = false,
               .mapping = "the server's job table (no gateway request)",
-              .handler = [rt](const json& args, mcp::RequestContext&) {
+              .handler = [rt](const json& args, mcp::RequestContext& ctx) {
                   const std::string client_id = args.at("client_id").get<std::string>();
                   const std::string audit_id = args.at("audit_id").get<std::string>();
                   auto job = rt->store().job(audit_id);
-                  if (!job || job->kind != "seo_audit" || job->client_id != client_id)
-                      return tool_error("not_found", "no audit " + audit_id + " for client_id " +
-                                                         client_id +
-                                                         "; audit ids come from run_seo_audit");
-                  json out = {{"ok", job->status != "failed"},
-                              {"client_id", client_id},
-                              {"audit_id", job->id},
-                              {"status", job->status},
-                              {"url", job->args.value("url", "")},
-                              {"created_at", iso_time(job->created_at)},
-                              {"updated_at", iso_time(job->updated_at)}};
-                  if (job->result.is_object())
-                      for (const auto& [k, v] : job->result.items())
-                          if (k != "url") out[k] = v;
-                  if (job->error.is_object()) out["error"] = job->error;
-                  return mcp::ToolResult::structured(out.dump());
+                  // Another caller's job gets the answer an unknown id gets: its existence
+                  // is not revealed. A gateway report id is no job either.
+                  if (!job || job->kind != "seo_audit" || job->client_id != client_id ||
+                      job->principal != principal_of(ctx))
+                      return tool_error("not_found",
+                                        "no audit " + audit_id + " of yours for client_id " +
+                                            client_id +
+                                            "; audit ids come from run_seo_audit (finished "
+                                            "reports: list_audits and get_audit_issues)");
+                  return mcp::ToolResult::structured(audit_status_json(*job).dump());
               }});
 
     action({.spec = {.name = "refresh_backlinks",
@@ -541,14 +569,16 @@ void register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& 
 
     action({.spec = {.name = "generate_article",
                      .title = "Generate article",
-                     .description = "Drafts a blog article for a keyword; returns article_id, "
-                                    "title, word count. Spends credits. Where the client has "
-                                    "auto-deploy on, the gateway may publish it (status "
-                                    "published).",
+                     .description =
+                         "Drafts a blog article for a keyword; returns article_id, title, word "
+                         "count. Spends credits. Where the client has auto-deploy on, the "
+                         "gateway publishes it at once, so a person confirms first, as for "
+                         "deploy_article (elicitation, or a preview and a confirmation_id).",
                      .idempotent = false,
                      .gateway_action = "generate_blog",
                      .mapping = "POST action=generate_blog {keyword}; article_id = data.id, "
-                                "title = data.post_title"},
+                                "title = data.post_title. Reads resource=clients first: with "
+                                "auto_deploy true, the POST waits for confirmation"},
             .id_field = "article_id",
             .default_status = "drafted",
             .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
@@ -560,6 +590,31 @@ void register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& 
                     result["word_count"] = *it;
                 if (auto it = data.find("url"); it != data.end() && it->is_string())
                     result["url"] = *it;
+            },
+            .confirm_if = [](Toolbox& tb, const json& args,
+                             mcp::RequestContext& ctx) -> std::optional<Preview> {
+                const std::string client_id = args.at("client_id").get<std::string>();
+                const json client = client_record(tb, client_id, ctx.stop);
+                // The spec names no field; the sample gateway's is auto_deploy. Absent: off.
+                auto flag = client.find("auto_deploy");
+                if (flag == client.end() || !flag->is_boolean() || !flag->get<bool>())
+                    return std::nullopt;
+                const std::string keyword = args.at("keyword").get<std::string>();
+                json site = first_string(client, {"website", "domain", "name"});
+                json target = first_string(client, {"deployment_target"});
+                const std::string where =
+                    site.is_null() ? "client " + client_id : site.get<std::string>();
+                return Preview{
+                    .message = "Generate an article for \"" + keyword + "\" and publish it on " +
+                               where +
+                               (target.is_null() ? std::string()
+                                                 : " via " + target.get<std::string>()) +
+                               " at once: this client has auto-deploy on. It spends credits.",
+                    .details = {{"action", "generate_blog"},
+                                {"keyword", keyword},
+                                {"site", site},
+                                {"deployment_target", target},
+                                {"auto_deploy", true}}};
             }});
 
     action({.spec = {.name = "optimize_page",
@@ -868,8 +923,22 @@ void register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& 
                           {"subject", draft->subject},
                           {"html", draft->html}};
              if (!draft->gateway_id.empty()) body["email_id"] = draft->gateway_id;
-             const gateway::ActionResult r =
-                 box->gateway().act("send_prospect_email", client_id, body, ctx.stop);
+             gateway::ActionResult r;
+             try {
+                 r = box->gateway().act("send_prospect_email", client_id, body, ctx.stop);
+             } catch (const gateway::Error& e) {
+                 if (e.reason() != gateway::ErrorReason::outcome_unknown) throw;
+                 // It may have gone out: an email sent twice cannot be taken back, so the draft
+                 // is not offered for sending again.
+                 rt->store().mark_draft_sent(email_id);
+                 throw gateway::Error(e.reason(),
+                                      std::string(e.what()) + " The draft " + email_id +
+                                          " is marked sent so that it cannot go out twice; "
+                                          "read_resource backlink_outreach shows whether it "
+                                          "was sent.",
+                                      e.http_status(), e.gateway_error(), e.status_code(),
+                                      e.data());
+             }
              rt->store().mark_draft_sent(email_id);
              json data = r.data.is_object() ? r.data : json::object();
              data.erase("html");

@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "gateway/client_detail.hpp"
+
 namespace agency::tools {
 
 using json = nlohmann::json;
@@ -64,10 +66,12 @@ void AuditJobs::start(std::shared_ptr<Toolbox> box) {
     box_ = std::move(box);
     for (const Job& job : store_->unfinished_jobs()) {
         if (job.kind != "seo_audit") continue;
-        spdlog::warn("audit job {} ({} {}) was left {} by a previous run; running it again "
-                     "(seo_audit is retry-safe)",
-                     job.id, job.client_id, job.args.value("url", ""), job.status);
-        queue_.push_back(job.id);
+        const bool was_running = job.status == "running";
+        spdlog::warn("audit job {} ({} {}) was left {} by a previous run; {}", job.id,
+                     job.client_id, job.args.value("url", ""), job.status,
+                     was_running ? "looking for its report at the gateway before re-sending"
+                                 : "running it (it was never sent)");
+        queue_.push_back({job.id, was_running});
     }
     for (int i = 0; i < worker_count_; ++i)
         workers_.emplace_back([this](std::stop_token stop) { work(stop); });
@@ -93,42 +97,152 @@ Job AuditJobs::submit(const std::string& client_id, const std::string& principal
     Job job = store_->create_job("seo_audit", client_id, principal, {{"url", url}});
     {
         std::lock_guard lock(mutex_);
-        queue_.push_back(job.id);
+        queue_.push_back({job.id, false});
     }
     ready_.notify_one();
     return job;
 }
 
+std::optional<Job> AuditJobs::find(const std::string& id) { return store_->job(id); }
+
+bool AuditJobs::cancel(const std::string& id) {
+    const auto before = store_->cancel_job(id);
+    if (!before) return false;
+    // A queued id may still sit in queue_: the worker's mark_running refuses a cancelled job.
+    if (*before == "running")
+        spdlog::warn("audit job {} cancelled while running: its POST is already out, so the "
+                     "audit may still complete at the gateway (the result is kept)",
+                     id);
+    else
+        spdlog::info("audit job {} cancelled before it was sent", id);
+    changed(id);
+    return true;
+}
+
+void AuditJobs::on_change(Listener listener) {
+    std::lock_guard lock(listener_mutex_);
+    if (listener)
+        listener_ = std::make_shared<const Listener>(std::move(listener));
+    else
+        listener_.reset();
+}
+
+void AuditJobs::changed(const std::string& id) {
+    std::shared_ptr<const Listener> listener;
+    {
+        std::lock_guard lock(listener_mutex_);
+        listener = listener_;
+    }
+    if (!listener) return;
+    auto job = store_->job(id);
+    if (!job) return;
+    try {
+        (*listener)(*job);
+    } catch (const std::exception& e) {
+        // A listener's failure is its own; the job's state is already stored.
+        spdlog::error("audit job {}: change listener failed: {}", id, e.what());
+    }
+}
+
 void AuditJobs::work(std::stop_token stop) {
     while (!stop.stop_requested()) {
-        std::string id;
+        Pending pending;
         {
             std::unique_lock lock(mutex_);
             if (!ready_.wait(lock, stop, [this] { return !queue_.empty(); })) return;
-            id = std::move(queue_.front());
+            pending = std::move(queue_.front());
             queue_.pop_front();
         }
         try {
-            run_one(id, stop);
+            run_one(pending, stop);
         } catch (const std::exception& e) {
             // A store failure must not kill the worker; the job stays unfinished for the next
             // start to retry.
-            spdlog::error("audit job {}: {}", id, e.what());
+            spdlog::error("audit job {}: {}", pending.id, e.what());
         }
     }
 }
 
-void AuditJobs::run_one(const std::string& id, std::stop_token stop) {
+namespace {
+
+// What a succeeded job records, from the POST's data or the report row found at the gateway
+// (the same fields either way).
+json audit_result(const json& data, const std::string& url) {
+    const auto id = data.find("id");
+    json result = {{"report_id", id != data.end() && id->is_string() ? id->get<std::string>()
+                                                                      : std::string()},
+                   {"url", url}};
+    if (auto u = data.find("url"); u != data.end() && u->is_string()) result["url"] = *u;
+    for (const char* field : {"score", "issues_found", "issue_counts", "share_url"})
+        if (data.contains(field)) result[field] = data[field];
+    return result;
+}
+
+}  // namespace
+
+std::optional<json> AuditJobs::find_report(const Job& job, std::stop_token stop) {
+    const std::string url = job.args.value("url", "");
+    const std::chrono::sys_seconds not_before =
+        std::chrono::sys_seconds(std::chrono::seconds(job.created_at)) - kReconcileSkew;
+    std::optional<json> found;
+    box_->gateway().for_each_row(
+        {.resource = "seo_reports",
+         .client_id = job.client_id,
+         .order = "created_at",
+         .direction = "desc"},
+        [&](std::string_view raw) {
+            json row = json::parse(raw, nullptr, false);
+            if (!row.is_object()) return true;
+            auto created = row.find("created_at");
+            if (created == row.end() || !created->is_string()) return true;
+            const auto at = gateway::detail::parse_utc_time(created->get<std::string>());
+            if (!at) return true;
+            if (*at < not_before) return false;  // newest first: nothing further can match
+            auto row_url = row.find("url");
+            if (row_url != row.end() && row_url->is_string() && *row_url == url) {
+                found = std::move(row);
+                return false;
+            }
+            return true;
+        },
+        stop);
+    return found;
+}
+
+void AuditJobs::run_one(const Pending& pending, std::stop_token stop) {
+    const std::string& id = pending.id;
     auto job = store_->job(id);
-    if (!job || !store_->mark_running(id)) return;
+    if (!job || !store_->mark_running(id)) return;  // finished or cancelled meanwhile
+    if (job->status != "running") changed(id);
     const std::string url = job->args.value("url", "");
+
+    if (pending.reconcile) {
+        try {
+            if (auto report = find_report(*job, stop)) {
+                const json result = audit_result(*report, url);
+                store_->finish_job(id, true, result, nullptr);
+                changed(id);
+                spdlog::info("audit job {} reconciled: its report {} is at the gateway, so it "
+                             "was not sent again",
+                             id, result["report_id"].get<std::string>());
+                return;
+            }
+            spdlog::info("audit job {}: no report for {} at the gateway; sending it again", id,
+                         url);
+        } catch (const gateway::Error& e) {
+            if (e.reason() == gateway::ErrorReason::cancelled) return;  // next start reconciles
+            spdlog::warn("audit job {}: could not look for its report ({}); sending it again "
+                         "(seo_audit is retry-safe)",
+                         id, e.what());
+        }
+    }
+
     try {
         const gateway::ActionResult r =
             box_->gateway().act("seo_audit", job->client_id, {{"url", url}}, stop);
-        json result = {{"report_id", r.data.value("id", "")}, {"url", r.data.value("url", url)}};
-        for (const char* field : {"score", "issues_found", "issue_counts", "share_url"})
-            if (r.data.contains(field)) result[field] = r.data[field];
+        const json result = audit_result(r.data.is_object() ? r.data : json::object(), url);
         store_->finish_job(id, true, result, nullptr);
+        changed(id);
         spdlog::info("audit job {} succeeded: report {}", id,
                      result["report_id"].get<std::string>());
     } catch (const gateway::Error& e) {
@@ -139,6 +253,7 @@ void AuditJobs::run_one(const std::string& id, std::stop_token stop) {
         if (e.http_status()) error["http_status"] = e.http_status();
         if (e.status_code()) error["status_code"] = *e.status_code();
         store_->finish_job(id, false, nullptr, error);
+        changed(id);
         spdlog::warn("audit job {} failed: {}", id, e.what());
     }
 }

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -74,11 +75,25 @@ private:
 
 // Runs seo_audit jobs on a few background threads. Each job is a row in the Store: queued when
 // submitted, running while its POST is out, then succeeded (the report's id, score and issue
-// count) or failed (the gateway's error). Jobs left queued or running by a previous process are
-// run again on start: seo_audit is retry-safe (spec, Action rule 2), so repeating one updates
-// the same report instead of creating another.
+// count) or failed (the gateway's error), or cancelled at any point before that.
+// On start, jobs a previous process left unfinished are picked up: a queued job was never sent
+// and simply runs. A running job's POST may have reached the gateway, so it is reconciled
+// before anything is re-sent: the client's seo_reports are read newest first, and a report for
+// the same url created at or after the job's creation (less kReconcileSkew for clock skew)
+// finishes the job as succeeded with that report, exactly as the POST's answer would have.
+// Only when none is found is the audit sent again; if the lookup itself fails it is sent again
+// too (seo_audit is retry-safe, spec Action rule 2: a repeat refreshes the same report).
 class AuditJobs {
 public:
+    // How much earlier than the job's creation a gateway report may be stamped and still be
+    // taken as its result (the gateway's clock against ours).
+    static constexpr std::chrono::seconds kReconcileSkew{60};
+
+    // Called after every change to a job (running, succeeded, failed, cancelled, and a
+    // cancelled job's late result), with the job as stored. From a worker thread, except for
+    // cancel(), which calls it on the cancelling thread. Must not block for long.
+    using Listener = std::function<void(const Job&)>;
+
     AuditJobs(std::shared_ptr<Store> store, int workers);
     ~AuditJobs();  // stops and joins; unfinished jobs stay in the store for the next start
     AuditJobs(const AuditJobs&) = delete;
@@ -90,17 +105,38 @@ public:
 
     Job submit(const std::string& client_id, const std::string& principal, const std::string& url);
 
+    // The job as stored (any principal: callers check Job::principal themselves).
+    std::optional<Job> find(const std::string& id);
+
+    // A queued job becomes cancelled and is never POSTed. A running job is marked cancelled
+    // too, but its POST is already out: the audit may still run at the gateway, and its result
+    // is recorded while the status stays cancelled. False when the job is unknown or already
+    // finished.
+    bool cancel(const std::string& id);
+
+    // Sets (or, with an empty function, clears) the one change listener.
+    void on_change(Listener listener);
+
 private:
+    struct Pending {
+        std::string id;
+        bool reconcile = false;  // left running by a previous process: look before sending
+    };
     void work(std::stop_token stop);
-    void run_one(const std::string& id, std::stop_token stop);
+    void run_one(const Pending& pending, std::stop_token stop);
+    // The gateway's report that a job's earlier POST produced, if there is one.
+    std::optional<nlohmann::json> find_report(const Job& job, std::stop_token stop);
+    void changed(const std::string& id);
 
     std::shared_ptr<Store> store_;
     int worker_count_;
     std::shared_ptr<Toolbox> box_;
     std::mutex mutex_;
     std::condition_variable_any ready_;
-    std::deque<std::string> queue_;
+    std::deque<Pending> queue_;
     std::vector<std::jthread> workers_;
+    std::mutex listener_mutex_;
+    std::shared_ptr<const Listener> listener_;
 };
 
 }  // namespace agency::tools

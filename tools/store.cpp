@@ -127,13 +127,14 @@ CREATE TABLE IF NOT EXISTS jobs (
   client_id TEXT NOT NULL,
   principal TEXT NOT NULL,
   args TEXT NOT NULL,
-  status TEXT NOT NULL CHECK (status IN ('queued','running','succeeded','failed')),
+  status TEXT NOT NULL CHECK (status IN ('queued','running','succeeded','failed','cancelled')),
   result TEXT,
   error TEXT,
   created_at INTEGER NOT NULL,
   updated_at INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status, created_at);
+CREATE INDEX IF NOT EXISTS jobs_principal ON jobs(principal, created_at);
 CREATE TABLE IF NOT EXISTS idempotency (
   principal TEXT NOT NULL,
   tool TEXT NOT NULL,
@@ -186,6 +187,38 @@ CREATE TABLE IF NOT EXISTS tasks (
 );
 CREATE INDEX IF NOT EXISTS tasks_owner ON tasks(owner, created_ms);
 CREATE INDEX IF NOT EXISTS tasks_status ON tasks(status);
+)sql");
+    migrate_jobs_status();
+}
+
+// A database written before jobs could be cancelled has a CHECK without 'cancelled'; SQLite
+// cannot alter a CHECK, so the table is rebuilt once, rows kept.
+void Store::migrate_jobs_status() {
+    {
+        Statement s(db_, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'jobs'");
+        if (!s.step() || s.text(0).find("'cancelled'") != std::string::npos) return;
+    }
+    exec(R"sql(
+BEGIN IMMEDIATE;
+ALTER TABLE jobs RENAME TO jobs_before_cancel;
+CREATE TABLE jobs (
+  id TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  client_id TEXT NOT NULL,
+  principal TEXT NOT NULL,
+  args TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('queued','running','succeeded','failed','cancelled')),
+  result TEXT,
+  error TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+INSERT INTO jobs SELECT id, kind, client_id, principal, args, status, result, error, created_at,
+  updated_at FROM jobs_before_cancel ORDER BY rowid;
+DROP TABLE jobs_before_cancel;
+CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status, created_at);
+CREATE INDEX IF NOT EXISTS jobs_principal ON jobs(principal, created_at);
+COMMIT;
 )sql");
 }
 
@@ -254,11 +287,49 @@ void Store::finish_job(std::string_view id, bool succeeded, const json& result,
                        const json& error) {
     std::lock_guard lock(mutex_);
     Statement s(db_,
-                "UPDATE jobs SET status = ?, result = ?, error = ?, updated_at = ? WHERE id = ?");
+                "UPDATE jobs SET status = CASE status WHEN 'cancelled' THEN 'cancelled' ELSE ? "
+                "END, result = ?, error = ?, updated_at = ? WHERE id = ?");
     s.bind(succeeded ? "succeeded" : "failed");
     if (result.is_null()) s.bind_null(); else s.bind(result.dump());
     if (error.is_null()) s.bind_null(); else s.bind(error.dump());
     s.bind(unix_now()).bind(id).run();
+}
+
+std::optional<std::string> Store::cancel_job(std::string_view id) {
+    std::lock_guard lock(mutex_);
+    std::string before;
+    {
+        Statement s(db_, "SELECT status FROM jobs WHERE id = ?");
+        s.bind(id);
+        if (!s.step()) return std::nullopt;
+        before = s.text(0);
+    }
+    // The status guard keeps a finish that lands between the two statements (another process
+    // on the file) from being overwritten.
+    Statement u(db_,
+                "UPDATE jobs SET status = 'cancelled', updated_at = ? WHERE id = ? AND status = ?"
+                " AND status IN ('queued','running')");
+    u.bind(unix_now()).bind(id).bind(before).run();
+    if (u.changes() == 0) return std::nullopt;
+    return before;
+}
+
+std::vector<Job> Store::jobs_for(std::string_view principal, int limit,
+                                 std::string_view after_id) {
+    std::lock_guard lock(mutex_);
+    std::vector<Job> out;
+    if (limit <= 0) return out;
+    std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE principal = ?";
+    if (!after_id.empty())
+        sql += " AND (created_at, rowid) < (SELECT created_at, rowid FROM jobs WHERE id = ? AND "
+               "principal = ?)";
+    sql += " ORDER BY created_at DESC, rowid DESC LIMIT ?";
+    Statement s(db_, sql.c_str());
+    s.bind(principal);
+    if (!after_id.empty()) s.bind(after_id).bind(principal);
+    s.bind(std::int64_t{limit});
+    while (s.step()) out.push_back(read_job(s));
+    return out;
 }
 
 std::vector<Job> Store::unfinished_jobs() {

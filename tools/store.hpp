@@ -32,8 +32,9 @@ struct Job {
     std::string client_id;
     std::string principal;
     nlohmann::json args = nlohmann::json::object();
-    std::string status;                // queued | running | succeeded | failed
-    nlohmann::json result;             // null until succeeded
+    std::string status;                // queued | running | succeeded | failed | cancelled
+    // null until succeeded; a job cancelled while running keeps the result its POST brought
+    nlohmann::json result;
     nlohmann::json error;              // null unless failed: {reason, message, status_code?}
     std::int64_t created_at = 0;       // unix seconds
     std::int64_t updated_at = 0;
@@ -93,8 +94,18 @@ public:
     std::optional<Job> job(std::string_view id);
     // queued -> running; false when the job is not queued or running (already finished).
     bool mark_running(std::string_view id);
+    // Records the outcome: succeeded or failed, except that a cancelled job stays cancelled
+    // (its late result or error is still recorded).
     void finish_job(std::string_view id, bool succeeded, const nlohmann::json& result,
                     const nlohmann::json& error);
+    // queued or running -> cancelled; returns the status it had, or nullopt when the job is
+    // unknown or already finished (nothing changed).
+    std::optional<std::string> cancel_job(std::string_view id);
+    // One principal's jobs, newest first, at most `limit`; with `after_id`, those that come
+    // after that job in this order (a page cursor). An after_id that is not one of this
+    // principal's jobs gives an empty list.
+    std::vector<Job> jobs_for(std::string_view principal, int limit,
+                              std::string_view after_id = {});
     // Jobs left queued or running, oldest first (what a restart picks up again).
     std::vector<Job> unfinished_jobs();
     // For tests that play a previous process: sets the status as-is.
@@ -140,6 +151,7 @@ private:
     struct Statement;
     void exec(const char* sql);
     void open_schema();
+    void migrate_jobs_status();
 
     std::string path_;
     sqlite3* db_ = nullptr;

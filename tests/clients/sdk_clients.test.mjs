@@ -264,3 +264,71 @@ test('TypeScript SDK over Streamable HTTP confirms or declines deploy_article th
     child.kill('SIGTERM');
   }
 });
+
+// --- An audit job polled to completion, as a model would drive it --------------------------------
+
+async function auditToCompletion(client) {
+  const url = `https://www.brightsmile.example/sdk-audit-${process.pid}-${Date.now()}`;
+  const queued = await client.callTool({ name: 'run_seo_audit', arguments: { client_id: 'demo-dental', url } });
+  assert.ok(!queued.isError, JSON.stringify(queued));
+  assert.equal(queued.structuredContent.status, 'queued');
+  const auditId = queued.structuredContent.audit_id;
+  assert.match(auditId, /^aud_/);
+
+  const seen = ['queued'];
+  let status;
+  const deadline = Date.now() + 10000;
+  for (;;) {
+    const reply = await client.callTool({ name: 'get_audit_status', arguments: { client_id: 'demo-dental', audit_id: auditId } });
+    assert.ok(!reply.isError, JSON.stringify(reply));
+    status = reply.structuredContent;
+    if (seen.at(-1) !== status.status) seen.push(status.status);
+    if (status.status === 'succeeded' || status.status === 'failed') break;
+    assert.ok(Date.now() < deadline, `audit still ${status.status} after 10 s`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  // Statuses only move forward: queued, maybe running, then succeeded.
+  assert.deepEqual(seen.filter((s) => s !== 'running'), ['queued', 'succeeded'], seen.join(' > '));
+  assert.equal(status.ok, true);
+  assert.equal(status.url, url);
+  assert.equal(typeof status.score, 'number');
+  assert.ok(status.score > 0 && status.score <= 100, String(status.score));
+  assert.ok(Number.isInteger(status.issues_found) && status.issues_found > 0, String(status.issues_found));
+  assert.ok(status.report_id);
+
+  const issues = await client.callTool({ name: 'get_audit_issues', arguments: { client_id: 'demo-dental', audit_id: status.report_id } });
+  assert.ok(!issues.isError, JSON.stringify(issues));
+  assert.equal(issues.structuredContent.total, status.issues_found);
+  assert.equal(issues.structuredContent.rows.length, status.issues_found);
+  for (const issue of issues.structuredContent.rows) {
+    assert.ok(['critical', 'warning', 'notice'].includes(issue.severity), JSON.stringify(issue));
+    assert.equal(typeof issue.recommendation, 'string');
+  }
+}
+
+test('TypeScript SDK over stdio polls an audit to completion and reads its issues', async () => {
+  const stateDir = mkdtempSync(path.join(os.tmpdir(), 'agency-audit-'));
+  const transport = new StdioClientTransport({
+    command: bin, args: ['serve', '--state-db', path.join(stateDir, 'state.db')], stderr: 'pipe',
+  });
+  const client = new Client({ name: 'sdk-stdio-audit', version: '1.0.0' }, { capabilities: {} });
+  await client.connect(transport);
+  try {
+    await auditToCompletion(client);
+  } finally {
+    await client.close();
+  }
+});
+
+test('TypeScript SDK over Streamable HTTP polls an audit to completion and reads its issues', async () => {
+  const stateDir = mkdtempSync(path.join(os.tmpdir(), 'agency-audit-'));
+  const { url, child } = await startHttpServer(['--state-db', path.join(stateDir, 'state.db')]);
+  try {
+    const client = new Client({ name: 'sdk-http-audit', version: '1.0.0' }, { capabilities: {} });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    await auditToCompletion(client);
+    await client.close();
+  } finally {
+    child.kill('SIGTERM');
+  }
+});
