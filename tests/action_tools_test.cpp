@@ -476,6 +476,34 @@ TEST(ActionTools, DeployTwoStepPreviewThenConfirm) {
     EXPECT_EQ(a.posts("deploy_blog"), 1u) << "a replayed confirmation deploys nothing";
 }
 
+// deploy_article takes an idempotency_key like every action tool: once the confirmed deploy
+// ran, a repeat with the key answers with the first result at once, without a new confirmation
+// and without a second POST; the key with other arguments is refused before any preview.
+TEST(ActionTools, DeployIdempotencyKeyReplaysWithoutConfirmingAgain) {
+    Actions a;
+    const std::string id = draft_article(a);
+    ASSERT_FALSE(id.empty());
+    const json args = {{"client_id", kDental}, {"article_id", id}, {"idempotency_key", "dep-1"}};
+    json preview = a.ok("deploy_article", args);
+    ASSERT_TRUE(preview.is_object());
+    json confirmed_args = args;
+    confirmed_args["confirmation_id"] = preview.value("confirmation_id", "");
+    json done = a.ok("deploy_article", confirmed_args);
+    ASSERT_TRUE(done.is_object());
+    EXPECT_EQ(done["status"], "published");
+
+    json again = a.ok("deploy_article", args);
+    EXPECT_EQ(again, done) << "the first result, not a new preview";
+    EXPECT_EQ(a.posts("deploy_blog"), 1u);
+
+    const std::string other = draft_article(a);
+    ToolReply misuse = a.h->call(
+        "deploy_article", {{"client_id", kDental}, {"article_id", other}, {"idempotency_key", "dep-1"}});
+    EXPECT_EQ(misuse.reason(), "validation") << misuse.response.dump();
+    EXPECT_EQ(a.posts("deploy_blog"), 1u);
+    EXPECT_EQ(article_status(a, other), "draft");
+}
+
 // A confirmation_id is a secret: neither confirming nor a refused replay may log it.
 TEST(ActionTools, ConfirmationIdNeverReachesTheLog) {
     std::ostringstream captured;

@@ -91,6 +91,26 @@ struct Guard {
     bool spends_credits = true;
 };
 
+// The answer to a call whose idempotency_key is already known: the first call's result, or why
+// the key cannot be used (other arguments, or the first call still running).
+mcp::ToolResult known_key_answer(const IdempotencyRecord& existing, const std::string& digest,
+                                 const std::string& tool, const std::string& key,
+                                 const std::string& principal) {
+    if (existing.args_digest != digest)
+        return tool_error("validation", "idempotency_key \"" + key +
+                                            "\" was already used with other arguments for " +
+                                            tool + "; use a new key for a new request, or repeat "
+                                            "the first request's arguments exactly");
+    if (existing.pending)
+        return tool_error("in_progress", "the first call with idempotency_key \"" + key +
+                                             "\" is still running; retry with the same key "
+                                             "shortly");
+    spdlog::info("{}: idempotency_key {} of {} replayed, no gateway request", tool, key,
+                 principal);
+    return existing.is_error ? mcp::ToolResult::text(existing.result, true)
+                             : mcp::ToolResult::structured(existing.result);
+}
+
 mcp::ToolResult guarded_call(ActionRuntime& rt, const Guard& guard, const json& args,
                              mcp::RequestContext& ctx, const Execute& execute) {
     const std::string principal = principal_of(ctx);
@@ -103,21 +123,7 @@ mcp::ToolResult guarded_call(ActionRuntime& rt, const Guard& guard, const json& 
         const std::string digest = args_digest(call_args);
         auto existing = rt.store().claim_idempotency(principal, guard.tool, key, digest,
                                                      rt.settings().stale_claim);
-        if (existing) {
-            if (existing->args_digest != digest)
-                return tool_error("validation",
-                                  "idempotency_key \"" + key + "\" was already used with other "
-                                  "arguments for " + guard.tool + "; use a new key for a new "
-                                  "request, or repeat the first request's arguments exactly");
-            if (existing->pending)
-                return tool_error("in_progress",
-                                  "the first call with idempotency_key \"" + key +
-                                      "\" is still running; retry with the same key shortly");
-            spdlog::info("{}: idempotency_key {} of {} replayed, no gateway request", guard.tool,
-                         key, principal);
-            return existing->is_error ? mcp::ToolResult::text(existing->result, true)
-                                      : mcp::ToolResult::structured(existing->result);
-        }
+        if (existing) return known_key_answer(*existing, digest, guard.tool, key, principal);
         claimed = true;
     }
     // A claim stays only once the call may have spent credits; otherwise the key is free again.
@@ -200,14 +206,32 @@ std::string refusal_text(agency::tools::ConfirmOutcome outcome) {
     return "was accepted";
 }
 
-mcp::ToolResult run(const ConfirmedDef& def, const json& args, const Preview& preview,
-                    mcp::RequestContext& ctx) {
+mcp::ToolResult run(ActionRuntime& rt, const ConfirmedDef& def, const json& args,
+                    const Preview& preview, mcp::RequestContext& ctx) {
     if (def.run_call) return def.run_call(args, ctx);
     try {
-        return mcp::ToolResult::structured(def.run(args, preview, ctx).dump());
+        // Confirmed acts spend no credits but honour idempotency_key like every action.
+        return guarded_call(rt, {def.spec.name, false}, args, ctx,
+                            [&](const json& call_args, mcp::RequestContext& c) {
+                                return def.run(call_args, preview, c);
+                            });
     } catch (const Refused& r) {
         return tool_error(r.reason, r.message);
     }
+}
+
+// A known idempotency_key is answered before any preview or confirmation: a repeat gets the
+// first result (nothing is sent again), a misuse its error, without asking anyone.
+std::optional<mcp::ToolResult> replay_finished(ActionRuntime& rt, const std::string& tool,
+                                               const json& call_args, mcp::RequestContext& ctx) {
+    const std::string key = text_arg(call_args, "idempotency_key");
+    if (key.empty()) return std::nullopt;
+    json digest_args = call_args;
+    digest_args.erase("idempotency_key");
+    const std::string principal = principal_of(ctx);
+    auto record = rt.store().find_idempotency(principal, tool, key);
+    if (!record) return std::nullopt;
+    return known_key_answer(*record, args_digest(digest_args), tool, key, principal);
 }
 
 // Confirmation before acting: a client with elicitation is asked (legacy: mid-call; modern:
@@ -221,6 +245,7 @@ mcp::ToolResult confirmed_call(ActionRuntime& rt, const ConfirmedDef& def, const
     json call_args = args;
     call_args.erase("confirmation_id");
     const std::string digest = args_digest(call_args);
+    if (auto replay = replay_finished(rt, tool, call_args, ctx)) return std::move(*replay);
 
     std::optional<Preview> found;
     try {
@@ -229,7 +254,7 @@ mcp::ToolResult confirmed_call(ActionRuntime& rt, const ConfirmedDef& def, const
         return tool_error(r.reason, r.message);
     }
     const Preview& preview = *found;
-    if (!preview.needed) return run(def, call_args, preview, ctx);
+    if (!preview.needed) return run(rt, def, call_args, preview, ctx);
 
     if (!confirmation_id.empty()) {
         const ConfirmOutcome outcome =
@@ -244,7 +269,7 @@ mcp::ToolResult confirmed_call(ActionRuntime& rt, const ConfirmedDef& def, const
                                   " without confirmation_id for a new preview.");
         }
         spdlog::info("{}: confirmed by {} with a confirmation_id", tool, principal);
-        return run(def, call_args, preview, ctx);
+        return run(rt, def, call_args, preview, ctx);
     }
 
     if (ctx.client_supports("elicitation")) {
@@ -274,7 +299,7 @@ mcp::ToolResult confirmed_call(ActionRuntime& rt, const ConfirmedDef& def, const
                                   ": " + preview.message + " Nothing was done.",
                               {{"action", action.empty() ? json(nullptr) : json(action)}});
         }
-        return run(def, call_args, preview, ctx);
+        return run(rt, def, call_args, preview, ctx);
     }
 
     const Confirmation c = rt.store().create_confirmation(principal, tool, digest, kConfirmationTtl);

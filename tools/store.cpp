@@ -350,6 +350,28 @@ void Store::set_job_status(std::string_view id, std::string_view status) {
 
 // --- idempotency -----------------------------------------------------------------------------
 
+std::optional<IdempotencyRecord> Store::find_idempotency_locked(std::string_view principal,
+                                                                std::string_view tool,
+                                                                std::string_view key) {
+    Statement s(db_,
+                "SELECT args_digest, pending, is_error, result, created_at FROM idempotency "
+                "WHERE principal = ? AND tool = ? AND key = ?");
+    s.bind(principal).bind(tool).bind(key);
+    if (!s.step()) return std::nullopt;
+    return IdempotencyRecord{.args_digest = s.text(0),
+                             .pending = s.integer(1) != 0,
+                             .is_error = s.integer(2) != 0,
+                             .result = s.text(3),
+                             .created_at = s.integer(4)};
+}
+
+std::optional<IdempotencyRecord> Store::find_idempotency(std::string_view principal,
+                                                         std::string_view tool,
+                                                         std::string_view key) {
+    std::lock_guard lock(mutex_);
+    return find_idempotency_locked(principal, tool, key);
+}
+
 std::optional<IdempotencyRecord> Store::claim_idempotency(std::string_view principal,
                                                           std::string_view tool,
                                                           std::string_view key,
@@ -357,20 +379,9 @@ std::optional<IdempotencyRecord> Store::claim_idempotency(std::string_view princ
                                                           std::chrono::seconds stale_after) {
     std::lock_guard lock(mutex_);
     const std::int64_t now = unix_now();
-    {
-        Statement s(db_,
-                    "SELECT args_digest, pending, is_error, result, created_at FROM idempotency "
-                    "WHERE principal = ? AND tool = ? AND key = ?");
-        s.bind(principal).bind(tool).bind(key);
-        if (s.step()) {
-            IdempotencyRecord r{.args_digest = s.text(0),
-                                .pending = s.integer(1) != 0,
-                                .is_error = s.integer(2) != 0,
-                                .result = s.text(3),
-                                .created_at = s.integer(4)};
-            if (!(r.pending && r.args_digest == digest && now - r.created_at > stale_after.count()))
-                return r;
-        }
+    if (auto r = find_idempotency_locked(principal, tool, key)) {
+        if (!(r->pending && r->args_digest == digest && now - r->created_at > stale_after.count()))
+            return r;
     }
     Statement s(db_,
                 "INSERT OR REPLACE INTO idempotency (principal, tool, key, args_digest, pending, "

@@ -119,6 +119,9 @@ public:
                                                        std::string_view tool, std::string_view key,
                                                        std::string_view digest,
                                                        std::chrono::seconds stale_after);
+    // The record for `key`, if any; claims nothing.
+    std::optional<IdempotencyRecord> find_idempotency(std::string_view principal,
+                                                      std::string_view tool, std::string_view key);
     void complete_idempotency(std::string_view principal, std::string_view tool,
                               std::string_view key, bool is_error, std::string_view result);
     // Forgets a claim whose call created nothing, so the key can be used again.
@@ -149,6 +152,9 @@ public:
 
 private:
     struct Statement;
+    std::optional<IdempotencyRecord> find_idempotency_locked(std::string_view principal,
+                                                             std::string_view tool,
+                                                             std::string_view key);
     void exec(const char* sql);
     void open_schema();
     void migrate_jobs_status();
