@@ -30,9 +30,10 @@ struct Generation {
     std::unique_ptr<agency::mcp::Server> server;
     int next_id = 1;
 
-    Generation(const std::string& state_db, const std::string& gateway_url) {
+    Generation(const std::string& state_db, const std::string& gateway_url, int workers = 2) {
         agency::tools::ActionSettings settings;
         settings.state_db = state_db;
+        settings.audit_workers = workers;
         rt = std::make_shared<agency::tools::ActionRuntime>(settings);
         agency::gateway::Config config;
         config.base_url = gateway_url;
@@ -117,6 +118,39 @@ TEST_F(AuditTasks, TheTaskEndsWithTheAuditsOutcome) {
                                             {{"client_id", kDental},
                                              {"audit_id", out["audit_id"]}}}})["result"];
     EXPECT_EQ(status["structuredContent"]["status"], "succeeded");
+}
+
+TEST_F(AuditTasks, CancellingTheTaskDropsTheQueuedAuditUnsent) {
+    // One worker, kept busy by a slow audit: the task's audit stays queued behind it.
+    Generation g(db(), gateway_server_.base_url(), /*workers=*/1);
+    gw_->inject({.target = "seo_audit", .mode = agency::sample::FaultMode::slow, .count = 1,
+                 .delay_ms = 400});
+    g.request("tools/call", {{"name", "run_seo_audit"},
+                             {"arguments",
+                              {{"client_id", kDental},
+                               {"url", "https://www.brightsmile.example/busy"}}}});
+    json created = g.request("tools/call",
+                             {{"name", "run_seo_audit"},
+                              {"arguments",
+                               {{"client_id", kDental},
+                                {"url", "https://www.brightsmile.example/task-cancel"}}}})["result"];
+    const std::string task_id = created.value("taskId", "");
+    ASSERT_FALSE(task_id.empty()) << created.dump();
+    json resume;
+    for (int i = 0; i < 200 && (resume = g.rt->store().get(task_id)->resume).is_null(); ++i)
+        std::this_thread::sleep_for(5ms);
+    ASSERT_TRUE(resume.contains("audit_id"));
+    json ack = g.request("tasks/cancel", {{"taskId", task_id}});
+    EXPECT_EQ(ack["result"]["resultType"], "complete") << ack.dump();
+    EXPECT_EQ(g.await_task(task_id)["status"], "cancelled");
+    auto job = g.rt->store().job(resume["audit_id"].get<std::string>());
+    ASSERT_TRUE(job);
+    EXPECT_EQ(job->status, "cancelled");
+    std::this_thread::sleep_for(600ms);  // the worker is free again: it must skip the job
+    std::size_t sent = 0;
+    for (const auto& r : gw_->request_log())
+        sent += r.method == "POST" && r.detail.find("task-cancel") != std::string::npos;
+    EXPECT_EQ(sent, 0u) << "a cancelled queued audit is never sent";
 }
 
 TEST_F(AuditTasks, ARestartMidAuditResumesTheTaskFromTheStateFile) {

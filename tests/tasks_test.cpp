@@ -38,6 +38,13 @@ public:
         messages_.push_back(json::parse(message));
     }
     bool can_send_requests() const override { return true; }
+    std::vector<json> notifications(const std::string& method) {
+        std::lock_guard lock(mutex_);
+        std::vector<json> out;
+        for (const auto& m : messages_)
+            if (!m.contains("id") && m.value("method", "") == method) out.push_back(m);
+        return out;
+    }
     std::optional<json> first_request() {
         std::lock_guard lock(mutex_);
         for (const auto& m : messages_)
@@ -73,6 +80,7 @@ void register_tools(Server& server, Probe& probe) {
             }
             std::this_thread::sleep_for(5ms);
         }
+        ctx.progress(2, 2, "finishing");
         return ToolResult::text("done:" + args.value("label", std::string()));
     };
     wait.resume_task = [](const json& resume, const json& args, RequestContext&) {
@@ -193,9 +201,12 @@ TEST_F(Tasks, LegacyAdvertisesTasksAndMarksTaskTools) {
 
 TEST_F(Tasks, LegacyTaskRunsInTheBackgroundAndTasksResultWaitsForIt) {
     Inbound in = legacy();
-    json created =
-        call("tools/call", {{"name", "wait_job"}, {"arguments", {{"label", "a"}}}, {"task", {{"ttl", 60000}}}},
-             in)["result"];
+    json created = call("tools/call",
+                        {{"name", "wait_job"},
+                         {"arguments", {{"label", "a"}}},
+                         {"task", {{"ttl", 60000}}},
+                         {"_meta", {{"progressToken", "p1"}}}},
+                        in)["result"];
     ASSERT_TRUE(created.contains("task")) << created;
     const std::string id = created["task"]["taskId"];
     EXPECT_EQ(created["task"]["status"], "working");
@@ -217,6 +228,12 @@ TEST_F(Tasks, LegacyTaskRunsInTheBackgroundAndTasksResultWaitsForIt) {
     json done = result.get()["result"];
     EXPECT_EQ(done["content"][0]["text"], "done:a");
     EXPECT_EQ(done["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id);
+    // Progress after the call returned reaches the caller waiting in tasks/result, with the
+    // original call's progress token.
+    auto progress = waiter.notifications("notifications/progress");
+    ASSERT_FALSE(progress.empty());
+    EXPECT_EQ(progress.back()["params"]["progressToken"], "p1");
+    EXPECT_EQ(progress.back()["params"]["progress"], 2);
     EXPECT_EQ(call("tasks/get", {{"taskId", id}}, in)["result"]["status"], "completed");
 
     json listed = call("tasks/list", json::object(), in)["result"]["tasks"];
