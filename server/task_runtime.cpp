@@ -37,27 +37,19 @@ private:
     LiveTask& task_;
 };
 
-json legacy_task_json(const TaskRecord& t) {
+// The Task object; the eras name two fields differently (ttl/ttlMs, pollInterval/...Ms).
+json task_json(const TaskRecord& t, bool legacy) {
     json out = {{"taskId", t.id},
                 {"status", to_string(t.status)},
                 {"createdAt", iso8601_ms(t.created_ms)},
                 {"lastUpdatedAt", iso8601_ms(t.updated_ms)},
-                {"ttl", t.ttl_ms > 0 ? json(t.ttl_ms) : json(nullptr)},
-                {"pollInterval", t.poll_ms}};
+                {legacy ? "ttl" : "ttlMs", t.ttl_ms > 0 ? json(t.ttl_ms) : json(nullptr)},
+                {legacy ? "pollInterval" : "pollIntervalMs", t.poll_ms}};
     if (!t.status_message.empty()) out["statusMessage"] = t.status_message;
     return out;
 }
-
-json modern_task_json(const TaskRecord& t) {
-    json out = {{"taskId", t.id},
-                {"status", to_string(t.status)},
-                {"createdAt", iso8601_ms(t.created_ms)},
-                {"lastUpdatedAt", iso8601_ms(t.updated_ms)},
-                {"ttlMs", t.ttl_ms > 0 ? json(t.ttl_ms) : json(nullptr)},
-                {"pollIntervalMs", t.poll_ms}};
-    if (!t.status_message.empty()) out["statusMessage"] = t.status_message;
-    return out;
-}
+json legacy_task_json(const TaskRecord& t) { return task_json(t, true); }
+json modern_task_json(const TaskRecord& t) { return task_json(t, false); }
 
 bool has_tasks_extension(const json& caps) {
     if (!caps.is_object()) return false;

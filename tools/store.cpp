@@ -119,8 +119,8 @@ void Store::exec(const char* sql) {
     }
 }
 
-void Store::open_schema() {
-    exec(R"sql(
+namespace {
+constexpr const char* kJobsTable = R"sql(
 CREATE TABLE IF NOT EXISTS jobs (
   id TEXT PRIMARY KEY,
   kind TEXT NOT NULL,
@@ -133,6 +133,12 @@ CREATE TABLE IF NOT EXISTS jobs (
   created_at INTEGER NOT NULL,
   updated_at INTEGER NOT NULL
 );
+)sql";
+}  // namespace
+
+void Store::open_schema() {
+    exec(kJobsTable);
+    exec(R"sql(
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status, created_at);
 CREATE INDEX IF NOT EXISTS jobs_principal ON jobs(principal, created_at);
 CREATE TABLE IF NOT EXISTS idempotency (
@@ -198,21 +204,10 @@ void Store::migrate_jobs_status() {
         Statement s(db_, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'jobs'");
         if (!s.step() || s.text(0).find("'cancelled'") != std::string::npos) return;
     }
-    exec(R"sql(
-BEGIN IMMEDIATE;
-ALTER TABLE jobs RENAME TO jobs_before_cancel;
-CREATE TABLE jobs (
-  id TEXT PRIMARY KEY,
-  kind TEXT NOT NULL,
-  client_id TEXT NOT NULL,
-  principal TEXT NOT NULL,
-  args TEXT NOT NULL,
-  status TEXT NOT NULL CHECK (status IN ('queued','running','succeeded','failed','cancelled')),
-  result TEXT,
-  error TEXT,
-  created_at INTEGER NOT NULL,
-  updated_at INTEGER NOT NULL
-);
+    exec("BEGIN IMMEDIATE; ALTER TABLE jobs RENAME TO jobs_before_cancel;");
+    try {
+        exec(kJobsTable);
+        exec(R"sql(
 INSERT INTO jobs SELECT id, kind, client_id, principal, args, status, result, error, created_at,
   updated_at FROM jobs_before_cancel ORDER BY rowid;
 DROP TABLE jobs_before_cancel;
@@ -220,6 +215,10 @@ CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status, created_at);
 CREATE INDEX IF NOT EXISTS jobs_principal ON jobs(principal, created_at);
 COMMIT;
 )sql");
+    } catch (...) {
+        sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+        throw;
+    }
 }
 
 // --- jobs ------------------------------------------------------------------------------------
