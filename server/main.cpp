@@ -144,6 +144,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> allowed_hosts;
     std::vector<std::string> allowed_origins;
     std::string state_db;
+    agency::tools::CreditSettings credits;
     serve->add_flag("--http", http, "Serve Streamable HTTP at /mcp instead of stdio");
     serve->add_option("--listen", listen, "HOST:PORT for --http (default 127.0.0.1:8787)");
     serve->add_flag("--read-only", read_only, "Hide and refuse every action tool");
@@ -164,6 +165,12 @@ int main(int argc, char** argv) {
                       "SQLite file for jobs, drafts and idempotency records (default: "
                       "$XDG_STATE_HOME/agency-mcp/state.db or ~/.local/state/agency-mcp/state.db)")
         ->envname("AGENCY_STATE_DB");
+    serve->add_option("--max-actions-in-flight-per-client", credits.max_in_flight_per_client,
+                      "Generation actions running at once for one client (default 2)")
+        ->check(CLI::PositiveNumber);
+    serve->add_option("--max-actions-per-minute-per-client", credits.max_per_minute_per_client,
+                      "Generation actions started per client per minute (default 20)")
+        ->check(CLI::PositiveNumber);
 
     // sample-gateway
     auto* sample_cmd =
@@ -234,6 +241,7 @@ int main(int argc, char** argv) {
         agency::tools::ActionSettings action_settings;
         action_settings.state_db =
             state_db.empty() ? agency::tools::Store::default_path() : state_db;
+        action_settings.credits = credits;
         auto actions = std::make_shared<agency::tools::ActionRuntime>(action_settings);
         spdlog::info("state database: {}", action_settings.state_db);
         auto server_ptr = make_tool_server(gateway_url, api_key, sample_server, actions);
