@@ -26,6 +26,14 @@ TEST(AppendJsonString, MatchesAJsonEncoder) {
         "unicode: caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
         std::string(1000, '"'),
     };
+    std::string mixed;
+    for (int i = 0; i < 2000; ++i) {
+        mixed += static_cast<char>(i % 128);
+        if (i % 7 == 0) mixed += "\"k\":\"v\\\"";
+        if (i % 13 == 0) mixed += "plain run of text without escapes ";
+        SCOPED_TRACE(i);
+        ASSERT_EQ(escaped(mixed), "prefix:" + nlohmann::json(mixed).dump());
+    }
     for (const auto& text : cases) {
         SCOPED_TRACE(text);
         EXPECT_EQ(escaped(text), "prefix:" + nlohmann::json(text).dump());
