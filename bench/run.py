@@ -140,37 +140,49 @@ class Bench:
         return max(4, int(n * self.scale))
 
     def run_scenarios(self):
-        for name, sc in self.SCENARIOS.items():
-            for c in (1, 16):
-                n_agency, n_peer = sc["n"][c]
-                for transport in ("stdio", "http"):
-                    for impl, n in (("agency", n_agency), ("peer", n_peer)):
-                        n = self.count(n)
-                        log(f"{name} c={c} {transport} {impl} n={n}")
-                        argv = ["--transport", transport, "-n", str(n), "-c", str(c),
+        """Each configuration --repeat times, the implementations interleaved within a round so
+        that a burst of load elsewhere on the machine hits them alike; the run with the median
+        calls/s of each configuration is the one reported (all runs are kept in results.json)."""
+        all_runs = {}
+        for rnd in range(self.args.repeat):
+            for name, sc in self.SCENARIOS.items():
+                for c in (1, 16):
+                    n_agency, n_peer = sc["n"][c]
+                    for transport in ("stdio", "http"):
+                        for impl, n in (("agency", n_agency), ("peer", n_peer)):
+                            n = self.count(n)
+                            log(f"[round {rnd + 1}/{self.args.repeat}] {name} c={c} {transport} {impl} n={n}")
+                            argv = ["--transport", transport, "-n", str(n), "-c", str(c),
+                                    "--warmup", str(min(200, max(c, n // 10))),
+                                    "--tool", sc["tool"], "--args", json.dumps(sc["args"]),
+                                    "--max-seconds", "240"]
+                            if transport == "http":
+                                argv += ["--url", "http://127.0.0.1:{port}/mcp"]
+                            argv += ["--"] + self.server(impl, transport)
+                            r = self.drive(argv)
+                            r.update(scenario=name, impl=impl, transport=transport, c=c, round=rnd)
+                            all_runs.setdefault((name, impl, transport, c), []).append(r)
+                            self.show(r)
+                    if sc["path"]:
+                        n = self.count(n_agency)
+                        log(f"[round {rnd + 1}/{self.args.repeat}] {name} c={c} direct gateway n={n}")
+                        argv = ["--transport", "gateway", "--url", self.gateway_url, "--path",
+                                sc["path"], "-n", str(n), "-c", str(c),
                                 "--warmup", str(min(200, max(c, n // 10))),
-                                "--tool", sc["tool"], "--args", json.dumps(sc["args"]),
-                                "--max-seconds", "240"]
-                        if transport == "http":
-                            argv += ["--url", "http://127.0.0.1:{port}/mcp"]
-                        argv += ["--"] + self.server(impl, transport)
+                                "--pid", str(self.gateway.pid), "--max-seconds", "240"]
+                        if sc["scan"]:
+                            argv.append("--scan")
                         r = self.drive(argv)
-                        r.update(scenario=name, impl=impl, transport=transport, c=c)
-                        self.results["runs"].append(r)
+                        r.update(scenario=name, impl="direct", transport="http", c=c, round=rnd)
+                        all_runs.setdefault((name, "direct", "http", c), []).append(r)
                         self.show(r)
-                if sc["path"]:
-                    n = self.count(n_agency)
-                    log(f"{name} c={c} direct gateway n={n}")
-                    argv = ["--transport", "gateway", "--url", self.gateway_url, "--path",
-                            sc["path"], "-n", str(n), "-c", str(c),
-                            "--warmup", str(min(200, max(c, n // 10))),
-                            "--pid", str(self.gateway.pid), "--max-seconds", "240"]
-                    if sc["scan"]:
-                        argv.append("--scan")
-                    r = self.drive(argv)
-                    r.update(scenario=name, impl="direct", transport="http", c=c)
-                    self.results["runs"].append(r)
-                    self.show(r)
+        for runs in all_runs.values():
+            ranked = sorted(runs, key=lambda r: r.get("calls_per_s", 0))
+            median = dict(ranked[len(ranked) // 2])
+            median["rounds"] = [{k: r.get(k) for k in ("calls_per_s", "p50_ms", "p99_ms",
+                                                       "server_cpu_per_call_ms", "failed")}
+                                for r in runs]
+            self.results["runs"].append(median)
 
     @staticmethod
     def show(r):
@@ -335,6 +347,8 @@ class Bench:
             self.stop_gateway()
             shutil.rmtree(self.tmp, ignore_errors=True)
         self.results["duration_s"] = round(time.time() - started)
+        self.results["machine"]["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
+        self.results["repeat"] = self.args.repeat
         self.write()
         log(f"done in {self.results['duration_s']} s: docs/benchmarks.md, docs/benchmarks.png")
 
@@ -479,7 +493,10 @@ class Report:
             "",
             f"- CPU: {m['cpu']}, {m['nproc']} cores (`nproc`); memory {m['memory']}",
             f"- kernel {m['kernel']}; {m['compiler']}; node {m['node']}",
-            f"- load average at start: {' '.join(m['loadavg_start'])} (other work shares this machine)",
+            f"- load average at start: {' '.join(m['loadavg_start'])}, at the end: "
+            f"{' '.join(m.get('loadavg_end', []))} (other work shares this machine)",
+            f"- each configuration ran {r.get('repeat', 1)} times, interleaved; the tables show "
+            "the run with the median calls/s (every run is in `bench/results/results.json`)",
             f"- run: {m['date']}, {r.get('duration_s', 0)} s"
             + (" (**--quick**: a quarter of the requests)" if r.get("quick") else ""),
             "",
@@ -570,7 +587,7 @@ class Report:
         data = os.path.join(b.tmp if os.path.isdir(b.tmp) else tempfile.mkdtemp(), "chart.dat")
         os.makedirs(os.path.dirname(data), exist_ok=True)
         with open(data, "w") as f:
-            f.write("label agency peer direct agency_p99 peer_p99 direct_p99\n")
+            # columns: label, calls/s (agency, peer, direct), p99 ms (agency, peer, direct)
             for sc in Bench.SCENARIOS:
                 for c in (1, 16):
                     for transport in ("stdio", "http"):
@@ -585,6 +602,7 @@ class Report:
 set terminal pngcairo size 1400,900 font "sans,9"
 set output "{path}"
 set multiplot layout 2,1
+set bmargin 4
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
@@ -609,6 +627,8 @@ def main():
     ap.add_argument("--build-dir", default="build-release")
     ap.add_argument("--quick", action="store_true", help="a quarter of the requests (a trial run)")
     ap.add_argument("--no-callgrind", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="rounds per configuration; the median run is reported (default 3)")
     ap.add_argument("--report-only", action="store_true",
                     help="regenerate docs/benchmarks.md and .png from bench/results/results.json")
     args = ap.parse_args()

@@ -398,10 +398,12 @@ mcp::ToolResult list_page(Toolbox& box, const ListSpec& spec, const json& args,
             query.filter_value = spec.filter_value;
         }
     }
-    gateway::Page page = box.gateway().read(query, ctx.stop);
+    // Rows and pagination in one parse of the page.
+    gateway::Page page = box.gateway().read_body(query, ctx.stop);
 
     RowWriter writer(client_id, spec.resource, box.settings().page_budget_bytes);
-    for_each_data_row(page.body, [&](std::string_view row) { return writer.add(row); });
+    for_each_data_row(page.body, page.pagination,
+                      [&](std::string_view row) { return writer.add(row); });
     // Continue exactly at the first row this answer left out (page end or size budget).
     const std::int64_t next = offset + static_cast<std::int64_t>(writer.count());
     std::string cursor = next < page.pagination.total ? box.issue_cursor(binding, next) : "";
