@@ -356,13 +356,15 @@ std::size_t scan_data(
             std::fill(fields.begin(), fields.end(), RowField{});
             bool ok = !row.reset().error();
             for (auto field : row) {
-                std::string_view key;
-                if (!ok || field.unescaped_key().get(key)) {
+                // Keys are compared as they stand in the page (names are plain ASCII), not
+                // unescaped first: this loop runs for every field of every row of a scan.
+                simdjson::ondemand::raw_json_string key;
+                if (!ok || field.key().get(key)) {
                     ok = false;
                     break;
                 }
                 for (std::size_t i = 0; i < names.size(); ++i) {
-                    if (names[i] != key) continue;
+                    if (!key.unsafe_is_equal(names[i])) continue;
                     ok = !read_field(field.value(), fields[i]);
                     break;
                 }
