@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= 2
 PORT ?= 8787
 
-.PHONY: deps build run test npm-deps clean
+.PHONY: deps build run test npm-deps bench clean
 
 deps:
 	@scripts/install-deps.sh
@@ -25,6 +25,16 @@ npm-deps:
 # Every test: unit and integration (GoogleTest via ctest) and the real-client suites.
 test: build npm-deps
 	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)
+
+# The benchmark (docs/benchmarks.md): release build, bench-only packages, the peer's pinned npm
+# packages, every scenario; regenerates docs/benchmarks.md and docs/benchmarks.png.
+# BENCH_ARGS=--quick for a shorter trial run.
+bench: deps
+	@scripts/install-bench-deps.sh
+	cmake --preset release >/dev/null
+	cmake --build build-release -j$(JOBS) --target agency-mcp agency_bench_driver
+	@scripts/npm-deps.sh bench/peer
+	python3 bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD_DIR)

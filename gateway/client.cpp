@@ -685,12 +685,12 @@ struct Client::Impl {
         return error(ErrorReason::upstream, std::move(message), http_status);
     }
 
-    Page read(const ReadQuery& query, const std::stop_token& stop) {
+    Page read(const ReadQuery& query, const std::stop_token& stop, bool scan = true) {
         Page page;
         const auto what = describe_read(query);
         const auto ex = get(read_target(query), what, page.body, stop, config.max_attempts);
         page.body.reserve(page.body.size() + simdjson::SIMDJSON_PADDING);
-        page.pagination = scan_read(page.body, what, ex.status);
+        if (scan) page.pagination = scan_read(page.body, what, ex.status);
         return page;
     }
 
@@ -1088,6 +1088,10 @@ const Config& Client::config() const {
 
 Page Client::read(const ReadQuery& query, std::stop_token stop) {
     return impl_->read(query, stop);
+}
+
+Page Client::read_body(const ReadQuery& query, std::stop_token stop) {
+    return impl_->read(query, stop, false);
 }
 
 Pagination Client::for_each_row(ReadQuery query,

@@ -141,6 +141,11 @@ public:
     // never retries another 4xx. Throws Error.
     Page read(const ReadQuery& query, std::stop_token stop = {});
 
+    // The same GET (same retries and errors) without looking inside the answer: `pagination`
+    // is left unset (present = false), and `body` has simdjson's padding. For a caller that
+    // parses the page anyway and reads `data` and `pagination` in that one pass.
+    Page read_body(const ReadQuery& query, std::stop_token stop = {});
+
     // Pages through the resource with limit 1000 (offset += limit) until has_more is false,
     // handing each row's raw JSON text to on_row; on_row returns false to stop early.
     // Memory stays bounded by one page. Returns the last page's pagination.

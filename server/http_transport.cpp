@@ -563,6 +563,13 @@ int HttpTransport::start() {
                         "this server offers no GET stream: POST JSON-RPC messages to this URL");
     });
 
+    // httplib listens with a backlog of 5: a burst of new connections (16 clients at once) loses
+    // SYNs, which the client resends only a second later. Keep the socket to deepen it below.
+    auto listen_fd = std::make_shared<std::atomic<socket_t>>(INVALID_SOCKET);
+    http.set_socket_options([listen_fd](socket_t sock) {
+        httplib::default_socket_options(sock);
+        listen_fd->store(sock);
+    });
     if (o.port == 0) {
         impl_->port = http.bind_to_any_port(o.host);
         if (impl_->port <= 0) throw std::runtime_error("cannot listen on " + o.host);
@@ -572,6 +579,7 @@ int HttpTransport::start() {
                                      " (address in use or not available)");
         impl_->port = o.port;
     }
+    if (listen_fd->load() != INVALID_SOCKET) ::listen(listen_fd->load(), SOMAXCONN);
     impl_->thread = std::thread([this] { impl_->http.listen_after_bind(); });
     while (!impl_->http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     return impl_->port;

@@ -1,5 +1,13 @@
 #include "server/json_rpc.hpp"
 
+#include <array>
+#include <cstdint>
+#include <cstring>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 namespace agency::mcp {
 
 MessageKind classify(const json& message) {
@@ -38,32 +46,134 @@ std::string make_error_text(const json& id, int code, std::string_view message,
                                                     json::error_handler_t::replace);
 }
 
-void append_json_string(std::string& out, std::string_view text) {
+namespace {
+
+// Extra bytes each byte takes once escaped: 1 for \" \\ \n \r \t \b \f, 5 for other
+// control characters (\u00XX), 0 for the rest.
+constexpr std::array<std::uint8_t, 256> kEscapeExtra = [] {
+    std::array<std::uint8_t, 256> t{};
+    for (int c = 0; c < 0x20; ++c) t[static_cast<std::size_t>(c)] = 5;
+    for (unsigned char c : {'"', '\\', '\n', '\r', '\t', '\b', '\f'}) t[c] = 1;
+    return t;
+}();
+
+// Appends `text` escaped, starting at `w` (room reserved by the caller); returns the end.
+char* escape_into(char* w, const unsigned char* in, std::size_t n) {
     static constexpr char hex[] = "0123456789abcdef";
-    out.reserve(out.size() + text.size() + 2);
-    out.push_back('"');
-    std::size_t run_start = 0;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        auto c = static_cast<unsigned char>(text[i]);
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
-        out.append(text.data() + run_start, i - run_start);
-        run_start = i + 1;
+    for (std::size_t i = 0; i < n; ++i) {
+        const unsigned char c = in[i];
+        if (kEscapeExtra[c] == 0) {
+            *w++ = static_cast<char>(c);
+            continue;
+        }
+        *w++ = '\\';
         switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            case '\b': out += "\\b"; break;
-            case '\f': out += "\\f"; break;
+            case '"': *w++ = '"'; break;
+            case '\\': *w++ = '\\'; break;
+            case '\n': *w++ = 'n'; break;
+            case '\r': *w++ = 'r'; break;
+            case '\t': *w++ = 't'; break;
+            case '\b': *w++ = 'b'; break;
+            case '\f': *w++ = 'f'; break;
             default:
-                out += "\\u00";
-                out.push_back(hex[c >> 4]);
-                out.push_back(hex[c & 0xF]);
+                *w++ = 'u';
+                *w++ = '0';
+                *w++ = '0';
+                *w++ = hex[c >> 4];
+                *w++ = hex[c & 0xF];
         }
     }
-    out.append(text.data() + run_start, text.size() - run_start);
-    out.push_back('"');
+    return w;
+}
+
+
+#ifdef __SSE2__
+// Bytes of a 16-byte block that are '"' or '\\'.
+inline unsigned quote_mask(__m128i block) {
+    return static_cast<unsigned>(_mm_movemask_epi8(
+        _mm_or_si128(_mm_cmpeq_epi8(block, _mm_set1_epi8('"')),
+                     _mm_cmpeq_epi8(block, _mm_set1_epi8('\\')))));
+}
+// Bytes of a 16-byte block that are control characters (<= 0x1F).
+inline unsigned control_mask(__m128i block) {
+    const __m128i below_space = _mm_set1_epi8(0x1F);
+    return static_cast<unsigned>(
+        _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(block, below_space), below_space)));
+}
+#endif
+
+}  // namespace
+
+// Tool answers run every page of rows through here (content[0].text: a JSON text inside a JSON
+// string, a quote every few bytes), so it works 16 bytes at a time where SSE2 is there: one
+// pass counts the escapes (the output grows once, to its exact size), the second copies the
+// runs between them with 16-byte stores.
+void append_json_string(std::string& out, std::string_view text) {
+    const auto* in = reinterpret_cast<const unsigned char*>(text.data());
+    const std::size_t n = text.size();
+    std::size_t extra = 0;
+    std::size_t i = 0;
+#ifdef __SSE2__
+    // Quotes are counted in byte lanes (a match is -1, so subtracting adds one), summed before
+    // a lane can overflow; control characters are rare and looked up one by one.
+    __m128i lanes = _mm_setzero_si128();
+    int blocks = 0;
+    auto sum_lanes = [&] {
+        const __m128i sums = _mm_sad_epu8(lanes, _mm_setzero_si128());
+        extra += static_cast<std::size_t>(_mm_cvtsi128_si32(sums)) +
+                 static_cast<std::size_t>(_mm_extract_epi16(sums, 4));
+        lanes = _mm_setzero_si128();
+        blocks = 0;
+    };
+    for (; i + 16 <= n; i += 16) {
+        const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+        lanes = _mm_sub_epi8(lanes, _mm_or_si128(_mm_cmpeq_epi8(block, _mm_set1_epi8('"')),
+                                                 _mm_cmpeq_epi8(block, _mm_set1_epi8('\\'))));
+        if (++blocks == 255) sum_lanes();
+        for (unsigned c = control_mask(block); c != 0; c &= c - 1)
+            extra += kEscapeExtra[in[i + static_cast<std::size_t>(__builtin_ctz(c))]];
+    }
+    sum_lanes();
+#endif
+    for (; i < n; ++i) extra += kEscapeExtra[in[i]];
+
+    // 16 bytes of slack for the block stores, cut off at the end.
+    const std::size_t at = out.size();
+    const std::size_t size = n + extra + 2;
+    out.resize(at + size + 16);
+    char* w = out.data() + at;
+    *w++ = '"';
+    i = 0;
+#ifdef __SSE2__
+    // Each store copies 16 bytes from the read position, so reads stay within `text` only
+    // while a block and the one after it are whole.
+    for (; i + 32 <= n; i += 16) {
+        const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+        unsigned mask = quote_mask(block) | control_mask(block);
+        std::size_t j = i;  // next byte to copy
+        for (; mask != 0; mask &= mask - 1) {
+            const std::size_t e = i + static_cast<std::size_t>(__builtin_ctz(mask));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(w),
+                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + j)));
+            w += e - j;
+            const unsigned char c = in[e];
+            if (c == '"' || c == '\\') {
+                w[0] = '\\';
+                w[1] = static_cast<char>(c);
+                w += 2;
+            } else {
+                w = escape_into(w, in + e, 1);
+            }
+            j = e + 1;
+        }
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(w),
+                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + j)));
+        w += i + 16 - j;
+    }
+#endif
+    w = escape_into(w, in + i, n - i);
+    *w = '"';
+    out.resize(at + size);
 }
 
 }  // namespace agency::mcp

@@ -137,11 +137,15 @@ mcp::ToolResult merged_page(Toolbox& box, const MergedSpec& spec, const json& ar
         // Sources not read for rows still count towards total: a one-row read gives it.
         query.limit = read_rows ? static_cast<int>(remaining) : 1;
         query.offset = read_rows ? offset : 0;
-        const gateway::Page page = box.gateway().read(query, ctx.stop);
-        total += page.pagination.total;
-        if (resume_at_next && cursor.empty() && page.pagination.total > 0)
-            cursor = box.issue_cursor(binding, 0, json{{"s", s}});
-        if (!read_rows) continue;
+        if (!read_rows) {
+            const gateway::Page page = box.gateway().read(query, ctx.stop);
+            total += page.pagination.total;
+            if (resume_at_next && cursor.empty() && page.pagination.total > 0)
+                cursor = box.issue_cursor(binding, 0, json{{"s", s}});
+            continue;
+        }
+        // Rows and pagination in one parse of the page.
+        gateway::Page page = box.gateway().read_body(query, ctx.stop);
 
         std::int64_t written = 0;
         bool cut = false;
@@ -153,14 +157,15 @@ mcp::ToolResult merged_page(Toolbox& box, const MergedSpec& spec, const json& ar
         if (source.projection) {
             const Projection& p = *source.projection;
             const std::string_view tag = spec.tag_rows ? std::string_view(source.resource) : "";
-            for_each_data_row(page.body, p.names,
+            for_each_data_row(page.body, p.names, page.pagination,
                               [&](std::string_view, std::span<const RowField> f) {
                                   p.write(scratch, f, tag);
                                   return add(scratch);
                               });
         } else {
-            for_each_data_row(page.body, add);
+            for_each_data_row(page.body, page.pagination, add);
         }
+        total += page.pagination.total;
         const std::int64_t next = offset + written;
         remaining -= written;
         if (cut || next < page.pagination.total) {
@@ -219,15 +224,17 @@ mcp::ToolResult scan_page(Toolbox& box, const ScanSpec& spec, const json& args,
     while (!done) {
         if (ctx.stop.stop_requested())
             throw gateway::Error(gateway::ErrorReason::cancelled, "the request was cancelled");
-        const gateway::Page page = box.gateway().read({.resource = spec.resource,
-                                                       .client_id = client_id,
-                                                       .limit = kScanPageRows,
-                                                       .offset = offset,
-                                                       .order = spec.order_field,
-                                                       .direction = "desc"},
-                                                      ctx.stop);
+        // Rows and pagination in one parse of the page.
+        gateway::Page page = box.gateway().read_body({.resource = spec.resource,
+                                                      .client_id = client_id,
+                                                      .limit = kScanPageRows,
+                                                      .offset = offset,
+                                                      .order = spec.order_field,
+                                                      .direction = "desc"},
+                                                     ctx.stop);
         std::int64_t visited = 0;
-        for_each_data_row(page.body, names, [&](std::string_view row, std::span<const RowField> f) {
+        for_each_data_row(page.body, names, page.pagination,
+                          [&](std::string_view row, std::span<const RowField> f) {
             const std::int64_t at = offset + visited++;
             const RowField& date_field = f[0].present() ? f[0] : f[1];
             const std::string_view date = date_field.is_string && date_field.text.size() >= 10
@@ -391,10 +398,12 @@ mcp::ToolResult list_page(Toolbox& box, const ListSpec& spec, const json& args,
             query.filter_value = spec.filter_value;
         }
     }
-    gateway::Page page = box.gateway().read(query, ctx.stop);
+    // Rows and pagination in one parse of the page.
+    gateway::Page page = box.gateway().read_body(query, ctx.stop);
 
     RowWriter writer(client_id, spec.resource, box.settings().page_budget_bytes);
-    for_each_data_row(page.body, [&](std::string_view row) { return writer.add(row); });
+    for_each_data_row(page.body, page.pagination,
+                      [&](std::string_view row) { return writer.add(row); });
     // Continue exactly at the first row this answer left out (page end or size budget).
     const std::int64_t next = offset + static_cast<std::int64_t>(writer.count());
     std::string cursor = next < page.pagination.total ? box.issue_cursor(binding, next) : "";

@@ -316,22 +316,35 @@ simdjson::error_code read_field(simdjson::ondemand::value value, RowField& out) 
     return simdjson::SUCCESS;
 }
 
-std::size_t scan_rows(
-    const std::string& body, std::span<const std::string_view> names,
-    const std::function<bool(std::string_view, std::span<const RowField>)>& on_row) {
-    // One parser per thread; not re-entered (callbacks never parse another page).
-    thread_local simdjson::ondemand::parser parser;
-    // Gateway bodies usually have spare capacity for simdjson's padding; copy only if not.
-    std::optional<simdjson::padded_string> copy;
-    simdjson::padded_string_view view(body);
-    if (view.padding() < simdjson::SIMDJSON_PADDING) {
-        copy.emplace(body);
-        view = simdjson::padded_string_view(*copy);
+simdjson::error_code read_int(simdjson::ondemand::value value, std::int64_t& out) {
+    if (value.get_int64().get(out) == simdjson::SUCCESS) return simdjson::SUCCESS;
+    double d = 0;
+    if (auto e = value.get_double().get(d)) return e;
+    out = static_cast<std::int64_t>(d);
+    return simdjson::SUCCESS;
+}
+
+simdjson::error_code read_pagination(simdjson::ondemand::value value, gateway::Pagination& out) {
+    simdjson::ondemand::object object;
+    if (auto e = value.get_object().get(object)) return e;
+    out.present = true;
+    for (auto field : object) {
+        std::string_view key;
+        if (auto e = field.unescaped_key().get(key)) return e;
+        simdjson::error_code e = simdjson::SUCCESS;
+        if (key == "total") e = read_int(field.value(), out.total);
+        else if (key == "limit") e = read_int(field.value(), out.limit);
+        else if (key == "offset") e = read_int(field.value(), out.offset);
+        else if (key == "has_more") e = field.value().get_bool().get(out.has_more);
+        if (e) return e;
     }
-    simdjson::ondemand::document doc;
-    if (parser.iterate(view).get(doc)) throw malformed("not JSON");
-    simdjson::ondemand::array data;
-    if (doc["data"].get_array().get(data)) throw malformed("no data array");
+    return simdjson::SUCCESS;
+}
+
+// The rows of one "data" array.
+std::size_t scan_data(
+    simdjson::ondemand::array data, std::span<const std::string_view> names,
+    const std::function<bool(std::string_view, std::span<const RowField>)>& on_row) {
     std::vector<RowField> fields(names.size());
     std::size_t visited = 0;
     for (auto element : data) {
@@ -343,13 +356,15 @@ std::size_t scan_rows(
             std::fill(fields.begin(), fields.end(), RowField{});
             bool ok = !row.reset().error();
             for (auto field : row) {
-                std::string_view key;
-                if (!ok || field.unescaped_key().get(key)) {
+                // Keys are compared as they stand in the page (names are plain ASCII), not
+                // unescaped first: this loop runs for every field of every row of a scan.
+                simdjson::ondemand::raw_json_string key;
+                if (!ok || field.key().get(key)) {
                     ok = false;
                     break;
                 }
                 for (std::size_t i = 0; i < names.size(); ++i) {
-                    if (names[i] != key) continue;
+                    if (!key.unsafe_is_equal(names[i])) continue;
                     ok = !read_field(field.value(), fields[i]);
                     break;
                 }
@@ -360,6 +375,49 @@ std::size_t scan_rows(
         ++visited;
         if (!on_row(trim_end(raw), fields)) break;
     }
+    return visited;
+}
+
+// Walks a gateway answer: the rows of "data" to on_row and, when `pagination` is given, the
+// "pagination" object, whatever their order, in one pass.
+std::size_t scan_rows(
+    const std::string& body, std::span<const std::string_view> names,
+    const std::function<bool(std::string_view, std::span<const RowField>)>& on_row,
+    gateway::Pagination* pagination = nullptr) {
+    // One parser per thread; not re-entered (callbacks never parse another page).
+    thread_local simdjson::ondemand::parser parser;
+    // Gateway bodies usually have spare capacity for simdjson's padding; copy only if not.
+    std::optional<simdjson::padded_string> copy;
+    simdjson::padded_string_view view(body);
+    if (view.padding() < simdjson::SIMDJSON_PADDING) {
+        copy.emplace(body);
+        view = simdjson::padded_string_view(*copy);
+    }
+    simdjson::ondemand::document doc;
+    if (parser.iterate(view).get(doc)) throw malformed("not JSON");
+    if (pagination == nullptr) {
+        simdjson::ondemand::array data;
+        if (doc["data"].get_array().get(data)) throw malformed("no data array");
+        return scan_data(data, names, on_row);
+    }
+    simdjson::ondemand::object top;
+    if (doc.get_object().get(top)) throw malformed("not a JSON object");
+    bool has_data = false;
+    std::size_t visited = 0;
+    for (auto field : top) {
+        std::string_view key;
+        if (field.unescaped_key().get(key)) throw malformed("not valid JSON");
+        if (key == "pagination") {
+            if (read_pagination(field.value(), *pagination))
+                throw malformed("a pagination object that is not valid");
+        } else if (key == "data" && !has_data) {
+            simdjson::ondemand::array data;
+            if (field.value().get_array().get(data)) throw malformed("no data array");
+            has_data = true;
+            visited = scan_data(data, names, on_row);
+        }
+    }
+    if (!has_data) throw malformed("no data array");
     return visited;
 }
 
@@ -376,6 +434,20 @@ std::size_t for_each_data_row(
     const std::string& body, std::span<const std::string_view> names,
     const std::function<bool(std::string_view row, std::span<const RowField> fields)>& on_row) {
     return scan_rows(body, names, on_row);
+}
+
+std::size_t for_each_data_row(const std::string& body, gateway::Pagination& pagination,
+                              const std::function<bool(std::string_view)>& on_row) {
+    return scan_rows(
+        body, {}, [&](std::string_view row, std::span<const RowField>) { return on_row(row); },
+        &pagination);
+}
+
+std::size_t for_each_data_row(
+    const std::string& body, std::span<const std::string_view> names,
+    gateway::Pagination& pagination,
+    const std::function<bool(std::string_view row, std::span<const RowField> fields)>& on_row) {
+    return scan_rows(body, names, on_row, &pagination);
 }
 
 // --- registration ----------------------------------------------------------------------------

@@ -161,6 +161,15 @@ std::size_t for_each_data_row(
     const std::string& body, std::span<const std::string_view> names,
     const std::function<bool(std::string_view row, std::span<const RowField> fields)>& on_row);
 
+// Both of the above, also reading the answer's `pagination` object in the same pass into
+// `pagination` (for a page from gateway::Client::read_body: one parse per page, not two).
+std::size_t for_each_data_row(const std::string& body, gateway::Pagination& pagination,
+                              const std::function<bool(std::string_view)>& on_row);
+std::size_t for_each_data_row(
+    const std::string& body, std::span<const std::string_view> names,
+    gateway::Pagination& pagination,
+    const std::function<bool(std::string_view row, std::span<const RowField> fields)>& on_row);
+
 // The principal's name as cursors and confirmations bind it.
 std::string principal_of(const mcp::RequestContext& ctx);
 

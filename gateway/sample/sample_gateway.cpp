@@ -789,9 +789,13 @@ int Server::start(const std::string& host, int port) {
     // httplib's stop() waits for idle keep-alive connections to time out: keep that short.
     http->set_keep_alive_timeout(1);
     // httplib's default adds SO_REUSEPORT, which would let a second server share a busy port.
-    http->set_socket_options([](socket_t sock) {
+    // It also keeps the listening socket: httplib listens with a backlog of 5, and a burst of
+    // new connections beyond that loses SYNs that clients resend only a second later.
+    auto listen_fd = std::make_shared<std::atomic<socket_t>>(INVALID_SOCKET);
+    http->set_socket_options([listen_fd](socket_t sock) {
         int yes = 1;
         ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        listen_fd->store(sock);
     });
     impl_->gateway->mount(*http, "/api");
     // Errors httplib answers itself (unknown path, unroutable method, bad request) get the
@@ -821,6 +825,7 @@ int Server::start(const std::string& host, int port) {
         throw std::runtime_error("sample gateway: cannot bind " + host + ":" +
                                  std::to_string(port));
     }
+    if (listen_fd->load() != INVALID_SOCKET) ::listen(listen_fd->load(), SOMAXCONN);
     httplib::Server* raw = http.get();
     impl_->thread = std::thread([raw] { raw->listen_after_bind(); });
     // Ready means accepting: wait for the accept loop, so callers can connect at once.
