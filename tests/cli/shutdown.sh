@@ -4,19 +4,14 @@
 # Usage: shutdown.sh AGENCY_MCP_BINARY
 set -euo pipefail
 bin=$1
+. "$(cd "$(dirname "$0")" && pwd)/../lib/wait_for_url.sh"
 log=$(mktemp)
 state=$(mktemp -d)
 cleanup() { [ -n "${pid:-}" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$log" "$state"; }
 trap cleanup EXIT
 "$bin" serve --http --listen 127.0.0.1:0 --state-db "$state/state.db" 2>"$log" &
 pid=$!
-url=""
-for _ in $(seq 1 100); do
-  url=$(grep -o 'http://127\.0\.0\.1:[0-9]*/mcp' "$log" | head -1 || true)
-  [ -n "$url" ] && break
-  sleep 0.1
-done
-[ -n "$url" ] || { echo "server did not start:"; cat "$log"; exit 1; }
+url=$(wait_for_url "$log")
 port=${url##*:}; port=${port%%/*}
 body='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
 exec 3<>"/dev/tcp/127.0.0.1/$port"

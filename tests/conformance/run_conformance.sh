@@ -5,6 +5,7 @@
 set -euo pipefail
 server_bin=$1; suite_pkg=$2; shift 2
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib/wait_for_url.sh"
 clients="$here/../clients"
 node="$clients/node_modules/.bin/node"
 [ -x "$node" ] || { echo "npm test tools missing: run scripts/npm-deps.sh (make test does)"; exit 1; }
@@ -22,12 +23,6 @@ else
   "$server_bin" --listen 127.0.0.1:0 >"$log" 2>&1 &
 fi
 pid=$!
-url=""
-for _ in $(seq 1 100); do
-  url=$(grep -o 'http://127\.0\.0\.1:[0-9]*/mcp' "$log" | head -1 || true)
-  [ -n "$url" ] && break
-  sleep 0.1
-done
-[ -n "$url" ] || { echo "server did not start:"; cat "$log"; exit 1; }
+url=$(wait_for_url "$log")
 cd "$out"
 PATH="$clients/node_modules/.bin:$PATH" "$node" "$cli" server --url "$url" "$@"
