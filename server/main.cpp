@@ -114,7 +114,8 @@ void wait_for_signal() {
 std::unique_ptr<agency::mcp::Server> make_tool_server(
     std::string gateway_url, const std::string& api_key,
     std::unique_ptr<agency::sample::Server>& sample,
-    std::shared_ptr<agency::tools::ActionRuntime> actions = nullptr) {
+    std::shared_ptr<agency::tools::ActionRuntime> actions = nullptr,
+    std::chrono::seconds discovery_refresh = std::chrono::seconds(0)) {
     if (gateway_url.empty()) {
         sample = std::make_unique<agency::sample::Server>(
             std::make_shared<agency::sample::Gateway>());
@@ -152,18 +153,7 @@ std::unique_ptr<agency::mcp::Server> make_tool_server(
     tool_settings.secret = server_options.state_secret;
     auto toolbox = std::make_shared<agency::tools::Toolbox>(gateway, tool_settings);
     agency::tools::register_all(*server, toolbox, std::move(actions));
-    // AGENCY_DISCOVERY_REFRESH_S: how often to look for added or withdrawn gateway actions.
-    const std::string refresh = env_or("AGENCY_DISCOVERY_REFRESH_S");
-    int refresh_s = 60;
-    if (!refresh.empty()) {
-        char* end = nullptr;
-        const long v = std::strtol(refresh.c_str(), &end, 10);
-        if (*end != '\0' || v < 0 || v > 86400)
-            throw std::runtime_error("AGENCY_DISCOVERY_REFRESH_S must be a whole number of "
-                                     "seconds from 0 (off) to 86400, not '" + refresh + "'");
-        refresh_s = static_cast<int>(v);
-    }
-    agency::tools::watch_discovery(*server, toolbox, std::chrono::seconds(refresh_s));
+    agency::tools::watch_discovery(*server, toolbox, discovery_refresh);
     server->resume_tasks();
     return server;
 }
@@ -211,6 +201,12 @@ int main(int argc, char** argv) {
                       "SQLite file for jobs, drafts and idempotency records (default: "
                       "$XDG_STATE_HOME/agency-mcp/state.db or ~/.local/state/agency-mcp/state.db)")
         ->envname("AGENCY_STATE_DB");
+    int discovery_refresh_s = 60;
+    serve->add_option("--discovery-refresh", discovery_refresh_s,
+                      "Seconds between reads of the gateway's discovery (0: never); when its "
+                      "actions change, tools follow and clients are told (default 60)")
+        ->envname("AGENCY_DISCOVERY_REFRESH_S")
+        ->check(CLI::Range(0, 86400));
     serve->add_option("--max-actions-in-flight-per-client", credits.max_in_flight_per_client,
                       "Generation actions running at once for one client; more are refused "
                       "with reason rate_limited (default 2)")
@@ -295,7 +291,8 @@ int main(int argc, char** argv) {
         action_settings.credits = credits;
         auto actions = std::make_shared<agency::tools::ActionRuntime>(action_settings);
         spdlog::info("state database: {}", action_settings.state_db);
-        auto server_ptr = make_tool_server(gateway_url, api_key, sample_server, actions);
+        auto server_ptr = make_tool_server(gateway_url, api_key, sample_server, actions,
+                                           std::chrono::seconds(discovery_refresh_s));
         agency::mcp::Server& server = *server_ptr;
         if (sample_server)
             spdlog::warn("no AGENCY_GATEWAY_URL set: serving SAMPLE DATA from the built-in sample "

@@ -18,18 +18,19 @@ class TaskChannel : public Channel {
 public:
     explicit TaskChannel(LiveTask& task) : task_(task) {}
     void send(const std::string& message) override {
+        // The core serializes with sorted keys, so a request (it has an id) starts with "id";
+        // a notification with "jsonrpc". Searching the text for "id" would also match params.
+        const bool request = message.starts_with(R"({"id":)");
         std::lock_guard lock(task_.mutex);
-        if (!task_.waiters.empty()) {
-            // A request goes to one waiter only (one answer is expected).
-            if (message.find(R"("id":)") != std::string::npos &&
-                message.find(R"("method":)") != std::string::npos) {
-                task_.waiters.front()->send(message);
-                return;
-            }
-            for (Channel* w : task_.waiters) w->send(message);
+        if (task_.waiters.empty()) {
+            if (request) task_.outbox.push_back(message);
             return;
         }
-        if (message.find(R"("id":)") != std::string::npos) task_.outbox.push_back(message);
+        if (request) {
+            task_.waiters.front()->send(message);  // one answer is expected
+            return;
+        }
+        for (Channel* w : task_.waiters) w->send(message);
     }
     bool can_send_requests() const override { return true; }
 
