@@ -407,9 +407,29 @@ ActionRuntime::ActionRuntime(ActionSettings settings)
     : settings_(std::move(settings)),
       store_(std::make_shared<Store>(settings_.state_db)),
       credits_(settings_.credits),
-      audits_(store_, settings_.audit_workers) {}
+      audits_(store_, settings_.audit_workers) {
+    audits_.on_change([this](const Job&) {
+        {
+            std::lock_guard lock(audit_mutex_);
+            ++audit_version_;
+        }
+        audit_changed_.notify_all();
+    });
+}
 
 ActionRuntime::~ActionRuntime() { audits_.stop(); }
+
+std::uint64_t ActionRuntime::audit_version() {
+    std::lock_guard lock(audit_mutex_);
+    return audit_version_;
+}
+
+void ActionRuntime::wait_audit_change(std::uint64_t& seen, std::stop_token stop,
+                                      std::chrono::milliseconds at_most) {
+    std::unique_lock lock(audit_mutex_);
+    audit_changed_.wait_for(lock, stop, at_most, [&] { return audit_version_ != seen; });
+    seen = audit_version_;
+}
 
 namespace {
 
@@ -433,6 +453,7 @@ json audit_status_json(const Job& job) {
 mcp::ToolResult await_audit(ActionRuntime& rt, const std::string& audit_id,
                             mcp::RequestContext& ctx) {
     std::string last;
+    std::uint64_t seen = rt.audit_version();  // read before the job: no change is missed
     while (true) {
         auto job = rt.store().job(audit_id);
         if (!job) return tool_error("not_found", "the audit job " + audit_id + " is gone");
@@ -450,8 +471,9 @@ mcp::ToolResult await_audit(ActionRuntime& rt, const std::string& audit_id,
                 return tool_error("cancelled", "the audit " + audit_id + " was cancelled");
             return mcp::ToolResult::structured(out.dump());
         }
-        for (int i = 0; i < 5 && !ctx.stop.stop_requested(); ++i)
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        // Woken by the job runner; the timeout covers a job finished by another process
+        // sharing the state file.
+        rt.wait_audit_change(seen, ctx.stop, std::chrono::seconds(1));
         if (ctx.stop.stop_requested())
             return tool_error("cancelled", "stopped waiting for audit " + audit_id);
     }

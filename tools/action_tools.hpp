@@ -3,7 +3,12 @@
 // them (elicitation, or a preview and a single-use confirmation_id).
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <memory>
+#include <mutex>
+#include <stop_token>
 #include <string>
 
 #include "server/mcp_server.hpp"
@@ -34,11 +39,20 @@ public:
     CreditLimiter& credits() { return credits_; }
     AuditJobs& audits() { return audits_; }
 
+    // Audit changes, for waiters (audit tasks): a counter that moves on every job change.
+    std::uint64_t audit_version();
+    // Waits until the counter moves past `seen` (updating it), `stop` fires, or `at_most`.
+    void wait_audit_change(std::uint64_t& seen, std::stop_token stop,
+                           std::chrono::milliseconds at_most);
+
 private:
     ActionSettings settings_;
     std::shared_ptr<Store> store_;
     CreditLimiter credits_;
-    AuditJobs audits_;
+    std::mutex audit_mutex_;
+    std::condition_variable_any audit_changed_;
+    std::uint64_t audit_version_ = 0;
+    AuditJobs audits_;  // last: its workers stop before the members above go
 };
 
 // Registers the action tools and get_audit_status, hides those whose gateway action the live

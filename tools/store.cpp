@@ -140,7 +140,6 @@ void Store::open_schema() {
     exec(kJobsTable);
     exec(R"sql(
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status, created_at);
-CREATE INDEX IF NOT EXISTS jobs_principal ON jobs(principal, created_at);
 CREATE TABLE IF NOT EXISTS idempotency (
   principal TEXT NOT NULL,
   tool TEXT NOT NULL,
@@ -212,7 +211,6 @@ INSERT INTO jobs SELECT id, kind, client_id, principal, args, status, result, er
   updated_at FROM jobs_before_cancel ORDER BY rowid;
 DROP TABLE jobs_before_cancel;
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status, created_at);
-CREATE INDEX IF NOT EXISTS jobs_principal ON jobs(principal, created_at);
 COMMIT;
 )sql");
     } catch (...) {
@@ -311,24 +309,6 @@ std::optional<std::string> Store::cancel_job(std::string_view id) {
     u.bind(unix_now()).bind(id).bind(before).run();
     if (u.changes() == 0) return std::nullopt;
     return before;
-}
-
-std::vector<Job> Store::jobs_for(std::string_view principal, int limit,
-                                 std::string_view after_id) {
-    std::lock_guard lock(mutex_);
-    std::vector<Job> out;
-    if (limit <= 0) return out;
-    std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE principal = ?";
-    if (!after_id.empty())
-        sql += " AND (created_at, rowid) < (SELECT created_at, rowid FROM jobs WHERE id = ? AND "
-               "principal = ?)";
-    sql += " ORDER BY created_at DESC, rowid DESC LIMIT ?";
-    Statement s(db_, sql.c_str());
-    s.bind(principal);
-    if (!after_id.empty()) s.bind(after_id).bind(principal);
-    s.bind(std::int64_t{limit});
-    while (s.step()) out.push_back(read_job(s));
-    return out;
 }
 
 std::vector<Job> Store::unfinished_jobs() {

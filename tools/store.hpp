@@ -101,11 +101,6 @@ public:
     // queued or running -> cancelled; returns the status it had, or nullopt when the job is
     // unknown or already finished (nothing changed).
     std::optional<std::string> cancel_job(std::string_view id);
-    // One principal's jobs, newest first, at most `limit`; with `after_id`, those that come
-    // after that job in this order (a page cursor). An after_id that is not one of this
-    // principal's jobs gives an empty list.
-    std::vector<Job> jobs_for(std::string_view principal, int limit,
-                              std::string_view after_id = {});
     // Jobs left queued or running, oldest first (what a restart picks up again).
     std::vector<Job> unfinished_jobs();
     // For tests that play a previous process: sets the status as-is.
