@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages the build and tests need. Idempotent: does nothing when all
-# are present. Needs root (or sudo) only when something is missing.
+# Installs the Debian 12 packages the build and tests need, plus any named as arguments
+# (scripts/install-bench-deps.sh adds the benchmark's). Idempotent: does nothing when all are
+# present. Needs root (or sudo) only when something is missing.
 set -euo pipefail
 packages=(build-essential cmake pkg-config make git
   libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libgtest-dev libgmock-dev libcli11-dev
-  libvalijson-dev libsqlite3-dev libssl-dev libsimdjson-dev nodejs npm)
+  libvalijson-dev libsqlite3-dev libssl-dev libsimdjson-dev nodejs npm "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
