@@ -198,6 +198,8 @@ TEST_P(ActionFaults, OneRecordPerCall) {
             if (answer["status"] == "succeeded" || answer["status"] == "failed") break;
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }
+        EXPECT_TRUE(answer["status"] == "succeeded" || answer["status"] == "failed")
+            << "the audit job did not finish: " << answer.dump();
     }
     // A slow request finishes its work at the gateway after the client gave up on it.
     for (int i = 0; i < 300 && fault.mode == FaultMode::slow && slow_requests() == slow_before;

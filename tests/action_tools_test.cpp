@@ -137,7 +137,7 @@ TEST(ActionTools, ReadOnlyCallerSeesNoneAndCausesNoPost) {
     for (const auto& tool : kConfirmedTools) {
         ToolReply r = a.h->call_as(reader, tool,
                                    {{"client_id", kDental}, {"article_id", "x"}, {"email_id", "x"}});
-        EXPECT_TRUE(r.is_error() || r.rpc_error) << tool;
+        EXPECT_EQ(r.reason(), "scope") << tool << ": " << r.response.dump();
     }
     EXPECT_EQ(a.h->requests(), 0u) << "a refused call sends nothing to the gateway";
 }

@@ -24,6 +24,16 @@ using namespace std::chrono_literals;
 
 constexpr const char* kDental = "demo-dental";
 
+// Polls `pred` until it holds or 5 s pass; whether it held.
+template <typename Pred>
+bool eventually(Pred pred) {
+    for (int i = 0; i < 1000; ++i) {
+        if (pred()) return true;
+        std::this_thread::sleep_for(5ms);
+    }
+    return pred();
+}
+
 // One generation of the server process: runtime over the state file, MCP server, tools.
 struct Generation {
     std::shared_ptr<agency::tools::ActionRuntime> rt;
@@ -125,20 +135,22 @@ TEST_F(AuditTasks, CancellingTheTaskDropsTheQueuedAuditUnsent) {
     Generation g(db(), gateway_server_.base_url(), /*workers=*/1);
     gw_->inject({.target = "seo_audit", .mode = agency::sample::FaultMode::slow, .count = 1,
                  .delay_ms = 400});
-    g.request("tools/call", {{"name", "run_seo_audit"},
-                             {"arguments",
-                              {{"client_id", kDental},
-                               {"url", "https://www.brightsmile.example/busy"}}}});
-    json created = g.request("tools/call",
-                             {{"name", "run_seo_audit"},
-                              {"arguments",
-                               {{"client_id", kDental},
-                                {"url", "https://www.brightsmile.example/task-cancel"}}}})["result"];
-    const std::string task_id = created.value("taskId", "");
-    ASSERT_FALSE(task_id.empty()) << created.dump();
+    auto audit_task = [&](const std::string& url) {
+        return g.request("tools/call",
+                         {{"name", "run_seo_audit"},
+                          {"arguments", {{"client_id", kDental}, {"url", url}}}})["result"]
+            .value("taskId", "");
+    };
+    const std::string busy = audit_task("https://www.brightsmile.example/busy");
+    // Tasks queue their audits from their own threads: let the busy one hold the worker first.
+    ASSERT_TRUE(eventually([&] {
+        const json r = g.rt->store().get(busy)->resume;
+        return r.is_object() && g.rt->store().job(r.value("audit_id", ""))->status == "running";
+    }));
+    const std::string task_id = audit_task("https://www.brightsmile.example/task-cancel");
+    ASSERT_FALSE(task_id.empty());
     json resume;
-    for (int i = 0; i < 200 && (resume = g.rt->store().get(task_id)->resume).is_null(); ++i)
-        std::this_thread::sleep_for(5ms);
+    ASSERT_TRUE(eventually([&] { return !(resume = g.rt->store().get(task_id)->resume).is_null(); }));
     ASSERT_TRUE(resume.contains("audit_id"));
     json ack = g.request("tasks/cancel", {{"taskId", task_id}});
     EXPECT_EQ(ack["result"]["resultType"], "complete") << ack.dump();
@@ -146,7 +158,11 @@ TEST_F(AuditTasks, CancellingTheTaskDropsTheQueuedAuditUnsent) {
     auto job = g.rt->store().job(resume["audit_id"].get<std::string>());
     ASSERT_TRUE(job);
     EXPECT_EQ(job->status, "cancelled");
-    std::this_thread::sleep_for(600ms);  // the worker is free again: it must skip the job
+    // The one worker takes jobs in order: once the busy audit and a later one are done, it has
+    // passed the cancelled job.
+    EXPECT_EQ(g.await_task(busy)["status"], "completed");
+    EXPECT_EQ(g.await_task(audit_task("https://www.brightsmile.example/after"))["status"],
+              "completed");
     std::size_t sent = 0;
     for (const auto& r : gw_->request_log())
         sent += r.method == "POST" && r.detail.find("task-cancel") != std::string::npos;
@@ -158,6 +174,7 @@ TEST_F(AuditTasks, ARestartMidAuditResumesTheTaskFromTheStateFile) {
     gw_->inject({.target = "seo_audit", .mode = agency::sample::FaultMode::slow, .count = 1,
                  .delay_ms = 300});
     std::string task_id;
+    std::string audit_id;
     {
         Generation first(db(), gateway_server_.base_url());
         json created = first.request(
@@ -165,24 +182,28 @@ TEST_F(AuditTasks, ARestartMidAuditResumesTheTaskFromTheStateFile) {
             {{"name", "run_seo_audit"}, {"arguments", {{"client_id", kDental}, {"url", url}}}})["result"];
         task_id = created.value("taskId", "");
         ASSERT_FALSE(task_id.empty()) << created.dump();
-        // Wait until the task has saved where its work is (the audit job), then stop.
-        for (int i = 0; i < 200 && first.rt->store().get(task_id)->resume.is_null(); ++i)
-            std::this_thread::sleep_for(5ms);
-        ASSERT_FALSE(first.rt->store().get(task_id)->resume.is_null());
+        // Wait until the task has saved where its work is and the audit's POST is out, then stop.
+        json resume;
+        ASSERT_TRUE(eventually(
+            [&] { return !(resume = first.rt->store().get(task_id)->resume).is_null(); }));
+        audit_id = resume.value("audit_id", "");
+        ASSERT_TRUE(eventually([&] { return first.rt->store().job(audit_id)->status == "running"; }));
         first.shut_down();
         EXPECT_EQ(first.rt->store().get(task_id)->status, agency::mcp::TaskStatus::working)
             << "a shutdown leaves the task to the next process";
     }
     // The first process's POST reached the gateway before the next process starts.
-    for (int i = 0; i < 200 && gw_->count_requests("POST", "seo_audit") == 0; ++i)
-        std::this_thread::sleep_for(5ms);
+    ASSERT_TRUE(eventually([&] { return gw_->count_requests("POST", "seo_audit") == 1; }));
     Generation second(db(), gateway_server_.base_url());
     json done = second.await_task(task_id);
     ASSERT_EQ(done.value("status", ""), "completed") << done.dump();
     EXPECT_EQ(done["result"]["structuredContent"]["status"], "succeeded") << done.dump();
-    std::size_t reports = 0;
-    for (const auto& row : gw_->rows("seo_reports", kDental)) reports += row.value("url", "") == url;
-    EXPECT_EQ(reports, 1u);
+    EXPECT_EQ(gw_->count_requests("POST", "seo_audit"), 1u)
+        << "the next process found the report instead of sending the audit again";
+    std::string report_id;
+    for (const auto& row : gw_->rows("seo_reports", kDental))
+        if (row.value("url", "") == url) report_id = row.value("id", "");
+    EXPECT_EQ(done["result"]["structuredContent"].value("report_id", ""), report_id);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // `agency-mcp serve` options end to end: the real binary over stdio, against a sample gateway
 // on a loopback port in this process (so its fault injection and request log are at hand).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -171,4 +172,29 @@ TEST_F(ServeCli, BadLimitValuesAreRefusedBeforeAnything) {
         EXPECT_NE(run.err.find("--max-actions-"), std::string::npos) << run.err;
     }
     EXPECT_TRUE(gw->request_log().empty()) << "nothing reached the gateway";
+}
+
+// `serve --read-only`: the real binary lists no action tool and refuses one by name with
+// reason scope, without a single gateway POST.
+TEST_F(ServeCli, ReadOnlyHidesAndRefusesActionToolsWithoutAnyPost) {
+    const json meta = {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+                       {"io.modelcontextprotocol/clientCapabilities", json::object()}};
+    const std::string list =
+        json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}, {"params", {{"_meta", meta}}}}
+            .dump();
+    Served run = serve("", "--read-only",
+                       {list, call_line(2, "generate_topical_map",
+                                        {{"client_id", "demo-dental"}, {"topic", "implants"}}),
+                        call_line(3, "list_clients", json::object())});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    ASSERT_EQ(run.replies.size(), 3u) << run.err;
+    std::vector<std::string> listed;
+    for (const auto& t : run.replies[1]["result"]["tools"]) listed.push_back(t["name"]);
+    EXPECT_NE(std::find(listed.begin(), listed.end(), "list_clients"), listed.end());
+    for (const char* action : {"generate_topical_map", "run_seo_audit", "deploy_article",
+                               "send_prospect_email", "generate_article"})
+        EXPECT_EQ(std::find(listed.begin(), listed.end(), action), listed.end()) << action;
+    EXPECT_EQ(tool_error(run.replies[2]).value("reason", ""), "scope") << run.replies[2].dump();
+    EXPECT_TRUE(tool_error(run.replies[3]).is_null()) << "reads still work";
+    for (const auto& r : gw->request_log()) EXPECT_NE(r.method, "POST") << r.target;
 }
