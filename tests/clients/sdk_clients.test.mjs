@@ -13,10 +13,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
-import { startHttpServer } from './helpers.mjs';
+import { bin, startHttpServer } from './helpers.mjs';
 
-const bin = process.env.AGENCY_MCP_BIN;
-assert.ok(bin, 'AGENCY_MCP_BIN must name the agency-mcp binary');
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 async function exercise(client) {
@@ -216,6 +214,13 @@ async function draftThenDeploy(client) {
   return { articleId, title: draft.structuredContent.title, deployed };
 }
 
+// The article's status as list_articles reports it (newest first: a fresh draft is on page 1).
+async function articleStatus(client, articleId) {
+  const listed = await client.callTool({ name: 'list_articles', arguments: { client_id: 'demo-dental', limit: 100 } });
+  assert.ok(!listed.isError, JSON.stringify(listed));
+  return listed.structuredContent.rows.find((row) => row.id === articleId)?.status;
+}
+
 async function checkConfirmation(connect) {
   // Accepted: exactly one deploy happens and the question named the article.
   {
@@ -226,6 +231,8 @@ async function checkConfirmation(connect) {
       assert.ok(!deployed.isError, JSON.stringify(deployed));
       assert.equal(deployed.structuredContent.ok, true);
       assert.equal(deployed.structuredContent.article_id, articleId);
+      assert.equal(deployed.structuredContent.status, 'published');
+      assert.equal(await articleStatus(client, articleId), 'published');
       assert.equal(questions.length, 1);
       assert.match(questions[0].message, new RegExp(articleId));
       if (title) assert.ok(questions[0].message.includes(title), questions[0].message);
@@ -238,9 +245,11 @@ async function checkConfirmation(connect) {
     const { client, questions } = confirmingClient({ action: 'decline' });
     await connect(client);
     try {
-      const { deployed } = await draftThenDeploy(client);
+      const { articleId, deployed } = await draftThenDeploy(client);
       assert.equal(deployed.isError, true);
       assert.match(deployed.content[0].text, /declined/);
+      assert.notEqual(await articleStatus(client, articleId), 'published', 'a declined deploy publishes nothing');
+      assert.ok(await articleStatus(client, articleId), 'the draft is still listed');
       assert.equal(questions.length, 1);
     } finally {
       await client.close();
