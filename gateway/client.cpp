@@ -1128,14 +1128,7 @@ void Client::start_discovery_refresh(std::chrono::milliseconds period,
     Impl* impl = impl_.get();
     impl->refresher =
         std::jthread([impl, period, on_change = std::move(on_change)](std::stop_token stop) {
-            std::mutex mu;
-            std::condition_variable_any cv;
-            for (;;) {
-                {
-                    std::unique_lock wait_lock(mu);
-                    cv.wait_for(wait_lock, stop, period, [] { return false; });
-                }
-                if (stop.stop_requested()) return;
+            while (sleep_for(period, stop)) {
                 try {
                     const bool changed = impl->store_discovery(
                         impl->fetch_discovery(stop, impl->config.max_attempts));

@@ -10,8 +10,6 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
 
 namespace agency::crypto {
 
@@ -42,13 +40,6 @@ static std::string to_hex(std::string_view bytes) {
 
 std::string random_hex(std::size_t n) { return to_hex(random_bytes(n)); }
 
-std::string sha256_hex(std::string_view data) {
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
-    return to_hex(std::string_view(reinterpret_cast<const char*>(digest), len));
-}
-
 namespace {
 
 // SHA-256 fetched from the provider once: OpenSSL 3's one-shot HMAC() fetches its algorithms
@@ -75,6 +66,12 @@ void sha256_into(std::initializer_list<std::string_view> parts, unsigned char* o
 
 }  // namespace
 
+std::string sha256_hex(std::string_view data) {
+    unsigned char digest[32];
+    sha256_into({data}, digest);
+    return to_hex(std::string_view(reinterpret_cast<const char*>(digest), sizeof digest));
+}
+
 // HMAC (RFC 2104) over SHA-256, block size 64.
 std::string hmac_sha256(std::string_view key, std::string_view data) {
     constexpr std::size_t kBlock = 64;
@@ -96,6 +93,10 @@ std::string hmac_sha256(std::string_view key, std::string_view data) {
     sha256_into({std::string_view(outer_pad, kBlock),
                  std::string_view(reinterpret_cast<const char*>(inner), 32)},
                 reinterpret_cast<unsigned char*>(out.data()));
+    // The pads are the key in disguise: leave none of it on the stack (as HMAC() did).
+    OPENSSL_cleanse(key_block, sizeof key_block);
+    OPENSSL_cleanse(inner_pad, sizeof inner_pad);
+    OPENSSL_cleanse(outer_pad, sizeof outer_pad);
     return out;
 }
 

@@ -108,7 +108,10 @@ InputValidator::~InputValidator() = default;
 InputValidator::InputValidator(InputValidator&&) noexcept = default;
 
 std::string InputValidator::validate(const json& args) const {
-    const auto& props = impl_->schema.value("properties", json::object());
+    // A reference into the schema (value() would copy the properties on every call).
+    static const json no_properties = json::object();
+    const auto found = impl_->schema.find("properties");
+    const json& props = found != impl_->schema.end() ? *found : no_properties;
     if (impl_->closed) {
         for (const auto& [key, value] : args.items()) {
             if (!props.contains(key))
