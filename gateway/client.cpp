@@ -323,107 +323,6 @@ private:
     std::size_t open_ = 0;    // leased + idle
 };
 
-struct PageScan {
-    bool has_data = false;
-    bool stopped = false;  // on_row returned false
-    std::size_t rows = 0;
-    Pagination pagination;
-};
-
-std::string_view trim_right(std::string_view s) {
-    while (!s.empty() &&
-           (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) {
-        s.remove_suffix(1);
-    }
-    return s;
-}
-
-simdjson::error_code read_int(simdjson::ondemand::value value, std::int64_t& out) {
-    if (value.get_int64().get(out) == simdjson::SUCCESS) return simdjson::SUCCESS;
-    double d = 0;
-    if (const auto err = value.get_double().get(d)) return err;
-    out = static_cast<std::int64_t>(d);
-    return simdjson::SUCCESS;
-}
-
-simdjson::error_code scan_pagination(simdjson::ondemand::value value, Pagination& out) {
-    simdjson::ondemand::object object;
-    if (const auto err = value.get_object().get(object)) return err;
-    out.present = true;
-    for (auto field_result : object) {
-        simdjson::ondemand::field field;
-        if (const auto err = std::move(field_result).get(field)) return err;
-        std::string_view key;
-        if (const auto err = field.unescaped_key().get(key)) return err;
-        simdjson::error_code err = simdjson::SUCCESS;
-        if (key == "total") {
-            err = read_int(field.value(), out.total);
-        } else if (key == "limit") {
-            err = read_int(field.value(), out.limit);
-        } else if (key == "offset") {
-            err = read_int(field.value(), out.offset);
-        } else if (key == "has_more") {
-            err = field.value().get_bool().get(out.has_more);
-        }
-        if (err) return err;
-    }
-    return simdjson::SUCCESS;
-}
-
-// One pass over a read's top-level object: hands each row of `data` to on_row (when given)
-// and reads `pagination`, whatever their order. `buffer` must have simdjson::SIMDJSON_PADDING
-// spare.
-simdjson::error_code scan_page(simdjson::ondemand::parser& parser, const std::string& buffer,
-                               const std::function<bool(std::string_view)>* on_row, PageScan& out) {
-    simdjson::ondemand::document doc;
-    const simdjson::padded_string_view input(buffer.data(), buffer.size(), buffer.capacity());
-    if (const auto err = parser.iterate(input).get(doc)) return err;
-    simdjson::ondemand::object top;
-    if (const auto err = doc.get_object().get(top)) return err;
-    for (auto field_result : top) {
-        simdjson::ondemand::field field;
-        if (const auto err = std::move(field_result).get(field)) return err;
-        std::string_view key;
-        if (const auto err = field.unescaped_key().get(key)) return err;
-        if (key == "pagination") {
-            if (const auto err = scan_pagination(field.value(), out.pagination)) return err;
-            continue;
-        }
-        if (key != "data") continue;  // the rest is skipped without being parsed
-        simdjson::ondemand::json_type type;
-        if (const auto err = field.value().type().get(type)) return err;
-        if (type != simdjson::ondemand::json_type::array) return simdjson::INCORRECT_TYPE;
-        out.has_data = true;
-        if (on_row == nullptr || out.stopped) continue;
-        simdjson::ondemand::array rows;
-        if (const auto err = field.value().get_array().get(rows)) return err;
-        for (auto row_result : rows) {
-            simdjson::ondemand::value row;
-            if (const auto err = row_result.get(row)) return err;
-            std::string_view raw;
-            simdjson::ondemand::json_type row_type;
-            if (const auto err = row.type().get(row_type)) return err;
-            if (row_type == simdjson::ondemand::json_type::object) {
-                simdjson::ondemand::object object;
-                if (const auto err = row.get_object().get(object)) return err;
-                if (const auto err = object.raw_json().get(raw)) return err;
-            } else if (row_type == simdjson::ondemand::json_type::array) {
-                simdjson::ondemand::array array;
-                if (const auto err = row.get_array().get(array)) return err;
-                if (const auto err = array.raw_json().get(raw)) return err;
-            } else {
-                raw = row.raw_json_token();
-            }
-            ++out.rows;
-            if (!(*on_row)(trim_right(raw))) {
-                out.stopped = true;
-                break;
-            }
-        }
-    }
-    return simdjson::SUCCESS;
-}
-
 std::optional<Discovery> parse_discovery(const std::string& body, std::string& problem) {
     const auto json = nlohmann::json::parse(body, nullptr, false);
     if (json.is_discarded()) {
@@ -666,52 +565,45 @@ struct Client::Impl {
         }
     }
 
-    Pagination scan_read(const std::string& body, const std::string& what, int http_status) {
-        thread_local simdjson::ondemand::parser parser;
-        PageScan scan;
-        const auto err = scan_page(parser, body, nullptr, scan);
-        if (err || !scan.has_data) {
-            throw bad_page(body, what, http_status, err);
-        }
-        return scan.pagination;
-    }
-
     Error bad_page(const std::string& body, const std::string& what, int http_status,
-                   simdjson::error_code err) const {
+                   WalkProblem problem) const {
         std::string message = "the gateway answered the " + what + " with ";
-        message += err ? "a body that is not a valid JSON object" : "JSON without a `data` array";
+        message += describe(problem);
         if (!body.empty()) message += ": " + body_excerpt(body);
         log_line(spdlog::level::err, "gateway: {}", message);
         return error(ErrorReason::upstream, std::move(message), http_status);
     }
 
+    WalkResult walk(Page& page, const WalkOptions& options, const RowVisitor& on_row) const {
+        WalkResult walked = walk_rows(page.body, options, on_row);
+        if (walked.problem != WalkProblem::none)
+            throw bad_page(page.body, page.what, page.http_status, walked.problem);
+        page.pagination = walked.pagination;
+        return walked;
+    }
+
     Page read(const ReadQuery& query, const std::stop_token& stop, bool scan = true) {
         Page page;
-        const auto what = describe_read(query);
-        const auto ex = get(read_target(query), what, page.body, stop, config.max_attempts);
+        page.what = describe_read(query);
+        const auto ex = get(read_target(query), page.what, page.body, stop, config.max_attempts);
+        page.http_status = ex.status;
         page.body.reserve(page.body.size() + simdjson::SIMDJSON_PADDING);
-        if (scan) page.pagination = scan_read(page.body, what, ex.status);
+        if (scan) walk(page, {}, [](const Row&) { return false; });
         return page;
     }
 
     Pagination for_each_row(ReadQuery query, const std::function<bool(std::string_view)>& on_row,
                             const std::stop_token& stop) {
-        // One parser and one buffer for every page: memory stays at one page.
-        simdjson::ondemand::parser parser;
-        std::string buffer;
-        const auto what = describe_read(query);
         query.limit = kPageLimit;
         std::int64_t offset = query.offset.value_or(0);
         for (;;) {
             query.offset = offset;
-            const auto ex = get(read_target(query), what, buffer, stop, config.max_attempts);
-            buffer.reserve(buffer.size() + simdjson::SIMDJSON_PADDING);
-            PageScan scan;
-            const auto err = scan_page(parser, buffer, &on_row, scan);
-            if (err || !scan.has_data) throw bad_page(buffer, what, ex.status, err);
-            if (scan.stopped || !scan.pagination.present || !scan.pagination.has_more ||
-                scan.rows == 0) {
-                return scan.pagination;
+            Page page = read(query, stop, false);
+            const WalkResult walked =
+                walk(page, {}, [&](const Row& row) { return on_row(row.json); });
+            if (walked.stopped || !page.pagination.present || !page.pagination.has_more ||
+                walked.rows == 0) {
+                return page.pagination;
             }
             offset += kPageLimit;
         }
@@ -1092,6 +984,10 @@ Page Client::read(const ReadQuery& query, std::stop_token stop) {
 
 Page Client::read_body(const ReadQuery& query, std::stop_token stop) {
     return impl_->read(query, stop, false);
+}
+
+WalkResult Client::walk(Page& page, const WalkOptions& options, const RowVisitor& on_row) const {
+    return impl_->walk(page, options, on_row);
 }
 
 Pagination Client::for_each_row(ReadQuery query,

@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gateway/page_walk.hpp"
+
 namespace agency::gateway {
 
 // Machine-readable reason of a failure; the tool layer reports these names.
@@ -88,19 +90,13 @@ struct ReadQuery {
     std::string filter_value{};
 };
 
-struct Pagination {
-    bool present = false;
-    std::int64_t total = 0;
-    std::int64_t limit = 0;
-    std::int64_t offset = 0;
-    bool has_more = false;
-};
-
 // A read's answer as the gateway sent it: the tool layer parses `body` itself (simdjson on the
 // hot path), so nothing is parsed twice.
 struct Page {
     std::string body;
     Pagination pagination;
+    std::string what{};    // the read, as messages name it ("keywords read for demo-bulk")
+    int http_status = 0;
 };
 
 struct ActionResult {
@@ -145,6 +141,11 @@ public:
     // is left unset (present = false), and `body` has simdjson's padding. For a caller that
     // parses the page anyway and reads `data` and `pagination` in that one pass.
     Page read_body(const ReadQuery& query, std::stop_token stop = {});
+
+    // Walks a page from read_body (see page_walk.hpp): its rows to on_row and its
+    // `pagination` into page.pagination, in one parse. Throws Error{upstream} naming the read,
+    // with an excerpt of the body, when the page is malformed.
+    WalkResult walk(Page& page, const WalkOptions& options, const RowVisitor& on_row) const;
 
     // Pages through the resource with limit 1000 (offset += limit) until has_more is false,
     // handing each row's raw JSON text to on_row; on_row returns false to stop early.

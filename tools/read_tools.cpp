@@ -7,6 +7,7 @@
 #include <array>
 #include <optional>
 
+#include "gateway/page_reader.hpp"
 #include "tools/registry.hpp"
 
 namespace agency::tools {
@@ -157,13 +158,12 @@ mcp::ToolResult merged_page(Toolbox& box, const MergedSpec& spec, const json& ar
         if (source.projection) {
             const Projection& p = *source.projection;
             const std::string_view tag = spec.tag_rows ? std::string_view(source.resource) : "";
-            for_each_data_row(page.body, p.names, page.pagination,
-                              [&](std::string_view, std::span<const RowField> f) {
-                                  p.write(scratch, f, tag);
-                                  return add(scratch);
-                              });
+            box.gateway().walk(page, {.fields = p.names}, [&](const Row& row) {
+                p.write(scratch, row.fields, tag);
+                return add(scratch);
+            });
         } else {
-            for_each_data_row(page.body, page.pagination, add);
+            box.gateway().walk(page, {}, [&](const Row& row) { return add(row.json); });
         }
         total += page.pagination.total;
         const std::int64_t next = offset + written;
@@ -217,25 +217,32 @@ mcp::ToolResult scan_page(Toolbox& box, const ScanSpec& spec, const json& args,
     std::array<std::string_view, 3> names{
         spec.order_field, spec.fallback_field,
         spec.match_field.empty() ? spec.order_field : spec.match_field};
+    // Without `from` no row ends the scan early, so the rows that cannot hold the wanted value
+    // are passed over unread (most of them, when one keyword of many is asked for).
+    const gateway::WalkOptions walk{.fields = names,
+                                    .must_contain = from.empty() ? std::string_view(match) : ""};
     RowWriter writer(client_id, spec.resource, box.settings().page_budget_bytes);
     std::string cursor;
     bool done = false;
     std::int64_t offset = start.offset;
+    std::optional<std::int64_t> total_rows;  // the gateway's total, once a page has said it
+    gateway::PageReader pages(box.gateway(),
+                              {.resource = spec.resource,
+                               .client_id = client_id,
+                               .limit = kScanPageRows,
+                               .order = spec.order_field,
+                               .direction = "desc"},
+                              ctx.stop);
     while (!done) {
         if (ctx.stop.stop_requested())
             throw gateway::Error(gateway::ErrorReason::cancelled, "the request was cancelled");
-        // Rows and pagination in one parse of the page.
-        gateway::Page page = box.gateway().read_body({.resource = spec.resource,
-                                                      .client_id = client_id,
-                                                      .limit = kScanPageRows,
-                                                      .offset = offset,
-                                                      .order = spec.order_field,
-                                                      .direction = "desc"},
-                                                     ctx.stop);
-        std::int64_t visited = 0;
-        for_each_data_row(page.body, names, page.pagination,
-                          [&](std::string_view row, std::span<const RowField> f) {
-            const std::int64_t at = offset + visited++;
+        // The next page is fetched while this one is walked, once the total says it exists.
+        std::optional<std::int64_t> ahead;
+        if (total_rows && offset + kScanPageRows < *total_rows) ahead = offset + kScanPageRows;
+        gateway::Page page = pages.read(offset, ahead);
+        const gateway::WalkResult walked = box.gateway().walk(page, walk, [&](const Row& row) {
+            const std::span<const RowField> f = row.fields;
+            const std::int64_t at = offset + static_cast<std::int64_t>(row.index);
             const RowField& date_field = f[0].present() ? f[0] : f[1];
             const std::string_view date = date_field.is_string && date_field.text.size() >= 10
                                               ? date_field.text.substr(0, 10)
@@ -249,7 +256,7 @@ mcp::ToolResult scan_page(Toolbox& box, const ScanSpec& spec, const json& args,
             if ((!from.empty() || !to.empty()) && date.empty()) return true;
             if (!to.empty() && date > to) return true;
             if (!match.empty() && !(f[2].is_string && iequals(f[2].text, match))) return true;
-            if (writer.count() >= limit || !writer.add(row)) {
+            if (writer.count() >= limit || !writer.add(row.json)) {
                 cursor = box.issue_cursor(
                     binding, at, json{{"n", earlier + static_cast<std::int64_t>(writer.count())}});
                 done = true;
@@ -257,8 +264,9 @@ mcp::ToolResult scan_page(Toolbox& box, const ScanSpec& spec, const json& args,
             }
             return true;
         });
-        offset += visited;
-        if (visited == 0 || offset >= page.pagination.total) break;
+        offset += static_cast<std::int64_t>(walked.rows);
+        total_rows = page.pagination.total;
+        if (walked.rows == 0 || offset >= page.pagination.total) break;
     }
     // The count is known once the scan has reached the end of the range.
     std::optional<std::int64_t> total;
@@ -270,11 +278,11 @@ mcp::ToolResult scan_page(Toolbox& box, const ScanSpec& spec, const json& args,
 
 mcp::ToolResult get_client(Toolbox& box, const json& args, mcp::RequestContext& ctx) {
     const std::string id = args.at("client_id").get<std::string>();
-    const gateway::Page page = box.gateway().read(
+    gateway::Page page = box.gateway().read_body(
         {.resource = "clients", .limit = 1, .filter_field = "id", .filter_value = id}, ctx.stop);
     std::string found;
-    for_each_data_row(page.body, [&](std::string_view row) {
-        found.assign(row);
+    box.gateway().walk(page, {}, [&](const Row& row) {
+        found.assign(row.json);
         return false;
     });
     if (found.empty())
@@ -305,7 +313,7 @@ mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestCon
     const std::int64_t offset = open_position(box, binding, args).offset;
     const std::size_t limit = args.value("limit", 100u);
 
-    const gateway::Page page = box.gateway().read({.resource = "seo_reports",
+    gateway::Page page = box.gateway().read_body({.resource = "seo_reports",
                                                    .client_id = client_id,
                                                    .limit = 1,
                                                    .filter_field = "id",
@@ -317,7 +325,8 @@ mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestCon
     std::string audit;          // the "audit" member: the report without its issues
     std::string issues;         // the issues array, parsed once the page parse is over
     bool found = false;
-    for_each_data_row(page.body, names, [&](std::string_view, std::span<const RowField> f) {
+    box.gateway().walk(page, {.fields = names}, [&](const Row& row) {
+        const std::span<const RowField> f = row.fields;
         found = true;
         std::string summary;
         p.write(summary, f.first(f.size() - 1), "");
@@ -335,17 +344,18 @@ mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestCon
     std::string cursor;
     if (!issues.empty()) {
         static constexpr std::array<std::string_view, 1> kSeverity{"severity"};
-        const std::string wrapped = R"({"data":)" + issues + "}";
-        for_each_data_row(
-            wrapped, kSeverity, [&](std::string_view issue, std::span<const RowField> f) {
-                if (!severity.empty() && !(f[0].is_string && iequals(f[0].text, severity)))
-                    return true;
-                const std::int64_t at = matched++;
-                if (at < offset || !cursor.empty()) return true;  // before this page, or after it
-                if (writer.count() >= limit || !writer.add(issue))
-                    cursor = box.issue_cursor(binding, at);
-                return true;  // keep counting for total
-            });
+        gateway::Page list{.body = R"({"data":)" + issues + "}",
+                           .what = "issues of audit " + audit_id};
+        box.gateway().walk(list, {.fields = kSeverity}, [&](const Row& issue) {
+            const RowField& level = issue.fields[0];
+            if (!severity.empty() && !(level.is_string && iequals(level.text, severity)))
+                return true;
+            const std::int64_t at = matched++;
+            if (at < offset || !cursor.empty()) return true;  // before this page, or after it
+            if (writer.count() >= limit || !writer.add(issue.json))
+                cursor = box.issue_cursor(binding, at);
+            return true;  // keep counting for total
+        });
     }
     return mcp::ToolResult::structured(writer.finish(matched, cursor, audit));
 }
@@ -402,8 +412,7 @@ mcp::ToolResult list_page(Toolbox& box, const ListSpec& spec, const json& args,
     gateway::Page page = box.gateway().read_body(query, ctx.stop);
 
     RowWriter writer(client_id, spec.resource, box.settings().page_budget_bytes);
-    for_each_data_row(page.body, page.pagination,
-                      [&](std::string_view row) { return writer.add(row); });
+    box.gateway().walk(page, {}, [&](const Row& row) { return writer.add(row.json); });
     // Continue exactly at the first row this answer left out (page end or size budget).
     const std::int64_t next = offset + static_cast<std::int64_t>(writer.count());
     std::string cursor = next < page.pagination.total ? box.issue_cursor(binding, next) : "";

@@ -140,35 +140,9 @@ private:
     std::size_t count_ = 0;
 };
 
-// Calls `on_row(raw_row_json)` for each element of the gateway answer's "data" array (simdjson
-// on-demand, no DOM); stops when on_row returns false. Returns how many rows were visited
-// including the one that stopped it. Throws gateway::Error{upstream} on a malformed body.
-std::size_t for_each_data_row(const std::string& body,
-                              const std::function<bool(std::string_view)>& on_row);
-
-// One top-level field of a row, as the page holds it.
-struct RowField {
-    std::string_view raw;   // its JSON text (any type); empty when the row lacks the field
-    std::string_view text;  // strings only: the unescaped value
-    bool is_string = false;
-    bool present() const { return !raw.empty(); }
-};
-
-// As above, also handing over the fields named in `names` (fields[i] is names[i]), read in
-// the same pass, so filters and reduced rows need no second parse. The views live until
-// on_row returns.
-std::size_t for_each_data_row(
-    const std::string& body, std::span<const std::string_view> names,
-    const std::function<bool(std::string_view row, std::span<const RowField> fields)>& on_row);
-
-// Both of the above, also reading the answer's `pagination` object in the same pass into
-// `pagination` (for a page from gateway::Client::read_body: one parse per page, not two).
-std::size_t for_each_data_row(const std::string& body, gateway::Pagination& pagination,
-                              const std::function<bool(std::string_view)>& on_row);
-std::size_t for_each_data_row(
-    const std::string& body, std::span<const std::string_view> names,
-    gateway::Pagination& pagination,
-    const std::function<bool(std::string_view row, std::span<const RowField> fields)>& on_row);
+// Rows as the gateway's page walker hands them over (gateway/page_walk.hpp).
+using gateway::Row;
+using gateway::RowField;
 
 // The principal's name as cursors and confirmations bind it.
 std::string principal_of(const mcp::RequestContext& ctx);

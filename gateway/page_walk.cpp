@@ -1,0 +1,299 @@
+#include "gateway/page_walk.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <simdjson.h>
+
+namespace agency::gateway {
+
+namespace {
+
+// What one walk needs besides the page; kept between walks so the buffers are reused.
+struct Workspace {
+    simdjson::ondemand::parser parser;
+    std::string lowered;               // must_contain: the page in ASCII lower case
+    std::vector<std::size_t> marks;    // must_contain: where the value or an escape occurs
+    std::vector<RowField> fields;
+};
+
+// A parser is sized for the largest page it has seen (about 6x the page), so one per thread
+// would cost a page-sized buffer per HTTP connection thread. Walks are short and CPU-bound:
+// as many workspaces as cores serve any number of threads.
+class WorkspacePool {
+public:
+    WorkspacePool() : limit_(std::max(2u, std::thread::hardware_concurrency())) {}
+
+    std::unique_ptr<Workspace> take() {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return !idle_.empty() || made_ < limit_; });
+        if (!idle_.empty()) {
+            auto ws = std::move(idle_.back());
+            idle_.pop_back();
+            return ws;
+        }
+        ++made_;
+        lock.unlock();
+        return std::make_unique<Workspace>();
+    }
+
+    void give(std::unique_ptr<Workspace> ws) {
+        {
+            std::lock_guard lock(mu_);
+            idle_.push_back(std::move(ws));
+        }
+        cv_.notify_one();
+    }
+
+private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::vector<std::unique_ptr<Workspace>> idle_;
+    std::size_t made_ = 0;
+    std::size_t limit_;
+};
+
+WorkspacePool& pool() {
+    static WorkspacePool p;
+    return p;
+}
+
+// A walk started from a visitor (a walk inside a walk) gets a workspace of its own instead of
+// waiting for the pool, which it could otherwise wait on forever.
+thread_local int walks_on_this_thread = 0;
+
+class Lease {
+public:
+    Lease() {
+        if (walks_on_this_thread++ == 0) {
+            ws_ = pool().take();
+            pooled_ = true;
+        } else {
+            ws_ = std::make_unique<Workspace>();
+        }
+    }
+    ~Lease() {
+        --walks_on_this_thread;
+        if (pooled_) pool().give(std::move(ws_));
+    }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    Workspace* operator->() { return ws_.get(); }
+    Workspace& operator*() { return *ws_; }
+
+private:
+    std::unique_ptr<Workspace> ws_;
+    bool pooled_ = false;
+};
+
+// simdjson's raw views run up to the next token, so they may carry whitespace.
+std::string_view trim_end(std::string_view text) {
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' ||
+                             text.back() == '\t'))
+        text.remove_suffix(1);
+    return text;
+}
+
+char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
+
+// Sorted offsets of every occurrence of `value` (ASCII case-insensitively) and of every
+// backslash in `body`: a row holding neither cannot hold the value in any field.
+void find_marks(std::string_view body, std::string_view value, Workspace& ws) {
+    ws.marks.clear();
+    ws.lowered.resize(body.size());
+    std::transform(body.begin(), body.end(), ws.lowered.begin(), ascii_lower);
+    std::string needle(value);
+    std::transform(needle.begin(), needle.end(), needle.begin(), ascii_lower);
+    const char* begin = ws.lowered.data();
+    const char* end = begin + ws.lowered.size();
+    for (const char* at = begin; at < end;) {
+        const void* hit = memmem(at, static_cast<std::size_t>(end - at), needle.data(), needle.size());
+        if (hit == nullptr) break;
+        const char* p = static_cast<const char*>(hit);
+        ws.marks.push_back(static_cast<std::size_t>(p - begin));
+        at = p + 1;
+    }
+    const std::size_t found = ws.marks.size();
+    for (const char* at = body.data(); at < body.data() + body.size();) {
+        const void* hit = std::memchr(at, '\\', static_cast<std::size_t>(body.data() + body.size() - at));
+        if (hit == nullptr) break;
+        const char* p = static_cast<const char*>(hit);
+        ws.marks.push_back(static_cast<std::size_t>(p - body.data()));
+        at = p + 1;
+    }
+    std::inplace_merge(ws.marks.begin(), ws.marks.begin() + static_cast<std::ptrdiff_t>(found),
+                       ws.marks.end());
+}
+
+// Fills `out` from one field value of any type (consumes containers).
+simdjson::error_code read_field(simdjson::ondemand::value value, RowField& out) {
+    using simdjson::ondemand::json_type;
+    json_type type;
+    if (auto e = value.type().get(type)) return e;
+    std::string_view raw;
+    if (type == json_type::object) {
+        simdjson::ondemand::object object;
+        if (auto e = value.get_object().get(object)) return e;
+        if (auto e = object.raw_json().get(raw)) return e;
+    } else if (type == json_type::array) {
+        simdjson::ondemand::array array;
+        if (auto e = value.get_array().get(array)) return e;
+        if (auto e = array.raw_json().get(raw)) return e;
+    } else {
+        raw = value.raw_json_token();
+        if (type == json_type::string) {
+            out.is_string = true;
+            if (auto e = value.get_string().get(out.text)) return e;
+        }
+    }
+    out.raw = trim_end(raw);
+    return simdjson::SUCCESS;
+}
+
+// Integers as sent; a number written as a double (1e3) is taken when it fits in an int64.
+simdjson::error_code read_int(simdjson::ondemand::value value, std::int64_t& out) {
+    if (value.get_int64().get(out) == simdjson::SUCCESS) return simdjson::SUCCESS;
+    double d = 0;
+    if (auto e = value.get_double().get(d)) return e;
+    if (!(d >= -9.2e18 && d <= 9.2e18)) return simdjson::NUMBER_OUT_OF_RANGE;
+    out = static_cast<std::int64_t>(d);
+    return simdjson::SUCCESS;
+}
+
+simdjson::error_code read_pagination(simdjson::ondemand::value value, Pagination& out) {
+    simdjson::ondemand::object object;
+    if (auto e = value.get_object().get(object)) return e;
+    out.present = true;
+    for (auto field : object) {
+        std::string_view key;
+        if (auto e = field.unescaped_key().get(key)) return e;
+        simdjson::error_code e = simdjson::SUCCESS;
+        if (key == "total") e = read_int(field.value(), out.total);
+        else if (key == "limit") e = read_int(field.value(), out.limit);
+        else if (key == "offset") e = read_int(field.value(), out.offset);
+        else if (key == "has_more") e = field.value().get_bool().get(out.has_more);
+        if (e) return e;
+    }
+    return simdjson::SUCCESS;
+}
+
+// The rows of one "data" array.
+void walk_data(simdjson::ondemand::array data, const char* body, const WalkOptions& options,
+               const RowVisitor& on_row, Workspace& ws, WalkResult& result) {
+    const auto names = options.fields;
+    ws.fields.assign(names.size(), RowField{});
+    const bool filtering = !options.must_contain.empty();
+    std::size_t next_mark = 0;
+    for (auto element : data) {
+        simdjson::ondemand::object row;
+        std::string_view raw;
+        if (element.get_object().get(row) || row.raw_json().get(raw)) {
+            result.problem = WalkProblem::bad_row;
+            return;
+        }
+        raw = trim_end(raw);
+        const std::size_t index = result.rows++;
+        if (filtering) {
+            const auto begin = static_cast<std::size_t>(raw.data() - body);
+            while (next_mark < ws.marks.size() && ws.marks[next_mark] < begin) ++next_mark;
+            if (next_mark == ws.marks.size() || ws.marks[next_mark] >= begin + raw.size())
+                continue;  // neither the value nor an escape: it cannot match
+        }
+        if (!names.empty()) {
+            std::fill(ws.fields.begin(), ws.fields.end(), RowField{});
+            bool ok = !row.reset().error();
+            for (auto field : row) {
+                // Keys are compared as they stand in the page (names are plain ASCII), not
+                // unescaped first: this loop runs for every field of every row read.
+                simdjson::ondemand::raw_json_string key;
+                if (!ok || field.key().get(key)) {
+                    ok = false;
+                    break;
+                }
+                for (std::size_t i = 0; i < names.size(); ++i) {
+                    if (!key.unsafe_is_equal(names[i])) continue;
+                    ok = !read_field(field.value(), ws.fields[i]);
+                    break;
+                }
+                if (!ok) break;
+            }
+            if (!ok) {
+                result.problem = WalkProblem::bad_row;
+                return;
+            }
+        }
+        if (!on_row(Row{raw, ws.fields, index})) {
+            result.stopped = true;
+            return;
+        }
+    }
+}
+
+}  // namespace
+
+WalkResult walk_rows(const std::string& body, const WalkOptions& options,
+                     const RowVisitor& on_row) {
+    WalkResult result;
+    Lease ws;
+    // Gateway bodies come with spare capacity for simdjson's padding; copy only if not.
+    std::optional<simdjson::padded_string> copy;
+    simdjson::padded_string_view view(body.data(), body.size(), body.capacity());
+    if (view.padding() < simdjson::SIMDJSON_PADDING) {
+        copy.emplace(body);
+        view = simdjson::padded_string_view(*copy);
+    }
+    const char* text = view.data();
+    if (!options.must_contain.empty())
+        find_marks({text, body.size()}, options.must_contain, *ws);
+
+    simdjson::ondemand::document doc;
+    simdjson::ondemand::object top;
+    if (ws->parser.iterate(view).get(doc) || doc.get_object().get(top)) {
+        result.problem = WalkProblem::not_json;
+        return result;
+    }
+    bool has_data = false;
+    for (auto field : top) {
+        std::string_view key;
+        if (field.unescaped_key().get(key)) {
+            result.problem = WalkProblem::not_json;
+            return result;
+        }
+        if (key == "pagination") {
+            if (read_pagination(field.value(), result.pagination)) {
+                result.problem = WalkProblem::bad_pagination;
+                return result;
+            }
+        } else if (key == "data" && !has_data) {
+            simdjson::ondemand::array data;
+            if (field.value().get_array().get(data)) {
+                result.problem = WalkProblem::no_data;
+                return result;
+            }
+            has_data = true;
+            walk_data(data, text, options, on_row, *ws, result);
+            if (result.problem != WalkProblem::none) return result;
+        }
+    }
+    if (!has_data) result.problem = WalkProblem::no_data;
+    return result;
+}
+
+std::string_view describe(WalkProblem problem) {
+    switch (problem) {
+        case WalkProblem::none: return "";
+        case WalkProblem::not_json: return "a body that is not a valid JSON object";
+        case WalkProblem::no_data: return "JSON without a `data` array";
+        case WalkProblem::bad_row: return "a `data` array whose rows are not all valid objects";
+        case WalkProblem::bad_pagination: return "a `pagination` object that is not valid";
+    }
+    return "";
+}
+
+}  // namespace agency::gateway

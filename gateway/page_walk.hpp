@@ -1,0 +1,67 @@
+// The one walker over a gateway read's answer ({"data":[rows...],"pagination":{...}}): simdjson
+// on-demand, no DOM, one pass, each row handed over as the raw JSON text the page holds so that
+// list answers splice it instead of re-serializing. Parsers come from a small shared pool, so
+// memory does not grow with the number of threads walking pages.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace agency::gateway {
+
+struct Pagination {
+    bool present = false;
+    std::int64_t total = 0;
+    std::int64_t limit = 0;
+    std::int64_t offset = 0;
+    bool has_more = false;
+};
+
+// One top-level field of a row, as the page holds it.
+struct RowField {
+    std::string_view raw;   // its JSON text (any type); empty when the row lacks the field
+    std::string_view text;  // strings only: the unescaped value
+    bool is_string = false;
+    bool present() const { return !raw.empty(); }
+};
+
+// A row as a walk hands it over; the views live until the visitor returns.
+struct Row {
+    std::string_view json;             // the row object's raw text
+    std::span<const RowField> fields;  // WalkOptions::fields, in that order
+    std::size_t index = 0;             // its position in the page's data array
+};
+
+// Returns false to stop the walk.
+using RowVisitor = std::function<bool(const Row& row)>;
+
+struct WalkOptions {
+    std::span<const std::string_view> fields{};  // top-level fields read for each row (ASCII names)
+    // Rows whose text cannot hold this value (ASCII case-insensitively, and with no escape
+    // anywhere in the row) are passed over without being read or handed to the visitor: the
+    // cheap rejection behind scans that keep the rows whose field equals one value.
+    std::string_view must_contain{};
+};
+
+enum class WalkProblem { none, not_json, no_data, bad_row, bad_pagination };
+
+struct WalkResult {
+    std::size_t rows = 0;  // rows passed, including any passed over and the one that stopped it
+    bool stopped = false;  // the visitor returned false
+    Pagination pagination;
+    WalkProblem problem = WalkProblem::none;
+};
+
+// Walks `body` (which needs simdjson::SIMDJSON_PADDING bytes of spare capacity to avoid a
+// copy). Reports a malformed body in `problem` (never throws for it, so the caller can name
+// the read); exceptions from the visitor pass through.
+WalkResult walk_rows(const std::string& body, const WalkOptions& options,
+                     const RowVisitor& on_row);
+
+std::string_view describe(WalkProblem problem);
+
+}  // namespace agency::gateway

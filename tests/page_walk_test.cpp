@@ -1,0 +1,144 @@
+// The gateway page walker (gateway/page_walk.hpp): rows, fields, pagination, the must_contain
+// rejection and every kind of malformed page, without a network.
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "gateway/page_walk.hpp"
+
+namespace {
+
+using agency::gateway::Row;
+using agency::gateway::WalkOptions;
+using agency::gateway::WalkProblem;
+using agency::gateway::WalkResult;
+using agency::gateway::walk_rows;
+
+struct Seen {
+    std::string json;
+    std::string keyword;  // fields[0] unescaped
+    std::size_t index;
+};
+
+WalkResult walk(const std::string& body, const WalkOptions& options, std::vector<Seen>& seen) {
+    return walk_rows(body, options, [&](const Row& row) {
+        seen.push_back({std::string(row.json),
+                        row.fields.empty() ? "" : std::string(row.fields[0].text), row.index});
+        return true;
+    });
+}
+
+TEST(PageWalk, HandsOverRowsFieldsAndPaginationInOnePass) {
+    const std::string body =
+        R"({"data":[ {"id":"a","keyword":"x"} , {"keyword":"y\"z","id":"b"},{"id":"c"}],)"
+        R"("pagination":{"total":3,"limit":1e3,"offset":0,"has_more":false},"extra":[1,2]})";
+    static constexpr std::string_view kKeyword[] = {"keyword"};
+    std::vector<Seen> seen;
+    const WalkResult r = walk(body, {.fields = kKeyword}, seen);
+    ASSERT_EQ(r.problem, WalkProblem::none);
+    EXPECT_EQ(r.rows, 3u);
+    EXPECT_FALSE(r.stopped);
+    ASSERT_EQ(seen.size(), 3u);
+    EXPECT_EQ(seen[0].json, R"({"id":"a","keyword":"x"})");  // raw text, no trailing space
+    EXPECT_EQ(seen[1].keyword, "y\"z");                      // unescaped
+    EXPECT_EQ(seen[2].keyword, "");                           // absent field
+    EXPECT_EQ(seen[2].index, 2u);
+    EXPECT_TRUE(r.pagination.present);
+    EXPECT_EQ(r.pagination.total, 3);
+    EXPECT_EQ(r.pagination.limit, 1000);
+}
+
+TEST(PageWalk, StopsWhenTheVisitorSaysSoAndStillReadsPagination) {
+    const std::string body = R"({"data":[{"i":1},{"i":2},{"i":3}],"pagination":{"total":9}})";
+    int calls = 0;
+    const WalkResult r = walk_rows(body, {}, [&](const Row&) { return ++calls < 2; });
+    EXPECT_EQ(calls, 2);
+    EXPECT_EQ(r.rows, 2u);
+    EXPECT_TRUE(r.stopped);
+    EXPECT_EQ(r.pagination.total, 9);
+}
+
+// must_contain passes over rows that cannot hold the value, but never one that might: other
+// case, an escape anywhere in the row, or the value in another field (the visitor decides).
+TEST(PageWalk, MustContainPassesOverOnlyRowsThatCannotMatch) {
+    const std::string body = R"({"data":[)"
+                             R"({"keyword":"HVAC Repair Evanston","n":0},)"
+                             R"({"keyword":"hvac repair evanst\u006fn","n":1},)"
+                             R"({"keyword":"other","note":"hvac repair evanston!","n":2},)"
+                             R"({"keyword":"other","n":3},)"
+                             R"({"keyword":"hvac repair","n":4},)"
+                             R"({"keyword":"HVAC REPAIR EVANSTON","n":5}],)"
+                             R"("pagination":{"total":6}})";
+    static constexpr std::string_view kKeyword[] = {"keyword"};
+    std::vector<Seen> seen;
+    const WalkResult r =
+        walk(body, {.fields = kKeyword, .must_contain = "hvac repair evanston"}, seen);
+    ASSERT_EQ(r.problem, WalkProblem::none);
+    EXPECT_EQ(r.rows, 6u);  // every row counts towards the position, read or not
+    std::vector<std::size_t> indexes;
+    for (const auto& s : seen) indexes.push_back(s.index);
+    EXPECT_EQ(indexes, (std::vector<std::size_t>{0, 1, 2, 5}));
+    EXPECT_EQ(seen[1].keyword, "hvac repair evanston");
+    EXPECT_EQ(r.pagination.total, 6);
+
+    // Without the option every row is handed over.
+    seen.clear();
+    walk(body, {.fields = kKeyword}, seen);
+    EXPECT_EQ(seen.size(), 6u);
+}
+
+TEST(PageWalk, ReportsEachKindOfMalformedPage) {
+    auto problem = [](const std::string& body) {
+        return walk_rows(body, {}, [](const Row&) { return true; }).problem;
+    };
+    EXPECT_EQ(problem("not json"), WalkProblem::not_json);
+    EXPECT_EQ(problem("[1,2]"), WalkProblem::not_json);
+    EXPECT_EQ(problem(R"({"rows":[]})"), WalkProblem::no_data);
+    EXPECT_EQ(problem(R"({"data":{"a":1}})"), WalkProblem::no_data);
+    EXPECT_EQ(problem(R"({"data":[{"a":1},2]})"), WalkProblem::bad_row);
+    EXPECT_EQ(problem(R"({"data":[],"pagination":[1]})"), WalkProblem::bad_pagination);
+    EXPECT_EQ(problem(R"({"data":[],"pagination":{"total":"many"}})"), WalkProblem::bad_pagination);
+    // A total no int64 holds is refused, not cast.
+    EXPECT_EQ(problem(R"({"data":[],"pagination":{"total":1e30}})"), WalkProblem::bad_pagination);
+    EXPECT_EQ(problem(R"({"data":[]})"), WalkProblem::none);
+}
+
+TEST(PageWalk, WorksWithoutSpareCapacityAndInsideAnotherWalk) {
+    std::string tight = R"({"data":[{"a":1}]})";
+    tight.shrink_to_fit();
+    std::size_t inner_rows = 0;
+    const WalkResult outer = walk_rows(tight, {}, [&](const Row&) {
+        inner_rows = walk_rows(R"({"data":[{"b":1},{"b":2}]})", {}, [](const Row&) {
+                         return true;
+                     }).rows;
+        return true;
+    });
+    EXPECT_EQ(outer.problem, WalkProblem::none);
+    EXPECT_EQ(inner_rows, 2u);
+}
+
+// More threads than pooled parsers: every walk completes with its own rows.
+TEST(PageWalk, ManyThreadsShareThePool) {
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 16; ++t) {
+        threads.emplace_back([t, &wrong] {
+            const std::string body = R"({"data":[{"t":)" + std::to_string(t) + "}]}";
+            for (int i = 0; i < 200; ++i) {
+                std::string seen;
+                walk_rows(body, {}, [&](const Row& row) {
+                    seen = row.json;
+                    return true;
+                });
+                if (seen != R"({"t":)" + std::to_string(t) + "}") ++wrong;
+            }
+        });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(wrong.load(), 0);
+}
+
+}  // namespace
