@@ -90,6 +90,43 @@ TEST(PageWalk, MustContainPassesOverOnlyRowsThatCannotMatch) {
     EXPECT_EQ(seen.size(), 6u);
 }
 
+// Exactly the rows holding the value (any case) or an escape are read, wherever they fall
+// against the 16-byte blocks of the search and at the very end of the page.
+TEST(PageWalk, MustContainFindsEveryCandidateAtAnyAlignment) {
+    const std::string needle = "Evanston";
+    std::string body = R"({"data":[)";
+    std::vector<bool> expected;
+    unsigned seed = 12345;
+    auto next = [&] { return seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff; };
+    for (int row = 0; row < 400; ++row) {
+        std::string text(next() % 40, 'x');
+        const unsigned kind = next() % 5;
+        if (kind == 0) text.insert(next() % (text.size() + 1), "evanston");
+        if (kind == 1) text.insert(next() % (text.size() + 1), "EVANSTON");
+        if (kind == 2) text.insert(next() % (text.size() + 1), "evanstoX");  // last byte differs
+        if (kind == 3) text.insert(next() % (text.size() + 1), "\\n");
+        if (row > 0) body += ",";
+        body += R"({"k":")" + text + R"("})";
+        expected.push_back(kind <= 1 || kind == 3);
+    }
+    body += "]}";
+    for (int tail = 0; tail < 2; ++tail) {
+        if (tail == 1) {  // a match in the last bytes of the page
+            body.resize(body.size() - 2);
+            body += R"(,{"k":"evanston"}]})";
+            expected.push_back(true);
+        }
+        std::vector<bool> seen(expected.size(), false);
+        const WalkResult r = walk_rows(body, {.must_contain = needle}, [&](const Row& row) {
+            seen[row.index] = true;
+            return true;
+        });
+        ASSERT_EQ(r.problem, WalkProblem::none);
+        EXPECT_EQ(r.rows, expected.size());
+        EXPECT_EQ(seen, expected);
+    }
+}
+
 TEST(PageWalk, ReportsEachKindOfMalformedPage) {
     auto problem = [](const std::string& body) {
         return walk_rows(body, {}, [](const Row&) { return true; }).problem;
