@@ -1,5 +1,7 @@
 #include "gateway/page_reader.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -89,15 +91,27 @@ struct PageReader::Worker {
     }
 };
 
-PageReader::PageReader(Client& client, ReadQuery query, std::stop_token stop)
-    : client_(client), query_(std::move(query)), stop_(std::move(stop)) {}
+namespace {
+// Readers alive now, across all calls: with more long scans than cores the cores are already
+// busy, and reading ahead would only add a thread and two switches per page.
+std::atomic<unsigned> g_readers{0};
+const unsigned g_ahead_limit = std::max(2u, std::thread::hardware_concurrency());
+}  // namespace
 
-PageReader::~PageReader() = default;
+PageReader::PageReader(Client& client, ReadQuery query, std::stop_token stop)
+    : client_(client), query_(std::move(query)), stop_(std::move(stop)) {
+    ++g_readers;
+}
+
+PageReader::~PageReader() {
+    worker_.reset();
+    --g_readers;
+}
 
 Page PageReader::read(std::int64_t offset, std::optional<std::int64_t> ahead) {
     std::optional<Page> page;
     if (worker_) page = worker_->take(offset);
-    if (ahead) {
+    if (ahead && (worker_ || g_readers.load(std::memory_order_relaxed) <= g_ahead_limit)) {
         if (!worker_) worker_ = std::make_unique<Worker>(client_, query_, stop_);
         worker_->post(*ahead);
     }

@@ -22,7 +22,8 @@ public:
     PageReader& operator=(const PageReader&) = delete;
 
     // The page at `offset` (read_body: walk it with Client::walk). When `ahead` is given, the
-    // page at that offset is fetched meanwhile on a helper thread; ask for it next. A page
+    // page at that offset is fetched meanwhile on a helper thread (unless more scans than
+    // cores are running: then it is read when asked for); ask for it next. A page
     // fetched ahead for another offset is dropped and this one read instead, so a wrong guess
     // costs a read, never a wrong page. Throws what Client::read_body throws.
     Page read(std::int64_t offset, std::optional<std::int64_t> ahead = std::nullopt);
