@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -650,6 +651,84 @@ TEST(ActionTools, SendUnknownEmailIsAnErrorWithoutPost) {
     EXPECT_EQ(r.reason(), "not_found") << r.response.dump();
     EXPECT_NE(r.tool_error().value("message", "").find("em_nope"), std::string::npos);
     EXPECT_EQ(a.posts("send_prospect_email"), 0u);
+}
+
+// Every way around a confirmation, for both confirmed tools: each attempt is refused with
+// reason `confirmation` (or `declined`) and sends nothing; the genuine confirmation still works
+// afterwards, exactly once.
+TEST(ActionTools, NoConfirmationBypassOnDeployOrSend) {
+    struct Case {
+        std::string tool, action, id_field;
+        std::function<std::string(Actions&)> make;  // a fresh draft: article or email id
+        std::string client;
+    };
+    const std::vector<Case> cases = {
+        {"deploy_article", "deploy_blog", "article_id", [](Actions& a) { return draft_article(a); },
+         kDental},
+        {"send_prospect_email", "send_prospect_email", "email_id",
+         [](Actions& a) {
+             json d = a.ok("generate_outreach_email", {{"client_id", kLaw},
+                                                       {"prospect", "https://legal-resources.example/guides"}});
+             return d.is_object() ? d.value("email_id", "") : "";
+         },
+         kLaw},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.tool);
+        Actions a;
+        const std::string id = c.make(a);
+        const std::string other = c.make(a);
+        ASSERT_FALSE(id.empty());
+        const json args = {{"client_id", c.client}, {c.id_field, id}};
+        auto with = [&](json base, const json& cid) {
+            base["confirmation_id"] = cid;
+            return base;
+        };
+        auto refused = [&](const ToolReply& r, const std::string& reason, const char* what) {
+            EXPECT_TRUE(r.is_error()) << what << ": " << r.response.dump();
+            EXPECT_EQ(r.reason(), reason) << what << ": " << r.response.dump();
+            EXPECT_EQ(a.posts(c.action), 0u) << what;
+        };
+        const std::string cid = a.ok(c.tool, args).value("confirmation_id", "");
+        ASSERT_FALSE(cid.empty());
+
+        // Another draft, another caller, a forged id, the other tool's id.
+        refused(a.h->call(c.tool, with({{"client_id", c.client}, {c.id_field, other}}, cid)),
+                "confirmation", "other draft");
+        const std::string cid2 = a.ok(c.tool, args).value("confirmation_id", "");
+        refused(a.h->call(c.tool, with(args, cid2), "someone-else"), "confirmation",
+                "other caller");
+        refused(a.h->call(c.tool, with(args, "cf_" + std::string(32, '0'))), "confirmation",
+                "forged");
+        const Case& o = &c == &cases[0] ? cases[1] : cases[0];
+        const json other_args = {{"client_id", o.client}, {o.id_field, o.make(a)}};
+        const json foreign_preview = a.ok(o.tool, other_args);
+        ASSERT_TRUE(foreign_preview.is_object());
+        const std::string foreign = foreign_preview.value("confirmation_id", "");
+        ASSERT_FALSE(foreign.empty());
+        refused(a.h->call(c.tool, with(args, foreign)), "confirmation", "other tool's id");
+
+        // Modern elicitation: cancel confirms nothing.
+        json ask = modern_call(a, c.tool, args);
+        ASSERT_EQ(ask["result"]["resultType"], "input_required") << ask.dump();
+        json cancelled = modern_call(a, c.tool, args, {{"confirm", {{"action", "cancel"}}}},
+                                     ask["result"]["requestState"]);
+        EXPECT_EQ(tool_error_of(cancelled).value("reason", ""), "cancelled") << cancelled.dump();
+        EXPECT_EQ(a.posts(c.action), 0u) << "cancel";
+
+        // The genuine one still works, once; the accepted requestState does not replay.
+        json accept = modern_call(a, c.tool, args);
+        const json yes = {{"confirm", {{"action", "accept"}, {"content", {{"confirm", true}}}}}};
+        json done = modern_call(a, c.tool, args, yes, accept["result"]["requestState"]);
+        EXPECT_FALSE(done.value("result", json::object()).value("isError", true)) << done.dump();
+        EXPECT_EQ(a.posts(c.action), 1u);
+        json replayed = modern_call(a, c.tool, args, yes, accept["result"]["requestState"]);
+        const json replay_result = replayed.value("result", json::object());
+        EXPECT_TRUE(replayed.contains("error") || replay_result.value("isError", false) ||
+                    replay_result.value("resultType", "") == "input_required")
+            << replayed.dump();
+        EXPECT_EQ(a.posts(c.action), 1u) << "nothing sent twice";
+    }
 }
 
 // --- the job API under MCP Tasks: find, cancel, change listener ----------------------------------
