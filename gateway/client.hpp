@@ -100,8 +100,7 @@ struct Page {
 };
 
 struct ActionResult {
-    nlohmann::json response;  // the whole body: action, client_id, status, status_code, data
-    nlohmann::json data;      // response["data"]
+    nlohmann::json data;      // the answer's `data` (the rest of the answer is not kept)
     int status_code = 200;
     int attempts = 1;         // POSTs actually sent
     bool recovered = false;   // the record was found by verification after an ambiguous failure

@@ -107,7 +107,7 @@ inline unsigned control_mask(__m128i block) {
 // string, a quote every few bytes), so it works 16 bytes at a time where SSE2 is there: one
 // pass counts the escapes (the output grows once, to its exact size), the second copies the
 // runs between them with 16-byte stores.
-void append_json_string(std::string& out, std::string_view text) {
+std::size_t json_string_size(std::string_view text) {
     const auto* in = reinterpret_cast<const unsigned char*>(text.data());
     const std::size_t n = text.size();
     std::size_t extra = 0;
@@ -135,10 +135,20 @@ void append_json_string(std::string& out, std::string_view text) {
     sum_lanes();
 #endif
     for (; i < n; ++i) extra += kEscapeExtra[in[i]];
+    return n + extra + 2;
+}
 
+void append_json_string(std::string& out, std::string_view text) {
+    append_json_string(out, text, json_string_size(text));
+}
+
+void append_json_string(std::string& out, std::string_view text, std::size_t literal_size) {
+    const auto* in = reinterpret_cast<const unsigned char*>(text.data());
+    const std::size_t n = text.size();
+    std::size_t i = 0;
     // 16 bytes of slack for the block stores, cut off at the end.
     const std::size_t at = out.size();
-    const std::size_t size = n + extra + 2;
+    const std::size_t size = literal_size;
     out.resize(at + size + 16);
     char* w = out.data() + at;
     *w++ = '"';

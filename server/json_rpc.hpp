@@ -51,5 +51,9 @@ std::string make_error_text(const json& id, int code, std::string_view message,
 // Appends `text` as a JSON string literal (with quotes) to `out`: the hot path builds tool
 // answers by splicing raw JSON rather than through a DOM.
 void append_json_string(std::string& out, std::string_view text);
+// The size of `text` as a JSON string literal, quotes included: lets a caller reserve once.
+std::size_t json_string_size(std::string_view text);
+// As above, with `literal_size` == json_string_size(text) already known.
+void append_json_string(std::string& out, std::string_view text, std::size_t literal_size);
 
 }  // namespace agency::mcp

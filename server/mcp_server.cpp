@@ -227,8 +227,16 @@ bool Server::may_stream(const json& message, const Session* session) const {
     auto name = params.find("name");
     if (name == params.end() || !name->is_string()) return false;
     auto it = impl_->tool_index.find(name->get_ref<const std::string&>());
-    (void)session;
-    return it != impl_->tool_index.end() && impl_->tools[it->second].interactive;
+    if (it == impl_->tool_index.end() || !impl_->tools[it->second].interactive) return false;
+    // A legacy client that declared none of the capabilities a tool asks through cannot be
+    // asked anything mid-call (progress needs a progressToken, seen above): its calls answer
+    // as plain JSON on the connection's thread, without a stream or a hand-off to a worker.
+    if (session) {
+        const json& caps = session->client_capabilities;
+        return caps.is_object() && (caps.contains("elicitation") || caps.contains("sampling") ||
+                                    caps.contains("roots"));
+    }
+    return true;
 }
 
 // --- RequestContext -------------------------------------------------------------------------
@@ -809,13 +817,17 @@ std::optional<std::string> Server::call_tool(const json& id, const json& params,
     // A legacy request cancelled by notifications/cancelled gets no answer.
     if (!modern && ctx.stop.stop_requested() && ctx.session) return std::nullopt;
 
+    // Reserved once: the answer carries the structured text twice (once escaped), and growing
+    // a ~50 KB string on the way copies it.
+    const bool text_copy = result.content.empty() && !result.structured_text.empty();
+    const std::size_t text_size = text_copy ? json_string_size(result.structured_text) : 0;
     std::string out;
-    out.reserve(result.structured_text.size() * 2 + 128);
+    out.reserve(text_size + result.structured_text.size() + 384);
     out += R"({"jsonrpc":"2.0","id":)";
     out += dump(id);
     out += R"(,"result":{)";
     if (modern) out += R"("resultType":"complete",)";
-    append_tool_result_fields(out, result);
+    append_tool_result_fields(out, result, text_size);
     json meta = result.meta.is_object() ? result.meta : json::object();
     if (modern)
         meta[std::string(kMetaServerInfo)] = {{"name", impl_->options.info.name},
@@ -828,11 +840,13 @@ std::optional<std::string> Server::call_tool(const json& id, const json& params,
     return out;
 }
 
-void append_tool_result_fields(std::string& out, const ToolResult& result) {
+void append_tool_result_fields(std::string& out, const ToolResult& result,
+                               std::size_t text_size) {
     out += R"("content":)";
     if (result.content.empty() && !result.structured_text.empty()) {
         out += R"([{"type":"text","text":)";
-        append_json_string(out, result.structured_text);
+        if (text_size == 0) text_size = json_string_size(result.structured_text);
+        append_json_string(out, result.structured_text, text_size);
         out += "}]";
     } else {
         out += dump(result.content);

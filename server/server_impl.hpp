@@ -50,7 +50,9 @@ json task_wait_for_answers(LiveTask& task, const json& questions,
                            std::chrono::milliseconds timeout,
                            const std::function<bool(const std::string&, const json&)>& fits);
 // The body of a CallToolResult without braces: "content":..,"structuredContent":..,"isError":..
-void append_tool_result_fields(std::string& out, const ToolResult& result);
+// text_size: json_string_size(structured_text) when the caller knows it, else 0.
+void append_tool_result_fields(std::string& out, const ToolResult& result,
+                               std::size_t text_size = 0);
 
 struct PendingRequest {
     std::string session_id;

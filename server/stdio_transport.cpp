@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_map>
 
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -18,25 +19,34 @@ namespace {
 class LineWriter {
 public:
     explicit LineWriter(int fd) : fd_(fd) {}
+    // The message and its newline in one system call (writev), not two.
     void write_line(const std::string& message) {
+        static const char newline = '\n';
+        iovec parts[2] = {{const_cast<char*>(message.data()), message.size()},
+                          {const_cast<char*>(&newline), 1}};
+        iovec* part = parts;
+        int count = 2;
         std::lock_guard lock(mutex_);
-        if (!write_all(message.data(), message.size())) return;
-        write_all("\n", 1);
+        while (count > 0) {
+            ssize_t n = ::writev(fd_, part, count);
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                return;  // the client went away; the reader will see EOF
+            }
+            auto done = static_cast<std::size_t>(n);
+            while (count > 0 && done >= part->iov_len) {  // whole parts written
+                done -= part->iov_len;
+                ++part;
+                --count;
+            }
+            if (count > 0) {  // a short write: the rest of this part next
+                part->iov_base = static_cast<char*>(part->iov_base) + done;
+                part->iov_len -= done;
+            }
+        }
     }
 
 private:
-    bool write_all(const char* data, std::size_t size) {
-        while (size > 0) {
-            ssize_t n = ::write(fd_, data, size);
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                return false;  // the client went away; the reader will see EOF
-            }
-            data += n;
-            size -= static_cast<std::size_t>(n);
-        }
-        return true;
-    }
     int fd_;
     std::mutex mutex_;
 };

@@ -1059,6 +1059,17 @@ TEST(ActionTools, ArticleOnAutoDeployClientElicitationDeclineAndAccept) {
     EXPECT_EQ(a.posts("generate_blog"), 1u);
 }
 
+TEST(ActionTools, ArticleForUnknownClientIsNotFoundAndSendsNothing) {
+    Actions a;
+    ToolReply r = a.h->call("generate_article",
+                            {{"client_id", "no-such-client"}, {"keyword", "anything"}});
+    EXPECT_EQ(r.reason(), "not_found") << r.response.dump();
+    EXPECT_NE(r.tool_error().value("message", "").find("unknown client_id no-such-client"),
+              std::string::npos)
+        << r.response.dump();
+    EXPECT_EQ(a.posts("generate_blog"), 0u);
+}
+
 TEST(ActionTools, ArticleOnOtherClientsNeedsNoConfirmation) {
     Actions a;
     // Even a client able to answer an elicitation is not asked: nothing is published.

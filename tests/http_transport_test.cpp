@@ -568,6 +568,50 @@ TEST_F(HttpTransport, InteractiveToolStreamsOverLegacySse) {
     EXPECT_TRUE(log) << stream;
 }
 
+// A legacy client that declared no capability to be asked through gets an interactive tool's
+// answer as plain JSON: the call runs inline, with no stream to hold open.
+TEST_F(HttpTransport, InteractiveToolAnswersPlainJsonToAClientThatCannotBeAsked) {
+    ToolDef quiet;
+    quiet.name = "ask_if_possible";
+    quiet.description = "Asks only a client that can answer.";
+    quiet.input_schema = {{"type", "object"}};
+    quiet.interactive = true;
+    quiet.handler = [](const json&, RequestContext& ctx) {
+        if (ctx.client_supports("elicitation")) return ToolResult::text("asked");
+        return ToolResult::text("not asked");
+    };
+    server_->add_tool(std::move(quiet));
+    json params = initialize_params();
+    params["capabilities"] = json::object();
+    auto init = post(rpc(1, "initialize", params));
+    ASSERT_TRUE(init);
+    std::string sid = init->get_header_value("Mcp-Session-Id");
+    ASSERT_FALSE(sid.empty());
+    auto headers = legacy_headers(sid);
+    headers.emplace("Accept", "application/json, text/event-stream");
+    auto res = post(rpc(3, "tools/call", {{"name", "ask_if_possible"}}), headers);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+    EXPECT_NE(res->get_header_value("Content-Type").find("application/json"), std::string::npos)
+        << res->get_header_value("Content-Type");
+    EXPECT_EQ(body_json(res)["result"]["content"][0]["text"], "not asked") << res->body;
+
+    // The same tool for a client with elicitation still streams.
+    std::string asking = open_session();
+    auto streamed = post(rpc(4, "tools/call", {{"name", "ask_if_possible"}}),
+                         [&] {
+                             auto h = legacy_headers(asking);
+                             h.emplace("Accept", "application/json, text/event-stream");
+                             return h;
+                         }());
+    ASSERT_TRUE(streamed);
+    EXPECT_EQ(streamed->status, 200);
+    // A quick call with nothing sent before its reply still goes out as JSON (stream_grace).
+    auto messages = sse_messages(streamed->body);
+    json reply = messages.empty() ? body_json(streamed) : messages.back();
+    EXPECT_EQ(reply["result"]["content"][0]["text"], "asked") << streamed->body;
+}
+
 TEST_F(HttpTransport, AnswerFromAnotherSessionIsIgnored) {
     // The elicitation answer must come from the session that was asked.
     std::string sid = open_session();

@@ -10,6 +10,7 @@
 #include <optional>
 #include <variant>
 
+#include <simdjson.h>
 #include <spdlog/spdlog.h>
 
 #include "tools/registry.hpp"
@@ -23,6 +24,15 @@ std::string text_arg(const json& args, const char* name) {
     return it != args.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// `args` less `name`: `args` itself when it has no such member (no copy on the usual path),
+// else a copy kept in `storage`.
+const json& without(const json& args, const char* name, json& storage) {
+    if (!args.contains(name)) return args;
+    storage = args;
+    storage.erase(name);
+    return storage;
+}
+
 std::string iso_time(std::int64_t unix_seconds) {
     const std::time_t t = static_cast<std::time_t>(unix_seconds);
     std::tm tm{};
@@ -32,24 +42,81 @@ std::string iso_time(std::int64_t unix_seconds) {
     return out;
 }
 
+// The first row of a read's answer, or not_found naming what was looked up.
+json first_row_of(const std::string& page_body, const std::string& resource,
+                  const std::string& what) {
+    json body = json::parse(page_body, nullptr, false);
+    if (!body.is_object() || !body.contains("data") || !body["data"].is_array())
+        throw gateway::Error(gateway::ErrorReason::upstream,
+                             "the gateway sent a malformed answer reading " + resource);
+    if (body["data"].empty() || !body["data"][0].is_object())
+        throw gateway::Error(gateway::ErrorReason::not_found, what);
+    return std::move(body["data"][0]);
+}
+
 // The first row of a one-row read, or not_found naming what was looked up.
 json first_row(Toolbox& box, gateway::ReadQuery query, const std::string& what,
                std::stop_token stop) {
     query.limit = 1;
     const gateway::Page page = box.gateway().read(query, stop);
-    const json body = json::parse(page.body, nullptr, false);
-    if (!body.is_object() || !body.contains("data") || !body["data"].is_array())
-        throw gateway::Error(gateway::ErrorReason::upstream,
-                             "the gateway sent a malformed answer reading " + query.resource);
-    if (body["data"].empty() || !body["data"][0].is_object())
-        throw gateway::Error(gateway::ErrorReason::not_found, what);
-    return body["data"][0];
+    return first_row_of(page.body, query.resource, what);
+}
+
+gateway::ReadQuery client_query(const std::string& client_id) {
+    return {.resource = "clients", .filter_field = "id", .filter_value = client_id};
+}
+
+std::string unknown_client(const std::string& client_id) {
+    return "unknown client_id " + client_id + "; list_clients shows the ids";
 }
 
 json client_record(Toolbox& box, const std::string& client_id, std::stop_token stop) {
-    return first_row(box,
-                     {.resource = "clients", .filter_field = "id", .filter_value = client_id},
-                     "unknown client_id " + client_id + "; list_clients shows the ids", stop);
+    return first_row(box, client_query(client_id), unknown_client(client_id), stop);
+}
+
+// Whether the client's record has auto_deploy true: generate_article asks this on every call,
+// so the answer is parsed with simdjson's DOM (which validates it as fully as nlohmann does)
+// and the record becomes nlohmann JSON only when the flag is on, for the preview. Errors as
+// client_record's.
+std::optional<json> auto_deploy_client(Toolbox& box, const std::string& client_id,
+                                       std::stop_token stop) {
+    gateway::ReadQuery query = client_query(client_id);
+    query.limit = 1;
+    const gateway::Page page = box.gateway().read(query, stop);  // padded for simdjson
+    enum class Found { unsure, no_row, off };
+    const auto look = [&]() -> Found {
+        thread_local simdjson::dom::parser parser;
+        simdjson::dom::object top;
+        const bool padded = page.body.capacity() >= page.body.size() + simdjson::SIMDJSON_PADDING;
+        if (parser.parse(page.body.data(), page.body.size(), !padded).get(top))
+            return Found::unsure;
+        simdjson::dom::array rows;
+        bool has_data = false;
+        for (const auto member : top) {  // the last `data`, as nlohmann keeps
+            if (member.key == "data")
+                has_data = member.value.get_array().get(rows) == simdjson::SUCCESS;
+        }
+        simdjson::dom::object row;
+        if (!has_data) return Found::unsure;
+        if (rows.size() == 0 || rows.at(0).get_object().get(row)) return Found::no_row;
+        bool on = false;  // absent or not a boolean: off
+        for (const auto field : row) {
+            if (field.key == "auto_deploy" && field.value.get_bool().get(on) != simdjson::SUCCESS)
+                on = false;
+        }
+        return on ? Found::unsure : Found::off;
+    };
+    switch (look()) {
+        case Found::off: return std::nullopt;
+        case Found::no_row:
+            throw gateway::Error(gateway::ErrorReason::not_found, unknown_client(client_id));
+        case Found::unsure: break;
+    }
+    // On, or an answer simdjson refused: read exactly as client_record does.
+    json client = first_row_of(page.body, query.resource, unknown_client(client_id));
+    const auto flag = client.find("auto_deploy");
+    if (flag == client.end() || !flag->is_boolean() || !flag->get<bool>()) return std::nullopt;
+    return client;
 }
 
 std::optional<double> number(const json& row, const char* field) {
@@ -115,8 +182,8 @@ mcp::ToolResult guarded_call(ActionRuntime& rt, const Guard& guard, const json& 
                              mcp::RequestContext& ctx, const Execute& execute) {
     const std::string principal = principal_of(ctx);
     const std::string key = text_arg(args, "idempotency_key");
-    json call_args = args;
-    call_args.erase("idempotency_key");
+    json stripped;
+    const json& call_args = without(args, "idempotency_key", stripped);
 
     bool claimed = false;
     if (!key.empty()) {
@@ -242,9 +309,8 @@ mcp::ToolResult confirmed_call(ActionRuntime& rt, const ConfirmedDef& def, const
     const std::string& tool = def.spec.name;
     const std::string principal = principal_of(ctx);
     const std::string confirmation_id = text_arg(args, "confirmation_id");
-    json call_args = args;
-    call_args.erase("confirmation_id");
-    const std::string digest = args_digest(call_args);
+    json stripped;
+    const json& call_args = without(args, "confirmation_id", stripped);
     if (auto replay = replay_finished(rt, tool, call_args, ctx)) return std::move(*replay);
 
     std::optional<Preview> found;
@@ -257,8 +323,8 @@ mcp::ToolResult confirmed_call(ActionRuntime& rt, const ConfirmedDef& def, const
     if (!preview.needed) return run(rt, def, call_args, preview, ctx);
 
     if (!confirmation_id.empty()) {
-        const ConfirmOutcome outcome =
-            rt.store().consume_confirmation(confirmation_id, principal, tool, digest);
+        const ConfirmOutcome outcome = rt.store().consume_confirmation(
+            confirmation_id, principal, tool, args_digest(call_args));
         if (outcome != ConfirmOutcome::accepted) {
             // The confirmation_id is a secret: it never goes to the log.
             spdlog::warn("{}: a confirmation_id of {} was refused", tool, principal);
@@ -302,7 +368,8 @@ mcp::ToolResult confirmed_call(ActionRuntime& rt, const ConfirmedDef& def, const
         return run(rt, def, call_args, preview, ctx);
     }
 
-    const Confirmation c = rt.store().create_confirmation(principal, tool, digest, kConfirmationTtl);
+    const Confirmation c =
+        rt.store().create_confirmation(principal, tool, args_digest(call_args), kConfirmationTtl);
     json out = {{"ok", true},
                 {"client_id", call_args.value("client_id", "")},
                 {"status", "confirmation_required"},
@@ -366,14 +433,14 @@ void add_action(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
         auto execute = [&](const json& call_args, mcp::RequestContext& c) {
             const std::string client_id = call_args.at("client_id").get<std::string>();
             const json body = fields ? fields(*box, call_args, c) : json::object();
-            const gateway::ActionResult r = box->gateway().act(action, client_id, body, c.stop);
-            const json data = r.data.is_object() ? r.data : json::object();
+            gateway::ActionResult r = box->gateway().act(action, client_id, body, c.stop);
+            json data = r.data.is_object() ? std::move(r.data) : json::object();
             json result = {{"ok", true},
                            {"client_id", client_id},
                            {id_field, id_text(data)},
                            {"status", normalize_status(data, default_status)}};
             if (finish) finish(*rt, call_args, data, result);
-            if (!result.contains("data")) result["data"] = data;
+            if (!result.contains("data")) result["data"] = std::move(data);
             return result;
         };
         return guarded_call(*rt, guard, args, ctx, execute);
@@ -641,11 +708,10 @@ void register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& 
             .confirm_if = [](Toolbox& tb, const json& args,
                              mcp::RequestContext& ctx) -> std::optional<Preview> {
                 const std::string client_id = args.at("client_id").get<std::string>();
-                const json client = client_record(tb, client_id, ctx.stop);
                 // The spec names no field; the sample gateway's is auto_deploy. Absent: off.
-                auto flag = client.find("auto_deploy");
-                if (flag == client.end() || !flag->is_boolean() || !flag->get<bool>())
-                    return std::nullopt;
+                const std::optional<json> found = auto_deploy_client(tb, client_id, ctx.stop);
+                if (!found) return std::nullopt;
+                const json& client = *found;
                 const std::string keyword = args.at("keyword").get<std::string>();
                 json site = first_string(client, {"website", "domain", "name"});
                 json target = first_string(client, {"deployment_target"});
