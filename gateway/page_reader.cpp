@@ -10,8 +10,8 @@
 
 namespace agency::gateway {
 
-// One thread per scan (not per page: thread start-up would cost more than a page's walk),
-// holding at most one page fetched ahead.
+// One thread per page in flight ahead (not per page read: thread start-up would cost more
+// than a page's walk), holding at most one page.
 struct PageReader::Worker {
     std::mutex mu;
     std::condition_variable cv;
@@ -66,6 +66,12 @@ struct PageReader::Worker {
         }
     }
 
+    // The offset posted and not yet taken.
+    std::optional<std::int64_t> holding() {
+        std::lock_guard lock(mu);
+        return taken;
+    }
+
     void post(std::int64_t offset) {
         {
             std::lock_guard lock(mu);
@@ -76,18 +82,24 @@ struct PageReader::Worker {
         cv.notify_all();
     }
 
-    // The page posted for `offset`, or nullopt when none was (a different one is waited for
-    // and dropped, so the worker is idle again).
-    std::optional<Page> take(std::int64_t offset) {
+    // The page posted (waited for); its failure is rethrown. The worker is idle again.
+    Page take() {
         std::unique_lock lock(mu);
-        if (!taken) return std::nullopt;
         cv.wait(lock, [&] { return ready; });
-        const bool match = *taken == offset;
         taken.reset();
         ready = false;
-        if (!match) return std::nullopt;
         if (error) std::rethrow_exception(std::exchange(error, nullptr));
         return std::move(page);
+    }
+
+    // Waits for the page posted and throws it away (a wrong guess).
+    void drop() {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return ready; });
+        taken.reset();
+        ready = false;
+        error = nullptr;
+        page = Page{};
     }
 };
 
@@ -104,16 +116,38 @@ PageReader::PageReader(Client& client, ReadQuery query, std::stop_token stop)
 }
 
 PageReader::~PageReader() {
-    worker_.reset();
+    workers_.clear();
     --g_readers;
 }
 
-Page PageReader::read(std::int64_t offset, std::optional<std::int64_t> ahead) {
+Page PageReader::read(std::int64_t offset, std::optional<std::int64_t> total) {
     std::optional<Page> page;
-    if (worker_) page = worker_->take(offset);
-    if (ahead && (worker_ || g_readers.load(std::memory_order_relaxed) <= g_ahead_limit)) {
-        if (!worker_) worker_ = std::make_unique<Worker>(client_, query_, stop_);
-        worker_->post(*ahead);
+    for (auto& w : workers_) {
+        const auto held = w->holding();
+        if (held && *held == offset) page = w->take();  // rethrows its failure
+    }
+    // Which pages to have in flight next; any other held page is a wrong guess, dropped.
+    const std::int64_t step = query_.limit.value_or(1000);
+    std::vector<std::int64_t> wanted;
+    const bool ahead_ok = !workers_.empty() || g_readers.load(std::memory_order_relaxed) <= g_ahead_limit;
+    if (total && ahead_ok)
+        for (int k = 1; k <= kAhead && offset + k * step < *total; ++k) wanted.push_back(offset + k * step);
+    for (auto& w : workers_) {
+        const auto held = w->holding();
+        if (held && std::find(wanted.begin(), wanted.end(), *held) == wanted.end())
+            w->drop();
+        else if (held)
+            std::erase(wanted, *held);
+    }
+    for (const std::int64_t next : wanted) {
+        Worker* idle = nullptr;
+        for (auto& w : workers_)
+            if (!w->holding()) idle = w.get();
+        if (idle == nullptr && workers_.size() < kAhead) {
+            workers_.push_back(std::make_unique<Worker>(client_, query_, stop_));
+            idle = workers_.back().get();
+        }
+        if (idle != nullptr) idle->post(next);
     }
     if (page) return std::move(*page);
     ReadQuery query = query_;

@@ -236,10 +236,8 @@ mcp::ToolResult scan_page(Toolbox& box, const ScanSpec& spec, const json& args,
     while (!done) {
         if (ctx.stop.stop_requested())
             throw gateway::Error(gateway::ErrorReason::cancelled, "the request was cancelled");
-        // The next page is fetched while this one is walked, once the total says it exists.
-        std::optional<std::int64_t> ahead;
-        if (total_rows && offset + kScanPageRows < *total_rows) ahead = offset + kScanPageRows;
-        gateway::Page page = pages.read(offset, ahead);
+        // The next pages are fetched while this one is walked, once a total says they exist.
+        gateway::Page page = pages.read(offset, total_rows);
         const gateway::WalkResult walked = box.gateway().walk(page, walk, [&](const Row& row) {
             const std::span<const RowField> f = row.fields;
             const std::int64_t at = offset + static_cast<std::int64_t>(row.index);
