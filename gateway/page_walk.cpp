@@ -118,7 +118,7 @@ bool matches_at(std::string_view body, std::size_t at, std::string_view needle) 
 std::uint8_t fold_of(char c) { return is_ascii_letter(c) ? 0x20 : 0; }
 
 #if defined(__x86_64__)
-// The block loops of find_marks: the first and last bytes of the needle compared at every
+// The block loop of find_marks: the first and last bytes of the needle compared at every
 // position of a block at once (letters folded by OR 0x20), with the block's backslashes; a
 // candidate is confirmed byte by byte. Set bits come out in ascending order, so the marks are
 // sorted. Returns where the blocks stopped (the rest is the caller's).
@@ -153,32 +153,6 @@ __attribute__((target("avx2"))) std::size_t find_blocks_avx2(std::string_view bo
     return i;
 }
 
-std::size_t find_blocks_sse2(std::string_view body, std::string_view needle,
-                             std::vector<std::size_t>& marks) {
-    const std::size_t n = needle.size();
-    const __m128i first = _mm_set1_epi8(static_cast<char>(needle.front()));
-    const __m128i last = _mm_set1_epi8(static_cast<char>(needle.back()));
-    const __m128i first_fold = _mm_set1_epi8(static_cast<char>(fold_of(needle.front())));
-    const __m128i last_fold = _mm_set1_epi8(static_cast<char>(fold_of(needle.back())));
-    const __m128i backslash = _mm_set1_epi8('\\');
-    std::size_t i = 0;
-    for (; i + n - 1 + 16 <= body.size(); i += 16) {
-        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(body.data() + i));
-        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(body.data() + i + n - 1));
-        const __m128i both = _mm_and_si128(_mm_cmpeq_epi8(_mm_or_si128(a, first_fold), first),
-                                           _mm_cmpeq_epi8(_mm_or_si128(b, last_fold), last));
-        auto candidates = static_cast<std::uint32_t>(_mm_movemask_epi8(both));
-        auto escapes = static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(a, backslash)));
-        if ((candidates | escapes) == 0) continue;
-        for (; candidates != 0; candidates &= candidates - 1) {
-            const auto bit = static_cast<std::size_t>(__builtin_ctz(candidates));
-            if (matches_at(body, i + bit, needle)) escapes |= 1u << bit;
-        }
-        for (; escapes != 0; escapes &= escapes - 1)
-            marks.push_back(i + static_cast<std::size_t>(__builtin_ctz(escapes)));
-    }
-    return i;
-}
 #endif
 
 // Offsets, in order, of every occurrence of `value` (ASCII case-insensitively) and of every
@@ -189,8 +163,9 @@ void find_marks(std::string_view body, std::string_view value, Workspace& ws) {
     std::transform(needle.begin(), needle.end(), needle.begin(), ascii_lower);
     std::size_t i = 0;
 #if defined(__x86_64__)
+    // Without AVX2 (rare on x86-64 servers now) the byte loop below does it all, slower.
     static const bool avx2 = __builtin_cpu_supports("avx2");
-    i = avx2 ? find_blocks_avx2(body, needle, ws.marks) : find_blocks_sse2(body, needle, ws.marks);
+    if (avx2) i = find_blocks_avx2(body, needle, ws.marks);
 #endif
     for (; i < body.size(); ++i)
         if (body[i] == '\\' || matches_at(body, i, needle)) ws.marks.push_back(i);
