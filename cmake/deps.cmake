@@ -12,9 +12,21 @@ find_package(OpenSSL REQUIRED)
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 find_path(VALIJSON_INCLUDE_DIR valijson/validator.hpp REQUIRED)
 
+# SQLite from the static archive that libsqlite3-dev ships: the shared library is linked -z now,
+# and binding its ~1,600 symbols at every start was 5% of a cold start's instructions.
+find_library(AGENCY_SQLITE3_STATIC NAMES libsqlite3.a)
+if(AGENCY_SQLITE3_STATIC)
+  add_library(agency_sqlite3 INTERFACE)
+  target_include_directories(agency_sqlite3 SYSTEM INTERFACE ${SQLite3_INCLUDE_DIRS})
+  target_link_libraries(agency_sqlite3 INTERFACE ${AGENCY_SQLITE3_STATIC} m ${CMAKE_DL_LIBS}
+    Threads::Threads)
+else()
+  add_library(agency_sqlite3 ALIAS SQLite::SQLite3)
+endif()
+
 add_library(agency_deps INTERFACE)
 add_library(agency::deps ALIAS agency_deps)
 target_link_libraries(agency_deps INTERFACE
   PkgConfig::HTTPLIB nlohmann_json::nlohmann_json spdlog::spdlog CLI11::CLI11
-  simdjson::simdjson SQLite::SQLite3 OpenSSL::SSL OpenSSL::Crypto Threads::Threads)
+  simdjson::simdjson agency_sqlite3 OpenSSL::SSL OpenSSL::Crypto Threads::Threads)
 target_include_directories(agency_deps SYSTEM INTERFACE ${VALIJSON_INCLUDE_DIR})

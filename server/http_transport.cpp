@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/crypto.hpp"
+#include "server/lazy_task_queue.hpp"
 #include "server/work_queue.hpp"
 
 namespace agency::mcp {
@@ -517,7 +518,7 @@ int HttpTransport::start() {
 
     auto& http = impl_->http;
     std::size_t threads = o.threads;
-    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    http.new_task_queue = [threads] { return new LazyTaskQueue(threads); };
     http.set_payload_max_length(o.max_body_bytes);
     http.set_keep_alive_max_count(100000);
     // An idle keep-alive connection holds a pool thread, and stop() waits for it to time

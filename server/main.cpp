@@ -28,6 +28,7 @@
 #include "server/stdio_transport.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"
+#include "tools/schemas.hpp"
 #include "tools/tool_docs.hpp"
 
 namespace {
@@ -98,6 +99,18 @@ void tune_malloc() {
     mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
     mallopt(M_TRIM_THRESHOLD, 2 * 1024 * 1024);
     mallopt(M_TOP_PAD, 256 * 1024);
+}
+
+// Parses every embedded tool schema (a seventh of a cold start's instructions) on a thread of its
+// own while main opens the state database and waits on the gateway check; registration then
+// finds them parsed. A schema that fails to parse is left for registration to report.
+std::jthread warm_schemas() {
+    return std::jthread([] {
+        try {
+            for (const auto& s : agency::tools::embedded_schemas()) agency::tools::schema(s.name);
+        } catch (const std::exception&) {
+        }
+    });
 }
 
 std::atomic<bool> g_stop{false};
@@ -244,8 +257,10 @@ int main(int argc, char** argv) {
         "(build/agency-mcp tools-doc > docs/tools.md)");
 
     CLI11_PARSE(app, argc, argv);
-    setup_logging(log_level);
     tune_malloc();
+    std::jthread schemas_warmed;
+    if (*serve || *tools_doc_cmd) schemas_warmed = warm_schemas();
+    setup_logging(log_level);
 
     try {
         if (*keys_add) {

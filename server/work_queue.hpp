@@ -1,5 +1,6 @@
-// A fixed set of worker threads draining a FIFO of jobs. Used by the transports so that a slow
-// tool call never blocks ping, cancellation or other calls.
+// Up to a fixed number of worker threads draining a FIFO of jobs. Used by the transports so that
+// a slow tool call never blocks ping, cancellation or other calls. Workers start when a job finds
+// none idle (not all up front): start-up then creates no threads it may never use.
 #pragma once
 
 #include <chrono>
@@ -15,7 +16,7 @@ namespace agency::mcp {
 
 class WorkQueue {
 public:
-    explicit WorkQueue(std::size_t workers);
+    explicit WorkQueue(std::size_t max_workers);
     ~WorkQueue();  // finishes queued jobs, then joins
     WorkQueue(const WorkQueue&) = delete;
     WorkQueue& operator=(const WorkQueue&) = delete;
@@ -34,6 +35,8 @@ private:
     std::condition_variable idle_;
     std::deque<std::function<void()>> jobs_;
     std::size_t busy_ = 0;
+    std::size_t waiting_ = 0;  // workers waiting for a job
+    std::size_t max_workers_;
     bool stopping_ = false;
     std::vector<std::thread> threads_;
 };

@@ -62,7 +62,8 @@ AuditJobs::~AuditJobs() { stop(); }
 
 void AuditJobs::start(std::shared_ptr<Toolbox> box) {
     std::lock_guard lock(mutex_);
-    if (!workers_.empty()) return;
+    if (started_) return;
+    started_ = true;
     box_ = std::move(box);
     for (const Job& job : store_->unfinished_jobs()) {
         if (job.kind != "seo_audit") continue;
@@ -73,6 +74,12 @@ void AuditJobs::start(std::shared_ptr<Toolbox> box) {
                                  : "running it (it was never sent)");
         queue_.push_back({job.id, was_running});
     }
+    // The workers start with the first job (here, or in submit): most runs audit nothing, and
+    // idle threads made at start-up only delay the first answer.
+    if (!queue_.empty()) start_workers();
+}
+
+void AuditJobs::start_workers() {
     for (int i = 0; i < worker_count_; ++i)
         workers_.emplace_back([this](std::stop_token stop) { work(stop); });
 }
@@ -81,6 +88,7 @@ void AuditJobs::stop() {
     std::vector<std::jthread> workers;
     {
         std::lock_guard lock(mutex_);
+        started_ = false;
         workers.swap(workers_);
     }
     for (auto& w : workers) w.request_stop();
@@ -98,6 +106,7 @@ Job AuditJobs::submit(const std::string& client_id, const std::string& principal
     {
         std::lock_guard lock(mutex_);
         queue_.push_back({job.id, false});
+        if (started_ && workers_.empty()) start_workers();
     }
     ready_.notify_one();
     return job;

@@ -99,7 +99,7 @@ public:
     AuditJobs(const AuditJobs&) = delete;
     AuditJobs& operator=(const AuditJobs&) = delete;
 
-    // Picks up unfinished jobs and starts the workers; later calls do nothing.
+    // Picks up unfinished jobs; the workers start with the first job. Later calls do nothing.
     void start(std::shared_ptr<Toolbox> box);
     void stop();
 
@@ -122,6 +122,7 @@ private:
         std::string id;
         bool reconcile = false;  // left running by a previous process: look before sending
     };
+    void start_workers();  // with mutex_ held
     void work(std::stop_token stop);
     void run_one(const Pending& pending, std::stop_token stop);
     // The gateway's report that a job's earlier POST produced, if there is one.
@@ -135,6 +136,7 @@ private:
     std::condition_variable_any ready_;
     std::deque<Pending> queue_;
     std::vector<std::jthread> workers_;
+    bool started_ = false;
     std::mutex listener_mutex_;
     std::shared_ptr<const Listener> listener_;
 };

@@ -85,17 +85,26 @@ std::string describe(const json& prop) {
 
 struct InputValidator::Impl {
     json schema;
+    // Compiled on the first validation: start-up registers every tool, and compiling all their
+    // schemas up front was a tenth of a cold start's instructions.
+    std::once_flag compile_once;
     valijson::Schema compiled;
     std::vector<std::string> properties;
     std::vector<std::string> required;
     bool closed = false;  // additionalProperties: false
+
+    const valijson::Schema& compiled_schema() {
+        std::call_once(compile_once, [this] {
+            valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
+            valijson::adapters::NlohmannJsonAdapter adapter(schema);
+            parser.populateSchema(adapter, compiled);
+        });
+        return compiled;
+    }
 };
 
 InputValidator::InputValidator(const json& schema_json) : impl_(std::make_unique<Impl>()) {
     impl_->schema = schema_json;
-    valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
-    valijson::adapters::NlohmannJsonAdapter adapter(impl_->schema);
-    parser.populateSchema(adapter, impl_->compiled);
     if (auto p = schema_json.find("properties"); p != schema_json.end() && p->is_object())
         for (const auto& [k, v] : p->items()) impl_->properties.push_back(k);
     if (auto r = schema_json.find("required"); r != schema_json.end() && r->is_array())
@@ -127,7 +136,7 @@ std::string InputValidator::validate(const json& args) const {
     thread_local valijson::Validator validator(valijson::Validator::kStrongTypes);
     valijson::ValidationResults results;
     valijson::adapters::NlohmannJsonAdapter target(args);
-    if (validator.validate(impl_->compiled, target, &results)) return {};
+    if (validator.validate(impl_->compiled_schema(), target, &results)) return {};
     valijson::ValidationResults::Error error;
     std::string field;
     std::string detail;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "gateway/sample/sample_internal.hpp"
+#include "server/lazy_task_queue.hpp"
 
 namespace agency::sample {
 
@@ -782,7 +783,7 @@ Server::~Server() { stop(); }
 int Server::start(const std::string& host, int port) {
     if (impl_->http) throw std::logic_error("sample::Server already started");
     auto http = std::make_unique<httplib::Server>();
-    http->new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
+    http->new_task_queue = [] { return new mcp::LazyTaskQueue(kServerThreads); };
     http->set_keep_alive_max_count(1000);
     // Small JSON answers would otherwise wait ~40 ms on Nagle + delayed ACK.
     http->set_tcp_nodelay(true);
