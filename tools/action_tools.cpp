@@ -10,7 +10,6 @@
 #include <optional>
 #include <variant>
 
-#include <simdjson.h>
 #include <spdlog/spdlog.h>
 
 #include "tools/registry.hpp"
@@ -42,24 +41,37 @@ std::string iso_time(std::int64_t unix_seconds) {
     return out;
 }
 
-// The first row of a read's answer, or not_found naming what was looked up.
-json first_row_of(const std::string& page_body, const std::string& resource,
-                  const std::string& what) {
-    json body = json::parse(page_body, nullptr, false);
-    if (!body.is_object() || !body.contains("data") || !body["data"].is_array())
+// The first row of a one-row read as the page holds it ("" when there is none), with the
+// fields named in `fields` read in the same pass. One parse of the page: the gateway's walker.
+std::string first_row_text(Toolbox& box, gateway::ReadQuery query, std::stop_token stop,
+                           std::span<const std::string_view> fields = {},
+                           std::vector<std::string>* values = nullptr) {
+    query.limit = 1;
+    gateway::Page page = box.gateway().read_body(query, stop);
+    std::string text;
+    box.gateway().walk(page, {.fields = fields}, [&](const Row& row) {
+        text.assign(row.json);
+        if (values != nullptr)
+            for (const RowField& f : row.fields) values->emplace_back(f.raw);
+        return false;
+    });
+    return text;
+}
+
+// A row's text as nlohmann JSON; not_found (naming `what`) when there was no row.
+json row_json(const std::string& text, const std::string& resource, const std::string& what) {
+    if (text.empty()) throw gateway::Error(gateway::ErrorReason::not_found, what);
+    json row = json::parse(text, nullptr, false);
+    if (!row.is_object())
         throw gateway::Error(gateway::ErrorReason::upstream,
                              "the gateway sent a malformed answer reading " + resource);
-    if (body["data"].empty() || !body["data"][0].is_object())
-        throw gateway::Error(gateway::ErrorReason::not_found, what);
-    return std::move(body["data"][0]);
+    return row;
 }
 
 // The first row of a one-row read, or not_found naming what was looked up.
-json first_row(Toolbox& box, gateway::ReadQuery query, const std::string& what,
+json first_row(Toolbox& box, const gateway::ReadQuery& query, const std::string& what,
                std::stop_token stop) {
-    query.limit = 1;
-    const gateway::Page page = box.gateway().read(query, stop);
-    return first_row_of(page.body, query.resource, what);
+    return row_json(first_row_text(box, query, stop), query.resource, what);
 }
 
 gateway::ReadQuery client_query(const std::string& client_id) {
@@ -74,49 +86,17 @@ json client_record(Toolbox& box, const std::string& client_id, std::stop_token s
     return first_row(box, client_query(client_id), unknown_client(client_id), stop);
 }
 
-// Whether the client's record has auto_deploy true: generate_article asks this on every call,
-// so the answer is parsed with simdjson's DOM (which validates it as fully as nlohmann does)
-// and the record becomes nlohmann JSON only when the flag is on, for the preview. Errors as
-// client_record's.
+// The client's record when it has auto_deploy true (anything else is off), nullopt when not.
+// generate_article asks this on every call: the flag is read in the walk of the page, and the
+// record becomes nlohmann JSON only when it is on, for the preview. Errors as client_record's.
 std::optional<json> auto_deploy_client(Toolbox& box, const std::string& client_id,
                                        std::stop_token stop) {
-    gateway::ReadQuery query = client_query(client_id);
-    query.limit = 1;
-    const gateway::Page page = box.gateway().read(query, stop);  // padded for simdjson
-    enum class Found { unsure, no_row, off };
-    const auto look = [&]() -> Found {
-        thread_local simdjson::dom::parser parser;
-        simdjson::dom::object top;
-        const bool padded = page.body.capacity() >= page.body.size() + simdjson::SIMDJSON_PADDING;
-        if (parser.parse(page.body.data(), page.body.size(), !padded).get(top))
-            return Found::unsure;
-        simdjson::dom::array rows;
-        bool has_data = false;
-        for (const auto member : top) {  // the last `data`, as nlohmann keeps
-            if (member.key == "data")
-                has_data = member.value.get_array().get(rows) == simdjson::SUCCESS;
-        }
-        simdjson::dom::object row;
-        if (!has_data) return Found::unsure;
-        if (rows.size() == 0 || rows.at(0).get_object().get(row)) return Found::no_row;
-        bool on = false;  // absent or not a boolean: off
-        for (const auto field : row) {
-            if (field.key == "auto_deploy" && field.value.get_bool().get(on) != simdjson::SUCCESS)
-                on = false;
-        }
-        return on ? Found::unsure : Found::off;
-    };
-    switch (look()) {
-        case Found::off: return std::nullopt;
-        case Found::no_row:
-            throw gateway::Error(gateway::ErrorReason::not_found, unknown_client(client_id));
-        case Found::unsure: break;
-    }
-    // On, or an answer simdjson refused: read exactly as client_record does.
-    json client = first_row_of(page.body, query.resource, unknown_client(client_id));
-    const auto flag = client.find("auto_deploy");
-    if (flag == client.end() || !flag->is_boolean() || !flag->get<bool>()) return std::nullopt;
-    return client;
+    static constexpr std::string_view kFlag[] = {"auto_deploy"};
+    std::vector<std::string> flag;
+    const std::string text = first_row_text(box, client_query(client_id), stop, kFlag, &flag);
+    const bool on = !flag.empty() && flag[0] == "true";
+    if (!text.empty() && !on) return std::nullopt;
+    return row_json(text, "clients", unknown_client(client_id));
 }
 
 std::optional<double> number(const json& row, const char* field) {
