@@ -22,6 +22,7 @@
 
 #include "gateway/actions.hpp"
 #include "gateway/client_detail.hpp"
+#include "gateway/plain_client.hpp"
 
 namespace agency::gateway {
 
@@ -291,7 +292,7 @@ private:
 #ifdef CPPHTTPLIB_OPENSSL_SUPPORT
         if (url_.https) client = std::make_unique<httplib::SSLClient>(url_.host, url_.port);
 #endif
-        if (!client) client = std::make_unique<httplib::ClientImpl>(url_.host, url_.port);
+        if (!client) client = std::make_unique<PlainClient>(url_.host, url_.port);
         client->set_keep_alive(true);
         client->set_tcp_nodelay(true);  // headers and body go out in separate writes
         client->set_url_encode(false);  // targets are encoded here

@@ -20,10 +20,16 @@ namespace agency::gateway {
 namespace {
 
 // What one walk needs besides the page; kept between walks so the buffers are reused.
+struct RowSpan {
+    std::size_t begin, end;  // a row object's text in the page: [begin, end)
+};
+
 struct Workspace {
     simdjson::ondemand::parser parser;
     std::vector<std::size_t> marks;    // must_contain: where the value or an escape occurs
     std::vector<RowField> fields;
+    std::vector<RowSpan> rows;         // must_contain: every row of the data array
+    std::string reduced;               // must_contain: the page with its data array emptied
 };
 
 // A parser is sized for the largest page it has seen (about 6x the page), so one per thread
@@ -223,6 +229,24 @@ simdjson::error_code read_pagination(simdjson::ondemand::value value, Pagination
     return simdjson::SUCCESS;
 }
 
+// The wanted fields of one row into ws.fields; false when the row is not valid.
+bool read_fields(simdjson::ondemand::object& row, std::span<const std::string_view> names,
+                 Workspace& ws) {
+    std::fill(ws.fields.begin(), ws.fields.end(), RowField{});
+    for (auto field : row) {
+        // Keys are compared as they stand in the page (names are plain ASCII), not unescaped
+        // first: this loop runs for every field of every row read.
+        simdjson::ondemand::raw_json_string key;
+        if (field.key().get(key)) return false;
+        for (std::size_t i = 0; i < names.size(); ++i) {
+            if (!key.unsafe_is_equal(names[i])) continue;
+            if (read_field(field.value(), ws.fields[i])) return false;
+            break;
+        }
+    }
+    return true;
+}
+
 // The rows of one "data" array.
 void walk_data(simdjson::ondemand::array data, const char* body, const WalkOptions& options,
                const RowVisitor& on_row, Workspace& ws, WalkResult& result) {
@@ -245,34 +269,237 @@ void walk_data(simdjson::ondemand::array data, const char* body, const WalkOptio
             if (next_mark == ws.marks.size() || ws.marks[next_mark] >= begin + raw.size())
                 continue;  // neither the value nor an escape: it cannot match
         }
-        if (!names.empty()) {
-            std::fill(ws.fields.begin(), ws.fields.end(), RowField{});
-            bool ok = !row.reset().error();
-            for (auto field : row) {
-                // Keys are compared as they stand in the page (names are plain ASCII), not
-                // unescaped first: this loop runs for every field of every row read.
-                simdjson::ondemand::raw_json_string key;
-                if (!ok || field.key().get(key)) {
-                    ok = false;
-                    break;
-                }
-                for (std::size_t i = 0; i < names.size(); ++i) {
-                    if (!key.unsafe_is_equal(names[i])) continue;
-                    ok = !read_field(field.value(), ws.fields[i]);
-                    break;
-                }
-                if (!ok) break;
-            }
-            if (!ok) {
-                result.problem = WalkProblem::bad_row;
-                return;
-            }
+        if (!names.empty() && (row.reset().error() || !read_fields(row, names, ws))) {
+            result.problem = WalkProblem::bad_row;
+            return;
         }
         if (!on_row(Row{raw, ws.fields, index})) {
             result.stopped = true;
             return;
         }
     }
+}
+
+// The whole page through simdjson: its top-level members, the rows of its data array.
+void walk_document(simdjson::padded_string_view view, const WalkOptions& options,
+                   const RowVisitor& on_row, Workspace& ws, WalkResult& result) {
+    simdjson::ondemand::document doc;
+    simdjson::ondemand::object top;
+    if (ws.parser.iterate(view).get(doc) || doc.get_object().get(top)) {
+        result.problem = WalkProblem::not_json;
+        return;
+    }
+    bool has_data = false;
+    for (auto field : top) {
+        std::string_view key;
+        if (field.unescaped_key().get(key)) {
+            result.problem = WalkProblem::not_json;
+            return;
+        }
+        if (key == "pagination") {
+            if (read_pagination(field.value(), result.pagination)) {
+                result.problem = WalkProblem::bad_pagination;
+                return;
+            }
+        } else if (key == "data" && !has_data) {
+            simdjson::ondemand::array data;
+            if (field.value().get_array().get(data)) {
+                result.problem = WalkProblem::no_data;
+                return;
+            }
+            has_data = true;
+            walk_data(data, view.data(), options, on_row, ws, result);
+            if (result.problem != WalkProblem::none) return;
+        }
+    }
+    if (!has_data) result.problem = WalkProblem::no_data;
+}
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+bool all_space(std::string_view text, std::size_t from, std::size_t to) {
+    for (; from < to; ++from)
+        if (!is_space(text[from])) return false;
+    return true;
+}
+
+// Whether the array opened at `bracket` is the value of a member literally named "data".
+bool is_data_member(std::string_view body, std::size_t bracket) {
+    std::size_t i = bracket;
+    while (i > 0 && is_space(body[i - 1])) --i;
+    if (i == 0 || body[--i] != ':') return false;
+    while (i > 0 && is_space(body[i - 1])) --i;
+    if (i < 6 || body.substr(i - 6, 6) != "\"data\"") return false;
+    i -= 6;
+    while (i > 0 && is_space(body[i - 1])) --i;
+    return i > 0 && (body[i - 1] == '{' || body[i - 1] == ',');
+}
+
+// Bit i set where an odd number of the bits 0..i of x are set: inside a string, given quotes.
+std::uint64_t prefix_xor(std::uint64_t x) {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    return x;
+}
+
+#if defined(__x86_64__)
+// Bit i set where byte i of the 64 (lo, hi) is c.
+__attribute__((target("avx2"))) inline std::uint64_t eq(__m256i lo, __m256i hi, char c) {
+    const __m256i v = _mm256_set1_epi8(c);
+    const auto low = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, v)));
+    const auto high = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, v)));
+    return static_cast<std::uint64_t>(low) | static_cast<std::uint64_t>(high) << 32;
+}
+
+// The bounds of the data array and of each of its rows, from the page's brackets alone
+// (outside strings, escapes honoured), 64 bytes at a time: what a must_contain walk needs to
+// pass over a row without simdjson reading it. Returns false for anything but a plain
+// {..., "data":[{...}, ...], ...} page; the caller then walks the page the thorough way, which
+// names what is wrong. Rows are not validated inside; the ones that are read are, by simdjson.
+__attribute__((target("avx2"))) bool scan_rows(std::string_view body, std::size_t& open,
+                                               std::size_t& close, std::vector<RowSpan>& rows) {
+    rows.clear();
+    constexpr int kMaxDepth = 64;
+    char stack[kMaxDepth];
+    int depth = 0;
+    bool in_data = false, data_found = false, top_closed = false;
+    std::size_t top_open = 0, top_close = 0, row_begin = 0;
+    std::uint64_t string_carry = 0;  // all ones while a string runs on from the last block
+    bool escape_carry = false;       // the last block ended with an unpaired backslash
+    for (std::size_t base = 0; base < body.size(); base += 64) {
+        alignas(32) char tail[64];
+        const char* p = body.data() + base;
+        if (body.size() - base < 64) {
+            std::memset(tail, ' ', sizeof tail);
+            std::memcpy(tail, p, body.size() - base);
+            p = tail;
+        }
+        const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+        const std::uint64_t backslashes = eq(lo, hi, '\\');
+        std::uint64_t escaped = 0;
+        if (backslashes != 0 || escape_carry) {  // rare: worked out a byte at a time
+            for (int i = 0; i < 64; ++i) {
+                if (escape_carry) {
+                    escaped |= std::uint64_t{1} << i;
+                    escape_carry = false;
+                } else if ((backslashes >> i) & 1) {
+                    escape_carry = true;
+                }
+            }
+        }
+        const std::uint64_t in_string = prefix_xor(eq(lo, hi, '"') & ~escaped) ^ string_carry;
+        string_carry = in_string >> 63 ? ~std::uint64_t{0} : 0;
+        std::uint64_t brackets =
+            (eq(lo, hi, '{') | eq(lo, hi, '}') | eq(lo, hi, '[') | eq(lo, hi, ']')) & ~in_string;
+        for (; brackets != 0; brackets &= brackets - 1) {
+            const std::size_t at = base + static_cast<std::size_t>(__builtin_ctzll(brackets));
+            const char c = body[at];
+            if (c == '{' || c == '[') {
+                if (top_closed || depth == kMaxDepth) return false;
+                if (depth == 0) {
+                    if (c != '{') return false;
+                    top_open = at;
+                } else if (depth == 1 && c == '[' && !data_found && is_data_member(body, at)) {
+                    data_found = in_data = true;
+                    open = at;
+                } else if (in_data && depth == 2) {
+                    if (c != '{') return false;  // a row that is not an object
+                    row_begin = at;
+                }
+                stack[depth++] = c;
+            } else {
+                if (depth == 0 || stack[depth - 1] != (c == '}' ? '{' : '[')) return false;
+                --depth;
+                if (in_data && depth == 2) {
+                    rows.push_back({row_begin, at + 1});
+                } else if (in_data && depth == 1) {
+                    in_data = false;
+                    close = at;
+                } else if (depth == 0) {
+                    top_closed = true;
+                    top_close = at;
+                }
+            }
+        }
+    }
+    if (!top_closed || !data_found || string_carry != 0 || escape_carry) return false;
+    if (!all_space(body, 0, top_open) || !all_space(body, top_close + 1, body.size()))
+        return false;
+    // Between rows only a comma (and spaces): anything else is a row that is not an object.
+    std::size_t from = open + 1;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        std::size_t to = rows[i].begin;
+        if (i > 0) {
+            while (to > from && is_space(body[to - 1])) --to;
+            if (to == from || body[--to] != ',') return false;
+        }
+        if (!all_space(body, from, to)) return false;
+        from = rows[i].end;
+    }
+    return all_space(body, from, close);
+}
+#endif
+
+// A must_contain walk that reads only the rows holding a mark: the rows' bounds come from
+// scan_rows, the top-level members from simdjson over the page with its data array emptied,
+// and each marked row from simdjson over that row alone. False when the page is not plain
+// (nothing has been handed over then).
+bool walk_marked_rows(simdjson::padded_string_view view, const WalkOptions& options,
+                      const RowVisitor& on_row, Workspace& ws, WalkResult& result) {
+#if defined(__x86_64__)
+    static const bool avx2 = __builtin_cpu_supports("avx2");
+    const std::string_view body(view.data(), view.length());
+    std::size_t open = 0, close = 0;
+    if (!avx2 || !scan_rows(body, open, close, ws.rows)) return false;
+
+    ws.reduced.assign(body.substr(0, open + 1));
+    ws.reduced.append(body.substr(close));
+    ws.reduced.reserve(ws.reduced.size() + simdjson::SIMDJSON_PADDING);
+    WalkResult top;
+    walk_document(simdjson::padded_string_view(ws.reduced), {}, [](const Row&) { return true; },
+                  ws, top);
+    // Another member that simdjson takes for "data" (its name escaped): the thorough way.
+    if (top.rows != 0) return false;
+    result.pagination = top.pagination;
+    if (top.problem != WalkProblem::none) {
+        result.problem = top.problem;
+        return true;
+    }
+
+    ws.fields.assign(options.fields.size(), RowField{});
+    std::size_t next_mark = 0;
+    for (const RowSpan& span : ws.rows) {
+        const std::size_t index = result.rows++;
+        while (next_mark < ws.marks.size() && ws.marks[next_mark] < span.begin) ++next_mark;
+        if (next_mark == ws.marks.size() || ws.marks[next_mark] >= span.end) continue;
+        const std::string_view json = body.substr(span.begin, span.end - span.begin);
+        if (!options.fields.empty()) {
+            // The row alone, in place: the rest of the page serves as simdjson's padding.
+            simdjson::ondemand::document doc;
+            simdjson::ondemand::object row;
+            const simdjson::padded_string_view row_view(json.data(), json.size(),
+                                                        view.capacity() - span.begin);
+            if (ws.parser.iterate(row_view).get(doc) || doc.get_object().get(row) ||
+                !read_fields(row, options.fields, ws)) {
+                result.problem = WalkProblem::bad_row;
+                return true;
+            }
+        }
+        if (!on_row(Row{json, ws.fields, index})) {
+            result.stopped = true;
+            return true;
+        }
+    }
+    return true;
+#else
+    (void)view, (void)options, (void)on_row, (void)ws, (void)result;
+    return false;
+#endif
 }
 
 }  // namespace
@@ -288,40 +515,11 @@ WalkResult walk_rows(const std::string& body, const WalkOptions& options,
         copy.emplace(body);
         view = simdjson::padded_string_view(*copy);
     }
-    const char* text = view.data();
-    if (!options.must_contain.empty())
-        find_marks({text, body.size()}, options.must_contain, *ws);
-
-    simdjson::ondemand::document doc;
-    simdjson::ondemand::object top;
-    if (ws->parser.iterate(view).get(doc) || doc.get_object().get(top)) {
-        result.problem = WalkProblem::not_json;
-        return result;
+    if (!options.must_contain.empty()) {
+        find_marks({view.data(), body.size()}, options.must_contain, *ws);
+        if (walk_marked_rows(view, options, on_row, *ws, result)) return result;
     }
-    bool has_data = false;
-    for (auto field : top) {
-        std::string_view key;
-        if (field.unescaped_key().get(key)) {
-            result.problem = WalkProblem::not_json;
-            return result;
-        }
-        if (key == "pagination") {
-            if (read_pagination(field.value(), result.pagination)) {
-                result.problem = WalkProblem::bad_pagination;
-                return result;
-            }
-        } else if (key == "data" && !has_data) {
-            simdjson::ondemand::array data;
-            if (field.value().get_array().get(data)) {
-                result.problem = WalkProblem::no_data;
-                return result;
-            }
-            has_data = true;
-            walk_data(data, text, options, on_row, *ws, result);
-            if (result.problem != WalkProblem::none) return result;
-        }
-    }
-    if (!has_data) result.problem = WalkProblem::no_data;
+    walk_document(view, options, on_row, *ws, result);
     return result;
 }
 

@@ -43,7 +43,10 @@ struct WalkOptions {
     std::span<const std::string_view> fields{};  // top-level fields read for each row (ASCII names)
     // Rows whose text cannot hold this value (ASCII case-insensitively, and with no escape
     // anywhere in the row) are passed over without being read or handed to the visitor: the
-    // cheap rejection behind scans that keep the rows whose field equals one value.
+    // cheap rejection behind scans that keep the rows whose field equals one value. Such a
+    // walk finds the rows from the page's brackets and parses only the candidates, so a row
+    // passed over is not validated inside; a page whose outline is not plain is walked the
+    // thorough way and its problem reported as without the option.
     std::string_view must_contain{};
 };
 

@@ -127,6 +127,104 @@ TEST(PageWalk, MustContainFindsEveryCandidateAtAnyAlignment) {
     }
 }
 
+// With must_contain, rows are found from the page's brackets and only the marked ones are
+// parsed. Against the walk without the option, on pages built to trip a bracket scanner:
+// brackets, quotes and backslash runs inside strings, nested rows, members before and after
+// data, odd spacing. The rows read must be exactly those holding the value or an escape.
+TEST(PageWalk, MustContainReadsTheSameRowsAsTheFullWalk) {
+    unsigned seed = 777;
+    auto next = [&] { return seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff; };
+    const char* pieces[] = {"x",   "{",  "}",   "[",  "]",  "\\\"", "\\\\", "\\\\\\\"",
+                            "Evanston", "EVANSTON", "evan", ",", ":", " ", "\\u00e9", "\\/"};
+    auto text = [&] {
+        std::string out;
+        for (unsigned n = next() % 6; n > 0; --n) out += pieces[next() % std::size(pieces)];
+        return out;
+    };
+    auto space = [&] { return std::string(next() % 3 == 0 ? next() % 3 : 0, ' '); };
+    static constexpr std::string_view kFields[] = {"k", "n"};
+    for (int page = 0; page < 300; ++page) {
+        std::string body = "{" + space();
+        if (next() % 2) body += R"("meta":[{"a":"]"},[1,{"b":[]}]],)" + space();
+        if (next() % 2) body += R"("pagination":{"total":)" + std::to_string(page) + "},";
+        body += R"("data")" + space() + ":" + space() + "[" + space();
+        const unsigned rows = next() % 40;
+        for (unsigned r = 0; r < rows; ++r) {
+            if (r > 0) body += space() + "," + space();
+            body += R"({"k":")" + text() + R"(","n":)" + std::to_string(r);
+            if (next() % 3 == 0) body += R"(,"nested":{"a":[")" + text() + R"(",{"b":"}"}]})";
+            body += "}";
+        }
+        body += space() + "]";
+        if (next() % 2) body += R"(,"pagination":{"total":)" + std::to_string(page) + "}";
+        body += space() + "}" + space();
+
+        std::vector<Seen> all, filtered;
+        const WalkResult full = walk(body, {.fields = kFields}, all);
+        ASSERT_EQ(full.problem, WalkProblem::none) << body;
+        const WalkResult r = walk(body, {.fields = kFields, .must_contain = "evanston"}, filtered);
+        ASSERT_EQ(r.problem, WalkProblem::none) << body;
+        EXPECT_EQ(r.rows, full.rows);
+        EXPECT_EQ(r.pagination.present, full.pagination.present);
+        EXPECT_EQ(r.pagination.total, full.pagination.total);
+        std::vector<const Seen*> expected;
+        for (const auto& row : all) {
+            std::string lower = row.json;
+            for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            if (lower.find("evanston") != std::string::npos || lower.find('\\') != std::string::npos)
+                expected.push_back(&row);
+        }
+        ASSERT_EQ(filtered.size(), expected.size()) << body;
+        for (std::size_t i = 0; i < expected.size(); ++i) {
+            EXPECT_EQ(filtered[i].index, expected[i]->index);
+            EXPECT_EQ(filtered[i].json, expected[i]->json);
+            EXPECT_EQ(filtered[i].keyword, expected[i]->keyword);  // unescaped alike
+        }
+    }
+}
+
+// A page the bracket scan does not take as plain goes the thorough way, so must_contain
+// reports the same problem as a walk without it, and hands nothing over first.
+TEST(PageWalk, MustContainReportsMalformedPagesLikeTheFullWalk) {
+    auto problem = [](const std::string& body, std::string_view must) {
+        int handed = 0;
+        const auto p = walk_rows(body, {.must_contain = must}, [&](const Row&) {
+                           ++handed;
+                           return true;
+                       }).problem;
+        return std::pair{p, handed};
+    };
+    const std::string bodies[] = {
+        "not json",
+        "[1,2]",
+        R"({"rows":[]})",
+        R"({"data":{"a":1}})",
+        R"({"data":[{"a":1},2]})",
+        R"({"data":[{"a":1},[2]]})",
+        R"({"data":[1,{"a":1}]})",
+        R"({"data":["{"]})",
+        R"({"data":[],"pagination":[1]})",
+        R"({"data":[],"pagination":{"total":"many"}})",
+        R"({"data":[],"pagination":{"total":1e30}})",
+        R"({"data":[{"a":"zz"}],"pagination":{"total":1e30}})",
+        R"({"data":[{"a":1}]} trailing)",
+        R"({"data":[{"a":1}])",
+        R"({"data":[{"a":1}]}})",
+        R"({"data":[{"a":"unterminated}]})",
+        R"({"d\u0061ta":[{"a":"zz"}],"data":[{"a":"zz"}]})",
+        R"({"inner":{"data":[{"a":"zz"}]}})",
+        R"({"data":[{"a":"zz"}],"data":[{"a":1}]})",
+    };
+    for (const auto& body : bodies) {
+        const auto [plain, plain_handed] = problem(body, "");
+        const auto [must, must_handed] = problem(body, "zz");
+        EXPECT_EQ(must, plain) << body;
+        if (plain != WalkProblem::none) {
+            EXPECT_LE(must_handed, plain_handed) << body;
+        }
+    }
+}
+
 TEST(PageWalk, ReportsEachKindOfMalformedPage) {
     auto problem = [](const std::string& body) {
         return walk_rows(body, {}, [](const Row&) { return true; }).problem;

@@ -1,0 +1,25 @@
+// An httplib client for plain-HTTP gateways that reads the socket in large chunks.
+//
+// cpp-httplib 0.11 (Debian's compiled library, so CPPHTTPLIB_RECV_BUFSIZ is fixed) reads a
+// body 4 KiB at a time with a poll() before every recv(): a 23 MB list_rankings scan costs
+// ~11,000 system calls, half of the server's CPU (bench/findings.md). httplib lets a client
+// class supply the Stream its HTTP code reads from (SSLClient does the same), so this one
+// keeps all of httplib's HTTP handling and only replaces the socket I/O underneath it.
+#pragma once
+
+#include <string>
+
+#include <httplib.h>
+
+namespace agency::gateway {
+
+class PlainClient : public httplib::ClientImpl {
+public:
+    PlainClient(const std::string& host, int port) : httplib::ClientImpl(host, port) {}
+
+private:
+    bool process_socket(const Socket& socket,
+                        std::function<bool(httplib::Stream& strm)> callback) override;
+};
+
+}  // namespace agency::gateway

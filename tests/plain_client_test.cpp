@@ -1,0 +1,138 @@
+// gateway::PlainClient (httplib's HTTP over a stream that reads 64 KiB at a time) against a
+// real httplib server on a loopback port: bodies larger than its buffer with a length or
+// chunked, bodies that arrive slowly, keep-alive, read timeouts and cancellation.
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "gateway/plain_client.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using agency::gateway::PlainClient;
+
+// Bytes that differ from one position to the next, so a lost or repeated chunk shows.
+std::string pattern(std::size_t size) {
+    std::string out(size, '\0');
+    for (std::size_t i = 0; i < size; ++i) out[i] = static_cast<char>('a' + (i * 7 + i / 251) % 26);
+    return out;
+}
+
+struct Server {
+    httplib::Server http;
+    int port = 0;
+    std::thread thread;
+    std::mutex mu;
+    std::set<int> remote_ports;  // one per connection the client opened
+
+    Server() {
+        http.Get("/big", [this](const httplib::Request& req, httplib::Response& res) {
+            note(req);
+            res.set_content(pattern(5'000'003), "application/json");
+        });
+        http.Get("/chunked", [this](const httplib::Request& req, httplib::Response& res) {
+            note(req);
+            res.set_chunked_content_provider("application/json", [](std::size_t offset,
+                                                                     httplib::DataSink& sink) {
+                const std::string all = pattern(3'000'000);
+                if (offset >= all.size()) {
+                    sink.done();
+                    return true;
+                }
+                // Odd sizes so that chunk boundaries fall anywhere in the client's buffer.
+                const std::size_t n = std::min<std::size_t>(70'001, all.size() - offset);
+                return sink.write(all.data() + offset, n);
+            });
+        });
+        http.Get("/slow", [this](const httplib::Request& req, httplib::Response& res) {
+            note(req);
+            const std::string all = pattern(200'000);
+            res.set_content_provider(all.size(), "application/json",
+                                     [all](std::size_t offset, std::size_t, httplib::DataSink& sink) {
+                                         std::this_thread::sleep_for(2ms);
+                                         const std::size_t n =
+                                             std::min<std::size_t>(9'999, all.size() - offset);
+                                         return sink.write(all.data() + offset, n);
+                                     });
+        });
+        http.Get("/stall", [](const httplib::Request&, httplib::Response& res) {
+            std::this_thread::sleep_for(600ms);
+            res.set_content("{}", "application/json");
+        });
+        http.set_keep_alive_max_count(100);  // httplib closes after 5 by default
+        port = http.bind_to_any_port("127.0.0.1");
+        thread = std::thread([this] { http.listen_after_bind(); });
+        while (!http.is_running()) std::this_thread::sleep_for(1ms);
+    }
+    ~Server() {
+        http.stop();
+        thread.join();
+    }
+    void note(const httplib::Request& req) {
+        std::lock_guard lock(mu);
+        remote_ports.insert(req.remote_port);
+    }
+};
+
+TEST(PlainClient, ReadsBodiesWithALengthChunkedOrSlowWhole) {
+    Server server;
+    PlainClient client("127.0.0.1", server.port);
+    client.set_keep_alive(true);
+    for (int round = 0; round < 2; ++round) {
+        auto big = client.Get("/big");
+        ASSERT_TRUE(big) << httplib::to_string(big.error());
+        EXPECT_EQ(big->status, 200);
+        EXPECT_TRUE(big->body == pattern(5'000'003));
+
+        auto chunked = client.Get("/chunked");
+        ASSERT_TRUE(chunked) << httplib::to_string(chunked.error());
+        EXPECT_TRUE(chunked->body == pattern(3'000'000));
+
+        auto slow = client.Get("/slow");
+        ASSERT_TRUE(slow) << httplib::to_string(slow.error());
+        EXPECT_TRUE(slow->body == pattern(200'000));
+    }
+    // Six answers, one connection: nothing read ahead was lost between them.
+    std::lock_guard lock(server.mu);
+    EXPECT_EQ(server.remote_ports.size(), 1u);
+}
+
+TEST(PlainClient, ReadTimeoutFailsTheRequest) {
+    Server server;
+    PlainClient client("127.0.0.1", server.port);
+    client.set_read_timeout(150ms);
+    const auto started = std::chrono::steady_clock::now();
+    auto res = client.Get("/stall");
+    EXPECT_FALSE(res);
+    EXPECT_EQ(res.error(), httplib::Error::Read);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 550ms);
+}
+
+TEST(PlainClient, StopAbortsATransferInFlight) {
+    Server server;
+    PlainClient client("127.0.0.1", server.port);
+    std::atomic<bool> receiving{false};
+    std::thread stopper([&] {
+        while (!receiving) std::this_thread::sleep_for(1ms);
+        client.stop();
+    });
+    std::size_t got = 0;
+    const auto started = std::chrono::steady_clock::now();
+    auto res = client.Get("/slow", [&](const char*, std::size_t n) {
+        got += n;
+        receiving = true;
+        return true;
+    });
+    stopper.join();
+    EXPECT_FALSE(res);
+    EXPECT_LT(got, 200'000u);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
+}
+
+}  // namespace
