@@ -51,9 +51,9 @@ void describe_address(const sockaddr_storage& addr, std::string& ip, int& port) 
 // pipelining sends nothing past the answer, so nothing read ahead is lost with it.
 class LargeReadStream final : public httplib::Stream {
 public:
-    LargeReadStream(int sock, int read_timeout, int write_timeout)
+    LargeReadStream(int sock, int read_timeout, int write_timeout, char* buffer)
         : sock_(sock), read_timeout_(read_timeout), write_timeout_(write_timeout),
-          buffer_(std::make_unique<char[]>(kReadChunk)) {}
+          buffer_(buffer) {}
 
     bool is_readable() const override {
         return begin_ < end_ || wait_for(sock_, POLLIN, read_timeout_);
@@ -67,7 +67,7 @@ public:
             if (n <= 0) return n;
         }
         const std::size_t n = std::min(size, end_ - begin_);
-        std::memcpy(ptr, buffer_.get() + begin_, n);
+        std::memcpy(ptr, buffer_ + begin_, n);
         begin_ += n;
         return static_cast<ssize_t>(n);
     }
@@ -104,7 +104,7 @@ private:
     ssize_t fill() {
         begin_ = end_ = 0;
         while (true) {
-            const ssize_t n = ::recv(sock_, buffer_.get(), kReadChunk, MSG_DONTWAIT);
+            const ssize_t n = ::recv(sock_, buffer_, kReadChunk, MSG_DONTWAIT);
             if (n >= 0) {
                 end_ = static_cast<std::size_t>(n);
                 return n;
@@ -118,7 +118,7 @@ private:
     int sock_;
     int read_timeout_;
     int write_timeout_;
-    std::unique_ptr<char[]> buffer_;
+    char* buffer_;  // kReadChunk bytes, the client's
     std::size_t begin_ = 0;
     std::size_t end_ = 0;
 };
@@ -127,8 +127,9 @@ private:
 
 bool PlainClient::process_socket(const Socket& socket,
                                  std::function<bool(httplib::Stream& strm)> callback) {
+    if (!buffer_) buffer_ = std::make_unique<char[]>(kReadChunk);
     LargeReadStream strm(socket.sock, timeout_ms(read_timeout_sec_, read_timeout_usec_),
-                         timeout_ms(write_timeout_sec_, write_timeout_usec_));
+                         timeout_ms(write_timeout_sec_, write_timeout_usec_), buffer_.get());
     return callback(strm);
 }
 

@@ -7,6 +7,7 @@
 // keeps all of httplib's HTTP handling and only replaces the socket I/O underneath it.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include <httplib.h>
@@ -18,6 +19,10 @@ public:
     PlainClient(const std::string& host, int port) : httplib::ClientImpl(host, port) {}
 
 private:
+    // The read buffer outlives each request's stream: pooled clients reuse it instead of
+    // allocating 64 KiB per request.
+    std::unique_ptr<char[]> buffer_;
+
     bool process_socket(const Socket& socket,
                         std::function<bool(httplib::Stream& strm)> callback) override;
 };
