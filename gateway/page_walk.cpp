@@ -394,8 +394,11 @@ __attribute__((target("avx2"))) bool scan_rows(std::string_view body, std::size_
         }
         const std::uint64_t in_string = prefix_xor(eq(lo, hi, '"') & ~escaped) ^ string_carry;
         string_carry = in_string >> 63 ? ~std::uint64_t{0} : 0;
+        // '[' | 0x20 is '{' and ']' | 0x20 is '}'; no other byte ORs to either.
+        const __m256i lo_folded = _mm256_or_si256(lo, _mm256_set1_epi8(0x20));
+        const __m256i hi_folded = _mm256_or_si256(hi, _mm256_set1_epi8(0x20));
         std::uint64_t brackets =
-            (eq(lo, hi, '{') | eq(lo, hi, '}') | eq(lo, hi, '[') | eq(lo, hi, ']')) & ~in_string;
+            (eq(lo_folded, hi_folded, '{') | eq(lo_folded, hi_folded, '}')) & ~in_string;
         for (; brackets != 0; brackets &= brackets - 1) {
             const std::size_t at = base + static_cast<std::size_t>(__builtin_ctzll(brackets));
             const char c = body[at];
