@@ -19,11 +19,11 @@ namespace agency::gateway {
 
 namespace {
 
-// What one walk needs besides the page; kept between walks so the buffers are reused.
 struct RowSpan {
     std::size_t begin, end;  // a row object's text in the page: [begin, end)
 };
 
+// What one walk needs besides the page; kept between walks so the buffers are reused.
 struct Workspace {
     simdjson::ondemand::parser parser;
     std::vector<std::size_t> marks;    // must_contain: where the value or an escape occurs
@@ -101,11 +101,11 @@ private:
     bool pooled_ = false;
 };
 
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
 // simdjson's raw views run up to the next token, so they may carry whitespace.
 std::string_view trim_end(std::string_view text) {
-    while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' ||
-                             text.back() == '\t'))
-        text.remove_suffix(1);
+    while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
     return text;
 }
 
@@ -314,8 +314,6 @@ void walk_document(simdjson::padded_string_view view, const WalkOptions& options
     }
     if (!has_data) result.problem = WalkProblem::no_data;
 }
-
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 bool all_space(std::string_view text, std::size_t from, std::size_t to) {
     for (; from < to; ++from)

@@ -119,7 +119,10 @@ TEST(PlainClient, StopAbortsATransferInFlight) {
     PlainClient client("127.0.0.1", server.port);
     std::atomic<bool> receiving{false};
     std::thread stopper([&] {
-        while (!receiving) std::this_thread::sleep_for(1ms);
+        // Bounded, so a transfer that fails before its first bytes cannot hang the test.
+        const auto give_up = std::chrono::steady_clock::now() + 5s;
+        while (!receiving && std::chrono::steady_clock::now() < give_up)
+            std::this_thread::sleep_for(1ms);
         client.stop();
     });
     std::size_t got = 0;
@@ -130,6 +133,7 @@ TEST(PlainClient, StopAbortsATransferInFlight) {
         return true;
     });
     stopper.join();
+    EXPECT_TRUE(receiving.load());
     EXPECT_FALSE(res);
     EXPECT_LT(got, 200'000u);
     EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
