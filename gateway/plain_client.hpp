@@ -4,13 +4,15 @@
 // body 4 KiB at a time with a poll() before every recv(): a 23 MB list_rankings scan costs
 // ~11,000 system calls, half of the server's CPU (bench/findings.md). httplib lets a client
 // class supply the Stream its HTTP code reads from (SSLClient does the same), so this one
-// keeps all of httplib's HTTP handling and only replaces the socket I/O underneath it.
+// keeps all of httplib's HTTP handling and only replaces the socket I/O underneath it
+// (net::BufferedStream, shared with our HTTP servers).
 #pragma once
 
-#include <memory>
 #include <string>
 
 #include <httplib.h>
+
+#include "server/socket_stream.hpp"
 
 namespace agency::gateway {
 
@@ -19,9 +21,9 @@ public:
     PlainClient(const std::string& host, int port) : httplib::ClientImpl(host, port) {}
 
 private:
-    // The read buffer outlives each request's stream: pooled clients reuse it instead of
+    // The buffers outlive each request's stream: pooled clients reuse them instead of
     // allocating 64 KiB per request.
-    std::unique_ptr<char[]> buffer_;
+    net::StreamBuffers buffers_;
 
     bool process_socket(const Socket& socket,
                         std::function<bool(httplib::Stream& strm)> callback) override;

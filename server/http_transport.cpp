@@ -14,6 +14,7 @@
 
 #include "server/crypto.hpp"
 #include "server/lazy_task_queue.hpp"
+#include "server/socket_stream.hpp"
 #include "server/work_queue.hpp"
 
 namespace agency::mcp {
@@ -215,7 +216,7 @@ bool is_loopback_host(const std::string& host) {
 struct HttpTransport::Impl {
     Server& server;
     HttpOptions options;
-    httplib::Server http;
+    net::PlainServer http;
     std::thread thread;
     int port = 0;
     std::atomic<std::int64_t> last_sweep{0};
@@ -521,8 +522,7 @@ int HttpTransport::start() {
     http.new_task_queue = [threads] { return new LazyTaskQueue(threads); };
     http.set_payload_max_length(o.max_body_bytes);
     http.set_keep_alive_max_count(100000);
-    // An idle keep-alive connection holds a pool thread, and stop() waits for it to time
-    // out: 5 s keeps shutdown quick while clients that pause briefly keep their connection.
+    // An idle keep-alive connection holds a pool thread (PlainServer lets it go at stop()).
     http.set_keep_alive_timeout(5);
     http.set_tcp_nodelay(true);
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {

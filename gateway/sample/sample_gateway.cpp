@@ -14,6 +14,7 @@
 
 #include "gateway/sample/sample_internal.hpp"
 #include "server/lazy_task_queue.hpp"
+#include "server/socket_stream.hpp"
 
 namespace agency::sample {
 
@@ -767,7 +768,7 @@ void Gateway::mount(httplib::Server& server, const std::string& base_path) {
 
 struct Server::Impl {
     std::shared_ptr<Gateway> gateway;
-    std::unique_ptr<httplib::Server> http;
+    std::unique_ptr<net::PlainServer> http;
     std::thread thread;
     std::string host;
     int port = 0;
@@ -782,13 +783,14 @@ Server::~Server() { stop(); }
 
 int Server::start(const std::string& host, int port) {
     if (impl_->http) throw std::logic_error("sample::Server already started");
-    auto http = std::make_unique<httplib::Server>();
+    auto http = std::make_unique<net::PlainServer>();
     http->new_task_queue = [] { return new mcp::LazyTaskQueue(kServerThreads); };
     http->set_keep_alive_max_count(1000);
     // Small JSON answers would otherwise wait ~40 ms on Nagle + delayed ACK.
     http->set_tcp_nodelay(true);
-    // httplib's stop() waits for idle keep-alive connections to time out: keep that short.
-    http->set_keep_alive_timeout(1);
+    // PlainServer's idle connections notice stop() at once, so a pooled gateway client may keep
+    // its connection across a pause.
+    http->set_keep_alive_timeout(5);
     // httplib's default adds SO_REUSEPORT, which would let a second server share a busy port.
     // It also keeps the listening socket: httplib listens with a backlog of 5, and a burst of
     // new connections beyond that loses SYNs that clients resend only a second later.

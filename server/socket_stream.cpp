@@ -1,0 +1,213 @@
+#include "server/socket_stream.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string_view>
+
+namespace agency::net {
+
+namespace {
+
+// Waits for `events` on `sock`; false on timeout or error.
+bool wait_for(int sock, short events, int timeout) {
+    pollfd p{sock, events, 0};
+    int r;
+    do {
+        r = ::poll(&p, 1, timeout);
+    } while (r < 0 && errno == EINTR);
+    return r > 0 && (p.revents & (events | POLLHUP | POLLERR)) != 0;
+}
+
+void describe_address(const sockaddr_storage& addr, std::string& ip, int& port) {
+    char text[INET6_ADDRSTRLEN] = {};
+    if (addr.ss_family == AF_INET) {
+        const auto& in = reinterpret_cast<const sockaddr_in&>(addr);
+        ::inet_ntop(AF_INET, &in.sin_addr, text, sizeof text);
+        port = ntohs(in.sin_port);
+    } else if (addr.ss_family == AF_INET6) {
+        const auto& in6 = reinterpret_cast<const sockaddr_in6&>(addr);
+        ::inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof text);
+        port = ntohs(in6.sin6_port);
+    }
+    ip = text;
+}
+
+// A complete header block whose body follows at once: httplib writes the block, then the
+// body with the next write. A chunked message (no Content-Length) is not held.
+bool is_held_header_block(std::string_view text) {
+    if (text.size() < 4 || text.substr(text.size() - 4) != "\r\n\r\n") return false;
+    constexpr std::string_view name = "\ncontent-length:";
+    auto it = std::search(text.begin(), text.end(), name.begin(), name.end(), [](char a, char b) {
+        return a == b || (b >= 'a' && b <= 'z' && (a | 0x20) == b);
+    });
+    return it != text.end();
+}
+
+}  // namespace
+
+int timeout_ms(time_t sec, time_t usec) { return static_cast<int>(sec * 1000 + usec / 1000); }
+
+BufferedStream::BufferedStream(int sock, int read_timeout_ms, int write_timeout_ms,
+                               StreamBuffers& buffers)
+    : sock_(sock), read_timeout_(read_timeout_ms), write_timeout_(write_timeout_ms),
+      buffers_(buffers) {
+    buffers_.ensure();
+    buffers_.held.clear();
+}
+
+BufferedStream::~BufferedStream() { flush(); }
+
+bool BufferedStream::is_readable() const {
+    if (!buffers_.held.empty()) const_cast<BufferedStream*>(this)->flush();
+    return wait_readable(read_timeout_);
+}
+
+bool BufferedStream::wait_readable(int timeout_ms) const {
+    return begin_ < end_ || wait_for(sock_, POLLIN, timeout_ms);
+}
+
+bool BufferedStream::is_writable() const { return wait_for(sock_, POLLOUT, write_timeout_); }
+
+ssize_t BufferedStream::read(char* ptr, size_t size) {
+    // What was held is a request or an answer's head: the peer needs it before it replies.
+    if (!buffers_.held.empty() && !flush()) return -1;
+    if (begin_ == end_) {
+        const ssize_t n = fill();
+        if (n <= 0) return n;
+    }
+    const std::size_t n = std::min(size, end_ - begin_);
+    std::memcpy(ptr, buffers_.read.get() + begin_, n);
+    begin_ += n;
+    return static_cast<ssize_t>(n);
+}
+
+ssize_t BufferedStream::write(const char* ptr, size_t size) {
+    const bool head = message_start_;
+    message_start_ = false;
+    if (buffers_.held.empty()) {
+        if (head && is_held_header_block({ptr, size})) {
+            buffers_.held.assign(ptr, size);
+            return static_cast<ssize_t>(size);
+        }
+        return send_all(ptr, size, nullptr, 0) ? static_cast<ssize_t>(size) : -1;
+    }
+    const bool ok = send_all(buffers_.held.data(), buffers_.held.size(), ptr, size);
+    buffers_.held.clear();
+    return ok ? static_cast<ssize_t>(size) : -1;
+}
+
+bool BufferedStream::flush() {
+    if (buffers_.held.empty()) return true;
+    const bool ok = send_all(buffers_.held.data(), buffers_.held.size(), nullptr, 0);
+    buffers_.held.clear();
+    return ok;
+}
+
+// One sendmsg for both parts when the socket takes them; waits (up to the write timeout) only
+// when it is full.
+bool BufferedStream::send_all(const char* a, std::size_t a_size, const char* b,
+                              std::size_t b_size) {
+    iovec parts[2] = {{const_cast<char*>(a), a_size}, {const_cast<char*>(b), b_size}};
+    iovec* next = parts;
+    int count = b_size > 0 ? 2 : 1;
+    while (count > 0) {
+        msghdr msg{};
+        msg.msg_iov = next;
+        msg.msg_iovlen = static_cast<std::size_t>(count);
+        const ssize_t n = ::sendmsg(sock_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
+            if (!is_writable()) return false;
+            continue;
+        }
+        auto sent = static_cast<std::size_t>(n);
+        while (count > 0 && sent >= next->iov_len) {
+            sent -= next->iov_len;
+            ++next;
+            --count;
+        }
+        if (count > 0) {
+            next->iov_base = static_cast<char*>(next->iov_base) + sent;
+            next->iov_len -= sent;
+        }
+    }
+    return true;
+}
+
+void BufferedStream::get_remote_ip_and_port(std::string& ip, int& port) const {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    if (::getpeername(sock_, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+        describe_address(addr, ip, port);
+}
+
+void BufferedStream::get_local_ip_and_port(std::string& ip, int& port) const {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    if (::getsockname(sock_, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+        describe_address(addr, ip, port);
+}
+
+// One recv into the empty buffer, waiting (up to the read timeout) only when nothing is there
+// yet. Returns what recv returned: 0 at end of stream, -1 on error or timeout.
+ssize_t BufferedStream::fill() {
+    begin_ = end_ = 0;
+    message_start_ = true;
+    while (true) {
+        const ssize_t n = ::recv(sock_, buffers_.read.get(), StreamBuffers::read_size, MSG_DONTWAIT);
+        if (n >= 0) {
+            end_ = static_cast<std::size_t>(n);
+            return n;
+        }
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+        if (!wait_for(sock_, POLLIN, read_timeout_)) return -1;
+    }
+}
+
+bool PlainServer::process_and_close_socket(socket_t sock) {
+    using clock = std::chrono::steady_clock;
+    // The keep-alive wait is cut into slices so that stop() (which invalidates svr_sock_) is
+    // seen promptly by idle connections.
+    constexpr int slice_ms = 50;
+    StreamBuffers buffers;
+    bool ok = false;
+    {
+        BufferedStream strm(sock, timeout_ms(read_timeout_sec_, read_timeout_usec_),
+                            timeout_ms(write_timeout_sec_, write_timeout_usec_), buffers);
+        const auto keep_alive = std::chrono::seconds(keep_alive_timeout_sec_);
+        std::size_t left = keep_alive_max_count_;
+        while (left > 0 && svr_sock_ != INVALID_SOCKET) {
+            const auto give_up = clock::now() + keep_alive;
+            bool ready = strm.has_buffered_input();
+            while (!ready && svr_sock_ != INVALID_SOCKET && clock::now() < give_up)
+                ready = strm.wait_readable(slice_ms);
+            if (!ready || svr_sock_ == INVALID_SOCKET) break;
+            bool connection_closed = false;
+            strm.start_message();
+            ok = process_request(strm, left == 1, connection_closed, nullptr);
+            if (!strm.flush()) ok = false;
+            if (!ok || connection_closed) break;
+            // httplib gives each request a new stream, so whatever a handler left unread (the
+            // body of a request refused before its body was read) is dropped, not taken for
+            // the next request. Do the same.
+            strm.discard_input();
+            --left;
+        }
+    }
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    return ok;
+}
+
+}  // namespace agency::net

@@ -1,0 +1,80 @@
+// Socket I/O under cpp-httplib, for our HTTP servers and the plain-HTTP gateway client.
+//
+// Debian's httplib 0.11 is a compiled library, so its buffer sizes are fixed: its stream reads
+// 4 KiB per recv() with a poll() before each, polls before every send(), and writes a message's
+// header block and its body with two send() calls (on loopback each send also runs the
+// receiver's TCP input). httplib lets a client or server class supply the Stream its HTTP code
+// runs on (its own SSLClient/SSLServer do), so these keep all of httplib's HTTP handling and
+// only replace the system calls underneath it (bench/findings.md, entries 14 and 17).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include <httplib.h>
+
+namespace agency::net {
+
+// Buffers a stream uses, owned by whoever outlives it (a connection, a pooled client), so a
+// request does not allocate them again.
+struct StreamBuffers {
+    static constexpr std::size_t read_size = 64 * 1024;
+    std::unique_ptr<char[]> read;
+    std::string held;  // a header block waiting for its body (see BufferedStream::write)
+    void ensure() {
+        if (!read) read = std::make_unique<char[]>(read_size);
+    }
+};
+
+// Reads up to 64 KiB per recv, trying the recv before polling; writes without polling first.
+// The head of a message (its first write since a read) is held back when it announces a
+// Content-Length, and sent with the body that follows it in one sendmsg; anything held goes
+// out before the next read, with the next write, or at flush(). A chunked answer (an SSE
+// stream) is never held: its events are written as they come.
+class BufferedStream final : public httplib::Stream {
+public:
+    BufferedStream(int sock, int read_timeout_ms, int write_timeout_ms, StreamBuffers& buffers);
+    ~BufferedStream() override;
+
+    bool is_readable() const override;
+    bool is_writable() const override;
+    ssize_t read(char* ptr, size_t size) override;
+    // Writes all of [ptr, ptr+size) (httplib treats a short write of a body as a failure).
+    ssize_t write(const char* ptr, size_t size) override;
+    void get_remote_ip_and_port(std::string& ip, int& port) const override;
+    void get_local_ip_and_port(std::string& ip, int& port) const override;
+    socket_t socket() const override { return sock_; }
+
+    bool flush();
+    // The next write starts a message (a server calls this before each request it answers).
+    void start_message() { message_start_ = true; }
+    bool has_buffered_input() const { return begin_ < end_; }
+    void discard_input() { begin_ = end_ = 0; }
+    // Waits up to timeout_ms for a byte to read; false on timeout, error or end of stream.
+    bool wait_readable(int timeout_ms) const;
+
+private:
+    ssize_t fill();
+    bool send_all(const char* a, std::size_t a_size, const char* b, std::size_t b_size);
+
+    int sock_;
+    int read_timeout_;
+    int write_timeout_;
+    StreamBuffers& buffers_;
+    std::size_t begin_ = 0;
+    std::size_t end_ = 0;
+    bool message_start_ = true;  // no write since the last read: a write now is a head
+};
+
+int timeout_ms(time_t sec, time_t usec);
+
+// httplib::Server on BufferedStream: one stream per connection, so a keep-alive connection
+// reuses its buffers (what a request leaves unread is dropped, as httplib does); an idle connection notices stop() within 50 ms instead of holding its
+// thread until the keep-alive timeout.
+class PlainServer : public httplib::Server {
+private:
+    bool process_and_close_socket(socket_t sock) override;
+};
+
+}  // namespace agency::net
