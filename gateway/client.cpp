@@ -60,7 +60,10 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr std::size_t kMaxConnections = 16;        // in use at once; more callers wait
-constexpr std::size_t kMaxIdleConnections = 4;     // kept: an open one pins a gateway worker
+// Kept idle: as many as were in use, so the next burst does not reconnect. An idle connection
+// may pin a worker of a thread-per-connection gateway, so one idle longer than kMaxIdleTime
+// is closed at the next acquire or release.
+constexpr std::size_t kMaxIdleConnections = kMaxConnections;
 constexpr auto kMaxIdleTime = milliseconds(1500);  // under common keep-alive limits (2-5 s)
 constexpr int kPageLimit = 1000;                   // the gateway's maximum
 constexpr int kVerifyLimit = 20;                   // newest rows read to find a created record
@@ -259,6 +262,7 @@ public:
             throw Error(ErrorReason::cancelled, "cancelled while waiting for a connection");
         }
         if (!idle_.empty()) {  // the most recently used one: the least likely to be closed
+            close_stale(Clock::now());
             auto entry = std::move(idle_.back());
             idle_.pop_back();
             lock.unlock();
@@ -305,6 +309,7 @@ private:
     // keeping it saves rebuilding the TLS context.
     void release(std::unique_ptr<httplib::ClientImpl> client) {
         std::unique_lock lock(mu_);
+        close_stale(Clock::now());
         if (idle_.size() >= kMaxIdleConnections) {
             --open_;
             lock.unlock();
@@ -314,6 +319,15 @@ private:
             lock.unlock();
         }
         cv_.notify_one();
+    }
+
+    // Closes the sockets of connections idle too long (the oldest are first); their clients are
+    // kept and reconnect when next used. Called with mu_ held.
+    void close_stale(Clock::time_point now) {
+        for (auto& entry : idle_) {
+            if (now - entry.since <= kMaxIdleTime) break;
+            if (entry.client->is_socket_open()) entry.client->stop();
+        }
     }
 
     detail::BaseUrl url_;

@@ -37,6 +37,8 @@ void describe_address(const sockaddr_storage& addr, std::string& ip, int& port) 
         const auto& in6 = reinterpret_cast<const sockaddr_in6&>(addr);
         ::inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof text);
         port = ntohs(in6.sin6_port);
+    } else {
+        port = 0;
     }
     ip = text;
 }
@@ -145,17 +147,25 @@ bool BufferedStream::send_all(const char* a, std::size_t a_size, const char* b,
 }
 
 void BufferedStream::get_remote_ip_and_port(std::string& ip, int& port) const {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof addr;
-    if (::getpeername(sock_, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-        describe_address(addr, ip, port);
+    if (remote_port_ < 0) {
+        sockaddr_storage addr{};
+        socklen_t len = sizeof addr;
+        if (::getpeername(sock_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return;
+        describe_address(addr, remote_ip_, remote_port_);
+    }
+    ip = remote_ip_;
+    port = remote_port_;
 }
 
 void BufferedStream::get_local_ip_and_port(std::string& ip, int& port) const {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof addr;
-    if (::getsockname(sock_, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-        describe_address(addr, ip, port);
+    if (local_port_ < 0) {
+        sockaddr_storage addr{};
+        socklen_t len = sizeof addr;
+        if (::getsockname(sock_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return;
+        describe_address(addr, local_ip_, local_port_);
+    }
+    ip = local_ip_;
+    port = local_port_;
 }
 
 // One recv into the empty buffer, waiting (up to the read timeout) only when nothing is there

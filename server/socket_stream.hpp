@@ -65,6 +65,9 @@ private:
     std::size_t begin_ = 0;
     std::size_t end_ = 0;
     bool message_start_ = true;  // no write since the last read: a write now is a head
+    // httplib asks for both addresses on every request; a connection's do not change.
+    mutable std::string remote_ip_, local_ip_;
+    mutable int remote_port_ = -1, local_port_ = -1;
 };
 
 int timeout_ms(time_t sec, time_t usec);

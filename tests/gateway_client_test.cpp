@@ -386,6 +386,43 @@ TEST(GatewayClient, SendsKeyAndJsonAndReusesConnections) {
                   {"action", "index_url"}, {"client_id", "c1"}, {"url", "https://example.com/x"}}));
 }
 
+// Sixteen callers at once, in rounds: each round's connections serve the next one, rather
+// than all but a few being closed after each burst and opened again.
+TEST(GatewayClient, ConcurrentBurstsReuseTheirConnections) {
+    httplib::Server local;
+    local.new_task_queue = [] { return new httplib::ThreadPool(40); };
+    local.set_keep_alive_max_count(1000);
+    std::mutex mu;
+    std::set<int> ports;
+    local.Get("/v1/gateway", [&](const httplib::Request& req, httplib::Response& res) {
+        {
+            std::lock_guard lock(mu);
+            ports.insert(req.remote_port);
+        }
+        std::this_thread::sleep_for(3ms);  // so the sixteen overlap
+        res.set_content(
+            R"({"data":[],"pagination":{"total":0,"limit":100,"offset":0,"has_more":false}})",
+            "application/json");
+    });
+    const int port = local.bind_to_any_port("127.0.0.1");
+    std::thread serving([&] { local.listen_after_bind(); });
+    while (!local.is_running()) std::this_thread::sleep_for(1ms);
+    {
+        Config config;
+        config.base_url = "http://127.0.0.1:" + std::to_string(port) + "/v1/gateway";
+        Client c(config);
+        for (int round = 0; round < 5; ++round) {
+            std::vector<std::thread> callers;
+            for (int t = 0; t < 16; ++t)
+                callers.emplace_back([&] { c.read(ReadQuery{.resource = "seo_tasks", .client_id = "c1"}); });
+            for (auto& t : callers) t.join();
+        }
+    }
+    local.stop();
+    serving.join();
+    EXPECT_LE(ports.size(), 16u);  // at most one per caller in flight, over all five rounds
+}
+
 TEST(GatewayClient, KeyedModeRejectsWrongKeyWithoutRevealingIt) {
     Harness h;
     h.gw->set_keyed(true);
