@@ -22,6 +22,7 @@
 
 #include "gateway/actions.hpp"
 #include "gateway/client_detail.hpp"
+#include "gateway/json_parse.hpp"
 #include "gateway/plain_client.hpp"
 
 namespace agency::gateway {
@@ -338,51 +339,8 @@ private:
     std::size_t open_ = 0;    // leased + idle
 };
 
-nlohmann::json to_json(simdjson::dom::element e) {
-    using simdjson::dom::element_type;
-    switch (e.type()) {
-        case element_type::OBJECT: {
-            auto out = nlohmann::json::object();
-            for (const auto field : simdjson::dom::object(e)) {
-                out[std::string(field.key)] = to_json(field.value);  // the last of a key wins
-            }
-            return out;
-        }
-        case element_type::ARRAY: {
-            auto out = nlohmann::json::array();
-            for (const auto item : simdjson::dom::array(e)) out.push_back(to_json(item));
-            return out;
-        }
-        case element_type::STRING: return std::string(std::string_view(e));
-        case element_type::INT64: {
-            // nlohmann keeps an integer without a sign as unsigned.
-            const auto i = std::int64_t(e);
-            if (i >= 0) return static_cast<std::uint64_t>(i);
-            return i;
-        }
-        case element_type::UINT64: return std::uint64_t(e);
-        case element_type::DOUBLE: return double(e);
-        case element_type::BOOL: return bool(e);
-        case element_type::NULL_VALUE: return nullptr;
-    }
-    return nullptr;
-}
-
-// nlohmann::json::parse(text, nullptr, false), several times faster: simdjson reads the text
-// (its DOM validates as fully) and the tree is built from that. Text simdjson refuses (a number
-// beyond 64 bits, nesting past 1024) goes to nlohmann, which decides.
-nlohmann::json parse_json(const std::string& text) {
-    thread_local simdjson::dom::parser parser;
-    const bool padded = text.capacity() >= text.size() + simdjson::SIMDJSON_PADDING;
-    simdjson::dom::element root;
-    if (parser.parse(text.data(), text.size(), !padded).get(root) == simdjson::SUCCESS) {
-        return to_json(root);
-    }
-    return nlohmann::json::parse(text, nullptr, false);
-}
-
 std::optional<Discovery> parse_discovery(const std::string& body, std::string& problem) {
-    const auto json = nlohmann::json::parse(body, nullptr, false);
+    const auto json = parse_json(body);
     if (json.is_discarded()) {
         problem = "the answer is not JSON";
         return std::nullopt;

@@ -127,7 +127,10 @@ void prefault_heap() {
 std::jthread warm_schemas() {
     return std::jthread([] {
         try {
-            for (const auto& s : agency::tools::embedded_schemas()) agency::tools::schema(s.name);
+            // Last to first: registration, on the main thread, asks for them roughly first to
+            // last, so the two threads meet rather than parse the same schemas.
+            const auto& all = agency::tools::embedded_schemas();
+            for (auto it = all.rbegin(); it != all.rend(); ++it) agency::tools::schema(it->name);
         } catch (const std::exception&) {
         }
     });

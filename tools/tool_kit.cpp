@@ -13,6 +13,7 @@
 #include <valijson/validation_results.hpp>
 #include <valijson/validator.hpp>
 
+#include "gateway/json_parse.hpp"
 #include "server/crypto.hpp"
 #include "tools/schemas.hpp"
 
@@ -22,13 +23,19 @@ namespace agency::tools {
 
 const json& schema(std::string_view name) {
     static std::mutex mutex;
-    static std::unordered_map<std::string, json> parsed;
-    std::lock_guard lock(mutex);
-    auto it = parsed.find(std::string(name));
-    if (it != parsed.end()) return it->second;
+    static std::unordered_map<std::string, json> parsed;  // references into it stay valid
+    {
+        std::lock_guard lock(mutex);
+        auto it = parsed.find(std::string(name));
+        if (it != parsed.end()) return it->second;
+    }
     for (const auto& s : embedded_schemas()) {
-        if (s.name == name)
-            return parsed.emplace(std::string(name), json::parse(s.text)).first->second;
+        if (s.name != name) continue;
+        // Parsed outside the lock, so start-up's registration and the thread warming the other
+        // schemas parse side by side; if both parse one, the first stored is kept.
+        json value = gateway::parse_json(s.text, true);
+        std::lock_guard lock(mutex);
+        return parsed.emplace(std::string(name), std::move(value)).first->second;
     }
     throw std::out_of_range("no embedded schema named " + std::string(name));
 }
@@ -84,7 +91,8 @@ std::string describe(const json& prop) {
 }  // namespace
 
 struct InputValidator::Impl {
-    json schema;
+    json owned;
+    const json* schema_ptr = &owned;  // `owned`, or a schema that outlives the validator
     // Compiled on the first validation: start-up registers every tool, and compiling all their
     // schemas up front was a tenth of a cold start's instructions.
     std::once_flag compile_once;
@@ -96,15 +104,29 @@ struct InputValidator::Impl {
     const valijson::Schema& compiled_schema() {
         std::call_once(compile_once, [this] {
             valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
-            valijson::adapters::NlohmannJsonAdapter adapter(schema);
+            valijson::adapters::NlohmannJsonAdapter adapter(*schema_ptr);
             parser.populateSchema(adapter, compiled);
         });
         return compiled;
     }
 };
 
-InputValidator::InputValidator(const json& schema_json) : impl_(std::make_unique<Impl>()) {
-    impl_->schema = schema_json;
+InputValidator::InputValidator(json schema) : impl_(std::make_unique<Impl>()) {
+    impl_->owned = std::move(schema);
+    read_outline();
+}
+
+InputValidator InputValidator::borrowing(const json& schema) {
+    InputValidator v;
+    v.impl_->schema_ptr = &schema;
+    v.read_outline();
+    return v;
+}
+
+InputValidator::InputValidator() : impl_(std::make_unique<Impl>()) {}
+
+void InputValidator::read_outline() {
+    const json& schema_json = *impl_->schema_ptr;
     if (auto p = schema_json.find("properties"); p != schema_json.end() && p->is_object())
         for (const auto& [k, v] : p->items()) impl_->properties.push_back(k);
     if (auto r = schema_json.find("required"); r != schema_json.end() && r->is_array())
@@ -118,8 +140,9 @@ InputValidator::InputValidator(InputValidator&&) noexcept = default;
 std::string InputValidator::validate(const json& args) const {
     // A reference into the schema (value() would copy the properties on every call).
     static const json no_properties = json::object();
-    const auto found = impl_->schema.find("properties");
-    const json& props = found != impl_->schema.end() ? *found : no_properties;
+    const json& schema_json = *impl_->schema_ptr;
+    const auto found = schema_json.find("properties");
+    const json& props = found != schema_json.end() ? *found : no_properties;
     if (impl_->closed) {
         for (const auto& [key, value] : args.items()) {
             if (!props.contains(key))
@@ -307,7 +330,8 @@ void add_tool(mcp::Server& server, ToolSpec spec) {
     def.name = spec.name;
     def.title = spec.title;
     def.description = spec.description;
-    def.input_schema = schema(spec.input_schema);
+    const json& embedded_input = schema(spec.input_schema);
+    def.input_schema = embedded_input;
     if (!spec.input_schema_patch.is_null()) def.input_schema.merge_patch(spec.input_schema_patch);
     if (!spec.output_schema.empty()) def.output_schema = schema(spec.output_schema);
     def.annotations = {{"title", spec.title},
@@ -317,7 +341,10 @@ void add_tool(mcp::Server& server, ToolSpec spec) {
     if (!spec.read_only) def.annotations["destructiveHint"] = spec.destructive;
     if (spec.needs_write) def.required_scopes = {"write"};
     def.interactive = spec.interactive;
-    auto validator = std::make_shared<InputValidator>(def.input_schema);
+    // An embedded schema lives as long as the program: the validator need not copy it.
+    auto validator = std::make_shared<InputValidator>(
+        spec.input_schema_patch.is_null() ? InputValidator::borrowing(embedded_input)
+                                          : InputValidator(def.input_schema));
     auto guarded = [validator](Handler handler) {
         return [validator, handler = std::move(handler)](
                    const json& args, mcp::RequestContext& ctx) -> mcp::ToolResult {

@@ -107,13 +107,17 @@ mcp::ToolResult tool_error(const gateway::Error& error);
 // and what is allowed.
 class InputValidator {
 public:
-    explicit InputValidator(const json& schema);
+    explicit InputValidator(json schema);
+    // Validates against `schema` without copying it; it must outlive the validator.
+    static InputValidator borrowing(const json& schema);
     ~InputValidator();
     InputValidator(InputValidator&&) noexcept;
     // "" when valid, otherwise an actionable message.
     std::string validate(const json& args) const;
 
 private:
+    InputValidator();
+    void read_outline();
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
