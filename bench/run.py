@@ -267,7 +267,7 @@ class Bench:
                 log(f"callgrind {name}: {per_call:,.0f} instructions per call")
 
     def callgrind_cold(self):
-        """Instructions from exec to the first answered list_keywords (start-up included)."""
+        """Instructions of a whole stdio process: exec, start-up, the first list_keywords, exit."""
         out = os.path.join(self.tmp, "callgrind.cold")
         cmd = ["valgrind", "--tool=callgrind", "--dump-instr=no",
                f"--callgrind-out-file={out}"] + self.server("agency", "stdio")
@@ -580,10 +580,10 @@ class Report:
                       "the machine's load. The heaviest functions (self cost, longer run) are in "
                       "`bench/results/callgrind-*.txt`.", "",
                       "| scenario | instructions per call |", "|---|---:|"]
-            # cold_start: the whole process, exec to the first answered call.
+            # cold_start: the whole process: exec, the first answered call, exit.
             labels = {"list_keywords": "list_keywords (limit 100)",
                       "list_rankings": "list_rankings (one keyword, 100 gateway pages)",
-                      "cold_start": "cold start: the whole process, exec to the first answer"}
+                      "cold_start": "cold start: the whole process (exec, the first answer, exit)"}
             for name, v in cg.items():
                 lines.append(f"| {labels.get(name, name)} | {v['instructions_per_call']:,} |")
         findings = os.path.join(ROOT, "bench", "findings.md")
