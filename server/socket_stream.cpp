@@ -147,25 +147,22 @@ bool BufferedStream::send_all(const char* a, std::size_t a_size, const char* b,
 }
 
 void BufferedStream::get_remote_ip_and_port(std::string& ip, int& port) const {
-    if (remote_port_ < 0) {
-        sockaddr_storage addr{};
-        socklen_t len = sizeof addr;
-        if (::getpeername(sock_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return;
-        describe_address(addr, remote_ip_, remote_port_);
-    }
+    if (remote_port_ < 0) look_up(::getpeername, remote_ip_, remote_port_);
     ip = remote_ip_;
     port = remote_port_;
 }
 
 void BufferedStream::get_local_ip_and_port(std::string& ip, int& port) const {
-    if (local_port_ < 0) {
-        sockaddr_storage addr{};
-        socklen_t len = sizeof addr;
-        if (::getsockname(sock_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return;
-        describe_address(addr, local_ip_, local_port_);
-    }
+    if (local_port_ < 0) look_up(::getsockname, local_ip_, local_port_);
     ip = local_ip_;
     port = local_port_;
+}
+
+void BufferedStream::look_up(int (*query)(int, sockaddr*, socklen_t*), std::string& ip,
+                             int& port) const {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    if (query(sock_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) describe_address(addr, ip, port);
 }
 
 // One recv into the empty buffer, waiting (up to the read timeout) only when nothing is there

@@ -8,6 +8,8 @@
 // only replace the system calls underneath it (bench/findings.md, entries 14 and 17).
 #pragma once
 
+#include <sys/socket.h>
+
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -56,6 +58,8 @@ public:
 
 private:
     ssize_t fill();
+    // getpeername or getsockname, into a cached address.
+    void look_up(int (*query)(int, sockaddr*, socklen_t*), std::string& ip, int& port) const;
     bool send_all(const char* a, std::size_t a_size, const char* b, std::size_t b_size);
 
     int sock_;

@@ -23,6 +23,7 @@
 #include "gateway/client.hpp"
 #include "gateway/client_detail.hpp"
 #include "gateway/sample/sample_gateway.hpp"
+#include "loopback_server.hpp"
 
 namespace {
 
@@ -389,27 +390,20 @@ TEST(GatewayClient, SendsKeyAndJsonAndReusesConnections) {
 // Sixteen callers at once, in rounds: each round's connections serve the next one, rather
 // than all but a few being closed after each burst and opened again.
 TEST(GatewayClient, ConcurrentBurstsReuseTheirConnections) {
-    httplib::Server local;
-    local.new_task_queue = [] { return new httplib::ThreadPool(40); };
-    local.set_keep_alive_max_count(1000);
-    std::mutex mu;
-    std::set<int> ports;
-    local.Get("/v1/gateway", [&](const httplib::Request& req, httplib::Response& res) {
-        {
-            std::lock_guard lock(mu);
-            ports.insert(req.remote_port);
-        }
+    agency::testing::LoopbackServer<> local;
+    local.http.new_task_queue = [] { return new httplib::ThreadPool(40); };
+    local.http.set_keep_alive_max_count(1000);
+    local.http.Get("/v1/gateway", [&](const httplib::Request& req, httplib::Response& res) {
+        local.note(req);
         std::this_thread::sleep_for(3ms);  // so the sixteen overlap
         res.set_content(
             R"({"data":[],"pagination":{"total":0,"limit":100,"offset":0,"has_more":false}})",
             "application/json");
     });
-    const int port = local.bind_to_any_port("127.0.0.1");
-    std::thread serving([&] { local.listen_after_bind(); });
-    while (!local.is_running()) std::this_thread::sleep_for(1ms);
+    local.start();
     {
         Config config;
-        config.base_url = "http://127.0.0.1:" + std::to_string(port) + "/v1/gateway";
+        config.base_url = "http://127.0.0.1:" + std::to_string(local.port) + "/v1/gateway";
         Client c(config);
         for (int round = 0; round < 5; ++round) {
             std::vector<std::thread> callers;
@@ -418,9 +412,7 @@ TEST(GatewayClient, ConcurrentBurstsReuseTheirConnections) {
             for (auto& t : callers) t.join();
         }
     }
-    local.stop();
-    serving.join();
-    EXPECT_LE(ports.size(), 16u);  // at most one per caller in flight, over all five rounds
+    EXPECT_LE(local.connections(), 16u);  // at most one per caller in flight, over all five rounds
 }
 
 TEST(GatewayClient, KeyedModeRejectsWrongKeyWithoutRevealingIt) {

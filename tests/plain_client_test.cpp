@@ -11,6 +11,7 @@
 #include <httplib.h>
 
 #include "gateway/plain_client.hpp"
+#include "loopback_server.hpp"
 
 namespace {
 
@@ -24,13 +25,7 @@ std::string pattern(std::size_t size) {
     return out;
 }
 
-struct Server {
-    httplib::Server http;
-    int port = 0;
-    std::thread thread;
-    std::mutex mu;
-    std::set<int> remote_ports;  // one per connection the client opened
-
+struct Server : agency::testing::LoopbackServer<> {
     Server() {
         http.Get("/big", [this](const httplib::Request& req, httplib::Response& res) {
             note(req);
@@ -66,17 +61,7 @@ struct Server {
             res.set_content("{}", "application/json");
         });
         http.set_keep_alive_max_count(100);  // httplib closes after 5 by default
-        port = http.bind_to_any_port("127.0.0.1");
-        thread = std::thread([this] { http.listen_after_bind(); });
-        while (!http.is_running()) std::this_thread::sleep_for(1ms);
-    }
-    ~Server() {
-        http.stop();
-        thread.join();
-    }
-    void note(const httplib::Request& req) {
-        std::lock_guard lock(mu);
-        remote_ports.insert(req.remote_port);
+        start();
     }
 };
 

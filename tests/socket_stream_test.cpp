@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "loopback_server.hpp"
 #include "server/socket_stream.hpp"
 
 namespace {
@@ -30,12 +31,7 @@ std::string pattern(std::size_t size) {
     return out;
 }
 
-struct Server {
-    agency::net::PlainServer http;
-    int port = 0;
-    std::thread thread;
-    std::mutex mu;
-    std::set<int> remote_ports;
+struct Server : agency::testing::LoopbackServer<agency::net::PlainServer> {
     std::atomic<bool> event_seen{false};
     std::atomic<bool> handler_saw_event_read{false};
 
@@ -80,21 +76,7 @@ struct Server {
                 return true;
             });
         });
-        port = http.bind_to_any_port("127.0.0.1");
-        thread = std::thread([this] { http.listen_after_bind(); });
-        while (!http.is_running()) std::this_thread::sleep_for(1ms);
-    }
-    ~Server() {
-        http.stop();
-        thread.join();
-    }
-    void note(const httplib::Request& req) {
-        std::lock_guard lock(mu);
-        remote_ports.insert(req.remote_port);
-    }
-    std::size_t connections() {
-        std::lock_guard lock(mu);
-        return remote_ports.size();
+        start();
     }
 };
 
