@@ -353,36 +353,14 @@ __attribute__((target("avx2"))) inline std::uint64_t eq(__m256i lo, __m256i hi, 
     return static_cast<std::uint64_t>(low) | static_cast<std::uint64_t>(high) << 32;
 }
 
-// Where the needle's first and last bytes (letters folded by OR 0x20) stand at each of 32
-// positions: `at_first` holds the bytes at those positions, `at_last` points n - 1 further.
-__attribute__((target("avx2"))) inline std::uint32_t needle_ends(__m256i at_first,
-                                                                 const char* at_last,
-                                                                 __m256i first, __m256i first_fold,
-                                                                 __m256i last, __m256i last_fold) {
-    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at_last));
-    return static_cast<std::uint32_t>(_mm256_movemask_epi8(
-        _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_or_si256(at_first, first_fold), first),
-                         _mm256_cmpeq_epi8(_mm256_or_si256(b, last_fold), last))));
-}
-
 // The bounds of the data array and of each of its rows, from the page's brackets alone
 // (outside strings, escapes honoured), 64 bytes at a time: what a must_contain walk needs to
 // pass over a row without simdjson reading it. Returns false for anything but a plain
 // {..., "data":[{...}, ...], ...} page; the caller then walks the page the thorough way, which
 // names what is wrong. Rows are not validated inside; the ones that are read are, by simdjson.
-// In the same pass, the marks of find_marks (occurrences of `needle`, lower case, and
-// backslashes), so the page is read once.
-__attribute__((target("avx2"))) bool scan_rows(std::string_view body, std::string_view needle,
-                                               std::vector<std::size_t>& marks,
-                                               std::size_t& open, std::size_t& close,
-                                               std::vector<RowSpan>& rows) {
+__attribute__((target("avx2"))) bool scan_rows(std::string_view body, std::size_t& open,
+                                               std::size_t& close, std::vector<RowSpan>& rows) {
     rows.clear();
-    marks.clear();
-    const std::size_t n = needle.size();
-    const __m256i first = _mm256_set1_epi8(static_cast<char>(needle.front()));
-    const __m256i last = _mm256_set1_epi8(static_cast<char>(needle.back()));
-    const __m256i first_fold = _mm256_set1_epi8(static_cast<char>(fold_of(needle.front())));
-    const __m256i last_fold = _mm256_set1_epi8(static_cast<char>(fold_of(needle.back())));
     constexpr int kMaxDepth = 64;
     char stack[kMaxDepth];
     int depth = 0;
@@ -401,22 +379,6 @@ __attribute__((target("avx2"))) bool scan_rows(std::string_view body, std::strin
         const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
         const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
         const std::uint64_t backslashes = eq(lo, hi, '\\');
-        std::uint64_t found = backslashes;
-        if (base + 64 + n - 1 <= body.size()) {
-            const char* q = body.data() + base + n - 1;
-            std::uint64_t maybe =
-                needle_ends(lo, q, first, first_fold, last, last_fold) |
-                std::uint64_t{needle_ends(hi, q + 32, first, first_fold, last, last_fold)} << 32;
-            for (; maybe != 0; maybe &= maybe - 1) {
-                const auto bit = static_cast<unsigned>(__builtin_ctzll(maybe));
-                if (matches_at(body, base + bit, needle)) found |= std::uint64_t{1} << bit;
-            }
-        } else {  // the page's last bytes
-            for (std::size_t i = 0; i < 64 && base + i < body.size(); ++i)
-                if (matches_at(body, base + i, needle)) found |= std::uint64_t{1} << i;
-        }
-        for (; found != 0; found &= found - 1)
-            marks.push_back(base + static_cast<std::size_t>(__builtin_ctzll(found)));
         std::uint64_t escaped = 0;
         if (backslashes != 0 || escape_carry) {  // rare: worked out a byte at a time
             for (int i = 0; i < 64; ++i) {
@@ -494,9 +456,7 @@ bool walk_marked_rows(simdjson::padded_string_view view, const WalkOptions& opti
     static const bool avx2 = __builtin_cpu_supports("avx2");
     const std::string_view body(view.data(), view.length());
     std::size_t open = 0, close = 0;
-    std::string needle(options.must_contain);
-    std::transform(needle.begin(), needle.end(), needle.begin(), ascii_lower);
-    if (!avx2 || !scan_rows(body, needle, ws.marks, open, close, ws.rows)) return false;
+    if (!avx2 || !scan_rows(body, open, close, ws.rows)) return false;
 
     ws.reduced.assign(body.substr(0, open + 1));
     ws.reduced.append(body.substr(close));
@@ -557,9 +517,8 @@ WalkResult walk_rows(const std::string& body, const WalkOptions& options,
         view = simdjson::padded_string_view(*copy);
     }
     if (!options.must_contain.empty()) {
-        if (walk_marked_rows(view, options, on_row, *ws, result)) return result;
-        // The thorough walk passes over rows without marks too.
         find_marks({view.data(), body.size()}, options.must_contain, *ws);
+        if (walk_marked_rows(view, options, on_row, *ws, result)) return result;
     }
     walk_document(view, options, on_row, *ws, result);
     return result;
