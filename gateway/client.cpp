@@ -263,13 +263,10 @@ public:
             throw Error(ErrorReason::cancelled, "cancelled while waiting for a connection");
         }
         if (!idle_.empty()) {  // the most recently used one: the least likely to be closed
-            close_stale(Clock::now());
+            close_stale(Clock::now());  // this one too, when it has been idle that long
             auto entry = std::move(idle_.back());
             idle_.pop_back();
             lock.unlock();
-            // A server may close a connection idle this long just as we send on it; a POST
-            // lost that way would look ambiguous, so start afresh instead.
-            if (Clock::now() - entry.since > kMaxIdleTime) entry.client->stop();
             return Lease(this, std::move(entry.client));
         }
         ++open_;
@@ -323,7 +320,9 @@ private:
     }
 
     // Closes the sockets of connections idle too long (the oldest are first); their clients are
-    // kept and reconnect when next used. Called with mu_ held.
+    // kept and reconnect when next used. A server may close a connection idle that long just as
+    // we send on it, and a POST lost that way would look ambiguous, so such a connection is
+    // never reused; closing it also frees the gateway worker it may pin. Called with mu_ held.
     void close_stale(Clock::time_point now) {
         for (auto& entry : idle_) {
             if (now - entry.since <= kMaxIdleTime) break;

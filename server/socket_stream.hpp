@@ -77,8 +77,9 @@ private:
 int timeout_ms(time_t sec, time_t usec);
 
 // httplib::Server on BufferedStream: one stream per connection, so a keep-alive connection
-// reuses its buffers (what a request leaves unread is dropped, as httplib does); an idle connection notices stop() within 50 ms instead of holding its
-// thread until the keep-alive timeout.
+// reuses its buffers (what a request leaves unread is dropped, as httplib does). An idle
+// connection notices stop() within 50 ms instead of holding its thread until the keep-alive
+// timeout.
 class PlainServer : public httplib::Server {
 private:
     bool process_and_close_socket(socket_t sock) override;

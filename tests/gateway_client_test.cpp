@@ -408,7 +408,8 @@ TEST(GatewayClient, ConcurrentBurstsReuseTheirConnections) {
         for (int round = 0; round < 5; ++round) {
             std::vector<std::thread> callers;
             for (int t = 0; t < 16; ++t)
-                callers.emplace_back([&] { c.read(ReadQuery{.resource = "seo_tasks", .client_id = "c1"}); });
+                callers.emplace_back(
+                    [&] { c.read(ReadQuery{.resource = "seo_tasks", .client_id = "c1"}); });
             for (auto& t : callers) t.join();
         }
     }
