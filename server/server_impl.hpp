@@ -32,6 +32,10 @@ struct LiveTask {
     std::stop_source stop;
     std::shared_ptr<Session> session;      // legacy: the session that created it
     json responses = json::object();       // modern: answers delivered by tasks/update
+    // Modern, while the work waits for answers: the questions still open given `responses`.
+    // tasks/update narrows the record with it before replying, so a tasks/get that follows
+    // never shows a question already answered. Called with `mutex` held.
+    std::function<json()> open_questions;
     std::vector<Channel*> waiters;         // legacy: tasks/result calls streaming to the client
     std::deque<std::string> outbox;        // requests to the client waiting for a waiter
     std::unique_ptr<Channel> channel;      // what the work's RequestContext talks through

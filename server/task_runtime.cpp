@@ -164,6 +164,19 @@ void task_progress(LiveTask& task, std::string message) {
     publish(task);
 }
 
+namespace {
+
+// Only the open questions stay on the record once some are answered. Called with the task's
+// mutex held.
+void narrow_input_requests(LiveTask& task, json left) {
+    if (left.size() == task.record.input_requests.size()) return;
+    task.record.input_requests = std::move(left);
+    task.record.updated_ms = now_ms();
+    task.store->put(task.record);
+}
+
+}  // namespace
+
 // Modern: waits for tasks/update to deliver every answer in `questions`.
 json task_wait_for_answers(LiveTask& task, const json& questions,
                            std::chrono::milliseconds timeout,
@@ -183,14 +196,15 @@ json task_wait_for_answers(LiveTask& task, const json& questions,
             }
             return left;
         };
+        task.open_questions = unanswered;
+        // Unset on every way out (answered, cancelled, timed out), still under the lock.
+        struct Unset {
+            LiveTask& task;
+            ~Unset() { task.open_questions = nullptr; }
+        } unset{task};
         for (json left = unanswered(); !left.empty(); left = unanswered()) {
             if (stop.stop_requested()) throw RpcError(error_code::internal_error, "cancelled");
-            if (left.size() != task.record.input_requests.size()) {
-                // Partly answered: only the open questions stay on the record.
-                task.record.input_requests = left;
-                task.record.updated_ms = now_ms();
-                task.store->put(task.record);
-            }
+            narrow_input_requests(task, std::move(left));
             if (task.changed.wait_until(lock, deadline) == std::cv_status::timeout &&
                 !unanswered().empty())
                 throw std::runtime_error("the client did not answer in time");
@@ -491,6 +505,7 @@ std::optional<std::string> Server::handle_task_method(const std::string& method,
             {
                 std::lock_guard lock(live->mutex);
                 for (const auto& [k, v] : responses->items()) live->responses[k] = v;
+                if (live->open_questions) narrow_input_requests(*live, live->open_questions());
             }
             live->changed.notify_all();
         }

@@ -117,6 +117,21 @@ void register_tools(Server& server, Probe& probe) {
         return ToolResult::text("answer:" + a.value("action", std::string()));
     };
     server.add_tool(std::move(ask));
+
+    ToolDef ask_two;
+    ask_two.name = "ask_two_job";
+    ask_two.description = "Asks two questions at once during the task.";
+    ask_two.input_schema = {{"type", "object"}};
+    ask_two.task_support = TaskSupport::optional;
+    ask_two.handler = [](const json&, RequestContext& ctx) {
+        const json question = {{"method", "elicitation/create"},
+                               {"params", {{"message", "Go?"},
+                                           {"requestedSchema", {{"type", "object"}}}}}};
+        json a = ctx.ask_all({{"first", question}, {"second", question}});
+        return ToolResult::text("answers:" + a["first"].value("action", std::string()) + "," +
+                                a["second"].value("action", std::string()));
+    };
+    server.add_tool(std::move(ask_two));
 }
 
 class Tasks : public ::testing::Test {
@@ -360,6 +375,29 @@ TEST_F(Tasks, ModernInputGoesThroughTasksUpdate) {
     EXPECT_EQ(fields, json({{"resultType", "complete"}}));
     json end = settle(id, [&] { return modern("tasks/get", {{"taskId", id}}); });
     EXPECT_EQ(end["result"]["result"]["content"][0]["text"], "answer:decline");
+}
+
+// tasks/update answers before it replies: the tasks/get that follows at once never shows an
+// answered question (the conformance suite's tasks-mrtr-input once saw one under load).
+TEST_F(Tasks, ModernPartialUpdateNarrowsTheQuestionsBeforeItsReply) {
+    const std::string id = modern("tools/call", {{"name", "ask_two_job"}})["result"]["taskId"];
+    json asking;
+    for (int i = 0; i < 200; ++i) {
+        asking = modern("tasks/get", {{"taskId", id}})["result"];
+        if (asking["status"] == "input_required") break;
+        std::this_thread::sleep_for(5ms);
+    }
+    ASSERT_EQ(asking["status"], "input_required");
+    ASSERT_TRUE(asking["inputRequests"].contains("first"));
+    ASSERT_TRUE(asking["inputRequests"].contains("second"));
+    modern("tasks/update", {{"taskId", id}, {"inputResponses", {{"first", {{"action", "accept"}}}}}});
+    json after = modern("tasks/get", {{"taskId", id}})["result"];
+    EXPECT_EQ(after["status"], "input_required");
+    EXPECT_FALSE(after["inputRequests"].contains("first")) << after.dump();
+    EXPECT_TRUE(after["inputRequests"].contains("second")) << after.dump();
+    modern("tasks/update", {{"taskId", id}, {"inputResponses", {{"second", {{"action", "decline"}}}}}});
+    json end = settle(id, [&] { return modern("tasks/get", {{"taskId", id}}); });
+    EXPECT_EQ(end["result"]["result"]["content"][0]["text"], "answers:accept,decline");
 }
 
 TEST_F(Tasks, ARestartPicksUpTasksThatSavedAResumePoint) {
