@@ -182,6 +182,16 @@ protected:
         in.era = agency::mcp::Era::modern;
         return call(method, modern_params(std::move(params), with_extension), in);
     }
+    // Polls tasks/get (modern) until the task asks for input; returns the last result seen.
+    json await_input_required(const std::string& task_id) {
+        json asking;
+        for (int i = 0; i < 200; ++i) {
+            asking = modern("tasks/get", {{"taskId", task_id}})["result"];
+            if (asking["status"] == "input_required") break;
+            std::this_thread::sleep_for(5ms);
+        }
+        return asking;
+    }
     // Polls tasks/get until the status is terminal.
     json settle(const std::string& task_id, const std::function<json()>& get) {
         for (int i = 0; i < 400; ++i) {
@@ -359,12 +369,7 @@ TEST_F(Tasks, ModernTasksAreFlatAndInlineTheirResult) {
 
 TEST_F(Tasks, ModernInputGoesThroughTasksUpdate) {
     const std::string id = modern("tools/call", {{"name", "ask_job"}})["result"]["taskId"];
-    json asking;
-    for (int i = 0; i < 200; ++i) {
-        asking = modern("tasks/get", {{"taskId", id}})["result"];
-        if (asking["status"] == "input_required") break;
-        std::this_thread::sleep_for(5ms);
-    }
+    const json asking = await_input_required(id);
     ASSERT_EQ(asking["status"], "input_required");
     EXPECT_EQ(asking["inputRequests"]["ok"]["method"], "elicitation/create");
     json ack = modern("tasks/update", {{"taskId", id}, {"inputResponses", {{"ok", {{"action", "decline"}}}}}});
@@ -381,12 +386,7 @@ TEST_F(Tasks, ModernInputGoesThroughTasksUpdate) {
 // answered question (the conformance suite's tasks-mrtr-input once saw one under load).
 TEST_F(Tasks, ModernPartialUpdateNarrowsTheQuestionsBeforeItsReply) {
     const std::string id = modern("tools/call", {{"name", "ask_two_job"}})["result"]["taskId"];
-    json asking;
-    for (int i = 0; i < 200; ++i) {
-        asking = modern("tasks/get", {{"taskId", id}})["result"];
-        if (asking["status"] == "input_required") break;
-        std::this_thread::sleep_for(5ms);
-    }
+    const json asking = await_input_required(id);
     ASSERT_EQ(asking["status"], "input_required");
     ASSERT_TRUE(asking["inputRequests"].contains("first"));
     ASSERT_TRUE(asking["inputRequests"].contains("second"));
