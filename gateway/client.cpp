@@ -462,6 +462,7 @@ struct Client::Impl {
                      std::string& out, milliseconds timeout, const std::stop_token& stop) {
         auto lease = pool.acquire(stop);
         auto& client = lease.client();
+        auto* plain = dynamic_cast<PlainClient*>(&client);
         client.set_read_timeout(timeout);
         client.set_write_timeout(timeout);
 
@@ -481,6 +482,7 @@ struct Client::Impl {
             if (length > 0) {
                 out.reserve(std::min<std::size_t>(length, kMaxReserve) +
                             simdjson::SIMDJSON_PADDING);
+                if (plain != nullptr) plain->expect_body(length);
             }
             return !stop.stop_requested();
         };

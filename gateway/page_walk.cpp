@@ -333,16 +333,16 @@ bool is_data_member(std::string_view body, std::size_t bracket) {
     return i > 0 && (body[i - 1] == '{' || body[i - 1] == ',');
 }
 
+#if defined(__x86_64__)
 // Bit i set where an odd number of the bits 0..i of x are set: inside a string, given quotes.
-std::uint64_t prefix_xor(std::uint64_t x) {
-    x ^= x << 1;
-    x ^= x << 2;
-    x ^= x << 4;
-    x ^= x << 8;
-    x ^= x << 16;
-    x ^= x << 32;
-    return x;
+// A carry-less multiply by all ones is that prefix XOR in one instruction (six shifts and XORs
+// took a quarter of the scan).
+__attribute__((target("pclmul"))) inline std::uint64_t prefix_xor(std::uint64_t x) {
+    const __m128i product = _mm_clmulepi64_si128(_mm_set_epi64x(0, static_cast<long long>(x)),
+                                                 _mm_set1_epi8(-1), 0);
+    return static_cast<std::uint64_t>(_mm_cvtsi128_si64(product));
 }
+#endif
 
 #if defined(__x86_64__)
 // Bit i set where byte i of the 64 (lo, hi) is c.
@@ -358,7 +358,7 @@ __attribute__((target("avx2"))) inline std::uint64_t eq(__m256i lo, __m256i hi, 
 // pass over a row without simdjson reading it. Returns false for anything but a plain
 // {..., "data":[{...}, ...], ...} page; the caller then walks the page the thorough way, which
 // names what is wrong. Rows are not validated inside; the ones that are read are, by simdjson.
-__attribute__((target("avx2"))) bool scan_rows(std::string_view body, std::size_t& open,
+__attribute__((target("avx2,pclmul"))) bool scan_rows(std::string_view body, std::size_t& open,
                                                std::size_t& close, std::vector<RowSpan>& rows) {
     rows.clear();
     constexpr int kMaxDepth = 64;
@@ -453,7 +453,8 @@ __attribute__((target("avx2"))) bool scan_rows(std::string_view body, std::size_
 bool walk_marked_rows(simdjson::padded_string_view view, const WalkOptions& options,
                       const RowVisitor& on_row, Workspace& ws, WalkResult& result) {
 #if defined(__x86_64__)
-    static const bool avx2 = __builtin_cpu_supports("avx2");
+    static const bool avx2 =
+        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul");
     const std::string_view body(view.data(), view.length());
     std::size_t open = 0, close = 0;
     if (!avx2 || !scan_rows(body, open, close, ws.rows)) return false;

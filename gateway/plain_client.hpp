@@ -20,6 +20,10 @@ class PlainClient : public httplib::ClientImpl {
 public:
     PlainClient(const std::string& host, int port) : httplib::ClientImpl(host, port) {}
 
+    // Called from a response handler: the answer's body is `length` bytes, so reading it may
+    // wait for all of it at once instead of waking per segment.
+    void expect_body(std::size_t length) { buffers_.expect_body(length); }
+
 private:
     // The buffers outlive each request's stream: pooled clients reuse them instead of
     // allocating 64 KiB per request.

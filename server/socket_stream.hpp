@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -22,11 +23,26 @@ namespace agency::net {
 // request does not allocate them again.
 struct StreamBuffers {
     static constexpr std::size_t read_size = 64 * 1024;
+    // A body announced larger than read_size gets a buffer up to this size, so that one wake-up
+    // takes in a whole gateway page (entry 20 of bench/findings.md).
+    static constexpr std::size_t max_read_size = 256 * 1024;
     std::unique_ptr<char[]> read;
+    std::size_t read_capacity = 0;
     std::string held;  // a header block waiting for its body (see BufferedStream::write)
-    void ensure() {
-        if (!read) read = std::make_unique<char[]>(read_size);
+    // Bytes read() has handed out, and the count at which the body being read ends (0 when
+    // no length was announced): what is certain to arrive, so a wait can be for all of it.
+    std::uint64_t consumed = 0;
+    std::uint64_t body_end = 0;
+    // The SO_RCVLOWAT last set, and on which socket.
+    int lowat_sock = -1;
+    int lowat = 1;
+    void ensure(std::size_t size = read_size) {
+        if (read_capacity >= size) return;
+        read = std::make_unique<char[]>(size);
+        read_capacity = size;
     }
+    // The next `length` bytes read() hands out are a body that the peer has announced.
+    void expect_body(std::size_t length) { body_end = consumed + length; }
 };
 
 // Reads up to 64 KiB per recv, trying the recv before polling; writes without polling first.
@@ -58,6 +74,8 @@ public:
 
 private:
     ssize_t fill();
+    // Sets SO_RCVLOWAT, so that a wait for the rest of a body wakes once, not per segment.
+    void set_low_water(int bytes);
     // getpeername or getsockname, into a cached address.
     void look_up(int (*query)(int, sockaddr*, socklen_t*), std::string& ip, int& port) const;
     bool send_all(const char* a, std::size_t a_size, const char* b, std::size_t b_size);

@@ -56,6 +56,22 @@ struct Server : agency::testing::LoopbackServer<> {
                                          return sink.write(all.data() + offset, n);
                                      });
         });
+        http.Get("/small", [this](const httplib::Request& req, httplib::Response& res) {
+            note(req);
+            res.set_content("{}", "application/json");
+        });
+        // Announces 100,000 bytes, sends half, then stalls.
+        http.Get("/half", [](const httplib::Request&, httplib::Response& res) {
+            res.set_content_provider(100'000, "application/json",
+                                     [](std::size_t offset, std::size_t, httplib::DataSink& sink) {
+                                         if (offset > 0) {
+                                             std::this_thread::sleep_for(600ms);
+                                             return false;
+                                         }
+                                         const std::string half = pattern(50'000);
+                                         return sink.write(half.data(), half.size());
+                                     });
+        });
         http.Get("/stall", [](const httplib::Request&, httplib::Response& res) {
             std::this_thread::sleep_for(600ms);
             res.set_content("{}", "application/json");
@@ -86,6 +102,58 @@ TEST(PlainClient, ReadsBodiesWithALengthChunkedOrSlowWhole) {
     // Six answers, one connection: nothing read ahead was lost between them.
     std::lock_guard lock(server.mu);
     EXPECT_EQ(server.remote_ports.size(), 1u);
+}
+
+// As gateway::Client reads: the response handler announces the body's length, so the stream
+// waits for all of it (SO_RCVLOWAT) instead of waking per segment.
+httplib::Result get_announced(PlainClient& client, const std::string& path, std::string& body) {
+    body.clear();
+    return client.Get(
+        path,
+        [&](const httplib::Response& res) {
+            const std::string length = res.get_header_value("Content-Length");
+            if (!length.empty()) client.expect_body(std::stoul(length));
+            return true;
+        },
+        [&](const char* data, std::size_t n) {
+            body.append(data, n);
+            return true;
+        });
+}
+
+TEST(PlainClient, AnnouncedBodiesArriveWholeAndDoNotHoldUpTheNextAnswer) {
+    Server server;
+    PlainClient client("127.0.0.1", server.port);
+    client.set_keep_alive(true);
+    client.set_read_timeout(1s);
+    std::string body;
+    for (const auto& [path, size] : {std::pair<std::string, std::size_t>{"/slow", 200'000},
+                                     {"/big", 5'000'003}}) {
+        auto res = get_announced(client, path, body);
+        ASSERT_TRUE(res) << path << ": " << httplib::to_string(res.error());
+        EXPECT_TRUE(body == pattern(size)) << path;
+        // A short answer right after: a wait still set for the last body's bytes would hold
+        // it until the read timeout.
+        const auto started = std::chrono::steady_clock::now();
+        auto small = get_announced(client, "/small", body);
+        ASSERT_TRUE(small) << httplib::to_string(small.error());
+        EXPECT_EQ(body, "{}");
+        EXPECT_LT(std::chrono::steady_clock::now() - started, 500ms);
+    }
+    std::lock_guard lock(server.mu);
+    EXPECT_EQ(server.remote_ports.size(), 1u);
+}
+
+TEST(PlainClient, AnnouncedBodyThatStallsTimesOut) {
+    Server server;
+    PlainClient client("127.0.0.1", server.port);
+    client.set_read_timeout(150ms);
+    std::string body;
+    const auto started = std::chrono::steady_clock::now();
+    auto res = get_announced(client, "/half", body);
+    EXPECT_FALSE(res);
+    EXPECT_EQ(res.error(), httplib::Error::Read);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 550ms);
 }
 
 TEST(PlainClient, ReadTimeoutFailsTheRequest) {
