@@ -105,8 +105,8 @@ const ServerOptions& Server::options() const { return impl_->options; }
 void Server::add_tool(ToolDef tool) {
     auto& headers = impl_->header_params[tool.name];
     headers.clear();
-    if (auto props = tool.input_schema.find("properties");
-        props != tool.input_schema.end() && props->is_object())
+    if (auto props = tool.input().find("properties");
+        props != tool.input().end() && props->is_object())
         for (const auto& [prop, schema] : props->items())
             if (schema.is_object() && schema.contains("x-mcp-header") &&
                 schema["x-mcp-header"].is_string())
@@ -622,8 +622,8 @@ std::optional<std::string> Server::handle_message(const json& message, const Inb
                 json entry = {{"name", t.name}};
                 if (!t.title.empty()) entry["title"] = t.title;
                 entry["description"] = t.description;
-                entry["inputSchema"] = t.input_schema;
-                if (!t.output_schema.is_null()) entry["outputSchema"] = t.output_schema;
+                entry["inputSchema"] = t.input();
+                if (!t.output().is_null()) entry["outputSchema"] = t.output();
                 if (!t.annotations.is_null()) entry["annotations"] = t.annotations;
                 if (legacy && t.task_support != TaskSupport::forbidden)
                     entry["execution"] = {

@@ -199,27 +199,27 @@ void tool_section(const mcp::ToolDef& tool, std::string& out) {
     out += "\n";
 
     out += "### Arguments\n\n";
-    const json* args = properties_of(tool.input_schema);
+    const json* args = properties_of(tool.input());
     if (!args || args->empty()) {
         out += "None.\n\n";
     } else {
         out += "| argument | type | required | description |\n|---|---|---|---|\n";
         for (const auto& [name, prop] : args->items())
             out += "| " + code(name) + " | " + cell(type_text(prop)) + " | " +
-                   (is_required(tool.input_schema, name) ? "yes" : "no") + " | " +
+                   (is_required(tool.input(), name) ? "yes" : "no") + " | " +
                    cell(prose(prop.value("description", ""))) + " |\n";
         out += "\n";
-        if (tool.input_schema.value("additionalProperties", json(true)) == json(false))
+        if (tool.input().value("additionalProperties", json(true)) == json(false))
             out += "Any other argument is refused.\n\n";
     }
 
     out += "### Output\n\n";
-    if (!properties_of(tool.output_schema)) {
+    if (!properties_of(tool.output())) {
         out += "Text content only (no `structuredContent` schema).\n\n";
     } else {
         out += "`structuredContent` fields (nested rows: required within their element):\n\n";
         out += "| field | type | required | description |\n|---|---|---|---|\n";
-        output_rows(tool.output_schema, "", 0, out);
+        output_rows(tool.output(), "", 0, out);
         out += "\n";
     }
 }

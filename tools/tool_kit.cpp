@@ -330,10 +330,16 @@ void add_tool(mcp::Server& server, ToolSpec spec) {
     def.name = spec.name;
     def.title = spec.title;
     def.description = spec.description;
+    // Embedded schemas live as long as the program: the definition and the validator point at
+    // them instead of copying them. A patched one is the tool's own copy.
     const json& embedded_input = schema(spec.input_schema);
-    def.input_schema = embedded_input;
-    if (!spec.input_schema_patch.is_null()) def.input_schema.merge_patch(spec.input_schema_patch);
-    if (!spec.output_schema.empty()) def.output_schema = schema(spec.output_schema);
+    if (spec.input_schema_patch.is_null()) {
+        def.shared_input_schema = &embedded_input;
+    } else {
+        def.input_schema = embedded_input;
+        def.input_schema.merge_patch(spec.input_schema_patch);
+    }
+    if (!spec.output_schema.empty()) def.shared_output_schema = &schema(spec.output_schema);
     def.annotations = {{"title", spec.title},
                        {"readOnlyHint", spec.read_only},
                        {"idempotentHint", spec.idempotent},
@@ -341,7 +347,6 @@ void add_tool(mcp::Server& server, ToolSpec spec) {
     if (!spec.read_only) def.annotations["destructiveHint"] = spec.destructive;
     if (spec.needs_write) def.required_scopes = {"write"};
     def.interactive = spec.interactive;
-    // An embedded schema lives as long as the program: the validator need not copy it.
     auto validator = std::make_shared<InputValidator>(
         spec.input_schema_patch.is_null() ? InputValidator::borrowing(embedded_input)
                                           : InputValidator(def.input_schema));
