@@ -60,11 +60,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr std::size_t kMaxConnections = 16;        // in use at once; more callers wait
-// Kept idle: as many as were in use, so the next burst does not reconnect. An idle connection
-// may pin a worker of a thread-per-connection gateway, so one idle longer than kMaxIdleTime
-// is closed at the next acquire or release.
-constexpr std::size_t kMaxIdleConnections = kMaxConnections;
+// In use at once; more callers wait. Every connection returned is kept, so the next burst
+// does not reconnect; an idle one may pin a worker of a thread-per-connection gateway, so one
+// idle longer than kMaxIdleTime is closed at the next acquire or release.
+constexpr std::size_t kMaxConnections = 16;
 constexpr auto kMaxIdleTime = milliseconds(1500);  // under common keep-alive limits (2-5 s)
 constexpr int kPageLimit = 1000;                   // the gateway's maximum
 constexpr int kVerifyLimit = 20;                   // newest rows read to find a created record
@@ -296,7 +295,7 @@ private:
 #endif
         if (!client) client = std::make_unique<PlainClient>(url_.host, url_.port);
         client->set_keep_alive(true);
-        client->set_tcp_nodelay(true);  // headers and body go out in separate writes
+        client->set_tcp_nodelay(true);  // SSLClient writes a request's head and body separately
         client->set_url_encode(false);  // targets are encoded here
         client->set_follow_location(false);
         client->set_connection_timeout(connect_timeout_);
@@ -306,15 +305,10 @@ private:
     // A client whose socket was closed is kept too: it reconnects on its next request, and
     // keeping it saves rebuilding the TLS context.
     void release(std::unique_ptr<httplib::ClientImpl> client) {
-        std::unique_lock lock(mu_);
-        close_stale(Clock::now());
-        if (idle_.size() >= kMaxIdleConnections) {
-            --open_;
-            lock.unlock();
-            client.reset();
-        } else {
+        {
+            std::lock_guard lock(mu_);
+            close_stale(Clock::now());
             idle_.push_back({std::move(client), Clock::now()});
-            lock.unlock();
         }
         cv_.notify_one();
     }

@@ -45,7 +45,9 @@ struct StreamBuffers {
     void expect_body(std::size_t length) { body_end = consumed + length; }
 };
 
-// Reads up to 64 KiB per recv, trying the recv before polling; writes without polling first.
+// Reads up to 64 KiB per recv (a body announced through StreamBuffers::expect_body: up to
+// 256 KiB, waiting for all of it at once), trying the recv before polling; writes without
+// polling first.
 // The head of a message (its first write since a read) is held back when it announces a
 // Content-Length, and sent with the body that follows it in one sendmsg; anything held goes
 // out before the next read, with the next write, or at flush(). A chunked answer (an SSE

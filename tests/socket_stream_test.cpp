@@ -11,7 +11,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <set>
 #include <string>
 #include <thread>
 

@@ -3,6 +3,7 @@
 // and pickup after a restart through a shared TaskStore.
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -63,75 +64,67 @@ struct Probe {
     std::atomic<bool> saw_stop{false};
 };
 
+// A tool taking any object, with the task support given.
+ToolDef tool(std::string name, std::string description, TaskSupport support,
+             std::function<ToolResult(const json&, RequestContext&)> handler) {
+    ToolDef def;
+    def.name = std::move(name);
+    def.description = std::move(description);
+    def.input_schema = {{"type", "object"}};
+    def.task_support = support;
+    def.handler = std::move(handler);
+    return def;
+}
+
 void register_tools(Server& server, Probe& probe) {
-    ToolDef wait;
-    wait.name = "wait_job";
-    wait.description = "Runs until released; saves a resume point.";
-    wait.input_schema = {{"type", "object"}};
-    wait.task_support = TaskSupport::optional;
-    wait.handler = [&probe](const json& args, RequestContext& ctx) {
-        ++probe.runs;
-        ctx.set_task_resume({{"step", 1}});
-        ctx.progress(1, 2, "half way");
-        while (!probe.release) {
-            if (ctx.stop.stop_requested()) {
-                probe.saw_stop = true;
-                return ToolResult::text("stopped", true);
-            }
-            std::this_thread::sleep_for(5ms);
-        }
-        ctx.progress(2, 2, "finishing");
-        return ToolResult::text("done:" + args.value("label", std::string()));
-    };
+    ToolDef wait = tool("wait_job", "Runs until released; saves a resume point.",
+                        TaskSupport::optional, [&probe](const json& args, RequestContext& ctx) {
+                            ++probe.runs;
+                            ctx.set_task_resume({{"step", 1}});
+                            ctx.progress(1, 2, "half way");
+                            while (!probe.release) {
+                                if (ctx.stop.stop_requested()) {
+                                    probe.saw_stop = true;
+                                    return ToolResult::text("stopped", true);
+                                }
+                                std::this_thread::sleep_for(5ms);
+                            }
+                            ctx.progress(2, 2, "finishing");
+                            return ToolResult::text("done:" + args.value("label", std::string()));
+                        });
     wait.resume_task = [](const json& resume, const json& args, RequestContext&) {
         return ToolResult::text("resumed at step " + std::to_string(resume.value("step", 0)) +
                                 " for " + args.value("label", std::string()));
     };
     server.add_tool(std::move(wait));
 
-    ToolDef plain;
-    plain.name = "plain";
-    plain.description = "Never a task.";
-    plain.input_schema = {{"type", "object"}};
-    plain.handler = [](const json&, RequestContext&) { return ToolResult::text("plain"); };
-    server.add_tool(std::move(plain));
-
-    ToolDef only;
-    only.name = "only_task";
-    only.description = "Runs only as a task; fails with a tool error.";
-    only.input_schema = {{"type", "object"}};
-    only.task_support = TaskSupport::required;
-    only.handler = [](const json&, RequestContext&) { return ToolResult::text("broken", true); };
-    server.add_tool(std::move(only));
-
-    ToolDef ask;
-    ask.name = "ask_job";
-    ask.description = "Asks the user during the task.";
-    ask.input_schema = {{"type", "object"}};
-    ask.task_support = TaskSupport::optional;
-    ask.handler = [](const json&, RequestContext& ctx) {
-        json a = ctx.ask("ok", "elicitation/create",
-                         {{"message", "Go?"},
-                          {"requestedSchema",
-                           {{"type", "object"}, {"properties", {{"go", {{"type", "boolean"}}}}}}}});
-        return ToolResult::text("answer:" + a.value("action", std::string()));
-    };
-    server.add_tool(std::move(ask));
-
-    ToolDef ask_two;
-    ask_two.name = "ask_two_job";
-    ask_two.description = "Asks two questions at once during the task.";
-    ask_two.input_schema = {{"type", "object"}};
-    ask_two.task_support = TaskSupport::optional;
-    ask_two.handler = [](const json&, RequestContext& ctx) {
-        const json question = {{"method", "elicitation/create"},
-                               {"params", {{"message", "Go?"},
-                                           {"requestedSchema", {{"type", "object"}}}}}};
-        json a = ctx.ask_all({{"first", question}, {"second", question}});
-        return ToolResult::text("answers:" + a["first"].value("action", std::string()) + "," +
-                                a["second"].value("action", std::string()));
-    };
-    server.add_tool(std::move(ask_two));
+    server.add_tool(tool("plain", "Never a task.", TaskSupport::forbidden,
+                         [](const json&, RequestContext&) { return ToolResult::text("plain"); }));
+    server.add_tool(tool("only_task", "Runs only as a task; fails with a tool error.",
+                         TaskSupport::required, [](const json&, RequestContext&) {
+                             return ToolResult::text("broken", true);
+                         }));
+    server.add_tool(tool("ask_job", "Asks the user during the task.", TaskSupport::optional,
+                         [](const json&, RequestContext& ctx) {
+                             json a = ctx.ask(
+                                 "ok", "elicitation/create",
+                                 {{"message", "Go?"},
+                                  {"requestedSchema",
+                                   {{"type", "object"},
+                                    {"properties", {{"go", {{"type", "boolean"}}}}}}}});
+                             return ToolResult::text("answer:" + a.value("action", std::string()));
+                         }));
+    server.add_tool(tool("ask_two_job", "Asks two questions at once during the task.",
+                         TaskSupport::optional, [](const json&, RequestContext& ctx) {
+                             const json question = {
+                                 {"method", "elicitation/create"},
+                                 {"params",
+                                  {{"message", "Go?"}, {"requestedSchema", {{"type", "object"}}}}}};
+                             json a = ctx.ask_all({{"first", question}, {"second", question}});
+                             return ToolResult::text(
+                                 "answers:" + a["first"].value("action", std::string()) + "," +
+                                 a["second"].value("action", std::string()));
+                         }));
 }
 
 class Tasks : public ::testing::Test {
