@@ -469,6 +469,7 @@ struct Client::Impl {
             req.headers.emplace("Content-Type", "application/json");
         }
         out.clear();
+        bool sinking = false;  // the body goes straight into `out` (PlainClient)
         req.response_handler = [&](const httplib::Response& res) {
             const auto header = res.get_header_value("Content-Length");
             std::size_t length = 0;
@@ -476,14 +477,14 @@ struct Client::Impl {
             if (length > 0) {
                 out.reserve(std::min<std::size_t>(length, kMaxReserve) +
                             simdjson::SIMDJSON_PADDING);
-                if (plain != nullptr) plain->expect_body(length);
+                if (plain != nullptr) sinking = plain->expect_body_into(res, length, out);
             }
             return !stop.stop_requested();
         };
         req.content_receiver = [&](const char* data, std::size_t size, std::uint64_t,
                                    std::uint64_t) {
             if (stop.stop_requested()) return false;
-            out.append(data, size);
+            if (!sinking) out.append(data, size);
             return true;
         };
 

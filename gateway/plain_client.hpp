@@ -23,6 +23,11 @@ public:
     // Called from a response handler: the answer's body is `length` bytes, so reading it may
     // wait for all of it at once instead of waking per segment.
     void expect_body(std::size_t length) { buffers_.expect_body(length); }
+    // As expect_body, and where httplib will not decode the body (no Content-Encoding) its
+    // bytes are appended straight to `sink`. Returns whether they will be: the content
+    // receiver is then handed only their counts, its data pointer does not point at them and
+    // must not be read.
+    bool expect_body_into(const httplib::Response& res, std::size_t length, std::string& sink);
 
 private:
     // The buffers outlive each request's stream: pooled clients reuse them instead of

@@ -82,6 +82,8 @@ bool BufferedStream::is_writable() const { return wait_for(sock_, POLLOUT, write
 ssize_t BufferedStream::read(char* ptr, size_t size) {
     // What was held is a request or an answer's head: the peer needs it before it replies.
     if (!buffers_.held.empty() && !flush()) return -1;
+    if (buffers_.sink != nullptr && buffers_.consumed < buffers_.body_end)
+        return read_into_sink(size);
     if (begin_ == end_) {
         const ssize_t n = fill();
         if (n <= 0) return n;
@@ -191,6 +193,52 @@ ssize_t BufferedStream::fill() {
         if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
         if (!wait_for(sock_, POLLIN, read_timeout_)) return -1;
     }
+}
+
+// The announced body's next bytes into the sink: first what the buffer holds (what came with
+// the head), then straight from the socket, at most max_read_size at a time (the sink grows
+// with what arrives, not with what was announced), never past the body's end.
+ssize_t BufferedStream::read_into_sink(std::size_t size) {
+    if (buffers_.sink_ready == 0) {
+        message_start_ = true;
+        std::string& sink = *buffers_.sink;
+        const std::uint64_t due = buffers_.body_end - buffers_.consumed;
+        if (begin_ < end_) {
+            const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(due, end_ - begin_));
+            sink.append(buffers_.read.get() + begin_, n);
+            begin_ += n;
+            buffers_.sink_ready = n;
+        } else {
+            const auto want =
+                static_cast<std::size_t>(std::min<std::uint64_t>(due, StreamBuffers::max_read_size));
+            set_low_water(static_cast<int>(want));
+            const std::size_t old = sink.size();
+            ssize_t n = -1;
+            const auto receive = [&](char* data, std::size_t) {
+                while ((n = ::recv(sock_, data + old, want, MSG_DONTWAIT)) < 0) {
+                    if (errno == EINTR) continue;
+                    if ((errno != EAGAIN && errno != EWOULDBLOCK) ||
+                        !wait_for(sock_, POLLIN, read_timeout_))
+                        break;
+                }
+                return old + static_cast<std::size_t>(std::max<ssize_t>(n, 0));
+            };
+#if defined(__cpp_lib_string_resize_and_overwrite)
+            // Without zero-filling the room first: that fill was a tenth of a list_rankings
+            // call's CPU (why this library is built as C++23).
+            sink.resize_and_overwrite(old + want, receive);
+#else
+            sink.resize(old + want);
+            sink.resize(receive(sink.data(), old + want));
+#endif
+            if (n <= 0) return n < 0 ? -1 : 0;
+            buffers_.sink_ready = static_cast<std::size_t>(n);
+        }
+    }
+    const std::size_t n = std::min(size, buffers_.sink_ready);
+    buffers_.sink_ready -= n;
+    buffers_.consumed += n;
+    return static_cast<ssize_t>(n);
 }
 
 void BufferedStream::set_low_water(int bytes) {
