@@ -116,20 +116,28 @@ TEST(PlainClient, ReadsBodiesWithALengthChunkedOrSlowWhole) {
 }
 
 // As gateway::Client reads: the response handler announces the body's length, so the stream
-// waits for all of it (SO_RCVLOWAT) instead of waking per segment.
-httplib::Result get_announced(PlainClient& client, const std::string& path, std::string& body) {
+// waits for all of it (SO_RCVLOWAT) instead of waking per segment. With a `sunk` flag the body
+// is offered to be received straight into `body` (the content receiver is then handed only
+// counts), and the flag says whether it was.
+httplib::Result get_announced(PlainClient& client, const std::string& path, std::string& body,
+                              bool* sunk = nullptr, const httplib::Headers& headers = {}) {
     body.clear();
-    return client.Get(
-        path,
+    bool into = false;
+    auto result = client.Get(
+        path, headers,
         [&](const httplib::Response& res) {
             const std::string length = res.get_header_value("Content-Length");
-            if (!length.empty()) client.expect_body(std::stoul(length));
+            if (length.empty()) return true;
+            if (sunk == nullptr) client.expect_body(std::stoul(length));
+            else into = client.expect_body_into(res, std::stoul(length), body);
             return true;
         },
         [&](const char* data, std::size_t n) {
-            body.append(data, n);
+            if (!into) body.append(data, n);
             return true;
         });
+    if (sunk != nullptr) *sunk = into;
+    return result;
 }
 
 TEST(PlainClient, AnnouncedBodiesArriveWholeAndDoNotHoldUpTheNextAnswer) {
@@ -154,25 +162,6 @@ TEST(PlainClient, AnnouncedBodiesArriveWholeAndDoNotHoldUpTheNextAnswer) {
     EXPECT_EQ(server.connections(), 1u);
 }
 
-// As gateway::Client reads a page: the body straight into the string, the content receiver
-// handed only counts. Returns whether the body went that way.
-httplib::Result get_into(PlainClient& client, const std::string& path, std::string& body,
-                         bool& sunk, const httplib::Headers& headers = {}) {
-    body.clear();
-    sunk = false;
-    return client.Get(
-        path, headers,
-        [&](const httplib::Response& res) {
-            const std::string length = res.get_header_value("Content-Length");
-            if (!length.empty()) sunk = client.expect_body_into(res, std::stoul(length), body);
-            return true;
-        },
-        [&](const char* data, std::size_t n) {
-            if (!sunk) body.append(data, n);
-            return true;
-        });
-}
-
 TEST(PlainClient, BodiesReceivedIntoTheCallersStringArriveWhole) {
     Server server;
     PlainClient client("127.0.0.1", server.port);
@@ -183,7 +172,7 @@ TEST(PlainClient, BodiesReceivedIntoTheCallersStringArriveWhole) {
     for (int round = 0; round < 2; ++round) {
         for (const auto& [path, size] : {std::pair<std::string, std::size_t>{"/slow", 200'000},
                                          {"/big-plain", 5'000'003}}) {
-            auto res = get_into(client, path, body, sunk);
+            auto res = get_announced(client, path, body, &sunk);
             ASSERT_TRUE(res) << path << ": " << httplib::to_string(res.error());
             EXPECT_TRUE(sunk) << path;
             EXPECT_EQ(body.size(), size) << path;
@@ -191,7 +180,7 @@ TEST(PlainClient, BodiesReceivedIntoTheCallersStringArriveWhole) {
             EXPECT_TRUE(res->body.empty()) << path;
         }
         // A compressed body is decoded by httplib, so it comes through the receiver.
-        auto big = get_into(client, "/big", body, sunk, {{"Accept-Encoding", "gzip"}});
+        auto big = get_announced(client, "/big", body, &sunk, {{"Accept-Encoding", "gzip"}});
         ASSERT_TRUE(big) << httplib::to_string(big.error());
         EXPECT_FALSE(big->get_header_value("Content-Encoding").empty());
         EXPECT_FALSE(sunk);
@@ -212,7 +201,7 @@ TEST(PlainClient, BodyIntoTheCallersStringThatStallsTimesOut) {
     std::string body;
     bool sunk = false;
     const auto started = std::chrono::steady_clock::now();
-    auto res = get_into(client, "/half", body, sunk);
+    auto res = get_announced(client, "/half", body, &sunk);
     EXPECT_TRUE(sunk);
     EXPECT_FALSE(res);
     EXPECT_EQ(res.error(), httplib::Error::Read);
