@@ -606,7 +606,7 @@ private:
         auto r = rng("backlinks");
         std::vector<Domain> domains;
         for (std::size_t i = 0; i < pool.size(); ++i) {
-            char digits[16];
+            char digits[24];  // any size_t fits (-Wformat-truncation in the asan build)
             std::snprintf(digits, sizeof digits, "%03zu", i + 1);
             domains.push_back({pool[i].first, pool[i].second, r.between(8, 72),
                                "rd-" + c_.short_name + "-" + digits});
@@ -1315,7 +1315,7 @@ private:
         std::vector<ojson> rows;
         for (std::size_t i = 0; i < entries.size(); ++i) {
             const auto& [title, type] = entries[i];
-            char digits[16];
+            char digits[24];  // any size_t fits
             std::snprintf(digits, sizeof digits, "%03zu", i + 1);
             const Seconds created = moment(r.between(20, 400), r);
             const bool trained = r.chance(0.85);
