@@ -1,6 +1,7 @@
 #include "gateway/page_walk.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <memory>
@@ -124,6 +125,21 @@ bool matches_at(std::string_view body, std::size_t at, std::string_view needle) 
 
 std::uint8_t fold_of(char c) { return is_ascii_letter(c) ? 0x20 : 0; }
 
+// The widest vector instructions a walk may use: detected once, capped by set_max_simd.
+std::atomic<int> max_simd{2};
+
+int simd_level() {
+#if defined(__x86_64__)
+    static const int detected = [] {
+        if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("pclmul")) return 0;
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") ? 2 : 1;
+    }();
+    return std::min(detected, max_simd.load(std::memory_order_relaxed));
+#else
+    return 0;
+#endif
+}
+
 #if defined(__x86_64__)
 // The block loop of find_marks: the first and last bytes of the needle compared at every
 // position of a block at once (letters folded by OR 0x20), with the block's backslashes; a
@@ -162,6 +178,36 @@ __attribute__((target("avx2"))) std::size_t find_blocks_avx2(std::string_view bo
     return i;
 }
 
+// find_blocks_avx2 64 bytes at a time, the comparisons straight into bit masks.
+__attribute__((target("avx512f,avx512bw"))) std::size_t find_blocks_avx512(
+    std::string_view body, std::string_view needle, std::vector<std::size_t>& marks,
+    bool& any_backslash) {
+    const std::size_t n = needle.size();
+    const __m512i first = _mm512_set1_epi8(static_cast<char>(needle.front()));
+    const __m512i last = _mm512_set1_epi8(static_cast<char>(needle.back()));
+    const __m512i first_fold = _mm512_set1_epi8(static_cast<char>(fold_of(needle.front())));
+    const __m512i last_fold = _mm512_set1_epi8(static_cast<char>(fold_of(needle.back())));
+    const __m512i backslash = _mm512_set1_epi8('\\');
+    std::size_t i = 0;
+    for (; i + n - 1 + 64 <= body.size(); i += 64) {
+        const __m512i a = _mm512_loadu_si512(body.data() + i);
+        const __m512i b = _mm512_loadu_si512(body.data() + i + n - 1);
+        std::uint64_t candidates =
+            _mm512_cmpeq_epi8_mask(_mm512_or_si512(a, first_fold), first) &
+            _mm512_cmpeq_epi8_mask(_mm512_or_si512(b, last_fold), last);
+        std::uint64_t escapes = _mm512_cmpeq_epi8_mask(a, backslash);
+        if ((candidates | escapes) == 0) continue;
+        any_backslash = any_backslash || escapes != 0;
+        for (; candidates != 0; candidates &= candidates - 1) {
+            const auto bit = static_cast<std::size_t>(__builtin_ctzll(candidates));
+            if (matches_at(body, i + bit, needle)) escapes |= std::uint64_t{1} << bit;
+        }
+        for (; escapes != 0; escapes &= escapes - 1)
+            marks.push_back(i + static_cast<std::size_t>(__builtin_ctzll(escapes)));
+    }
+    return i;
+}
+
 #endif
 
 // Offsets, in order, of every occurrence of `value` (ASCII case-insensitively) and of every
@@ -174,8 +220,9 @@ void find_marks(std::string_view body, std::string_view value, Workspace& ws) {
     std::size_t i = 0;
 #if defined(__x86_64__)
     // Without AVX2 (rare on x86-64 servers now) the byte loop below does it all, slower.
-    static const bool avx2 = __builtin_cpu_supports("avx2");
-    if (avx2) i = find_blocks_avx2(body, needle, ws.marks, ws.any_backslash);
+    const int simd = simd_level();
+    if (simd == 2) i = find_blocks_avx512(body, needle, ws.marks, ws.any_backslash);
+    else if (simd == 1) i = find_blocks_avx2(body, needle, ws.marks, ws.any_backslash);
 #endif
     for (; i < body.size(); ++i) {
         const bool backslash = body[i] == '\\';
@@ -351,62 +398,38 @@ __attribute__((target("pclmul"))) inline std::uint64_t prefix_xor(std::uint64_t 
 }
 #endif
 
-#if defined(__x86_64__)
-// Bit i set where byte i of the 64 (lo, hi) is c.
-__attribute__((target("avx2"))) inline std::uint64_t eq(__m256i lo, __m256i hi, char c) {
-    const __m256i v = _mm256_set1_epi8(c);
-    const auto low = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, v)));
-    const auto high = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, v)));
-    return static_cast<std::uint64_t>(low) | static_cast<std::uint64_t>(high) << 32;
-}
-
-// The bounds of the data array and of each of its rows, from the page's brackets alone
-// (outside strings, escapes honoured), 64 bytes at a time: what a must_contain walk needs to
-// pass over a row without simdjson reading it. Returns false for anything but a plain
-// {..., "data":[{...}, ...], ...} page; the caller then walks the page the thorough way, which
-// names what is wrong. Rows are not validated inside; the ones that are read are, by simdjson.
-// kEscapes false: the caller knows the page holds no backslash (the marks pass saw none), so
-// the scan need not look for escapes (an eighth of its work).
-template <bool kEscapes>
-__attribute__((target("avx2,pclmul"))) bool scan_rows(std::string_view body, std::size_t& open,
-                                               std::size_t& close, std::vector<RowSpan>& rows) {
-    rows.clear();
-    constexpr int kMaxDepth = 64;
+// What scan_rows knows between blocks, and what it does with each block's brackets. Plain
+// scalar code, inlined into each vector version of the block loop.
+struct RowScan {
+    static constexpr int kMaxDepth = 64;
+    std::string_view body;
+    std::size_t& open;
+    std::size_t& close;
+    std::vector<RowSpan>& rows;
     char stack[kMaxDepth];
     int depth = 0;
     bool in_data = false, data_found = false, top_closed = false;
     std::size_t top_open = 0, top_close = 0, row_begin = 0;
     std::uint64_t string_carry = 0;  // all ones while a string runs on from the last block
     bool escape_carry = false;       // the last block ended with an unpaired backslash
-    for (std::size_t base = 0; base < body.size(); base += 64) {
-        alignas(32) char tail[64];
-        const char* p = body.data() + base;
-        if (body.size() - base < 64) {
-            std::memset(tail, ' ', sizeof tail);
-            std::memcpy(tail, p, body.size() - base);
-            p = tail;
-        }
-        const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-        const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
-        const std::uint64_t backslashes = kEscapes ? eq(lo, hi, '\\') : 0;
-        std::uint64_t escaped = 0;
-        if (kEscapes && (backslashes != 0 || escape_carry)) {  // rare: worked out a byte at a time
-            for (int i = 0; i < 64; ++i) {
-                if (escape_carry) {
-                    escaped |= std::uint64_t{1} << i;
-                    escape_carry = false;
-                } else if ((backslashes >> i) & 1) {
-                    escape_carry = true;
-                }
+
+    // The bits of a block's bytes that a backslash escapes (rare: a byte at a time).
+    std::uint64_t escaped(std::uint64_t backslashes) {
+        std::uint64_t out = 0;
+        if (backslashes == 0 && !escape_carry) return 0;
+        for (int i = 0; i < 64; ++i) {
+            if (escape_carry) {
+                out |= std::uint64_t{1} << i;
+                escape_carry = false;
+            } else if ((backslashes >> i) & 1) {
+                escape_carry = true;
             }
         }
-        const std::uint64_t in_string = prefix_xor(eq(lo, hi, '"') & ~escaped) ^ string_carry;
-        string_carry = in_string >> 63 ? ~std::uint64_t{0} : 0;
-        // '[' | 0x20 is '{' and ']' | 0x20 is '}'; no other byte ORs to either.
-        const __m256i lo_folded = _mm256_or_si256(lo, _mm256_set1_epi8(0x20));
-        const __m256i hi_folded = _mm256_or_si256(hi, _mm256_set1_epi8(0x20));
-        std::uint64_t brackets =
-            (eq(lo_folded, hi_folded, '{') | eq(lo_folded, hi_folded, '}')) & ~in_string;
+        return out;
+    }
+
+    // The brackets (outside strings) of the block at `base`; false when the page is not plain.
+    bool take(std::uint64_t brackets, std::size_t base) {
         for (; brackets != 0; brackets &= brackets - 1) {
             const std::size_t at = base + static_cast<std::size_t>(__builtin_ctzll(brackets));
             const char c = body[at];
@@ -437,22 +460,105 @@ __attribute__((target("avx2,pclmul"))) bool scan_rows(std::string_view body, std
                 }
             }
         }
+        return true;
     }
-    if (!top_closed || !data_found || string_carry != 0 || escape_carry) return false;
-    if (!all_space(body, 0, top_open) || !all_space(body, top_close + 1, body.size()))
-        return false;
-    // Between rows only a comma (and spaces): anything else is a row that is not an object.
-    std::size_t from = open + 1;
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-        std::size_t to = rows[i].begin;
-        if (i > 0) {
-            while (to > from && is_space(body[to - 1])) --to;
-            if (to == from || body[--to] != ',') return false;
+
+    // After the last block: the outline is whole and nothing but spaces and commas lies between.
+    bool finish() const {
+        if (!top_closed || !data_found || string_carry != 0 || escape_carry) return false;
+        if (!all_space(body, 0, top_open) || !all_space(body, top_close + 1, body.size()))
+            return false;
+        // Between rows only a comma (and spaces): anything else is a row that is not an object.
+        std::size_t from = open + 1;
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            std::size_t to = rows[i].begin;
+            if (i > 0) {
+                while (to > from && is_space(body[to - 1])) --to;
+                if (to == from || body[--to] != ',') return false;
+            }
+            if (!all_space(body, from, to)) return false;
+            from = rows[i].end;
         }
-        if (!all_space(body, from, to)) return false;
-        from = rows[i].end;
+        return all_space(body, from, close);
     }
-    return all_space(body, from, close);
+};
+
+#if defined(__x86_64__)
+// Bit i set where byte i of the 64 (lo, hi) is c.
+__attribute__((target("avx2"))) inline std::uint64_t eq(__m256i lo, __m256i hi, char c) {
+    const __m256i v = _mm256_set1_epi8(c);
+    const auto low = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, v)));
+    const auto high = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, v)));
+    return static_cast<std::uint64_t>(low) | static_cast<std::uint64_t>(high) << 32;
+}
+
+// The bounds of the data array and of each of its rows, from the page's brackets alone
+// (outside strings, escapes honoured), 64 bytes at a time: what a must_contain walk needs to
+// pass over a row without simdjson reading it. Returns false for anything but a plain
+// {..., "data":[{...}, ...], ...} page; the caller then walks the page the thorough way, which
+// names what is wrong. Rows are not validated inside; the ones that are read are, by simdjson.
+// kEscapes false: the caller knows the page holds no backslash (the marks pass saw none), so
+// the scan need not look for escapes (an eighth of its work).
+template <bool kEscapes>
+__attribute__((target("avx2,pclmul"))) bool scan_rows(std::string_view body, std::size_t& open,
+                                               std::size_t& close, std::vector<RowSpan>& rows) {
+    rows.clear();
+    RowScan scan{body, open, close, rows};
+    for (std::size_t base = 0; base < body.size(); base += 64) {
+        alignas(32) char tail[64];
+        const char* p = body.data() + base;
+        if (body.size() - base < 64) {
+            std::memset(tail, ' ', sizeof tail);
+            std::memcpy(tail, p, body.size() - base);
+            p = tail;
+        }
+        const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+        const std::uint64_t escaped = kEscapes ? scan.escaped(eq(lo, hi, '\\')) : 0;
+        const std::uint64_t in_string =
+            prefix_xor(eq(lo, hi, '"') & ~escaped) ^ scan.string_carry;
+        scan.string_carry = in_string >> 63 ? ~std::uint64_t{0} : 0;
+        // '[' | 0x20 is '{' and ']' | 0x20 is '}'; no other byte ORs to either.
+        const __m256i lo_folded = _mm256_or_si256(lo, _mm256_set1_epi8(0x20));
+        const __m256i hi_folded = _mm256_or_si256(hi, _mm256_set1_epi8(0x20));
+        const std::uint64_t brackets =
+            (eq(lo_folded, hi_folded, '{') | eq(lo_folded, hi_folded, '}')) & ~in_string;
+        if (!scan.take(brackets, base)) return false;
+    }
+    return scan.finish();
+}
+
+// scan_rows with AVX-512: one register per block, comparisons straight into bit masks (a third
+// of the AVX2 loop's instructions).
+template <bool kEscapes>
+__attribute__((target("avx512f,avx512bw,pclmul"))) bool scan_rows_avx512(
+    std::string_view body, std::size_t& open, std::size_t& close, std::vector<RowSpan>& rows) {
+    rows.clear();
+    RowScan scan{body, open, close, rows};
+    const __m512i quote = _mm512_set1_epi8('"');
+    const __m512i backslash = _mm512_set1_epi8('\\');
+    const __m512i fold = _mm512_set1_epi8(0x20);
+    const __m512i open_brace = _mm512_set1_epi8('{');
+    const __m512i close_brace = _mm512_set1_epi8('}');
+    for (std::size_t base = 0; base < body.size(); base += 64) {
+        const std::size_t left = body.size() - base;
+        // The last block: the bytes past the page read as spaces, and none is loaded.
+        const __m512i block =
+            left >= 64 ? _mm512_loadu_si512(body.data() + base)
+                       : _mm512_mask_loadu_epi8(_mm512_set1_epi8(' '),
+                                                (std::uint64_t{1} << left) - 1, body.data() + base);
+        const std::uint64_t escaped =
+            kEscapes ? scan.escaped(_mm512_cmpeq_epi8_mask(block, backslash)) : 0;
+        const std::uint64_t in_string =
+            prefix_xor(_mm512_cmpeq_epi8_mask(block, quote) & ~escaped) ^ scan.string_carry;
+        scan.string_carry = in_string >> 63 ? ~std::uint64_t{0} : 0;
+        const __m512i folded = _mm512_or_si512(block, fold);
+        const std::uint64_t brackets = (_mm512_cmpeq_epi8_mask(folded, open_brace) |
+                                        _mm512_cmpeq_epi8_mask(folded, close_brace)) &
+                                       ~in_string;
+        if (!scan.take(brackets, base)) return false;
+    }
+    return scan.finish();
 }
 #endif
 
@@ -463,13 +569,17 @@ __attribute__((target("avx2,pclmul"))) bool scan_rows(std::string_view body, std
 bool walk_marked_rows(simdjson::padded_string_view view, const WalkOptions& options,
                       const RowVisitor& on_row, Workspace& ws, WalkResult& result) {
 #if defined(__x86_64__)
-    static const bool avx2 =
-        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul");
     const std::string_view body(view.data(), view.length());
     std::size_t open = 0, close = 0;
-    if (!avx2) return false;
-    const bool plain = ws.any_backslash ? scan_rows<true>(body, open, close, ws.rows)
-                                        : scan_rows<false>(body, open, close, ws.rows);
+    const int simd = simd_level();
+    if (simd == 0) return false;
+    bool plain;
+    if (simd == 2)
+        plain = ws.any_backslash ? scan_rows_avx512<true>(body, open, close, ws.rows)
+                                 : scan_rows_avx512<false>(body, open, close, ws.rows);
+    else
+        plain = ws.any_backslash ? scan_rows<true>(body, open, close, ws.rows)
+                                 : scan_rows<false>(body, open, close, ws.rows);
     if (!plain) return false;
 
     ws.reduced.assign(body.substr(0, open + 1));
@@ -537,6 +647,8 @@ WalkResult walk_rows(const std::string& body, const WalkOptions& options,
     walk_document(view, options, on_row, *ws, result);
     return result;
 }
+
+void set_max_simd(int level) { max_simd.store(level, std::memory_order_relaxed); }
 
 std::string_view describe(WalkProblem problem) {
     switch (problem) {

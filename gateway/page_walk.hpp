@@ -67,4 +67,8 @@ WalkResult walk_rows(const std::string& body, const WalkOptions& options,
 
 std::string_view describe(WalkProblem problem);
 
+// Caps the vector instructions walks use (0: none, 1: AVX2, 2: AVX-512; by default the widest
+// the CPU has), so that tests cover every path on one machine.
+void set_max_simd(int level);
+
 }  // namespace agency::gateway

@@ -61,70 +61,86 @@ TEST(PageWalk, StopsWhenTheVisitorSaysSoAndStillReadsPagination) {
     EXPECT_EQ(r.pagination.total, 9);
 }
 
+// Each must_contain test runs at every vector level (none, AVX2, AVX-512; capped by what
+// this CPU has), so each of the scans is checked against the thorough walk.
+template <class Test>
+void at_every_simd_level(Test&& test) {
+    for (int level : {0, 1, 2}) {
+        SCOPED_TRACE("vector level " + std::to_string(level));
+        agency::gateway::set_max_simd(level);
+        test();
+    }
+    agency::gateway::set_max_simd(2);
+}
+
 // must_contain passes over rows that cannot hold the value, but never one that might: other
 // case, an escape anywhere in the row, or the value in another field (the visitor decides).
 TEST(PageWalk, MustContainPassesOverOnlyRowsThatCannotMatch) {
-    const std::string body = R"({"data":[)"
-                             R"({"keyword":"HVAC Repair Evanston","n":0},)"
-                             R"({"keyword":"hvac repair evanst\u006fn","n":1},)"
-                             R"({"keyword":"other","note":"hvac repair evanston!","n":2},)"
-                             R"({"keyword":"other","n":3},)"
-                             R"({"keyword":"hvac repair","n":4},)"
-                             R"({"keyword":"HVAC REPAIR EVANSTON","n":5}],)"
-                             R"("pagination":{"total":6}})";
-    static constexpr std::string_view kKeyword[] = {"keyword"};
-    std::vector<Seen> seen;
-    const WalkResult r =
-        walk(body, {.fields = kKeyword, .must_contain = "hvac repair evanston"}, seen);
-    ASSERT_EQ(r.problem, WalkProblem::none);
-    EXPECT_EQ(r.rows, 6u);  // every row counts towards the position, read or not
-    std::vector<std::size_t> indexes;
-    for (const auto& s : seen) indexes.push_back(s.index);
-    EXPECT_EQ(indexes, (std::vector<std::size_t>{0, 1, 2, 5}));
-    EXPECT_EQ(seen[1].keyword, "hvac repair evanston");
-    EXPECT_EQ(r.pagination.total, 6);
+    at_every_simd_level([&] {
+        const std::string body = R"({"data":[)"
+                                 R"({"keyword":"HVAC Repair Evanston","n":0},)"
+                                 R"({"keyword":"hvac repair evanst\u006fn","n":1},)"
+                                 R"({"keyword":"other","note":"hvac repair evanston!","n":2},)"
+                                 R"({"keyword":"other","n":3},)"
+                                 R"({"keyword":"hvac repair","n":4},)"
+                                 R"({"keyword":"HVAC REPAIR EVANSTON","n":5}],)"
+                                 R"("pagination":{"total":6}})";
+        static constexpr std::string_view kKeyword[] = {"keyword"};
+        std::vector<Seen> seen;
+        const WalkResult r =
+            walk(body, {.fields = kKeyword, .must_contain = "hvac repair evanston"}, seen);
+        ASSERT_EQ(r.problem, WalkProblem::none);
+        EXPECT_EQ(r.rows, 6u);  // every row counts towards the position, read or not
+        std::vector<std::size_t> indexes;
+        for (const auto& s : seen) indexes.push_back(s.index);
+        EXPECT_EQ(indexes, (std::vector<std::size_t>{0, 1, 2, 5}));
+        EXPECT_EQ(seen[1].keyword, "hvac repair evanston");
+        EXPECT_EQ(r.pagination.total, 6);
 
-    // Without the option every row is handed over.
-    seen.clear();
-    walk(body, {.fields = kKeyword}, seen);
-    EXPECT_EQ(seen.size(), 6u);
+        // Without the option every row is handed over.
+        seen.clear();
+        walk(body, {.fields = kKeyword}, seen);
+        EXPECT_EQ(seen.size(), 6u);
+    });
 }
 
 // Exactly the rows holding the value (any case) or an escape are read, wherever they fall
 // against the 16-byte blocks of the search and at the very end of the page.
 TEST(PageWalk, MustContainFindsEveryCandidateAtAnyAlignment) {
-    const std::string needle = "Evanston";
-    std::string body = R"({"data":[)";
-    std::vector<bool> expected;
-    unsigned seed = 12345;
-    auto next = [&] { return seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff; };
-    for (int row = 0; row < 400; ++row) {
-        std::string text(next() % 40, 'x');
-        const unsigned kind = next() % 5;
-        if (kind == 0) text.insert(next() % (text.size() + 1), "evanston");
-        if (kind == 1) text.insert(next() % (text.size() + 1), "EVANSTON");
-        if (kind == 2) text.insert(next() % (text.size() + 1), "evanstoX");  // last byte differs
-        if (kind == 3) text.insert(next() % (text.size() + 1), "\\n");
-        if (row > 0) body += ",";
-        body += R"({"k":")" + text + R"("})";
-        expected.push_back(kind <= 1 || kind == 3);
-    }
-    body += "]}";
-    for (int tail = 0; tail < 2; ++tail) {
-        if (tail == 1) {  // a match in the last bytes of the page
-            body.resize(body.size() - 2);
-            body += R"(,{"k":"evanston"}]})";
-            expected.push_back(true);
+    at_every_simd_level([&] {
+        const std::string needle = "Evanston";
+        std::string body = R"({"data":[)";
+        std::vector<bool> expected;
+        unsigned seed = 12345;
+        auto next = [&] { return seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff; };
+        for (int row = 0; row < 400; ++row) {
+            std::string text(next() % 40, 'x');
+            const unsigned kind = next() % 5;
+            if (kind == 0) text.insert(next() % (text.size() + 1), "evanston");
+            if (kind == 1) text.insert(next() % (text.size() + 1), "EVANSTON");
+            if (kind == 2) text.insert(next() % (text.size() + 1), "evanstoX");  // last byte differs
+            if (kind == 3) text.insert(next() % (text.size() + 1), "\\n");
+            if (row > 0) body += ",";
+            body += R"({"k":")" + text + R"("})";
+            expected.push_back(kind <= 1 || kind == 3);
         }
-        std::vector<bool> seen(expected.size(), false);
-        const WalkResult r = walk_rows(body, {.must_contain = needle}, [&](const Row& row) {
-            seen[row.index] = true;
-            return true;
-        });
-        ASSERT_EQ(r.problem, WalkProblem::none);
-        EXPECT_EQ(r.rows, expected.size());
-        EXPECT_EQ(seen, expected);
-    }
+        body += "]}";
+        for (int tail = 0; tail < 2; ++tail) {
+            if (tail == 1) {  // a match in the last bytes of the page
+                body.resize(body.size() - 2);
+                body += R"(,{"k":"evanston"}]})";
+                expected.push_back(true);
+            }
+            std::vector<bool> seen(expected.size(), false);
+            const WalkResult r = walk_rows(body, {.must_contain = needle}, [&](const Row& row) {
+                seen[row.index] = true;
+                return true;
+            });
+            ASSERT_EQ(r.problem, WalkProblem::none);
+            EXPECT_EQ(r.rows, expected.size());
+            EXPECT_EQ(seen, expected);
+        }
+    });
 }
 
 // With must_contain, rows are found from the page's brackets and only the marked ones are
@@ -132,107 +148,111 @@ TEST(PageWalk, MustContainFindsEveryCandidateAtAnyAlignment) {
 // brackets, quotes and backslash runs inside strings, nested rows, members before and after
 // data, odd spacing. The rows read must be exactly those holding the value or an escape.
 TEST(PageWalk, MustContainReadsTheSameRowsAsTheFullWalk) {
-    unsigned seed = 777;
-    auto next = [&] { return seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff; };
-    // Odd pages have no backslash at all (the scan then skips looking for escapes).
-    const char* plain_pieces[] = {"x", "{", "}", "[", "]", "Evanston", "EVANSTON", "evan",
-                                  ",", ":", " "};
-    const char* escaped_pieces[] = {"\\\"", "\\\\", "\\\\\\\"", "\\u00e9", "\\/"};
-    bool escapes = false;
-    auto text = [&] {
-        std::string out;
-        for (unsigned n = next() % 6; n > 0; --n) {
-            const unsigned k = next() % (std::size(plain_pieces) + std::size(escaped_pieces));
-            if (k < std::size(plain_pieces))
-                out += plain_pieces[k];
-            else if (escapes)
-                out += escaped_pieces[k - std::size(plain_pieces)];
-        }
-        return out;
-    };
-    auto space = [&] { return std::string(next() % 3 == 0 ? next() % 3 : 0, ' '); };
-    static constexpr std::string_view kFields[] = {"k", "n"};
-    for (int page = 0; page < 300; ++page) {
-        escapes = page % 2 == 0;
-        std::string body = "{" + space();
-        if (next() % 2) body += R"("meta":[{"a":"]"},[1,{"b":[]}]],)" + space();
-        if (next() % 2) body += R"("pagination":{"total":)" + std::to_string(page) + "},";
-        body += R"("data")" + space() + ":" + space() + "[" + space();
-        const unsigned rows = next() % 40;
-        for (unsigned r = 0; r < rows; ++r) {
-            if (r > 0) body += space() + "," + space();
-            body += R"({"k":")" + text() + R"(","n":)" + std::to_string(r);
-            if (next() % 3 == 0) body += R"(,"nested":{"a":[")" + text() + R"(",{"b":"}"}]})";
-            body += "}";
-        }
-        body += space() + "]";
-        if (next() % 2) body += R"(,"pagination":{"total":)" + std::to_string(page) + "}";
-        body += space() + "}" + space();
+    at_every_simd_level([&] {
+        unsigned seed = 777;
+        auto next = [&] { return seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff; };
+        // Odd pages have no backslash at all (the scan then skips looking for escapes).
+        const char* plain_pieces[] = {"x", "{", "}", "[", "]", "Evanston", "EVANSTON", "evan",
+                                      ",", ":", " "};
+        const char* escaped_pieces[] = {"\\\"", "\\\\", "\\\\\\\"", "\\u00e9", "\\/"};
+        bool escapes = false;
+        auto text = [&] {
+            std::string out;
+            for (unsigned n = next() % 6; n > 0; --n) {
+                const unsigned k = next() % (std::size(plain_pieces) + std::size(escaped_pieces));
+                if (k < std::size(plain_pieces))
+                    out += plain_pieces[k];
+                else if (escapes)
+                    out += escaped_pieces[k - std::size(plain_pieces)];
+            }
+            return out;
+        };
+        auto space = [&] { return std::string(next() % 3 == 0 ? next() % 3 : 0, ' '); };
+        static constexpr std::string_view kFields[] = {"k", "n"};
+        for (int page = 0; page < 300; ++page) {
+            escapes = page % 2 == 0;
+            std::string body = "{" + space();
+            if (next() % 2) body += R"("meta":[{"a":"]"},[1,{"b":[]}]],)" + space();
+            if (next() % 2) body += R"("pagination":{"total":)" + std::to_string(page) + "},";
+            body += R"("data")" + space() + ":" + space() + "[" + space();
+            const unsigned rows = next() % 40;
+            for (unsigned r = 0; r < rows; ++r) {
+                if (r > 0) body += space() + "," + space();
+                body += R"({"k":")" + text() + R"(","n":)" + std::to_string(r);
+                if (next() % 3 == 0) body += R"(,"nested":{"a":[")" + text() + R"(",{"b":"}"}]})";
+                body += "}";
+            }
+            body += space() + "]";
+            if (next() % 2) body += R"(,"pagination":{"total":)" + std::to_string(page) + "}";
+            body += space() + "}" + space();
 
-        std::vector<Seen> all, filtered;
-        const WalkResult full = walk(body, {.fields = kFields}, all);
-        ASSERT_EQ(full.problem, WalkProblem::none) << body;
-        const WalkResult r = walk(body, {.fields = kFields, .must_contain = "evanston"}, filtered);
-        ASSERT_EQ(r.problem, WalkProblem::none) << body;
-        EXPECT_EQ(r.rows, full.rows);
-        EXPECT_EQ(r.pagination.present, full.pagination.present);
-        EXPECT_EQ(r.pagination.total, full.pagination.total);
-        std::vector<const Seen*> expected;
-        for (const auto& row : all) {
-            std::string lower = row.json;
-            for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-            if (lower.find("evanston") != std::string::npos || lower.find('\\') != std::string::npos)
-                expected.push_back(&row);
+            std::vector<Seen> all, filtered;
+            const WalkResult full = walk(body, {.fields = kFields}, all);
+            ASSERT_EQ(full.problem, WalkProblem::none) << body;
+            const WalkResult r = walk(body, {.fields = kFields, .must_contain = "evanston"}, filtered);
+            ASSERT_EQ(r.problem, WalkProblem::none) << body;
+            EXPECT_EQ(r.rows, full.rows);
+            EXPECT_EQ(r.pagination.present, full.pagination.present);
+            EXPECT_EQ(r.pagination.total, full.pagination.total);
+            std::vector<const Seen*> expected;
+            for (const auto& row : all) {
+                std::string lower = row.json;
+                for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+                if (lower.find("evanston") != std::string::npos || lower.find('\\') != std::string::npos)
+                    expected.push_back(&row);
+            }
+            ASSERT_EQ(filtered.size(), expected.size()) << body;
+            for (std::size_t i = 0; i < expected.size(); ++i) {
+                EXPECT_EQ(filtered[i].index, expected[i]->index);
+                EXPECT_EQ(filtered[i].json, expected[i]->json);
+                EXPECT_EQ(filtered[i].keyword, expected[i]->keyword);  // unescaped alike
+            }
         }
-        ASSERT_EQ(filtered.size(), expected.size()) << body;
-        for (std::size_t i = 0; i < expected.size(); ++i) {
-            EXPECT_EQ(filtered[i].index, expected[i]->index);
-            EXPECT_EQ(filtered[i].json, expected[i]->json);
-            EXPECT_EQ(filtered[i].keyword, expected[i]->keyword);  // unescaped alike
-        }
-    }
+    });
 }
 
 // A page the bracket scan does not take as plain goes the thorough way, so must_contain
 // reports the same problem as a walk without it, and hands nothing over first.
 TEST(PageWalk, MustContainReportsMalformedPagesLikeTheFullWalk) {
-    auto problem = [](const std::string& body, std::string_view must) {
-        int handed = 0;
-        const auto p = walk_rows(body, {.must_contain = must}, [&](const Row&) {
-                           ++handed;
-                           return true;
-                       }).problem;
-        return std::pair{p, handed};
-    };
-    const std::string bodies[] = {
-        "not json",
-        "[1,2]",
-        R"({"rows":[]})",
-        R"({"data":{"a":1}})",
-        R"({"data":[{"a":1},2]})",
-        R"({"data":[{"a":1},[2]]})",
-        R"({"data":[1,{"a":1}]})",
-        R"({"data":["{"]})",
-        R"({"data":[],"pagination":[1]})",
-        R"({"data":[],"pagination":{"total":"many"}})",
-        R"({"data":[],"pagination":{"total":1e30}})",
-        R"({"data":[{"a":"zz"}],"pagination":{"total":1e30}})",
-        R"({"data":[{"a":1}]} trailing)",
-        R"({"data":[{"a":1}])",
-        R"({"data":[{"a":1}]}})",
-        R"({"data":[{"a":"unterminated}]})",
-        R"({"d\u0061ta":[{"a":"zz"}],"data":[{"a":"zz"}]})",
-        R"({"inner":{"data":[{"a":"zz"}]}})",
-        R"({"data":[{"a":"zz"}],"data":[{"a":1}]})",
-    };
-    for (const auto& body : bodies) {
-        const auto [plain, plain_handed] = problem(body, "");
-        const auto [must, must_handed] = problem(body, "zz");
-        EXPECT_EQ(must, plain) << body;
-        if (plain != WalkProblem::none) {
-            EXPECT_LE(must_handed, plain_handed) << body;
+    at_every_simd_level([&] {
+        auto problem = [](const std::string& body, std::string_view must) {
+            int handed = 0;
+            const auto p = walk_rows(body, {.must_contain = must}, [&](const Row&) {
+                               ++handed;
+                               return true;
+                           }).problem;
+            return std::pair{p, handed};
+        };
+        const std::string bodies[] = {
+            "not json",
+            "[1,2]",
+            R"({"rows":[]})",
+            R"({"data":{"a":1}})",
+            R"({"data":[{"a":1},2]})",
+            R"({"data":[{"a":1},[2]]})",
+            R"({"data":[1,{"a":1}]})",
+            R"({"data":["{"]})",
+            R"({"data":[],"pagination":[1]})",
+            R"({"data":[],"pagination":{"total":"many"}})",
+            R"({"data":[],"pagination":{"total":1e30}})",
+            R"({"data":[{"a":"zz"}],"pagination":{"total":1e30}})",
+            R"({"data":[{"a":1}]} trailing)",
+            R"({"data":[{"a":1}])",
+            R"({"data":[{"a":1}]}})",
+            R"({"data":[{"a":"unterminated}]})",
+            R"({"d\u0061ta":[{"a":"zz"}],"data":[{"a":"zz"}]})",
+            R"({"inner":{"data":[{"a":"zz"}]}})",
+            R"({"data":[{"a":"zz"}],"data":[{"a":1}]})",
+        };
+        for (const auto& body : bodies) {
+            const auto [plain, plain_handed] = problem(body, "");
+            const auto [must, must_handed] = problem(body, "zz");
+            EXPECT_EQ(must, plain) << body;
+            if (plain != WalkProblem::none) {
+                EXPECT_LE(must_handed, plain_handed) << body;
+            }
         }
-    }
+    });
 }
 
 TEST(PageWalk, ReportsEachKindOfMalformedPage) {
