@@ -178,51 +178,24 @@ __attribute__((target("avx2"))) std::size_t find_blocks_avx2(std::string_view bo
     return i;
 }
 
-// find_blocks_avx2 64 bytes at a time, the comparisons straight into bit masks.
-__attribute__((target("avx512f,avx512bw"))) std::size_t find_blocks_avx512(
-    std::string_view body, std::string_view needle, std::vector<std::size_t>& marks,
-    bool& any_backslash) {
-    const std::size_t n = needle.size();
-    const __m512i first = _mm512_set1_epi8(static_cast<char>(needle.front()));
-    const __m512i last = _mm512_set1_epi8(static_cast<char>(needle.back()));
-    const __m512i first_fold = _mm512_set1_epi8(static_cast<char>(fold_of(needle.front())));
-    const __m512i last_fold = _mm512_set1_epi8(static_cast<char>(fold_of(needle.back())));
-    const __m512i backslash = _mm512_set1_epi8('\\');
-    std::size_t i = 0;
-    for (; i + n - 1 + 64 <= body.size(); i += 64) {
-        const __m512i a = _mm512_loadu_si512(body.data() + i);
-        const __m512i b = _mm512_loadu_si512(body.data() + i + n - 1);
-        std::uint64_t candidates =
-            _mm512_cmpeq_epi8_mask(_mm512_or_si512(a, first_fold), first) &
-            _mm512_cmpeq_epi8_mask(_mm512_or_si512(b, last_fold), last);
-        std::uint64_t escapes = _mm512_cmpeq_epi8_mask(a, backslash);
-        if ((candidates | escapes) == 0) continue;
-        any_backslash = any_backslash || escapes != 0;
-        for (; candidates != 0; candidates &= candidates - 1) {
-            const auto bit = static_cast<std::size_t>(__builtin_ctzll(candidates));
-            if (matches_at(body, i + bit, needle)) escapes |= std::uint64_t{1} << bit;
-        }
-        for (; escapes != 0; escapes &= escapes - 1)
-            marks.push_back(i + static_cast<std::size_t>(__builtin_ctzll(escapes)));
-    }
-    return i;
-}
-
 #endif
 
 // Offsets, in order, of every occurrence of `value` (ASCII case-insensitively) and of every
 // backslash in `body`: a row holding neither cannot hold the value in any field.
+std::string lower_ascii(std::string_view value) {
+    std::string out(value);
+    std::transform(out.begin(), out.end(), out.begin(), ascii_lower);
+    return out;
+}
+
 void find_marks(std::string_view body, std::string_view value, Workspace& ws) {
     ws.marks.clear();
     ws.any_backslash = false;
-    std::string needle(value);
-    std::transform(needle.begin(), needle.end(), needle.begin(), ascii_lower);
+    const std::string needle = lower_ascii(value);
     std::size_t i = 0;
 #if defined(__x86_64__)
     // Without AVX2 (rare on x86-64 servers now) the byte loop below does it all, slower.
-    const int simd = simd_level();
-    if (simd == 2) i = find_blocks_avx512(body, needle, ws.marks, ws.any_backslash);
-    else if (simd == 1) i = find_blocks_avx2(body, needle, ws.marks, ws.any_backslash);
+    if (simd_level() >= 1) i = find_blocks_avx2(body, needle, ws.marks, ws.any_backslash);
 #endif
     for (; i < body.size(); ++i) {
         const bool backslash = body[i] == '\\';
@@ -528,27 +501,54 @@ __attribute__((target("avx2,pclmul"))) bool scan_rows(std::string_view body, std
     return scan.finish();
 }
 
-// scan_rows with AVX-512: one register per block, comparisons straight into bit masks (a third
-// of the AVX2 loop's instructions).
-template <bool kEscapes>
+// The 64 bytes of body at `at`; bytes past its end read as spaces, and none is loaded.
+__attribute__((target("avx512f,avx512bw"))) inline __m512i load_block(std::string_view body,
+                                                                      std::size_t at) {
+    if (at + 64 <= body.size()) return _mm512_loadu_si512(body.data() + at);
+    const __m512i spaces = _mm512_set1_epi8(' ');
+    if (at >= body.size()) return spaces;
+    const std::uint64_t present = (std::uint64_t{1} << (body.size() - at)) - 1;
+    return _mm512_mask_loadu_epi8(spaces, present, body.data() + at);
+}
+
+// scan_rows with AVX-512, and find_marks in the same pass: one register per block,
+// comparisons straight into bit masks. Fills ws.marks, ws.any_backslash and ws.rows; when it
+// returns false (not a plain page) the marks may stop short of the page's end.
 __attribute__((target("avx512f,avx512bw,pclmul"))) bool scan_rows_avx512(
-    std::string_view body, std::size_t& open, std::size_t& close, std::vector<RowSpan>& rows) {
-    rows.clear();
-    RowScan scan{body, open, close, rows};
+    std::string_view body, std::string_view needle, std::size_t& open, std::size_t& close,
+    Workspace& ws) {
+    ws.rows.clear();
+    ws.marks.clear();
+    ws.any_backslash = false;
+    RowScan scan{body, open, close, ws.rows};
+    const std::size_t n = needle.size();
+    const __m512i first = _mm512_set1_epi8(static_cast<char>(needle.front()));
+    const __m512i last = _mm512_set1_epi8(static_cast<char>(needle.back()));
+    const __m512i first_fold = _mm512_set1_epi8(static_cast<char>(fold_of(needle.front())));
+    const __m512i last_fold = _mm512_set1_epi8(static_cast<char>(fold_of(needle.back())));
     const __m512i quote = _mm512_set1_epi8('"');
     const __m512i backslash = _mm512_set1_epi8('\\');
     const __m512i fold = _mm512_set1_epi8(0x20);
     const __m512i open_brace = _mm512_set1_epi8('{');
     const __m512i close_brace = _mm512_set1_epi8('}');
     for (std::size_t base = 0; base < body.size(); base += 64) {
-        const std::size_t left = body.size() - base;
-        // The last block: the bytes past the page read as spaces, and none is loaded.
-        const __m512i block =
-            left >= 64 ? _mm512_loadu_si512(body.data() + base)
-                       : _mm512_mask_loadu_epi8(_mm512_set1_epi8(' '),
-                                                (std::uint64_t{1} << left) - 1, body.data() + base);
-        const std::uint64_t escaped =
-            kEscapes ? scan.escaped(_mm512_cmpeq_epi8_mask(block, backslash)) : 0;
+        const __m512i block = load_block(body, base);
+        const __m512i ahead = load_block(body, base + n - 1);  // each position's last needle byte
+        std::uint64_t candidates =
+            _mm512_cmpeq_epi8_mask(_mm512_or_si512(block, first_fold), first) &
+            _mm512_cmpeq_epi8_mask(_mm512_or_si512(ahead, last_fold), last);
+        const std::uint64_t backslashes = _mm512_cmpeq_epi8_mask(block, backslash);
+        if ((candidates | backslashes) != 0) {
+            std::uint64_t marks = backslashes;
+            ws.any_backslash = ws.any_backslash || backslashes != 0;
+            for (; candidates != 0; candidates &= candidates - 1) {
+                const auto bit = static_cast<std::size_t>(__builtin_ctzll(candidates));
+                if (matches_at(body, base + bit, needle)) marks |= std::uint64_t{1} << bit;
+            }
+            for (; marks != 0; marks &= marks - 1)
+                ws.marks.push_back(base + static_cast<std::size_t>(__builtin_ctzll(marks)));
+        }
+        const std::uint64_t escaped = scan.escaped(backslashes);
         const std::uint64_t in_string =
             prefix_xor(_mm512_cmpeq_epi8_mask(block, quote) & ~escaped) ^ scan.string_carry;
         scan.string_carry = in_string >> 63 ? ~std::uint64_t{0} : 0;
@@ -575,8 +575,7 @@ bool walk_marked_rows(simdjson::padded_string_view view, const WalkOptions& opti
     if (simd == 0) return false;
     bool plain;
     if (simd == 2)
-        plain = ws.any_backslash ? scan_rows_avx512<true>(body, open, close, ws.rows)
-                                 : scan_rows_avx512<false>(body, open, close, ws.rows);
+        plain = scan_rows_avx512(body, lower_ascii(options.must_contain), open, close, ws);
     else
         plain = ws.any_backslash ? scan_rows<true>(body, open, close, ws.rows)
                                  : scan_rows<false>(body, open, close, ws.rows);
@@ -641,8 +640,13 @@ WalkResult walk_rows(const std::string& body, const WalkOptions& options,
         view = simdjson::padded_string_view(*copy);
     }
     if (!options.must_contain.empty()) {
-        find_marks({view.data(), body.size()}, options.must_contain, *ws);
+        // With AVX-512 the marks come out of the bracket scan's own pass; if that pass stops
+        // early (a page that is not plain), the thorough walk below needs them all.
+        const bool fused = simd_level() == 2;
+        const std::string_view text(view.data(), body.size());
+        if (!fused) find_marks(text, options.must_contain, *ws);
         if (walk_marked_rows(view, options, on_row, *ws, result)) return result;
+        if (fused) find_marks(text, options.must_contain, *ws);
     }
     walk_document(view, options, on_row, *ws, result);
     return result;
