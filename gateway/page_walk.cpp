@@ -180,14 +180,14 @@ __attribute__((target("avx2"))) std::size_t find_blocks_avx2(std::string_view bo
 
 #endif
 
-// Offsets, in order, of every occurrence of `value` (ASCII case-insensitively) and of every
-// backslash in `body`: a row holding neither cannot hold the value in any field.
 std::string lower_ascii(std::string_view value) {
     std::string out(value);
     std::transform(out.begin(), out.end(), out.begin(), ascii_lower);
     return out;
 }
 
+// Offsets, in order, of every occurrence of `value` (ASCII case-insensitively) and of every
+// backslash in `body`: a row holding neither cannot hold the value in any field.
 void find_marks(std::string_view body, std::string_view value, Workspace& ws) {
     ws.marks.clear();
     ws.any_backslash = false;
@@ -564,22 +564,28 @@ __attribute__((target("avx512f,avx512bw,pclmul"))) bool scan_rows_avx512(
 
 // A must_contain walk that reads only the rows holding a mark: the rows' bounds come from
 // scan_rows, the top-level members from simdjson over the page with its data array emptied,
-// and each marked row from simdjson over that row alone. False when the page is not plain
-// (nothing has been handed over then).
+// and each marked row from simdjson over that row alone. Finds the marks (ws.marks) either
+// way. False when the page is not plain, or without the vector instructions for the scan:
+// nothing has been handed over then, and the marks are whole for the thorough walk.
 bool walk_marked_rows(simdjson::padded_string_view view, const WalkOptions& options,
                       const RowVisitor& on_row, Workspace& ws, WalkResult& result) {
-#if defined(__x86_64__)
     const std::string_view body(view.data(), view.length());
+#if defined(__x86_64__)
     std::size_t open = 0, close = 0;
     const int simd = simd_level();
-    if (simd == 0) return false;
-    bool plain;
-    if (simd == 2)
-        plain = scan_rows_avx512(body, lower_ascii(options.must_contain), open, close, ws);
-    else
-        plain = ws.any_backslash ? scan_rows<true>(body, open, close, ws.rows)
-                                 : scan_rows<false>(body, open, close, ws.rows);
-    if (!plain) return false;
+    if (simd == 2) {
+        // The marks come out of the scan's own pass, whole only if it reaches the page's end.
+        if (!scan_rows_avx512(body, lower_ascii(options.must_contain), open, close, ws)) {
+            find_marks(body, options.must_contain, ws);
+            return false;
+        }
+    } else {
+        find_marks(body, options.must_contain, ws);
+        if (simd == 0) return false;
+        const bool plain = ws.any_backslash ? scan_rows<true>(body, open, close, ws.rows)
+                                            : scan_rows<false>(body, open, close, ws.rows);
+        if (!plain) return false;
+    }
 
     ws.reduced.assign(body.substr(0, open + 1));
     ws.reduced.append(body.substr(close));
@@ -621,7 +627,8 @@ bool walk_marked_rows(simdjson::padded_string_view view, const WalkOptions& opti
     }
     return true;
 #else
-    (void)view, (void)options, (void)on_row, (void)ws, (void)result;
+    (void)on_row, (void)result;
+    find_marks(body, options.must_contain, ws);
     return false;
 #endif
 }
@@ -639,15 +646,8 @@ WalkResult walk_rows(const std::string& body, const WalkOptions& options,
         copy.emplace(body);
         view = simdjson::padded_string_view(*copy);
     }
-    if (!options.must_contain.empty()) {
-        // With AVX-512 the marks come out of the bracket scan's own pass; if that pass stops
-        // early (a page that is not plain), the thorough walk below needs them all.
-        const bool fused = simd_level() == 2;
-        const std::string_view text(view.data(), body.size());
-        if (!fused) find_marks(text, options.must_contain, *ws);
-        if (walk_marked_rows(view, options, on_row, *ws, result)) return result;
-        if (fused) find_marks(text, options.must_contain, *ws);
-    }
+    if (!options.must_contain.empty() && walk_marked_rows(view, options, on_row, *ws, result))
+        return result;
     walk_document(view, options, on_row, *ws, result);
     return result;
 }

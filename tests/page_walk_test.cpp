@@ -211,6 +211,24 @@ TEST(PageWalk, MustContainReadsTheSameRowsAsTheFullWalk) {
     });
 }
 
+// A valid page deeper than the bracket scan follows stops the scan early; the thorough walk
+// must still find every row that holds the value, past the point where the scan stopped.
+TEST(PageWalk, MustContainFindsRowsPastWhereTheScanGaveUp) {
+    at_every_simd_level([&] {
+        const std::string deep = std::string(80, '[') + std::string(80, ']');
+        const std::string body = R"({"data":[{"k":)" + deep + R"(},{"k":"x"},)" +
+                                 std::string(300, ' ') + R"({"k":"Evanston"}]})";
+        std::vector<std::size_t> indexes;
+        const WalkResult r = walk_rows(body, {.must_contain = "evanston"}, [&](const Row& row) {
+            indexes.push_back(row.index);
+            return true;
+        });
+        ASSERT_EQ(r.problem, WalkProblem::none);
+        EXPECT_EQ(r.rows, 3u);
+        EXPECT_EQ(indexes, (std::vector<std::size_t>{2}));
+    });
+}
+
 // A page the bracket scan does not take as plain goes the thorough way, so must_contain
 // reports the same problem as a walk without it, and hands nothing over first.
 TEST(PageWalk, MustContainReportsMalformedPagesLikeTheFullWalk) {
