@@ -10,6 +10,8 @@ find_package(OpenSSL REQUIRED)
 # Debian's cpp-httplib is a compiled library built with OpenSSL, zlib and brotli; its .pc
 # file carries the matching CPPHTTPLIB_*_SUPPORT defines, which must agree with the library.
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# RE2 runs schema patterns in linear time (std::regex recursed once per character).
+pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
 find_path(VALIJSON_INCLUDE_DIR valijson/validator.hpp REQUIRED)
 
 # SQLite from the static archive that libsqlite3-dev ships: the shared library is linked -z now,

@@ -1,6 +1,7 @@
 #include "gateway/json_parse.hpp"
 
 #include <cstdint>
+#include <stdexcept>
 
 #include <simdjson.h>
 
@@ -41,7 +42,14 @@ nlohmann::json to_json(simdjson::dom::element e) {
 nlohmann::json parse(const char* data, std::size_t size, bool padded, bool allow_exceptions) {
     thread_local simdjson::dom::parser parser;
     simdjson::dom::element root;
-    if (parser.parse(data, size, !padded).get(root) == simdjson::SUCCESS) return to_json(root);
+    const auto error = parser.parse(data, size, !padded).get(root);
+    if (error == simdjson::SUCCESS) return to_json(root);
+    // Too deep for simdjson is too deep for the recursive code after it: never handed to
+    // nlohmann's parser (whose only use here is its error messages).
+    if (error == simdjson::DEPTH_ERROR) {
+        if (allow_exceptions) throw std::runtime_error("JSON nested too deeply");
+        return nlohmann::json(nlohmann::json::value_t::discarded);
+    }
     return nlohmann::json::parse(data, data + size, nullptr, allow_exceptions);
 }
 

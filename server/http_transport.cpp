@@ -284,12 +284,13 @@ void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Resp
                         "Content-Type must be application/json");
         return;
     }
-    json message = json::parse(req.body, nullptr, false);
-    if (message.is_discarded()) {
-        send_json_error(res, 400, nullptr, error_code::parse_error,
-                        "parse error: the body is not valid JSON");
+    ParsedMessage parsed = parse_message(req.body, options.json_limits);
+    if (!parsed.error.empty()) {
+        res.status = 400;
+        set_body(res, std::move(parsed.error), "application/json");
         return;
     }
+    json& message = parsed.message;
     if (message.is_array()) {
         send_json_error(res, 400, nullptr, error_code::invalid_request,
                         "batch requests are not supported: send one message per POST");
@@ -385,7 +386,11 @@ void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Resp
                 const json& args = params.contains("arguments") && params["arguments"].is_object()
                                        ? params["arguments"]
                                        : no_params;
-                for (const auto& [arg, header] : server.header_params(params.value("name", ""))) {
+                auto tool_name = params.find("name");
+                const std::string tool = tool_name != params.end() && tool_name->is_string()
+                                             ? tool_name->get<std::string>()
+                                             : std::string();
+                for (const auto& [arg, header] : server.header_params(tool)) {
                     std::string header_name = "Mcp-Param-" + header;
                     auto it = args.find(arg);
                     std::optional<std::string> expected =

@@ -16,6 +16,7 @@ struct HttpOptions {
     int port = 8787;  // 0: an ephemeral port
     std::string path = "/mcp";
     std::size_t max_body_bytes = 4 * 1024 * 1024;
+    JsonLimits json_limits;  // nesting depth and string length, checked before parsing
     std::vector<std::string> allowed_hosts;    // Host names accepted besides loopback names
     std::vector<std::string> allowed_origins;  // full origins, e.g. "https://app.example.com"
     std::shared_ptr<const KeyStore> keys;      // null or empty: no authentication

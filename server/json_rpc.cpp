@@ -30,6 +30,66 @@ MessageKind classify(const json& message) {
     return MessageKind::invalid;
 }
 
+std::string check_json_limits(std::string_view text, const JsonLimits& limits) {
+    std::size_t depth = 0;
+    bool in_string = false;
+    std::size_t string_start = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '\0') return "the message contains a NUL byte";
+        if (in_string) {
+            if (c == '\\') {
+                ++i;  // the escaped byte cannot end the string
+                if (i < text.size() && text[i] == '\0') return "the message contains a NUL byte";
+            } else if (c == '"') {
+                in_string = false;
+                if (i - string_start > limits.max_string_bytes)
+                    return "a string is longer than " + std::to_string(limits.max_string_bytes) +
+                           " bytes";
+            }
+            continue;
+        }
+        switch (c) {
+            case '"':
+                in_string = true;
+                string_start = i + 1;
+                break;
+            case '[':
+            case '{':
+                if (++depth > limits.max_depth)
+                    return "nested deeper than " + std::to_string(limits.max_depth) + " levels";
+                break;
+            case ']':
+            case '}':
+                if (depth > 0) --depth;  // unbalanced text is the parser's to refuse
+                break;
+            default: break;
+        }
+    }
+    if (in_string && text.size() - string_start > limits.max_string_bytes)
+        return "a string is longer than " + std::to_string(limits.max_string_bytes) + " bytes";
+    return {};
+}
+
+ParsedMessage parse_message(std::string_view text, const JsonLimits& limits) {
+    ParsedMessage out;
+    if (std::string why = check_json_limits(text, limits); !why.empty()) {
+        // A NUL byte makes the text invalid JSON; the other limits refuse valid JSON.
+        const bool nul = why.find("NUL") != std::string::npos;
+        out.error = make_error_text(nullptr,
+                                    nul ? error_code::parse_error : error_code::invalid_request,
+                                    (nul ? "parse error: " : "message refused: ") + why);
+        return out;
+    }
+    out.message = json::parse(text, nullptr, false);
+    if (out.message.is_discarded()) {
+        out.message = nullptr;
+        out.error = make_error_text(nullptr, error_code::parse_error,
+                                    "parse error: the message is not valid JSON");
+    }
+    return out;
+}
+
 json make_error(const json& id, int code, std::string_view message, const json& data) {
     json error = {{"code", code}, {"message", message}};
     if (!data.is_null()) error["data"] = data;

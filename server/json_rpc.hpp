@@ -38,6 +38,26 @@ private:
     json data_;
 };
 
+// Limits a message from outside must keep before anything recursive (parse, copy, dump,
+// schema validation) touches it: deep nesting would overflow the stack.
+struct JsonLimits {
+    std::size_t max_depth = 64;                // nested arrays and objects
+    std::size_t max_string_bytes = 1024 * 1024;  // one string or key, escapes counted as written
+};
+
+// Checks raw JSON text against `limits` in one linear pass without recursion or allocation:
+// "" when within them, otherwise why not. Also refuses NUL bytes, which nlohmann's parser
+// would take for the end of the input (so "{...}\0garbage" would pass as a message).
+std::string check_json_limits(std::string_view text, const JsonLimits& limits = {});
+
+// One message from outside, parsed: `message` when it is JSON within the limits, otherwise
+// `error` holds the JSON-RPC error answer to send (-32700 or -32600) and `message` is null.
+struct ParsedMessage {
+    json message;
+    std::string error;
+};
+ParsedMessage parse_message(std::string_view text, const JsonLimits& limits = {});
+
 enum class MessageKind { request, notification, response, invalid };
 
 // Classifies a parsed message. `invalid` covers wrong jsonrpc version, bad id type, a method

@@ -4,6 +4,7 @@
 #include <array>
 #include <condition_variable>
 #include <future>
+#include <limits>
 #include <set>
 #include <unordered_map>
 
@@ -345,9 +346,19 @@ json RequestContext::ask_all(const json& questions, bool sealed_only) const {
         return answers;
     }
     if (!server_) throw std::runtime_error("no server for this request");
-    for (const auto& [key, q] : questions.items())
-        answers[key] = server_->send_request_and_wait(*this, q.value("method", ""),
-                                                      q.value("params", json::object()));
+    for (const auto& [key, q] : questions.items()) {
+        const std::string method = q.value("method", "");
+        json answer = server_->send_request_and_wait(*this, method, q.value("params", json::object()));
+        // Checked as a modern inputResponses entry is: the tool reads only well-formed answers.
+        if (!answer_fits(method, answer))
+            throw RpcError(error_code::invalid_params,
+                           "the client's answer to " + method + " is malformed (" +
+                               (method == "elicitation/create"
+                                    ? std::string("expected an object with a string \"action\"")
+                                    : std::string("not the result this method returns")) +
+                               "); nothing was done");
+        answers[key] = std::move(answer);
+    }
     return answers;
 }
 
@@ -404,14 +415,55 @@ std::string require_string(const json& params, const char* field) {
 }  // namespace
 
 std::optional<std::string> Server::handle(std::string_view text, const Inbound& in) {
-    json message = json::parse(text, nullptr, false);
-    if (message.is_discarded())
-        return make_error_text(nullptr, error_code::parse_error,
-                               "parse error: the message is not valid JSON");
-    return handle_message(message, in);
+    ParsedMessage parsed = parse_message(text, impl_->options.json_limits);
+    if (!parsed.error.empty()) return std::move(parsed.error);
+    return handle_message(parsed.message, in);
 }
 
+// Whatever a message holds, it is answered (or dropped, for a notification or a response) and
+// the server keeps serving: nothing thrown here may reach a transport's thread.
 std::optional<std::string> Server::handle_message(const json& message, const Inbound& in) {
+    try {
+        return dispatch_message(message, in);
+    } catch (const std::exception& e) {
+        spdlog::error("internal error handling a message: {}", e.what());
+    } catch (...) {
+        spdlog::error("internal error handling a message");
+    }
+    json id = nullptr;
+    if (message.is_object()) {
+        if (auto it = message.find("id"); it != message.end()) id = *it;
+        // A notification or a response gets no answer, even when handling it failed.
+        if (id.is_null() || !message.contains("method")) return std::nullopt;
+    }
+    return make_error_text(id, error_code::internal_error, "internal error");
+}
+
+namespace {
+
+// The error a client sent in answer to one of the server's requests, whatever its shape.
+RpcError client_error(const json& error) {
+    if (!error.is_object())
+        return RpcError(error_code::internal_error,
+                        "the client answered with a malformed error (not an object)");
+    auto code = error.find("code");
+    auto message = error.find("message");
+    auto data = error.find("data");
+    return RpcError(code != error.end() && code->is_number_integer() &&
+                            code->get<std::int64_t>() >= std::numeric_limits<int>::min() &&
+                            code->get<std::int64_t>() <= std::numeric_limits<int>::max()
+                        ? static_cast<int>(code->get<std::int64_t>())
+                        : error_code::internal_error,
+                    "the client answered with an error: " +
+                        (message != error.end() && message->is_string()
+                             ? message->get<std::string>().substr(0, 512)
+                             : std::string("(no message)")),
+                    data != error.end() ? *data : json());
+}
+
+}  // namespace
+
+std::optional<std::string> Server::dispatch_message(const json& message, const Inbound& in) {
     if (message.is_array())
         return make_error_text(nullptr, error_code::invalid_request,
                                "batch requests are not supported: send one message at a time");
@@ -436,10 +488,7 @@ std::optional<std::string> Server::handle_message(const json& message, const Inb
         }
         if (pending) {
             if (auto err = message.find("error"); err != message.end()) {
-                pending->promise.set_exception(std::make_exception_ptr(RpcError(
-                    err->value("code", error_code::internal_error),
-                    "the client answered with an error: " + err->value("message", std::string()),
-                    err->value("data", json()))));
+                pending->promise.set_exception(std::make_exception_ptr(client_error(*err)));
             } else {
                 pending->promise.set_value(message["result"]);
             }
@@ -741,6 +790,13 @@ std::optional<std::string> Server::handle_message(const json& message, const Inb
         return dump(response);
     } catch (const RpcError& e) {
         return make_error_text(id, e.code(), e.what(), e.data());
+    } catch (const json::type_error& e) {
+        // A value of the wrong type in the params that a handler read without checking.
+        spdlog::info("{}: params of the wrong type: {}", method, e.what());
+        std::string what = e.what();
+        if (auto end = what.find("] "); end != std::string::npos) what.erase(0, end + 2);
+        return make_error_text(id, error_code::invalid_params,
+                               "invalid params: a value has the wrong type (" + what + ")");
     } catch (const std::exception& e) {
         // Internals stay in the server's log; the caller gets a generic message.
         spdlog::error("internal error handling {}: {}", method, e.what());

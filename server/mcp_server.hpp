@@ -224,6 +224,7 @@ struct ServerOptions {
     std::int64_t task_max_ttl_ms = 24 * 60 * 60 * 1000;
     std::int64_t task_poll_ms = 500;
     std::size_t max_live_tasks_per_owner = 32;
+    JsonLimits json_limits;  // what a message from outside may hold (depth, string length)
 };
 
 // Per-message facts from the transport.
@@ -296,6 +297,8 @@ public:
                                const json& params);
 
 private:
+    // handle_message without its guard: may throw.
+    std::optional<std::string> dispatch_message(const json& message, const Inbound& in);
     std::optional<std::string> call_tool(const json& id, const json& params, RequestContext& ctx);
     // Modern multi-round-trip: restores answers from a sealed requestState bound to `target`.
     void restore_round(const std::string& target, const json& arguments, const json& params,

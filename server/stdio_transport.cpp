@@ -70,6 +70,11 @@ bool runs_on_worker(const json& message) {
            m == "completion/complete" || m == "tasks/result";
 }
 
+bool is_cancellation(const json& message) {
+    auto method = message.find("method");  // find() is safe on any JSON value
+    return method != message.end() && *method == "notifications/cancelled";
+}
+
 }  // namespace
 
 int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_fd) {
@@ -99,12 +104,12 @@ int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_
 
     auto dispatch = [&](std::string&& text) {
         if (text.empty() || text.find_first_not_of(" \t\r") == std::string::npos) return;
-        json message = json::parse(text, nullptr, false);
-        if (message.is_discarded()) {
-            writer.write_line(make_error_text(nullptr, error_code::parse_error,
-                                              "parse error: the line is not valid JSON"));
+        ParsedMessage parsed = parse_message(text, options.json_limits);
+        if (!parsed.error.empty()) {
+            writer.write_line(parsed.error);
             return;
         }
+        json& message = parsed.message;
         if (runs_on_worker(message)) {
             auto stop = std::make_shared<std::stop_source>();
             std::string key = message["id"].dump();
@@ -126,7 +131,7 @@ int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_
             });
             return;
         }
-        if (message.value("method", "") == "notifications/cancelled") {
+        if (is_cancellation(message)) {
             auto params = message.find("params");
             if (params != message.end() && params->is_object() && params->contains("requestId")) {
                 std::lock_guard lock(queued_mutex);

@@ -10,6 +10,7 @@ namespace agency::mcp {
 
 struct StdioOptions {
     std::size_t max_message_bytes = 4 * 1024 * 1024;
+    JsonLimits json_limits;  // nesting depth and string length, checked before parsing
     std::size_t workers = 8;
     std::chrono::milliseconds drain_timeout{30'000};
     Principal principal;  // the process's own scopes (--read-only drops "write")

@@ -225,8 +225,12 @@ std::string Server::start_task(const ToolDef& tool, const json& id, const json& 
     std::int64_t ttl = impl.options.task_ttl_ms;
     if (legacy) {
         const json& t = params["task"];
+        // Compared as a double first: 1e300 converted to an integer is undefined (it came out
+        // as null and escaped the cap).
         if (auto it = t.find("ttl"); it != t.end() && it->is_number() && it->get<double>() > 0)
-            ttl = std::min<std::int64_t>(it->get<std::int64_t>(), impl.options.task_max_ttl_ms);
+            ttl = it->get<double>() >= static_cast<double>(impl.options.task_max_ttl_ms)
+                      ? impl.options.task_max_ttl_ms
+                      : std::max<std::int64_t>(1, static_cast<std::int64_t>(it->get<double>()));
     }
     auto task = std::make_shared<LiveTask>();
     task->store = impl.task_store;

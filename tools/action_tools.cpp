@@ -329,10 +329,29 @@ mcp::ToolResult confirmed_call(ActionRuntime& rt, const ConfirmedDef& def, const
             {"required", json::array({"confirm"})}};
         const json answer = ctx.ask("confirm", "elicitation/create",
                                     {{"message", preview.message}, {"requestedSchema", schema}});
-        const std::string action = answer.is_object() ? answer.value("action", "") : "";
-        const bool yes = action == "accept" && answer.contains("content") &&
-                         answer["content"].is_object() &&
-                         answer["content"].value("confirm", false) == true;
+        // The answer is the client's: any shape may arrive. Only a boolean true confirms;
+        // "true" or 1 is refused as malformed rather than taken for a yes.
+        auto field = [](const json& object, const char* key) -> const json* {
+            if (!object.is_object()) return nullptr;
+            auto it = object.find(key);
+            return it == object.end() ? nullptr : &*it;
+        };
+        const json* action_field = field(answer, "action");
+        const std::string action = action_field && action_field->is_string()
+                                       ? action_field->get<std::string>()
+                                       : std::string();
+        const json* content = field(answer, "content");
+        const json* confirm = content ? field(*content, "confirm") : nullptr;
+        if (action == "accept" && confirm && !confirm->is_boolean()) {
+            spdlog::info("{}: malformed confirmation answer from {}, nothing sent", tool, principal);
+            return tool_error("invalid_answer",
+                              "the client's confirmation answer is malformed: confirm must be "
+                              "true or false, got " +
+                                  confirm->dump(-1, ' ', false, json::error_handler_t::replace)
+                                      .substr(0, 64) +
+                                  ". Nothing was done; call the tool again to be asked again.");
+        }
+        const bool yes = action == "accept" && confirm && *confirm == true;
         if (!yes) {
             const std::string why = action == "accept" ? "not confirmed (confirm was not true)"
                                     : action.empty()   ? "not answered"

@@ -1,10 +1,13 @@
 #include "tools/tool_kit.hpp"
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
+
+#include <re2/re2.h>
 
 #include <spdlog/spdlog.h>
 #include <valijson/adapters/nlohmann_json_adapter.hpp>
@@ -16,6 +19,7 @@
 #include "gateway/json_parse.hpp"
 #include "server/crypto.hpp"
 #include "tools/schemas.hpp"
+#include "tools/store.hpp"
 
 namespace agency::tools {
 
@@ -90,6 +94,129 @@ std::string describe(const json& prop) {
 
 }  // namespace
 
+// `pattern` and `format` are checked here, not by valijson: its std::regex recurses once per
+// character (a long argument overflowed the stack) and its `format` read non-strings as
+// strings. RE2 matches in linear time; the formats are plain code.
+struct StringRules {
+    std::unique_ptr<RE2> pattern;  // JSON Schema patterns are unanchored searches
+    std::string format;            // "date"; other formats are annotations only
+    std::map<std::string, StringRules, std::less<>> properties;
+    std::unique_ptr<StringRules> items;
+    std::unique_ptr<StringRules> additional;  // additionalProperties as a schema
+
+    bool empty() const {
+        return !pattern && format.empty() && properties.empty() && !items && !additional;
+    }
+};
+
+namespace {
+
+bool is_date(std::string_view s) {
+    auto digits = [&](std::size_t at, std::size_t n) {
+        for (std::size_t i = at; i < at + n; ++i)
+            if (s[i] < '0' || s[i] > '9') return false;
+        return true;
+    };
+    if (s.size() != 10 || s[4] != '-' || s[7] != '-' || !digits(0, 4) || !digits(5, 2) ||
+        !digits(8, 2))
+        return false;
+    const int year = std::stoi(std::string(s.substr(0, 4)));
+    const int month = (s[5] - '0') * 10 + (s[6] - '0');
+    const int day = (s[8] - '0') * 10 + (s[9] - '0');
+    static constexpr int kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (month < 1 || month > 12 || day < 1 || day > kDays[month - 1]) return false;
+    const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    return !(month == 2 && day == 29 && !leap);
+}
+
+// Moves `pattern` and `format` out of `schema` (a copy valijson will compile) into rules, for
+// the places a value's path can be followed: properties, items, additionalProperties.
+StringRules take_string_rules(json& schema, const std::string& where) {
+    StringRules rules;
+    if (!schema.is_object()) return rules;
+    if (auto p = schema.find("pattern"); p != schema.end() && p->is_string()) {
+        RE2::Options options;
+        options.set_log_errors(false);
+        rules.pattern = std::make_unique<RE2>(p->get<std::string>(), options);
+        if (!rules.pattern->ok())
+            throw std::invalid_argument("schema pattern at " + where + " is not supported: " +
+                                        rules.pattern->error());
+        schema.erase(p);
+    }
+    if (auto f = schema.find("format"); f != schema.end() && f->is_string()) {
+        rules.format = f->get<std::string>();
+        schema.erase(f);
+    }
+    if (auto props = schema.find("properties"); props != schema.end() && props->is_object()) {
+        for (auto& [name, sub] : props->items()) {
+            StringRules child = take_string_rules(sub, where + "/properties/" + name);
+            if (!child.empty()) rules.properties.emplace(name, std::move(child));
+        }
+    }
+    if (auto items = schema.find("items"); items != schema.end() && items->is_object()) {
+        StringRules child = take_string_rules(*items, where + "/items");
+        if (!child.empty()) rules.items = std::make_unique<StringRules>(std::move(child));
+    }
+    if (auto extra = schema.find("additionalProperties");
+        extra != schema.end() && extra->is_object()) {
+        StringRules child = take_string_rules(*extra, where + "/additionalProperties");
+        if (!child.empty()) rules.additional = std::make_unique<StringRules>(std::move(child));
+    }
+    // Elsewhere (combinators, definitions) a value's path cannot be followed from here: refuse
+    // the schema rather than drop a rule or leave it to std::regex.
+    for (const char* key : {"anyOf", "oneOf", "allOf", "not", "if", "then", "else",
+                            "definitions", "$defs", "patternProperties", "dependencies"}) {
+        if (auto it = schema.find(key); it != schema.end() &&
+                                        it->dump().find("\"pattern\"") != std::string::npos)
+            throw std::invalid_argument("schema at " + where + ": a pattern under " + key +
+                                        " is not supported");
+    }
+    return rules;
+}
+
+// The first value that breaks a rule, and where it is ("from", "keywords[2]").
+struct Violation {
+    std::string path;
+    const json* value = nullptr;
+};
+
+std::optional<Violation> check_string_rules(const StringRules& rules, const json& value,
+                                            const std::string& path) {
+    if (value.is_string() && (rules.pattern || !rules.format.empty())) {
+        const auto& text = value.get_ref<const std::string&>();
+        if ((rules.pattern && !RE2::PartialMatch(text, *rules.pattern)) ||
+            (rules.format == "date" && !is_date(text)))
+            return Violation{path, &value};
+    }
+    if (value.is_object()) {
+        for (const auto& [key, item] : value.items()) {
+            auto found = rules.properties.find(key);
+            const StringRules* sub = found != rules.properties.end() ? &found->second
+                                                                     : rules.additional.get();
+            if (!sub) continue;
+            if (auto bad = check_string_rules(*sub, item, path.empty() ? key : path + "." + key))
+                return bad;
+        }
+    } else if (value.is_array() && rules.items) {
+        for (std::size_t i = 0; i < value.size(); ++i)
+            if (auto bad = check_string_rules(*rules.items, value[i],
+                                              path + "[" + std::to_string(i) + "]"))
+                return bad;
+    }
+    return std::nullopt;
+}
+
+// A value as the message quotes it: long ones cut, so an answer never echoes a huge argument.
+std::string quote_value(const json& value) {
+    std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+    constexpr std::size_t kMax = 120;
+    if (text.size() > kMax) text = text.substr(0, kMax) + "... (" + std::to_string(text.size()) +
+                                   " characters)";
+    return text;
+}
+
+}  // namespace
+
 struct InputValidator::Impl {
     json owned;
     const json* schema_ptr = &owned;  // `owned`, or a schema that outlives the validator
@@ -97,14 +224,17 @@ struct InputValidator::Impl {
     // schemas up front was a tenth of a cold start's instructions.
     std::once_flag compile_once;
     valijson::Schema compiled;
+    StringRules string_rules;
     std::vector<std::string> properties;
     std::vector<std::string> required;
     bool closed = false;  // additionalProperties: false
 
     const valijson::Schema& compiled_schema() {
         std::call_once(compile_once, [this] {
+            json plain = *schema_ptr;
+            string_rules = take_string_rules(plain, "#");
             valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
-            valijson::adapters::NlohmannJsonAdapter adapter(*schema_ptr);
+            valijson::adapters::NlohmannJsonAdapter adapter(plain);
             parser.populateSchema(adapter, compiled);
         });
         return compiled;
@@ -143,6 +273,8 @@ std::string InputValidator::validate(const json& args) const {
     const json& schema_json = *impl_->schema_ptr;
     const auto found = schema_json.find("properties");
     const json& props = found != schema_json.end() ? *found : no_properties;
+    if (!args.is_object())
+        return "arguments must be an object of named arguments, got " + quote_value(args);
     if (impl_->closed) {
         for (const auto& [key, value] : args.items()) {
             if (!props.contains(key))
@@ -155,11 +287,16 @@ std::string InputValidator::validate(const json& args) const {
             return "missing required argument \"" + key + "\" (" + describe(props.value(key, json())) +
                    ")";
     }
-    // One validator per thread keeps valijson's compiled-regex cache warm.
-    thread_local valijson::Validator validator(valijson::Validator::kStrongTypes);
+    valijson::Validator validator(valijson::Validator::kStrongTypes);
     valijson::ValidationResults results;
     valijson::adapters::NlohmannJsonAdapter target(args);
-    if (validator.validate(impl_->compiled_schema(), target, &results)) return {};
+    if (validator.validate(impl_->compiled_schema(), target, &results)) {
+        auto bad = check_string_rules(impl_->string_rules, args, "");
+        if (!bad) return {};
+        const std::string top = bad->path.substr(0, bad->path.find_first_of(".["));
+        return "invalid argument \"" + bad->path + "\": got " + quote_value(*bad->value) +
+               ", expected " + describe(props.value(top, json()));
+    }
     valijson::ValidationResults::Error error;
     std::string field;
     std::string detail;
@@ -177,7 +314,7 @@ std::string InputValidator::validate(const json& args) const {
     }
     if (field.empty()) return "invalid arguments: " + detail;
     const json& value = args.contains(field) ? args[field] : json();
-    return "invalid argument \"" + field + "\": got " + value.dump() + ", expected " +
+    return "invalid argument \"" + field + "\": got " + quote_value(value) + ", expected " +
            describe(props.value(field, json()));
 }
 
@@ -321,6 +458,28 @@ std::vector<ToolDoc>& tool_docs() {
 
 const std::vector<ToolDoc>& registered_tool_docs() { return tool_docs(); }
 
+namespace {
+
+// The state database failed under a call (locked past the busy timeout, read-only, full): the
+// caller hears what happened and what to do, the log keeps SQLite's words.
+mcp::ToolResult state_error(const StoreError& e) {
+    spdlog::error("state database: {}", e.what());
+    const std::string why = e.what();
+    const bool busy = why.find("locked") != std::string::npos || why.find("busy") != std::string::npos;
+    const bool read_only = why.find("readonly") != std::string::npos ||
+                           why.find("read-only") != std::string::npos;
+    return tool_error(
+        "state_unavailable",
+        std::string("the server's state database is ") +
+            (busy ? "locked by another process" : read_only ? "read-only" : "failing") +
+            ", so this call could not be recorded. Try again in a moment; if it persists, the "
+            "operator should check the state database (--state-db). If this was an action, "
+            "check with the read tools whether it ran before running it again.",
+        {{"retryable", busy}});
+}
+
+}  // namespace
+
 void add_tool(mcp::Server& server, ToolSpec spec) {
     // Registration happens once at start-up, before serving; re-registering replaces.
     auto& docs = tool_docs();
@@ -359,6 +518,8 @@ void add_tool(mcp::Server& server, ToolSpec spec) {
                 return handler(args, ctx);
             } catch (const gateway::Error& e) {
                 return tool_error(e);
+            } catch (const StoreError& e) {
+                return state_error(e);
             }
         };
     };
@@ -373,6 +534,8 @@ void add_tool(mcp::Server& server, ToolSpec spec) {
                 return resume(saved, args, ctx);
             } catch (const gateway::Error& e) {
                 return tool_error(e);
+            } catch (const StoreError& e) {
+                return state_error(e);
             }
         };
     def.on_cancel = std::move(spec.on_cancel);
