@@ -3,13 +3,16 @@
 // server's own request, NUL bytes). Each is answered with an error and the server keeps
 // serving, over stdio (serve_stdio on pipes) and over HTTP (the transport on a loopback port),
 // with every tool registered against the sample gateway.
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <sqlite3.h>
 
+#include "server/crypto.hpp"
 #include "server/http_transport.hpp"
 #include "server/json_rpc.hpp"
 #include "stdio_harness.hpp"
@@ -290,4 +293,41 @@ TEST(JsonLimits, CountsDepthAndStringsOutsideAndInsideStrings) {
     EXPECT_NE(check_json_limits(R"({"abcdefghi":1})", limits), "") << "keys count too";
     EXPECT_NE(check_json_limits(std::string("[1]\0", 4), limits), "");
     EXPECT_NE(check_json_limits(R"(["abcdefghijk)", limits), "") << "an unterminated string";
+}
+
+// The state database locked by another process while serving: the call is refused with what
+// happened and what to do, not "failed unexpectedly", and nothing reaches the gateway.
+TEST(Hardening, LockedStateDatabaseIsAnActionableToolError) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("agency-lock-" + agency::crypto::random_hex(6));
+    fs::create_directories(dir);
+    const std::string path = (dir / "state.db").string();
+    {
+        auto rt = std::make_shared<agency::tools::ActionRuntime>(
+            agency::tools::ActionSettings{.state_db = path, .audit_workers = 1});
+        ToolHarness h{agency::sample::Options{}, agency::tools::Settings{},
+                      [rt](agency::mcp::Server& server,
+                           const std::shared_ptr<agency::tools::Toolbox>& box) {
+                          agency::tools::register_all(server, box, rt);
+                      }};
+        sqlite3* other = nullptr;
+        ASSERT_EQ(sqlite3_open(path.c_str(), &other), SQLITE_OK);
+        ASSERT_EQ(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+        auto reply = h.call("generate_keyword_ideas", {{"client_id", "demo-dental"},
+                                                       {"seed", "implants"},
+                                                       {"idempotency_key", "lock-1"}});
+        sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+        sqlite3_close(other);
+        EXPECT_EQ(reply.reason(), "state_unavailable") << reply.response;
+        EXPECT_NE(reply.tool_error().value("message", "").find("locked"), std::string::npos);
+        EXPECT_EQ(h.gw->count_requests("POST", "generate_keywords"), 0u);
+        // Once the lock is gone, the same call goes through.
+        auto again = h.call("generate_keyword_ideas", {{"client_id", "demo-dental"},
+                                                       {"seed", "implants"},
+                                                       {"idempotency_key", "lock-1"}});
+        EXPECT_FALSE(again.is_error()) << again.response;
+        rt->audits().stop();
+    }
+    std::error_code ec;
+    fs::remove_all(dir, ec);
 }
