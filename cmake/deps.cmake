@@ -10,8 +10,13 @@ find_package(OpenSSL REQUIRED)
 # Debian's cpp-httplib is a compiled library built with OpenSSL, zlib and brotli; its .pc
 # file carries the matching CPPHTTPLIB_*_SUPPORT defines, which must agree with the library.
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
-# RE2 runs schema patterns in linear time (std::regex recursed once per character).
-pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
+# RE2 runs schema patterns in linear time (std::regex recursed once per character). From its
+# static archive, as SQLite: binding a shared library's symbols costs every cold start.
+pkg_check_modules(RE2 REQUIRED re2)
+find_library(AGENCY_RE2_STATIC NAMES libre2.a REQUIRED)
+add_library(agency_re2 INTERFACE)
+target_include_directories(agency_re2 SYSTEM INTERFACE ${RE2_INCLUDE_DIRS})
+target_link_libraries(agency_re2 INTERFACE ${AGENCY_RE2_STATIC} Threads::Threads)
 find_path(VALIJSON_INCLUDE_DIR valijson/validator.hpp REQUIRED)
 
 # SQLite from the static archive that libsqlite3-dev ships: the shared library is linked -z now,
