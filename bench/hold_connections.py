@@ -208,8 +208,7 @@ def main():
             "name": "list_articles", "arguments": {"client_id": "demo-plumbing", "limit": 1}}}),
             {"Mcp-Session-Id": sid, "MCP-Protocol-Version": LEGACY}))
         _, _, payload = reader.answer()
-        article = json.loads(payload)["result"]["structuredContent"]
-        article_id = next(iter(article.values()))[0]["id"] if isinstance(article, dict) else None
+        article_id = json.loads(payload)["result"]["structuredContent"]["rows"][0]["id"]
         sessions = []
         opened = 0
         for i in range(args.streams):
