@@ -716,6 +716,28 @@ int HttpTransport::start() {
         }
         return httplib::Server::HandlerResponse::Unhandled;
     });
+    // "Expect: 100-continue": a caller without a valid key, or with a body over the bound, is
+    // answered before it sends the body at all.
+    http.set_expect_100_continue_handler([this](const httplib::Request& req,
+                                                httplib::Response& res) {
+        if (req.method != "POST" || req.path != impl_->options.path) return 100;
+        if (!impl_->authenticate(req, res)) {
+            close_after(res);
+            return res.status;
+        }
+        if (req.has_header("Content-Length")) {
+            const std::string announced = req.get_header_value("Content-Length");
+            if (!announced.empty() && announced.size() <= 19 &&
+                announced.find_first_not_of("0123456789") == std::string::npos &&
+                std::stoull(announced) > impl_->options.max_body_bytes) {
+                close_after(res);
+                send_json_error(res, 413, nullptr, error_code::invalid_request,
+                                "request body too large");
+                return 413;
+            }
+        }
+        return 100;
+    });
     // Browsers: an origin that passes the Origin check may read our answers and the session id.
     http.set_post_routing_handler([](const httplib::Request& req, httplib::Response& res) {
         if (!req.has_header("Origin") || res.status == 403) return;

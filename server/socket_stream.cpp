@@ -158,7 +158,11 @@ ssize_t BufferedStream::read(char* ptr, size_t size) {
 ssize_t BufferedStream::write(const char* ptr, size_t size) {
     const bool head = message_start_;
     message_start_ = false;
-    if (head) close_requested_ = ::memmem(ptr, size, "\r\nConnection: close\r\n", 21) != nullptr;
+    // A head is the first write since a read, or any write of a status line (after an interim
+    // "100 Continue", the final answer's head follows without a read between).
+    if ((head || (size > 7 && std::memcmp(ptr, "HTTP/1.", 7) == 0)) &&
+        ::memmem(ptr, size, "\r\nConnection: close\r\n", 21) != nullptr)
+        close_requested_ = true;
     if (buffers_.held.empty()) {
         if (head && is_held_header_block({ptr, size})) {
             buffers_.held.assign(ptr, size);

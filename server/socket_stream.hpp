@@ -85,7 +85,10 @@ public:
 
     bool flush();
     // The next write starts a message (a server calls this before each request it answers).
-    void start_message() { message_start_ = true; }
+    void start_message() {
+        message_start_ = true;
+        close_requested_ = false;
+    }
     bool has_buffered_input() const { return begin_ < end_; }
     void discard_input() { begin_ = end_ = 0; }
     // Waits up to timeout_ms for a byte to read; false on timeout, error or end of stream.
@@ -106,8 +109,9 @@ public:
     std::string take_input();
     // Reads (and waits for reads) fail after this time point (no deadline by default).
     void set_read_deadline(std::chrono::steady_clock::time_point deadline) { deadline_ = deadline; }
-    // Whether the last message head written said "Connection: close": a server answered
-    // without reading the request's body, so the connection cannot carry another request.
+    // Whether a message head written since start_message() said "Connection: close": a
+    // server answered without reading the request's body, so the connection cannot carry
+    // another request.
     bool close_requested() const { return close_requested_; }
 
 private:

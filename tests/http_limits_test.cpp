@@ -356,6 +356,22 @@ TEST_F(HttpLimits, ChunkedBodyWithoutAKeyIsRefusedWithoutBeingRead) {
     EXPECT_EQ(res->status, 200);
 }
 
+// A client that waits for "100 Continue" before its body gets the 401 instead, and sends
+// nothing more.
+TEST_F(HttpLimits, ExpectContinueWithoutAKeyGets401First) {
+    const std::string key = make_key();
+    auto options = small_options();
+    options.keys = std::make_shared<const KeyStore>(KeyStore::load(keys_path_));
+    start(options);
+    const int fd = connect_from(port_);
+    ASSERT_GE(fd, 0);
+    Sockets owner{{fd}};
+    ASSERT_TRUE(send_all(fd, post_head(port_, "Expect: 100-continue\r\nContent-Length: 1000000\r\n")));
+    const std::string answer = read_answer(fd, 5s);
+    EXPECT_EQ(status_of(answer), 401) << answer;
+    EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer;
+}
+
 // Issue 15, class 6: a chunked body ignored --max-body-bytes.
 TEST_F(HttpLimits, ChunkedBodyOverTheLimitIs413) {
     start();  // max_body_bytes: 64 KiB, no keys (loopback)
