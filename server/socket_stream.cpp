@@ -326,7 +326,7 @@ namespace {
 constexpr std::size_t max_head_bytes = StreamBuffers::read_size;
 constexpr int sweep_ms = 100;  // how often deadlines are looked at
 // How long a thread that has just answered waits for the connection's next request before it
-// hands the connection back to the epoll thread (only while threads are not scarce).
+// hands the connection back to the epoll thread (only while no connection waits for a thread).
 constexpr int linger_ms = 20;
 // A connection answered without its body being read is closed after this much more of it, or
 // this long.
@@ -577,6 +577,7 @@ private:
         }
         c->parked = false;
         ready_.push_back(c);
+        ++queued_;
         if (ready_.size() > waiting_ && threads_.size() < limits_.threads && !stopped_)
             threads_.emplace_back([this] { serve_loop(); });
         work_ready_.notify_one();
@@ -619,6 +620,7 @@ private:
                 if (ready_.empty()) return;
                 c = ready_.front();
                 ready_.pop_front();
+                --queued_;
             }
             ++busy_;
             serve(c, buffers);
@@ -689,7 +691,12 @@ private:
         park_locked(c);
     }
 
-    bool threads_scarce() const { return busy_.load(std::memory_order_relaxed) * 2 > limits_.threads; }
+    // Connections are waiting for a thread, or this is the last one: no waiting here then.
+    // (Threads held by open streams do not count: they are not wanted elsewhere.)
+    bool threads_scarce() const {
+        return queued_.load(std::memory_order_relaxed) > 0 ||
+               busy_.load(std::memory_order_relaxed) >= limits_.threads;
+    }
 
     PlainServer& server_;
     ConnectionLimits limits_;
@@ -706,6 +713,7 @@ private:
     std::vector<std::thread> threads_;
     std::size_t waiting_ = 0;
     std::atomic<std::size_t> busy_{0};
+    std::atomic<std::size_t> queued_{0};  // ready_.size(), read without the lock
 };
 
 PlainServer::PlainServer() {
