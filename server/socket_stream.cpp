@@ -385,6 +385,7 @@ public:
         // lose the answer) under a client still sending.
         bool draining = false;
         std::size_t drained = 0;
+        bool evicted = false;  // shut down to make room; the epoll thread closes it
     };
 
     explicit Reactor(PlainServer& server) : server_(server), limits_(server.limits_) {
@@ -455,7 +456,7 @@ public:
         }
         auto known = per_peer_.find(peer);
         if ((known != per_peer_.end() && known->second >= limits_.max_connections_per_peer) ||
-            (conns_.size() >= limits_.max_connections && !evict_idle_locked())) {
+            (conns_.size() - evicted_ >= limits_.max_connections && !evict_idle_locked())) {
             lock.unlock();
             say_and_close(sock, refused_busy);
             return;
@@ -473,14 +474,19 @@ public:
     }
 
 private:
-    // The longest-idle kept-alive connection (no request begun) is closed to make room.
+    // The longest-idle kept-alive connection (no request begun) is closed to make room. This
+    // runs on the accept thread while the epoll thread may be about to read the connection, so
+    // it is only shut down here: the epoll thread sees the hang-up and closes it.
     bool evict_idle_locked() {
         Conn* oldest = nullptr;
         for (auto& [sock, c] : conns_)
-            if (c->parked && !c->head_started && (!oldest || c->deadline < oldest->deadline))
+            if (c->parked && !c->head_started && !c->evicted &&
+                (!oldest || c->deadline < oldest->deadline))
                 oldest = c.get();
         if (!oldest) return false;
-        close_locked(oldest, nullptr);
+        oldest->evicted = true;
+        ++evicted_;
+        ::shutdown(oldest->sock, SHUT_RDWR);
         return true;
     }
 
@@ -489,8 +495,11 @@ private:
         if (it != per_peer_.end() && --it->second == 0) per_peer_.erase(it);
     }
 
+    // Only on the thread that owns the connection: the epoll thread for a parked one (events
+    // hold its address), its serving thread otherwise.
     void close_locked(Conn* c, const char* last_word) {
         const int sock = c->sock;
+        if (c->evicted) --evicted_;
         forget_locked(c->peer);
         conns_.erase(sock);  // frees c
         server_.open_ = conns_.size();
@@ -708,6 +717,7 @@ private:
     bool stopped_ = false;
     std::unordered_map<int, std::unique_ptr<Conn>> conns_;
     std::unordered_map<std::string, std::size_t> per_peer_;
+    std::size_t evicted_ = 0;  // shut down, not yet closed
     std::deque<Conn*> ready_;
     std::condition_variable work_ready_;
     std::vector<std::thread> threads_;
