@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <unordered_map>
 #include <stdexcept>
 #include <thread>
 
@@ -13,7 +14,6 @@
 #include <spdlog/spdlog.h>
 
 #include "server/crypto.hpp"
-#include "server/lazy_task_queue.hpp"
 #include "server/socket_stream.hpp"
 #include "server/work_queue.hpp"
 
@@ -36,6 +36,61 @@ std::string host_part(const std::string& authority) {
     auto colon = authority.rfind(':');
     return lower(colon == std::string::npos ? authority : authority.substr(0, colon));
 }
+
+// An Origin header as browsers send it: scheme "://" host [":" port], nothing else (no
+// userinfo, path, query or fragment). Returns "scheme://host[:port]" in lowercase with the
+// host alone in `host` (v6 in brackets), or nullopt for anything else.
+std::optional<std::string> parse_origin(const std::string& origin, std::string& host) {
+    const auto scheme_end = origin.find("://");
+    if (scheme_end == std::string::npos) return std::nullopt;
+    const std::string scheme = lower(origin.substr(0, scheme_end));
+    if (scheme != "http" && scheme != "https") return std::nullopt;
+    const std::string rest = lower(origin.substr(scheme_end + 3));
+    std::size_t port_at = std::string::npos;
+    if (!rest.empty() && rest.front() == '[') {
+        const auto close = rest.find(']');
+        if (close == std::string::npos || close == 1) return std::nullopt;
+        for (std::size_t i = 1; i < close; ++i)
+            if (!std::isxdigit(static_cast<unsigned char>(rest[i])) && rest[i] != ':' &&
+                rest[i] != '.')
+                return std::nullopt;
+        host = rest.substr(0, close + 1);
+        if (close + 1 < rest.size()) {
+            if (rest[close + 1] != ':') return std::nullopt;
+            port_at = close + 2;
+        }
+    } else {
+        const auto colon = rest.find(':');
+        host = rest.substr(0, colon);
+        if (host.empty()) return std::nullopt;
+        for (char c : host)
+            if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.')
+                return std::nullopt;
+        if (colon != std::string::npos) port_at = colon + 1;
+    }
+    if (port_at != std::string::npos) {
+        const std::string port = rest.substr(port_at);
+        if (port.empty() || port.size() > 5 ||
+            port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) > 65535)
+            return std::nullopt;
+    }
+    return scheme + "://" + rest;
+}
+
+// Session ids are visible ASCII (0x21-0x7E), as the spec requires of servers; anything else
+// in the header is refused before any lookup.
+bool valid_session_id(const std::string& id) {
+    return std::all_of(id.begin(), id.end(), [](char c) { return c >= 0x21 && c <= 0x7e; });
+}
+
+// A request that carries a body (announced by length or chunked).
+bool has_body(const httplib::Request& req) {
+    return req.has_header("Transfer-Encoding") ||
+           (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
+}
+
+// The connection cannot carry another request: its body was left unread.
+void close_after(httplib::Response& res) { res.set_header("Connection", "close"); }
 
 std::string trim(const std::string& s) {
     auto begin = s.find_first_not_of(" \t");
@@ -90,6 +145,12 @@ void send_json_error(httplib::Response& res, int status, const json& id, int cod
                      const std::string& message, const json& data = nullptr) {
     res.status = status;
     set_body(res, make_error_text(id, code, message, data), "application/json");
+}
+
+// At a bound: come back later.
+void send_busy(httplib::Response& res, const json& id, const std::string& message) {
+    res.set_header("Retry-After", "1");
+    send_json_error(res, 503, id, error_code::internal_error, message);
 }
 
 // Modern-era JSON-RPC errors travel with a matching HTTP status.
@@ -223,6 +284,41 @@ struct HttpTransport::Impl {
     std::vector<std::string> allowed_hosts;
     // Runs streamed calls so the connection thread can watch the stream.
     std::unique_ptr<WorkQueue> workers;
+    std::vector<std::string> allowed_origins;  // normalized (lowercase)
+
+    // Streamed answers open, in all and per legacy session.
+    std::mutex streams_mutex;
+    std::size_t streams_open = 0;
+    std::unordered_map<std::string, std::size_t> streams_per_session;
+
+    // A streamed answer's place, held by its call and its stream until both are done.
+    struct StreamSlot {
+        StreamSlot(Impl* owner, std::string session) : impl(owner), session_id(std::move(session)) {}
+        StreamSlot(const StreamSlot&) = delete;
+        StreamSlot& operator=(const StreamSlot&) = delete;
+        Impl* impl;
+        std::string session_id;
+        ~StreamSlot() {
+            std::lock_guard lock(impl->streams_mutex);
+            --impl->streams_open;
+            if (session_id.empty()) return;
+            auto it = impl->streams_per_session.find(session_id);
+            if (it != impl->streams_per_session.end() && --it->second == 0)
+                impl->streams_per_session.erase(it);
+        }
+    };
+    // nullptr at a bound.
+    std::shared_ptr<StreamSlot> open_stream(const std::string& session_id) {
+        std::lock_guard lock(streams_mutex);
+        if (streams_open >= options.max_streams) return nullptr;
+        if (!session_id.empty()) {
+            auto& n = streams_per_session[session_id];
+            if (n >= options.max_streams_per_session) return nullptr;
+            ++n;
+        }
+        ++streams_open;
+        return std::make_shared<StreamSlot>(this, session_id);
+    }
 
     Impl(Server& s, HttpOptions o)
         : server(s), options(std::move(o)), workers(std::make_unique<WorkQueue>(options.workers)) {}
@@ -231,18 +327,59 @@ struct HttpTransport::Impl {
         return std::find(allowed_hosts.begin(), allowed_hosts.end(), host) != allowed_hosts.end();
     }
 
+    // Only a well-formed origin can pass: "http://127.0.0.1:80@evil.com" is not one.
     bool origin_allowed(const std::string& origin) const {
-        if (std::find(options.allowed_origins.begin(), options.allowed_origins.end(), origin) !=
-            options.allowed_origins.end())
+        std::string host;
+        auto normal = parse_origin(origin, host);
+        if (!normal) return false;
+        return std::find(allowed_origins.begin(), allowed_origins.end(), *normal) !=
+                   allowed_origins.end() ||
+               host_allowed(host);
+    }
+
+    // Reads the body (before: the caller's key has been checked), counting every byte against
+    // max_body_bytes whether its length was announced or it comes chunked (or compressed):
+    // reading stops at the bound with a 413. False after writing the error.
+    bool read_body(const httplib::Request& req, httplib::Response& res,
+                   const httplib::ContentReader& reader, std::string& body) {
+        const std::size_t limit = options.max_body_bytes;
+        const auto too_large = [&] {
+            close_after(res);
+            send_json_error(res, 413, nullptr, error_code::invalid_request,
+                            "request body too large (the limit is " + std::to_string(limit) +
+                                " bytes)");
+            return false;
+        };
+        if (req.has_header("Content-Length")) {
+            const std::string announced = req.get_header_value("Content-Length");
+            if (announced.empty() || announced.size() > 19 ||
+                announced.find_first_not_of("0123456789") != std::string::npos) {
+                close_after(res);
+                send_json_error(res, 400, nullptr, error_code::invalid_request,
+                                "invalid Content-Length");
+                return false;
+            }
+            const auto length = std::stoull(announced);
+            if (length > limit) return too_large();
+            body.reserve(static_cast<std::size_t>(length));
+        }
+        bool over = false;
+        const bool read = reader([&](const char* data, std::size_t size) {
+            if (size > limit - body.size()) {
+                over = true;
+                return false;
+            }
+            body.append(data, size);
             return true;
-        auto scheme_end = origin.find("://");
-        if (scheme_end == std::string::npos) return false;
-        std::string scheme = lower(origin.substr(0, scheme_end));
-        if (scheme != "http" && scheme != "https") return false;
-        std::string authority = origin.substr(scheme_end + 3);
-        if (auto slash = authority.find('/'); slash != std::string::npos)
-            authority.resize(slash);
-        return host_allowed(host_part(authority));
+        });
+        if (over) return too_large();
+        if (!read) {
+            close_after(res);
+            send_json_error(res, 400, nullptr, error_code::invalid_request,
+                            "the request body could not be read");
+            return false;
+        }
+        return true;
     }
 
     // Returns the caller, or nullopt after writing a 401.
@@ -271,20 +408,29 @@ struct HttpTransport::Impl {
             spdlog::info("expired {} idle session(s)", n);
     }
 
-    void handle_post(const httplib::Request& req, httplib::Response& res);
+    void handle_post(const httplib::Request& req, httplib::Response& res,
+                     const httplib::ContentReader& reader);
     void handle_delete(const httplib::Request& req, httplib::Response& res);
 };
 
-void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Response& res) {
+void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Response& res,
+                                      const httplib::ContentReader& reader) {
+    // Who is calling, and whether the body is wanted at all, is known before it is read.
     auto principal = authenticate(req, res);
-    if (!principal) return;
+    if (!principal) {
+        if (has_body(req)) close_after(res);
+        return;
+    }
     std::string content_type = lower(req.get_header_value("Content-Type"));
     if (content_type.find("application/json") == std::string::npos) {
+        if (has_body(req)) close_after(res);
         send_json_error(res, 415, nullptr, error_code::invalid_request,
                         "Content-Type must be application/json");
         return;
     }
-    ParsedMessage parsed = parse_message(req.body, options.json_limits);
+    std::string text;
+    if (!read_body(req, res, reader, text)) return;
+    ParsedMessage parsed = parse_message(text, options.json_limits);
     if (!parsed.error.empty()) {
         res.status = 400;
         set_body(res, std::move(parsed.error), "application/json");
@@ -321,6 +467,8 @@ void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Resp
     const bool is_init = !modern && kind == MessageKind::request && method == "initialize";
     if (is_init) {
         sweep_sessions();
+        if (server.session_count() >= options.max_sessions)
+            return send_busy(res, id, "too many sessions open: try again later");
         session = server.create_session(crypto::random_hex(16));
     } else if (!modern) {
         if (session_id.empty()) {
@@ -426,6 +574,9 @@ void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Resp
     // stream cancels them, as 2026-07-28 requires).
     const bool modern_call = !legacy && method == "tools/call";
     if (accepts_sse && (modern_call || server.may_stream(message, session.get()))) {
+        // Each streamed call holds a connection thread and waits for a worker: bounded.
+        auto slot = open_stream(session ? session->id : std::string());
+        if (!slot) return send_busy(res, id, "too many streamed calls open: try again later");
         res.set_header("Cache-Control", "no-cache");
         res.set_header("X-Accel-Buffering", "no");
         auto channel = std::make_shared<StreamChannel>(legacy);
@@ -436,7 +587,7 @@ void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Resp
         call_in->channel = channel.get();
         call_in->stop = channel->stop_token();
         call_in->http = true;
-        workers->post([this, channel, call_in, message = std::move(message)] {
+        workers->post([this, channel, call_in, slot, message = std::move(message)] {
             channel->finish(server.handle_message(message, *call_in));
         });
         if (auto quick = channel->finished_quietly(options.stream_grace)) {
@@ -449,7 +600,7 @@ void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Resp
             return;
         }
         res.set_chunked_content_provider(
-            "text/event-stream", [this, channel](std::size_t, httplib::DataSink& sink) {
+            "text/event-stream", [this, channel, slot](std::size_t, httplib::DataSink& sink) {
                 channel->relay(sink, options.keepalive);
                 sink.done();
                 return true;
@@ -521,30 +672,83 @@ int HttpTransport::start() {
     if (!is_loopback_host(o.host) && o.host != "0.0.0.0" && o.host != "::")
         impl_->allowed_hosts.push_back(lower(o.host));
     for (const auto& h : o.allowed_hosts) impl_->allowed_hosts.push_back(lower(h));
+    impl_->allowed_origins.clear();
+    for (const auto& origin : o.allowed_origins) {
+        std::string host;
+        if (auto normal = parse_origin(origin, host))
+            impl_->allowed_origins.push_back(*normal);
+        else
+            spdlog::warn("--allowed-origin {} is not an origin (scheme://host[:port]); ignored",
+                         origin);
+    }
 
     auto& http = impl_->http;
-    std::size_t threads = o.threads;
-    http.new_task_queue = [threads] { return new LazyTaskQueue(threads); };
+    net::ConnectionLimits limits;
+    limits.max_connections = o.max_connections;
+    limits.max_connections_per_peer = o.max_connections_per_peer;
+    limits.head_timeout = o.head_timeout;
+    // Each open stream holds a thread: plain requests keep `threads` of their own.
+    limits.threads = o.threads + o.max_streams;
+    http.set_limits(limits);
     http.set_payload_max_length(o.max_body_bytes);
     http.set_keep_alive_max_count(100000);
-    // An idle keep-alive connection holds a pool thread (PlainServer lets it go at stop()).
-    http.set_keep_alive_timeout(5);
+    // An idle keep-alive connection holds no thread (PlainServer parks it in its epoll set).
+    http.set_keep_alive_timeout(std::max<time_t>(1, o.idle_timeout.count()));
     http.set_tcp_nodelay(true);
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+        const auto refuse = [&](int status, const std::string& message) {
+            // The body, if any, is never read: the connection ends with this answer.
+            if (has_body(req)) close_after(res);
+            send_json_error(res, status, nullptr, error_code::invalid_request, message);
+            return httplib::Server::HandlerResponse::Handled;
+        };
         // DNS rebinding: only our own names may reach us, from our own origins.
         std::string host = req.get_header_value("Host");
-        if (!host.empty() && !impl_->host_allowed(host_part(host))) {
-            send_json_error(res, 403, nullptr, error_code::invalid_request,
-                            "forbidden Host header: " + host);
-            return httplib::Server::HandlerResponse::Handled;
-        }
+        if (!host.empty() && !impl_->host_allowed(host_part(host)))
+            return refuse(403, "forbidden Host header: " + host);
         std::string origin = req.get_header_value("Origin");
-        if (!origin.empty() && !impl_->origin_allowed(origin)) {
-            send_json_error(res, 403, nullptr, error_code::invalid_request,
-                            "forbidden Origin: " + origin);
-            return httplib::Server::HandlerResponse::Handled;
+        if (!origin.empty() && !impl_->origin_allowed(origin))
+            return refuse(403, "forbidden Origin: " + origin);
+        if (req.has_header("Mcp-Session-Id") &&
+            !valid_session_id(req.get_header_value("Mcp-Session-Id")))
+            return refuse(400, "invalid Mcp-Session-Id: session ids are visible ASCII");
+        // Only a POST to the endpoint has a body worth reading (and reads it bounded).
+        if (has_body(req) && !(req.method == "POST" && req.path == impl_->options.path)) {
+            if (req.path != impl_->options.path)
+                return refuse(404, "not found: the MCP endpoint is " + impl_->options.path);
+            res.set_header("Allow", "POST, DELETE, OPTIONS");
+            return refuse(405, "a request body is accepted only by POST");
         }
         return httplib::Server::HandlerResponse::Unhandled;
+    });
+    // "Expect: 100-continue": a caller without a valid key, or with a body over the bound, is
+    // answered before it sends the body at all.
+    http.set_expect_100_continue_handler([this](const httplib::Request& req,
+                                                httplib::Response& res) {
+        if (req.method != "POST" || req.path != impl_->options.path) return 100;
+        if (!impl_->authenticate(req, res)) {
+            close_after(res);
+            return res.status;
+        }
+        if (req.has_header("Content-Length")) {
+            const std::string announced = req.get_header_value("Content-Length");
+            if (!announced.empty() && announced.size() <= 19 &&
+                announced.find_first_not_of("0123456789") == std::string::npos &&
+                std::stoull(announced) > impl_->options.max_body_bytes) {
+                close_after(res);
+                send_json_error(res, 413, nullptr, error_code::invalid_request,
+                                "request body too large");
+                return 413;
+            }
+        }
+        return 100;
+    });
+    // Browsers: an origin that passes the Origin check may read our answers and the session id.
+    http.set_post_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+        if (!req.has_header("Origin") || res.status == 403) return;
+        res.set_header("Access-Control-Allow-Origin", req.get_header_value("Origin"));
+        res.set_header("Access-Control-Expose-Headers", "Mcp-Session-Id");
+        res.set_header("Vary", "Origin");
     });
     http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
         if (!res.body.empty()) return;
@@ -565,8 +769,36 @@ int HttpTransport::start() {
             }
             send_json_error(res, 500, nullptr, error_code::internal_error, "internal error");
         });
-    http.Post(o.path, [this](const httplib::Request& req, httplib::Response& res) {
-        impl_->handle_post(req, res);
+    http.Post(o.path, [this](const httplib::Request& req, httplib::Response& res,
+                             const httplib::ContentReader& reader) {
+        impl_->handle_post(req, res, reader);
+    });
+    // CORS preflight: origins that pass the Origin check (in the pre-routing handler; others
+    // got 403 there) may send the MCP headers; the answer is cached for 10 minutes.
+    http.Options(o.path, [](const httplib::Request& req, httplib::Response& res) {
+        res.status = 204;
+        res.set_header("Allow", "POST, DELETE, OPTIONS");
+        if (!req.has_header("Origin")) return;
+        res.set_header("Access-Control-Allow-Methods", "POST, DELETE, OPTIONS");
+        // The fixed MCP headers, and the Mcp-Param-* headers a tool call may carry (their
+        // names depend on the tool, so they are taken from the request).
+        std::string allowed =
+            "Content-Type, Accept, Authorization, X-API-Key, Mcp-Session-Id, "
+            "MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID";
+        const std::string requested = req.get_header_value("Access-Control-Request-Headers");
+        for (std::size_t at = 0; at < requested.size();) {
+            auto comma = requested.find(',', at);
+            if (comma == std::string::npos) comma = requested.size();
+            const std::string name = trim(requested.substr(at, comma - at));
+            at = comma + 1;
+            if (name.size() > 10 && lower(name.substr(0, 10)) == "mcp-param-" &&
+                std::all_of(name.begin(), name.end(), [](unsigned char c) {
+                    return std::isalnum(c) || c == '-' || c == '_';
+                }))
+                allowed += ", " + name;
+        }
+        res.set_header("Access-Control-Allow-Headers", allowed);
+        res.set_header("Access-Control-Max-Age", "600");
     });
     http.Delete(o.path, [this](const httplib::Request& req, httplib::Response& res) {
         impl_->handle_delete(req, res);

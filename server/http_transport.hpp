@@ -22,8 +22,17 @@ struct HttpOptions {
     std::shared_ptr<const KeyStore> keys;      // null or empty: no authentication
     Principal anonymous;                       // the caller's scopes when there is no auth
     std::chrono::milliseconds session_idle{30 * 60 * 1000};
-    std::size_t threads = 64;   // connection threads (each keep-alive connection holds one)
+    std::size_t threads = 64;   // threads answering plain requests
     std::size_t workers = 16;   // threads running streamed calls
+    // What clients may hold (see net::ConnectionLimits). At a bound the server answers 503
+    // with Retry-After (or closes the connection) and keeps serving everyone else.
+    std::size_t max_connections = 4096;          // open connections in all
+    std::size_t max_connections_per_peer = 256;  // open connections from one address
+    std::chrono::milliseconds head_timeout{10'000};  // to send a whole request head
+    std::chrono::seconds idle_timeout{5};            // a kept-alive connection between requests
+    std::size_t max_streams = 256;              // streamed (SSE) answers open at once
+    std::size_t max_streams_per_session = 16;   // of them, on one legacy session
+    std::size_t max_sessions = 4096;            // legacy sessions open at once
     std::chrono::milliseconds keepalive{5000};  // SSE comment while a streamed call is quiet
     // A streamable call that finishes this fast without talking back is answered as plain JSON
     // (with its proper HTTP status); slower ones switch to a stream that can be cancelled.

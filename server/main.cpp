@@ -9,6 +9,7 @@
 #include <csignal>
 #include <malloc.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <cstdlib>
 #include <fstream>
@@ -136,6 +137,24 @@ std::jthread warm_schemas() {
     });
 }
 
+// Every open connection is a file descriptor: take the hard limit (the soft one is often
+// 1024), and keep the connection bound under it with room for the rest of the process.
+std::size_t fit_connections_to_fd_limit(std::size_t wanted) {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return wanted;
+    if (limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &limit);
+        ::getrlimit(RLIMIT_NOFILE, &limit);
+    }
+    constexpr rlim_t reserve = 128;  // state database, gateway connections, logs
+    if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= wanted + reserve) return wanted;
+    const std::size_t fits = limit.rlim_cur > 2 * reserve ? limit.rlim_cur - reserve : limit.rlim_cur / 2;
+    spdlog::warn("only {} file descriptors allowed: at most {} HTTP connections (not {})",
+                 limit.rlim_cur, fits, wanted);
+    return fits;
+}
+
 std::atomic<bool> g_stop{false};
 extern "C" void on_signal(int) { g_stop = true; }
 
@@ -151,7 +170,8 @@ std::unique_ptr<agency::mcp::Server> make_tool_server(
     std::string gateway_url, const std::string& api_key,
     std::unique_ptr<agency::sample::Server>& sample,
     std::shared_ptr<agency::tools::ActionRuntime> actions = nullptr,
-    std::chrono::seconds discovery_refresh = std::chrono::seconds(0)) {
+    std::chrono::seconds discovery_refresh = std::chrono::seconds(0),
+    std::size_t max_waiting_on_clients = agency::mcp::ServerOptions{}.max_waiting_on_clients) {
     if (gateway_url.empty()) {
         sample = std::make_unique<agency::sample::Server>(
             std::make_shared<agency::sample::Gateway>());
@@ -178,6 +198,7 @@ std::unique_ptr<agency::mcp::Server> make_tool_server(
 
     agency::mcp::ServerOptions server_options;
     server_options.state_secret = env_or("AGENCY_SERVER_SECRET");
+    server_options.max_waiting_on_clients = max_waiting_on_clients;
     // Task records live beside the jobs they wait on, so both survive a restart.
     if (actions) server_options.task_store = actions->shared_store();
     server_options.info.instructions =
@@ -253,6 +274,55 @@ int main(int argc, char** argv) {
                       "reason rate_limited (default 20)")
         ->envname("AGENCY_MAX_ACTIONS_PER_MINUTE")
         ->check(positive_count("AGENCY_MAX_ACTIONS_PER_MINUTE"));
+
+    // What HTTP clients may hold (issue 15): each bound refuses cleanly and keeps serving.
+    agency::mcp::HttpOptions http_defaults;
+    int max_connections = static_cast<int>(http_defaults.max_connections);
+    int max_connections_per_address = static_cast<int>(http_defaults.max_connections_per_peer);
+    int head_timeout_s = static_cast<int>(http_defaults.head_timeout.count() / 1000);
+    int idle_timeout_s = static_cast<int>(http_defaults.idle_timeout.count());
+    int max_streams = static_cast<int>(http_defaults.max_streams);
+    int max_streams_per_session = static_cast<int>(http_defaults.max_streams_per_session);
+    int max_sessions = static_cast<int>(http_defaults.max_sessions);
+    int max_waiting_on_clients =
+        static_cast<int>(agency::mcp::ServerOptions{}.max_waiting_on_clients);
+    serve->add_option("--http-max-connections", max_connections,
+                      "Open HTTP connections in all; at the bound the longest-idle one is "
+                      "closed, or a new one gets 503 (default 4096)")
+        ->envname("AGENCY_HTTP_MAX_CONNECTIONS")
+        ->check(positive_count("AGENCY_HTTP_MAX_CONNECTIONS"));
+    serve->add_option("--http-max-connections-per-address", max_connections_per_address,
+                      "Open HTTP connections from one client address; more get 503 "
+                      "(default 256)")
+        ->envname("AGENCY_HTTP_MAX_CONNECTIONS_PER_ADDRESS")
+        ->check(positive_count("AGENCY_HTTP_MAX_CONNECTIONS_PER_ADDRESS"));
+    serve->add_option("--http-head-timeout", head_timeout_s,
+                      "Seconds a client has to send a whole request head once it has begun; "
+                      "then 408 and the connection is closed (default 10)")
+        ->envname("AGENCY_HTTP_HEAD_TIMEOUT_S")
+        ->check(CLI::Range(1, 3600));
+    serve->add_option("--http-idle-timeout", idle_timeout_s,
+                      "Seconds a kept-alive HTTP connection may wait for its next request "
+                      "(default 5)")
+        ->envname("AGENCY_HTTP_IDLE_TIMEOUT_S")
+        ->check(CLI::Range(1, 3600));
+    serve->add_option("--http-max-streams", max_streams,
+                      "Streamed (SSE) answers open at once; more get 503 (default 256)")
+        ->envname("AGENCY_HTTP_MAX_STREAMS")
+        ->check(positive_count("AGENCY_HTTP_MAX_STREAMS"));
+    serve->add_option("--http-max-streams-per-session", max_streams_per_session,
+                      "Streamed answers open at once on one legacy session (default 16)")
+        ->envname("AGENCY_HTTP_MAX_STREAMS_PER_SESSION")
+        ->check(positive_count("AGENCY_HTTP_MAX_STREAMS_PER_SESSION"));
+    serve->add_option("--http-max-sessions", max_sessions,
+                      "Legacy sessions open at once; initialize gets 503 beyond (default 4096)")
+        ->envname("AGENCY_HTTP_MAX_SESSIONS")
+        ->check(positive_count("AGENCY_HTTP_MAX_SESSIONS"));
+    serve->add_option("--max-waiting-on-clients", max_waiting_on_clients,
+                      "Calls that may wait at once for a client's answer (elicitation, "
+                      "sampling, roots); one more gets an error at once (default 64)")
+        ->envname("AGENCY_MAX_WAITING_ON_CLIENTS")
+        ->check(positive_count("AGENCY_MAX_WAITING_ON_CLIENTS"));
 
     // sample-gateway
     auto* sample_cmd =
@@ -331,7 +401,8 @@ int main(int argc, char** argv) {
         auto actions = std::make_shared<agency::tools::ActionRuntime>(action_settings);
         spdlog::info("state database: {}", action_settings.state_db);
         auto server_ptr = make_tool_server(gateway_url, api_key, sample_server, actions,
-                                           std::chrono::seconds(discovery_refresh_s));
+                                           std::chrono::seconds(discovery_refresh_s),
+                                           static_cast<std::size_t>(max_waiting_on_clients));
         agency::mcp::Server& server = *server_ptr;
         if (sample_server)
             spdlog::warn("no AGENCY_GATEWAY_URL set: serving SAMPLE DATA from the built-in sample "
@@ -356,6 +427,14 @@ int main(int argc, char** argv) {
         options.allowed_hosts = allowed_hosts;
         options.allowed_origins = allowed_origins;
         options.anonymous = principal;
+        options.max_connections =
+            fit_connections_to_fd_limit(static_cast<std::size_t>(max_connections));
+        options.max_connections_per_peer = static_cast<std::size_t>(max_connections_per_address);
+        options.head_timeout = std::chrono::seconds(head_timeout_s);
+        options.idle_timeout = std::chrono::seconds(idle_timeout_s);
+        options.max_streams = static_cast<std::size_t>(max_streams);
+        options.max_streams_per_session = static_cast<std::size_t>(max_streams_per_session);
+        options.max_sessions = static_cast<std::size_t>(max_sessions);
         if (!keys_file.empty())
             options.keys = std::make_shared<agency::mcp::KeyStore>(
                 agency::mcp::KeyStore::load(keys_file));

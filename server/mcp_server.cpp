@@ -12,6 +12,7 @@
 
 #include "server/crypto.hpp"
 #include "server/server_impl.hpp"
+#include "server/work_queue.hpp"
 
 namespace agency::mcp {
 
@@ -175,6 +176,11 @@ std::shared_ptr<Session> Server::find_session(const std::string& id) const {
     std::lock_guard lock(impl_->mutex);
     auto it = impl_->sessions.find(id);
     return it == impl_->sessions.end() ? nullptr : it->second;
+}
+
+std::size_t Server::session_count() const {
+    std::lock_guard lock(impl_->mutex);
+    return impl_->sessions.size();
 }
 
 std::size_t Server::expire_sessions(std::chrono::milliseconds idle) {
@@ -367,6 +373,13 @@ json Server::send_request_and_wait(const RequestContext& ctx, const std::string&
     if (!ctx.channel_ || !ctx.channel_->can_send_requests())
         throw RpcError(error_code::internal_error,
                        "this transport cannot carry a request to the client");
+    struct Waiting {
+        std::atomic<std::size_t>& count;
+        ~Waiting() { --count; }
+    } waiting{impl_->waiting_on_clients};
+    if (++waiting.count > impl_->options.max_waiting_on_clients)
+        throw RpcError(error_code::internal_error,
+                       "too many calls are waiting for clients' answers; try again later");
     auto pending = std::make_shared<PendingRequest>();
     pending->session_id = ctx.session ? ctx.session->id : std::string();
     std::string id = "agency-" + std::to_string(impl_->next_request_id++);
@@ -386,6 +399,8 @@ json Server::send_request_and_wait(const RequestContext& ctx, const std::string&
     ctx.channel_->send(
         dump({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}));
     auto deadline = std::chrono::steady_clock::now() + impl_->options.ask_timeout;
+    // The wait may be long: meanwhile the worker's queue runs another call in its place.
+    WorkQueue::Waiting outside;
     while (future.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
         if (ctx.stop.stop_requested()) throw RpcError(error_code::internal_error, "cancelled");
         if (std::chrono::steady_clock::now() > deadline)

@@ -225,6 +225,11 @@ struct ServerOptions {
     std::int64_t task_poll_ms = 500;
     std::size_t max_live_tasks_per_owner = 32;
     JsonLimits json_limits;  // what a message from outside may hold (depth, string length)
+    // Calls that may wait at once on a client's answer to a server-to-client request
+    // (elicitation, sampling, roots). A waiting call's worker queue runs another call in its
+    // place (WorkQueue::Waiting), so each waiting call costs a thread: beyond this bound one
+    // more fails at once (the tool sees an error) instead.
+    std::size_t max_waiting_on_clients = 64;
 };
 
 // Per-message facts from the transport.
@@ -280,6 +285,7 @@ public:
     void register_session(const std::shared_ptr<Session>& session);
     void forget_session(const std::string& id);
     std::shared_ptr<Session> find_session(const std::string& id) const;
+    std::size_t session_count() const;
     // Forgets sessions idle for longer than `idle`; returns how many.
     std::size_t expire_sessions(std::chrono::milliseconds idle);
 

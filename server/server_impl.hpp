@@ -82,6 +82,7 @@ struct Server::Impl {
     std::unordered_map<std::string, std::shared_ptr<PendingRequest>> pending;
     std::map<std::string, std::int64_t> used_states;  // nonce -> expiry (ms)
     std::atomic<std::uint64_t> next_request_id{1};
+    std::atomic<std::size_t> waiting_on_clients{0};  // calls in send_request_and_wait
 
     // Tasks. `tasks` holds those this process runs; finished threads are joined lazily.
     std::shared_ptr<TaskStore> task_store;

@@ -10,10 +10,13 @@
 
 #include <sys/socket.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <httplib.h>
 
@@ -82,11 +85,34 @@ public:
 
     bool flush();
     // The next write starts a message (a server calls this before each request it answers).
-    void start_message() { message_start_ = true; }
+    void start_message() {
+        message_start_ = true;
+        close_requested_ = false;
+    }
     bool has_buffered_input() const { return begin_ < end_; }
     void discard_input() { begin_ = end_ = 0; }
     // Waits up to timeout_ms for a byte to read; false on timeout, error or end of stream.
     bool wait_readable(int timeout_ms) const;
+
+    // For a server that reads request heads itself before httplib does (PlainServer):
+    // bytes already read from the socket, to be read first.
+    void preload(std::string_view bytes);
+    // Appends what the socket has now, without waiting: > 0 bytes read, 0 at end of stream,
+    // -1 on error, -2 when nothing is there yet.
+    ssize_t read_now();
+    // The length of the whole request head (up to its blank line) at the start of the
+    // buffered input; 0 when it is not all there yet.
+    std::size_t complete_head_size() const;
+    // Whether the first `size` bytes of the buffered input hold a NUL.
+    bool input_has_nul(std::size_t size) const;
+    // The buffered input, taken out of the stream.
+    std::string take_input();
+    // Reads (and waits for reads) fail after this time point (no deadline by default).
+    void set_read_deadline(std::chrono::steady_clock::time_point deadline) { deadline_ = deadline; }
+    // Whether a message head written since start_message() said "Connection: close": a
+    // server answered without reading the request's body, so the connection cannot carry
+    // another request.
+    bool close_requested() const { return close_requested_; }
 
 private:
     ssize_t fill();
@@ -96,6 +122,8 @@ private:
     // getpeername or getsockname, into a cached address.
     void look_up(int (*query)(int, sockaddr*, socklen_t*), std::string& ip, int& port) const;
     bool send_all(const char* a, std::size_t a_size, const char* b, std::size_t b_size);
+    // The read timeout, cut short by the deadline; -1 when the deadline has passed.
+    int read_wait_ms() const;
 
     int sock_;
     int read_timeout_;
@@ -104,6 +132,8 @@ private:
     std::size_t begin_ = 0;
     std::size_t end_ = 0;
     bool message_start_ = true;  // no write since the last read: a write now is a head
+    bool close_requested_ = false;
+    std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
     // httplib asks for both addresses on every request; a connection's do not change.
     mutable std::string remote_ip_, local_ip_;
     mutable int remote_port_ = -1, local_port_ = -1;
@@ -111,13 +141,48 @@ private:
 
 int timeout_ms(time_t sec, time_t usec);
 
-// httplib::Server on BufferedStream: one stream per connection, so a keep-alive connection
-// reuses its buffers (what a request leaves unread is dropped, as httplib does). An idle
-// connection notices stop() within 50 ms instead of holding its thread until the keep-alive
-// timeout.
+// What clients may hold on a PlainServer. At a bound a new connection is refused (503 with
+// Retry-After, then closed) while everyone else keeps being served.
+struct ConnectionLimits {
+    // Open connections in all; at the bound the longest-idle kept-alive connection is closed
+    // to make room, and only when none is idle is the new one refused.
+    std::size_t max_connections = 4096;
+    std::size_t max_connections_per_peer = 256;  // open connections from one address
+    // From the first byte of a request head to its blank line (slowloris): the connection is
+    // closed (408) when the head is not complete by then.
+    std::chrono::milliseconds head_timeout{10'000};
+    // Reading a request's body, from the end of its head (a slow body holds a thread).
+    std::chrono::milliseconds body_timeout{60'000};
+    // Threads serving requests; an answer streamed as it is produced (SSE) holds one.
+    std::size_t threads = 64;
+};
+
+// httplib::Server on BufferedStream, with readiness-based waiting for requests.
+//
+// httplib's own server holds a thread per connection for as long as the connection is open
+// (idle keep-alive time included) and reads a head for as long as its sender likes, so a few
+// hundred idle or slow connections take every thread. Here one thread (epoll) watches every
+// connection between requests and reads request heads as their bytes come; a connection goes
+// to a serving thread only with a whole head in hand, and comes back after its answer. A
+// thread that has just answered waits a moment for the connection's next request itself, so
+// a busy client is served as before, without a hand-off per request.
 class PlainServer : public httplib::Server {
+public:
+    PlainServer();
+    ~PlainServer() override;
+    // Before listening. The idle keep-alive time is httplib's set_keep_alive_timeout.
+    void set_limits(const ConnectionLimits& limits) { limits_ = limits; }
+    const ConnectionLimits& limits() const { return limits_; }
+    // Open connections right now (for tests and logs).
+    std::size_t open_connections() const { return open_.load(); }
+
 private:
+    class Reactor;
     bool process_and_close_socket(socket_t sock) override;
+
+    ConnectionLimits limits_;
+    std::atomic<Reactor*> reactor_{nullptr};
+    std::atomic<std::size_t> open_{0};
 };
 
 }  // namespace agency::net

@@ -6,6 +6,28 @@
 
 namespace agency::mcp {
 
+namespace {
+thread_local WorkQueue* current_queue = nullptr;  // the queue whose worker this thread is
+}  // namespace
+
+WorkQueue::Waiting::Waiting() : queue_(current_queue) {
+    if (queue_ == nullptr) return;
+    {
+        std::lock_guard lock(queue_->mutex_);
+        ++queue_->outside_;
+        if (queue_->jobs_.size() > queue_->waiting_ && queue_->threads_.size() < queue_->limit() &&
+            !queue_->stopping_)
+            queue_->threads_.emplace_back([q = queue_] { q->run(); });
+    }
+    queue_->ready_.notify_one();
+}
+
+WorkQueue::Waiting::~Waiting() {
+    if (queue_ == nullptr) return;
+    std::lock_guard lock(queue_->mutex_);
+    --queue_->outside_;
+}
+
 WorkQueue::WorkQueue(std::size_t max_workers) : max_workers_(std::max<std::size_t>(1, max_workers)) {
     threads_.reserve(max_workers_);
 }
@@ -26,7 +48,7 @@ void WorkQueue::post(std::function<void()> job) {
         std::lock_guard lock(mutex_);
         jobs_.push_back(std::move(job));
         // More waiting jobs than idle workers: one more worker, as long as the cap allows.
-        if (jobs_.size() > waiting_ && threads_.size() < max_workers_ && !stopping_)
+        if (jobs_.size() > waiting_ && threads_.size() < limit() && !stopping_)
             threads_.emplace_back([this] { run(); });
     }
     ready_.notify_one();
@@ -43,12 +65,17 @@ bool WorkQueue::drain_for(std::chrono::milliseconds timeout) {
 }
 
 void WorkQueue::run() {
+    current_queue = this;
     for (;;) {
         std::function<void()> job;
         {
             std::unique_lock lock(mutex_);
             ++waiting_;
-            ready_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+            // Threads started while jobs waited outside stay, but no more jobs run at once
+            // than the bound allows.
+            ready_.wait(lock, [this] {
+                return (stopping_ && jobs_.empty()) || (!jobs_.empty() && busy_ < limit());
+            });
             --waiting_;
             if (jobs_.empty()) return;  // stopping and nothing left
             job = std::move(jobs_.front());
@@ -64,6 +91,7 @@ void WorkQueue::run() {
             std::lock_guard lock(mutex_);
             --busy_;
         }
+        ready_.notify_one();
         idle_.notify_all();
     }
 }

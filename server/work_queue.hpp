@@ -27,8 +27,24 @@ public:
     // As drain, but gives up after `timeout`; returns whether everything finished.
     bool drain_for(std::chrono::milliseconds timeout);
 
+    // Held by a job while it waits on something outside the process (a client's answer): the
+    // job's queue may run one more job meanwhile, so waiting jobs never take the workers
+    // others need. A no-op on a thread that is not one of a WorkQueue's workers.
+    class Waiting {
+    public:
+        Waiting();
+        ~Waiting();
+        Waiting(const Waiting&) = delete;
+        Waiting& operator=(const Waiting&) = delete;
+
+    private:
+        WorkQueue* queue_;
+    };
+
 private:
     void run();
+    // Jobs may run at once: the bound plus those waiting outside.
+    std::size_t limit() const { return max_workers_ + outside_; }
 
     std::mutex mutex_;
     std::condition_variable ready_;
@@ -36,6 +52,7 @@ private:
     std::deque<std::function<void()>> jobs_;
     std::size_t busy_ = 0;
     std::size_t waiting_ = 0;  // workers waiting for a job
+    std::size_t outside_ = 0;  // jobs inside a Waiting
     std::size_t max_workers_;
     bool stopping_ = false;
     std::vector<std::thread> threads_;

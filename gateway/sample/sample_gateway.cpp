@@ -13,7 +13,6 @@
 #include <thread>
 
 #include "gateway/sample/sample_internal.hpp"
-#include "server/lazy_task_queue.hpp"
 #include "server/socket_stream.hpp"
 
 namespace agency::sample {
@@ -24,7 +23,7 @@ using json = nlohmann::json;
 namespace {
 
 constexpr std::size_t kMaxLogEntries = 200'000;  // bounds memory under long benchmarks
-constexpr int kServerThreads = 32;               // idle keep-alive connections each hold one
+constexpr int kServerThreads = 32;               // requests served at once
 
 std::string join(const auto& items) {
     std::string out;
@@ -784,7 +783,9 @@ Server::~Server() { stop(); }
 int Server::start(const std::string& host, int port) {
     if (impl_->http) throw std::logic_error("sample::Server already started");
     auto http = std::make_unique<net::PlainServer>();
-    http->new_task_queue = [] { return new mcp::LazyTaskQueue(kServerThreads); };
+    net::ConnectionLimits limits;
+    limits.threads = kServerThreads;
+    http->set_limits(limits);
     http->set_keep_alive_max_count(1000);
     // Small JSON answers would otherwise wait ~40 ms on Nagle + delayed ACK.
     http->set_tcp_nodelay(true);

@@ -1,0 +1,698 @@
+// Streamable HTTP under hostile connection patterns (issue 15, classes 5, 6 and part of 9):
+// idle and slow connections, oversized and chunked bodies before the key check, per-address
+// and total connection bounds, calls left waiting on a client, streams and sessions, Origin,
+// session ids and CORS preflight. Real server on an ephemeral loopback port; raw sockets
+// where the pattern needs them. Deadlines are generous: each test checks that the server
+// answers at all within seconds where, before, it did not answer for much longer.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "server/crypto.hpp"
+#include "server/http_transport.hpp"
+#include "server/keys.hpp"
+#include "server/mcp_server.hpp"
+
+namespace {
+
+using agency::mcp::HttpOptions;
+using agency::mcp::json;
+using agency::mcp::KeyStore;
+using agency::mcp::RequestContext;
+using agency::mcp::Server;
+using agency::mcp::ServerOptions;
+using agency::mcp::ToolDef;
+using agency::mcp::ToolResult;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+constexpr const char* kLegacyVersion = "2025-11-25";
+constexpr const char* kModernVersion = "2026-07-28";
+
+std::string rpc(const json& id, const std::string& method, json params = json::object()) {
+    return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}}
+        .dump();
+}
+
+json initialize_params() {
+    return {{"protocolVersion", kLegacyVersion},
+            {"capabilities", {{"elicitation", json::object()}}},
+            {"clientInfo", {{"name", "limits-test"}, {"version", "1"}}}};
+}
+
+json modern_meta() {
+    return {{"io.modelcontextprotocol/protocolVersion", kModernVersion},
+            {"io.modelcontextprotocol/clientCapabilities", json::object()}};
+}
+
+// Room for a few thousand sockets whatever the shell's soft limit.
+void raise_fd_limit() {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &limit);
+    }
+}
+
+// A TCP connection to the server from `source` (any 127.x address is this machine, so tests
+// can play several client addresses). -1 on failure.
+int connect_from(int port, const char* source = "127.0.0.1") {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    sockaddr_in local{};
+    local.sin_family = AF_INET;
+    ::inet_pton(AF_INET, source, &local.sin_addr);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0 ||
+        ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+bool send_all(int fd, const std::string& bytes) {
+    std::size_t sent = 0;
+    while (sent < bytes.size()) {
+        const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+        if (n <= 0) return false;
+        sent += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+// Reads one answer (head, and a body of announced length) or what came before the peer
+// closed or `timeout` passed.
+std::string read_answer(int fd, std::chrono::milliseconds timeout = 5000ms) {
+    std::string got;
+    const auto give_up = clock_type::now() + timeout;
+    char buffer[8192];
+    while (clock_type::now() < give_up) {
+        const auto head_end = got.find("\r\n\r\n");
+        if (head_end != std::string::npos) {
+            const auto at = got.find("Content-Length: ");
+            if (at == std::string::npos || at > head_end) break;
+            const auto length = std::stoul(got.substr(at + 16));
+            if (got.size() >= head_end + 4 + length) break;
+        }
+        pollfd p{fd, POLLIN, 0};
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(give_up - clock_type::now());
+        if (::poll(&p, 1, static_cast<int>(std::max<long long>(1, left.count()))) <= 0) continue;
+        const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+        if (n <= 0) break;
+        got.append(buffer, static_cast<std::size_t>(n));
+    }
+    return got;
+}
+
+// Reads until `needle` has come (or the peer closed, or `timeout` passed).
+std::string read_until(int fd, const std::string& needle, std::chrono::milliseconds timeout) {
+    std::string got;
+    const auto give_up = clock_type::now() + timeout;
+    char buffer[8192];
+    while (got.find(needle) == std::string::npos && clock_type::now() < give_up) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 50) <= 0) continue;
+        const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+        if (n <= 0) break;
+        got.append(buffer, static_cast<std::size_t>(n));
+    }
+    return got;
+}
+
+int status_of(const std::string& answer) {
+    if (answer.rfind("HTTP/1.1 ", 0) != 0 || answer.size() < 12) return 0;
+    return std::stoi(answer.substr(9, 3));
+}
+
+std::string post_head(int port, const std::string& extra_headers) {
+    return "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+           "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n" +
+           extra_headers + "\r\n";
+}
+
+class HttpLimits : public ::testing::Test {
+protected:
+    HttpLimits() {
+        std::signal(SIGPIPE, SIG_IGN);
+        raise_fd_limit();
+    }
+    ~HttpLimits() override {
+        if (transport_) transport_->stop();
+        if (!keys_path_.empty()) {
+            std::error_code ec;
+            std::filesystem::remove(keys_path_, ec);
+        }
+    }
+
+    static HttpOptions small_options() {
+        HttpOptions options;
+        options.host = "127.0.0.1";
+        options.port = 0;
+        options.threads = 8;
+        options.workers = 4;
+        options.max_body_bytes = 64 * 1024;
+        options.keepalive = 200ms;
+        return options;
+    }
+
+    void start(HttpOptions options = small_options(), ServerOptions server_options = {}) {
+        server_options.state_secret = "limits-secret";
+        server_ = std::make_unique<Server>(server_options);
+        register_tools();
+        transport_ = std::make_unique<agency::mcp::HttpTransport>(*server_, std::move(options));
+        port_ = transport_->start();
+        ASSERT_GT(port_, 0);
+    }
+
+    void register_tools() {
+        ToolDef echo;
+        echo.name = "echo";
+        echo.description = "Echoes its text argument.";
+        echo.input_schema = {{"type", "object"}, {"properties", {{"text", {{"type", "string"}}}}}};
+        echo.handler = [](const json& args, RequestContext&) {
+            return ToolResult::text("echo:" + args.value("text", std::string()));
+        };
+        server_->add_tool(std::move(echo));
+
+        ToolDef ask;
+        ask.name = "confirm_deploy";
+        ask.description = "Asks for confirmation.";
+        ask.input_schema = {{"type", "object"}};
+        ask.interactive = true;
+        ask.handler = [](const json&, RequestContext& ctx) {
+            json answer = ctx.ask(
+                "confirm", "elicitation/create",
+                {{"message", "Deploy?"},
+                 {"requestedSchema",
+                  {{"type", "object"}, {"properties", {{"confirm", {{"type", "boolean"}}}}}}}});
+            return ToolResult::text(answer.value("action", std::string()));
+        };
+        server_->add_tool(std::move(ask));
+    }
+
+    std::unique_ptr<httplib::Client> client() const {
+        auto c = std::make_unique<httplib::Client>("127.0.0.1", port_);
+        c->set_connection_timeout(5, 0);
+        c->set_read_timeout(10, 0);
+        return c;
+    }
+
+    std::string open_session() const {
+        auto res = client()->Post("/mcp", rpc(1, "initialize", initialize_params()),
+                                  "application/json");
+        EXPECT_TRUE(res);
+        if (!res) return {};
+        EXPECT_EQ(res->status, 200) << res->body;
+        return res->get_header_value("Mcp-Session-Id");
+    }
+
+    // A modern tools/call of echo: it runs on a worker (it is streamed when slow).
+    httplib::Result modern_echo(const std::string& text) const {
+        httplib::Headers headers{{"MCP-Protocol-Version", kModernVersion},
+                                 {"Mcp-Method", "tools/call"},
+                                 {"Mcp-Name", "echo"},
+                                 {"Accept", "application/json, text/event-stream"}};
+        return client()->Post(
+            "/mcp", headers,
+            rpc(5, "tools/call",
+                {{"name", "echo"}, {"arguments", {{"text", text}}}, {"_meta", modern_meta()}}),
+            "application/json");
+    }
+
+    std::string make_key() {
+        keys_path_ = (std::filesystem::temp_directory_path() /
+                      ("agency-limits-keys-" + agency::crypto::random_hex(6) + ".json"))
+                         .string();
+        return KeyStore::add(keys_path_, "caller", {"read", "write"});
+    }
+
+    std::unique_ptr<Server> server_;
+    std::unique_ptr<agency::mcp::HttpTransport> transport_;
+    int port_ = 0;
+    std::string keys_path_;
+};
+
+struct Sockets {
+    std::vector<int> fds;
+    ~Sockets() {
+        for (int fd : fds) ::close(fd);
+    }
+};
+
+// Issue 15, class 5: hundreds of idle keep-alive connections and dozens sending a head one
+// byte at a time took every connection thread; a normal initialize got no answer.
+TEST_F(HttpLimits, IdleAndSlowHeadConnectionsDoNotStarveANormalClient) {
+    auto options = small_options();
+    options.head_timeout = 2s;
+    start(options);
+    Sockets idle;
+    const char* sources[] = {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"};
+    for (int i = 0; i < 400; ++i) {
+        const int fd = connect_from(port_, sources[i % 4]);
+        ASSERT_GE(fd, 0) << "connection " << i;
+        idle.fds.push_back(fd);
+    }
+    Sockets slow;
+    for (int i = 0; i < 40; ++i) {
+        const int fd = connect_from(port_, "127.0.0.6");
+        ASSERT_GE(fd, 0);
+        slow.fds.push_back(fd);
+    }
+    // The slow ones trickle a head, a byte every 100 ms, while the normal client is served.
+    std::atomic<bool> done{false};
+    std::atomic<int> cut_off{0};
+    std::thread trickle([&] {
+        const std::string head = post_head(port_, "Content-Length: 2\r\n");
+        std::vector<bool> alive(slow.fds.size(), true);
+        for (std::size_t at = 0; at < head.size() && !done; ++at) {
+            for (std::size_t i = 0; i < slow.fds.size(); ++i)
+                if (alive[i] && ::send(slow.fds[i], &head[at], 1, MSG_NOSIGNAL) != 1) {
+                    alive[i] = false;
+                    ++cut_off;
+                }
+            std::this_thread::sleep_for(100ms);
+        }
+    });
+    // Also a couple of requests on idle connections, so they are kept alive, not new.
+    for (int i = 0; i < 4; ++i) {
+        ASSERT_TRUE(send_all(idle.fds[static_cast<std::size_t>(i)],
+                             post_head(port_, "Content-Length: 2\r\n") + "{}"));
+        EXPECT_EQ(status_of(read_answer(idle.fds[static_cast<std::size_t>(i)])), 400);
+    }
+
+    const auto started = clock_type::now();
+    auto res = client()->Post("/mcp", rpc(1, "initialize", initialize_params()),
+                              "application/json");
+    const auto took = clock_type::now() - started;
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200);
+    EXPECT_LT(took, 5s);
+    EXPECT_FALSE(res->get_header_value("Mcp-Session-Id").empty());
+
+    // Slow heads are cut off at the head timeout (2 s), long before the head would be done.
+    const auto give_up = clock_type::now() + 10s;
+    while (cut_off < 40 && clock_type::now() < give_up) std::this_thread::sleep_for(50ms);
+    done = true;
+    trickle.join();
+    EXPECT_EQ(cut_off.load(), 40);
+}
+
+// Issue 15, class 6: a chunked body was read whole (200 MiB) before the key check.
+TEST_F(HttpLimits, ChunkedBodyWithoutAKeyIsRefusedWithoutBeingRead) {
+    const std::string key = make_key();
+    auto options = small_options();
+    options.keys = std::make_shared<const KeyStore>(KeyStore::load(keys_path_));
+    start(options);
+
+    const int fd = connect_from(port_);
+    ASSERT_GE(fd, 0);
+    Sockets owner{{fd}};
+    constexpr std::size_t total = 64u * 1024 * 1024;
+    std::atomic<std::size_t> sent{0};
+    std::thread sender([&] {
+        if (!send_all(fd, post_head(port_, "Transfer-Encoding: chunked\r\n"))) return;
+        const std::string chunk = "10000\r\n" + std::string(0x10000, 'x') + "\r\n";
+        while (sent < total) {
+            if (!send_all(fd, chunk)) return;
+            sent += 0x10000;
+        }
+        send_all(fd, "0\r\n\r\n");
+    });
+    const std::string answer = read_answer(fd, 20s);
+    ::shutdown(fd, SHUT_RDWR);
+    sender.join();
+    EXPECT_EQ(status_of(answer), 401) << answer.substr(0, 200);
+    EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer.substr(0, 300);
+    // The server stopped reading at once: far less than the whole body got through.
+    EXPECT_LT(sent.load(), total / 2);
+
+    // With the key, the server still answers.
+    auto res = client()->Post("/mcp", {{"X-API-Key", key}},
+                              rpc(1, "initialize", initialize_params()), "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+}
+
+// A client that waits for "100 Continue" before its body gets the 401 instead, and sends
+// nothing more.
+TEST_F(HttpLimits, ExpectContinueWithoutAKeyGets401First) {
+    const std::string key = make_key();
+    auto options = small_options();
+    options.keys = std::make_shared<const KeyStore>(KeyStore::load(keys_path_));
+    start(options);
+    const int fd = connect_from(port_);
+    ASSERT_GE(fd, 0);
+    Sockets owner{{fd}};
+    ASSERT_TRUE(send_all(fd, post_head(port_, "Expect: 100-continue\r\nContent-Length: 1000000\r\n")));
+    const std::string answer = read_answer(fd, 5s);
+    EXPECT_EQ(status_of(answer), 401) << answer;
+    EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer;
+}
+
+// Issue 15, class 6: a chunked body ignored --max-body-bytes.
+TEST_F(HttpLimits, ChunkedBodyOverTheLimitIs413) {
+    start();  // max_body_bytes: 64 KiB, no keys (loopback)
+    const int fd = connect_from(port_);
+    ASSERT_GE(fd, 0);
+    Sockets owner{{fd}};
+    constexpr std::size_t total = 32u * 1024 * 1024;
+    std::atomic<std::size_t> sent{0};
+    std::thread sender([&] {
+        if (!send_all(fd, post_head(port_, "Transfer-Encoding: chunked\r\n"))) return;
+        const std::string chunk = "4000\r\n" + std::string(0x4000, ' ') + "\r\n";
+        while (sent < total) {
+            if (!send_all(fd, chunk)) return;
+            sent += 0x4000;
+        }
+        send_all(fd, "0\r\n\r\n");
+    });
+    const std::string answer = read_answer(fd, 20s);
+    ::shutdown(fd, SHUT_RDWR);
+    sender.join();
+    EXPECT_EQ(status_of(answer), 413) << answer.substr(0, 200);
+    EXPECT_LT(sent.load(), total / 2);
+
+    // A small chunked body is read and answered as usual.
+    const int ok_fd = connect_from(port_);
+    ASSERT_GE(ok_fd, 0);
+    Sockets ok_owner{{ok_fd}};
+    const std::string body = rpc(1, "initialize", initialize_params());
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx", body.size());
+    ASSERT_TRUE(send_all(ok_fd, post_head(port_, "Transfer-Encoding: chunked\r\n") + size +
+                                    "\r\n" + body + "\r\n0\r\n\r\n"));
+    const std::string ok = read_answer(ok_fd);
+    EXPECT_EQ(status_of(ok), 200) << ok;
+}
+
+// An announced length over the bound is refused before the body (httplib would skip, that
+// is read, all of it first).
+TEST_F(HttpLimits, AnnouncedLengthOverTheLimitIs413AtOnce) {
+    start();
+    const int fd = connect_from(port_);
+    ASSERT_GE(fd, 0);
+    Sockets owner{{fd}};
+    ASSERT_TRUE(send_all(fd, post_head(port_, "Content-Length: 209715200\r\n") + "{"));
+    const std::string answer = read_answer(fd, 5s);
+    EXPECT_EQ(status_of(answer), 413) << answer;
+}
+
+// A body to anything but POST /mcp is never read.
+TEST_F(HttpLimits, BodiesElsewhereAreRefusedUnread) {
+    start();
+    const int fd = connect_from(port_);
+    ASSERT_GE(fd, 0);
+    Sockets owner{{fd}};
+    ASSERT_TRUE(send_all(fd, "PUT /other HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                             "Transfer-Encoding: chunked\r\n\r\n10000\r\n"));
+    const std::string answer = read_answer(fd, 5s);
+    EXPECT_EQ(status_of(answer), 404) << answer;
+    EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer;
+}
+
+// Connections from one address are bounded; another client is still served.
+TEST_F(HttpLimits, ConnectionsPerAddressAreBounded) {
+    auto options = small_options();
+    options.max_connections_per_peer = 20;
+    start(options);
+    Sockets held;
+    for (int i = 0; i < 20; ++i) {
+        const int fd = connect_from(port_, "127.0.0.7");
+        ASSERT_GE(fd, 0);
+        held.fds.push_back(fd);
+    }
+    const int extra = connect_from(port_, "127.0.0.7");
+    ASSERT_GE(extra, 0);
+    Sockets extra_owner{{extra}};
+    const std::string refused = read_answer(extra, 5s);
+    // 503 with Retry-After, or (if the close outran it) the connection simply closed.
+    if (!refused.empty()) {
+        EXPECT_EQ(status_of(refused), 503) << refused;
+        EXPECT_NE(refused.find("Retry-After: 1"), std::string::npos) << refused;
+    }
+    char byte;
+    EXPECT_LE(::recv(extra, &byte, 1, MSG_DONTWAIT), 0);
+
+    auto res = client()->Post("/mcp", rpc(1, "initialize", initialize_params()),
+                              "application/json");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200);
+    // A held connection from the capped address is still served.
+    ASSERT_TRUE(send_all(held.fds[0], post_head(port_, "Content-Length: 2\r\n") + "{}"));
+    EXPECT_EQ(status_of(read_answer(held.fds[0])), 400);
+}
+
+// At the total bound the longest-idle connection makes room for a new one.
+TEST_F(HttpLimits, AtTheTotalBoundAnIdleConnectionMakesRoom) {
+    auto options = small_options();
+    options.max_connections = 30;
+    start(options);
+    Sockets held;
+    for (int i = 0; i < 30; ++i) {
+        const int fd = connect_from(port_, "127.0.0.8");
+        ASSERT_GE(fd, 0);
+        held.fds.push_back(fd);
+    }
+    auto res = client()->Post("/mcp", rpc(1, "initialize", initialize_params()),
+                              "application/json");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200);
+    // The oldest idle one was closed.
+    const std::string first = read_answer(held.fds[0], 3s);
+    EXPECT_TRUE(first.empty()) << first;
+    char byte;
+    EXPECT_EQ(::recv(held.fds[0], &byte, 1, MSG_DONTWAIT), 0);
+}
+
+// Issue 15, class 6: POSTs left waiting on an elicitation took every worker; other calls
+// timed out. Now only a few may wait; the rest are told at once, and other calls run.
+TEST_F(HttpLimits, CallsWaitingOnAClientAreBounded) {
+    ServerOptions server_options;
+    server_options.max_waiting_on_clients = 2;
+    start(small_options(), server_options);  // 4 workers
+    const std::string sid = open_session();
+    ASSERT_FALSE(sid.empty());
+
+    std::atomic<int> refused{0};
+    std::vector<std::unique_ptr<httplib::Client>> callers;
+    for (int i = 0; i < 8; ++i) callers.push_back(client());
+    std::vector<std::string> streams(callers.size());
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < callers.size(); ++i) {
+        threads.emplace_back([&, i] {
+            httplib::Request req;
+            req.method = "POST";
+            req.path = "/mcp";
+            req.headers = {{"Mcp-Session-Id", sid},
+                           {"MCP-Protocol-Version", kLegacyVersion},
+                           {"Accept", "application/json, text/event-stream"},
+                           {"Content-Type", "application/json"}};
+            req.body = rpc(100 + static_cast<int>(i), "tools/call",
+                           {{"name", "confirm_deploy"}, {"arguments", json::object()}});
+            std::string& stream = streams[i];
+            bool counted = false;
+            req.content_receiver = [&](const char* data, std::size_t size, std::uint64_t,
+                                       std::uint64_t) {
+                stream.append(data, size);
+                if (!counted && stream.find("too many calls are waiting") != std::string::npos) {
+                    counted = true;
+                    ++refused;
+                }
+                return true;
+            };
+            callers[i]->send(req);
+        });
+    }
+    // The ones over the bound are answered at once; then a call on a worker is still served.
+    const auto give_up = clock_type::now() + 10s;
+    while (refused < 6 && clock_type::now() < give_up) std::this_thread::sleep_for(20ms);
+    const auto started = clock_type::now();
+    auto res = modern_echo("still here");
+    const auto took = clock_type::now() - started;
+    // Closing the waiting streams cancels their calls.
+    for (auto& c : callers) c->stop();
+    for (auto& t : threads) t.join();
+    std::string all;
+    for (const auto& stream : streams) all += stream + "\n--\n";
+    EXPECT_EQ(refused.load(), 6) << all;
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200);
+    EXPECT_NE(res->body.find("echo:still here"), std::string::npos) << res->body;
+    EXPECT_LT(took, 5s);
+}
+
+// Calls waiting on a client do not take the workers: with more waiting than there are
+// workers, a call that needs a worker still runs at once.
+TEST_F(HttpLimits, CallsWaitingOnAClientLeaveTheWorkersFree) {
+    start();  // 4 workers
+    const std::string sid = open_session();
+    ASSERT_FALSE(sid.empty());
+    Sockets streams;
+    const std::string body =
+        rpc(7, "tools/call", {{"name", "confirm_deploy"}, {"arguments", json::object()}});
+    const std::string head = post_head(port_, "Mcp-Session-Id: " + sid +
+                                                  "\r\nMCP-Protocol-Version: " + kLegacyVersion +
+                                                  "\r\nContent-Length: " +
+                                                  std::to_string(body.size()) + "\r\n");
+    for (int i = 0; i < 6; ++i) {
+        const int fd = connect_from(port_);
+        ASSERT_GE(fd, 0);
+        streams.fds.push_back(fd);
+        ASSERT_TRUE(send_all(fd, head + body));
+        const std::string opened = read_until(fd, "elicitation/create", 5s);
+        EXPECT_NE(opened.find("elicitation/create"), std::string::npos) << opened;
+    }
+    const auto started = clock_type::now();
+    auto res = modern_echo("not starved");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200);
+    EXPECT_NE(res->body.find("echo:not starved"), std::string::npos) << res->body;
+    EXPECT_LT(clock_type::now() - started, 5s);
+}
+
+// Streamed answers per session are bounded: one more is a 503, not another held thread.
+TEST_F(HttpLimits, StreamsPerSessionAreBounded) {
+    auto options = small_options();
+    options.max_streams_per_session = 2;
+    start(options);
+    const std::string sid = open_session();
+    ASSERT_FALSE(sid.empty());
+    Sockets streams;
+    const std::string body =
+        rpc(7, "tools/call", {{"name", "confirm_deploy"}, {"arguments", json::object()}});
+    const std::string head = post_head(port_, "Mcp-Session-Id: " + sid + "\r\nMCP-Protocol-Version: " +
+                                                  kLegacyVersion + "\r\nContent-Length: " +
+                                                  std::to_string(body.size()) + "\r\n");
+    for (int i = 0; i < 2; ++i) {
+        const int fd = connect_from(port_);
+        ASSERT_GE(fd, 0);
+        streams.fds.push_back(fd);
+        ASSERT_TRUE(send_all(fd, head + body));
+        const std::string opened = read_until(fd, "elicitation/create", 5s);
+        EXPECT_NE(opened.find("text/event-stream"), std::string::npos) << opened;
+    }
+    const int fd = connect_from(port_);
+    ASSERT_GE(fd, 0);
+    streams.fds.push_back(fd);
+    ASSERT_TRUE(send_all(fd, head + body));
+    const std::string third = read_answer(fd, 5s);
+    EXPECT_EQ(status_of(third), 503) << third;
+    EXPECT_NE(third.find("Retry-After"), std::string::npos) << third;
+}
+
+TEST_F(HttpLimits, SessionsAreBounded) {
+    auto options = small_options();
+    options.max_sessions = 3;
+    start(options);
+    for (int i = 0; i < 3; ++i) EXPECT_FALSE(open_session().empty());
+    auto res = client()->Post("/mcp", rpc(1, "initialize", initialize_params()),
+                              "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 503);
+    EXPECT_FALSE(res->get_header_value("Retry-After").empty());
+}
+
+// Issue 15, class 9: userinfo in an Origin passed the check.
+TEST_F(HttpLimits, OriginMustBeSchemeHostAndPort) {
+    start();
+    const std::string body = rpc(1, "initialize", initialize_params());
+    for (const char* bad :
+         {"http://127.0.0.1:80@evil.com", "http://127.0.0.1@evil.com", "http://evil.com#@127.0.0.1",
+          "http://127.0.0.1/path", "http://127.0.0.1:99999", "null", "http://127.0.0.1 :80",
+          "ftp://127.0.0.1"}) {
+        auto res = client()->Post("/mcp", {{"Origin", bad}}, body, "application/json");
+        ASSERT_TRUE(res) << bad;
+        EXPECT_EQ(res->status, 403) << bad;
+    }
+    for (const char* good : {"http://127.0.0.1:5173", "http://localhost", "HTTP://LOCALHOST:80",
+                             "http://[::1]:3000"}) {
+        auto res = client()->Post("/mcp", {{"Origin", good}}, body, "application/json");
+        ASSERT_TRUE(res) << good;
+        EXPECT_EQ(res->status, 200) << good;
+        EXPECT_EQ(res->get_header_value("Access-Control-Allow-Origin"), good);
+        EXPECT_EQ(res->get_header_value("Access-Control-Expose-Headers"), "Mcp-Session-Id");
+    }
+}
+
+// Issue 15, class 9: a session id with a trailing NUL was accepted.
+TEST_F(HttpLimits, SessionIdOutsideVisibleAsciiIsRefused) {
+    start();
+    const std::string sid = open_session();
+    ASSERT_FALSE(sid.empty());
+    const std::string body = rpc(2, "tools/list");
+    for (const std::string& id : {sid + std::string(1, '\0'), sid + "\x01", sid + "\x7f",
+                                  sid + "\xc3\xa9", " " + sid + "x"}) {
+        const int fd = connect_from(port_);
+        ASSERT_GE(fd, 0);
+        Sockets owner{{fd}};
+        ASSERT_TRUE(send_all(fd, post_head(port_, "Mcp-Session-Id: " + id +
+                                                      "\r\nMCP-Protocol-Version: " +
+                                                      kLegacyVersion + "\r\nContent-Length: " +
+                                                      std::to_string(body.size()) + "\r\n") +
+                                     body));
+        const std::string answer = read_answer(fd);
+        const int status = status_of(answer);
+        EXPECT_TRUE(status == 400 || status == 404) << json(id).dump(-1, ' ', true, json::error_handler_t::replace) << answer;
+    }
+    // The id itself still works.
+    auto res = client()->Post("/mcp",
+                              {{"Mcp-Session-Id", sid}, {"MCP-Protocol-Version", kLegacyVersion}},
+                              body, "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+}
+
+// Issue 15, class 9: what a browser gets. A preflight from an origin that passes the Origin
+// check is allowed the MCP headers; any other origin gets 403.
+TEST_F(HttpLimits, CorsPreflight) {
+    start();
+    auto c = client();
+    httplib::Headers preflight{{"Origin", "http://localhost:5173"},
+                               {"Access-Control-Request-Method", "POST"},
+                               {"Access-Control-Request-Headers",
+                                "content-type, mcp-session-id, mcp-param-client_id"}};
+    auto ok = c->Options("/mcp", preflight);
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 204);
+    EXPECT_EQ(ok->get_header_value("Access-Control-Allow-Origin"), "http://localhost:5173");
+    const std::string allowed = ok->get_header_value("Access-Control-Allow-Headers");
+    for (const char* name : {"Mcp-Session-Id", "MCP-Protocol-Version", "Mcp-Method", "Mcp-Name",
+                             "Last-Event-ID", "Authorization", "X-API-Key", "Content-Type",
+                             "mcp-param-client_id"})
+        EXPECT_NE(allowed.find(name), std::string::npos) << name << " in " << allowed;
+    EXPECT_NE(ok->get_header_value("Access-Control-Allow-Methods").find("POST"),
+              std::string::npos);
+    EXPECT_EQ(ok->get_header_value("Access-Control-Expose-Headers"), "Mcp-Session-Id");
+
+    httplib::Headers evil{{"Origin", "https://evil.example"},
+                          {"Access-Control-Request-Method", "POST"}};
+    auto refused = c->Options("/mcp", evil);
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->status, 403);
+    EXPECT_FALSE(refused->has_header("Access-Control-Allow-Origin"));
+}
+
+}  // namespace
