@@ -741,7 +741,7 @@ def main():
         out = os.path.join(ROOT, "bench", "results")
         os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "soak.json"), "w") as f:
-            json.dump(r, f, indent=1)
+            json.dump({k: v for k, v in r.items() if k != "server_log"}, f, indent=1)
         section = markdown(r)
         with open(os.path.join(out, "soak.md"), "w") as f:
             f.write(section)
