@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= 2
 PORT ?= 8787
 
-.PHONY: deps build run test npm-deps bench clean
+.PHONY: deps build run test npm-deps bench soak clean
 
 deps:
 	@scripts/install-deps.sh
@@ -35,6 +35,14 @@ bench: deps
 	cmake --build build-release -j$(JOBS) --target agency-mcp agency_bench_driver
 	@scripts/npm-deps.sh bench/peer
 	python3 bench/run.py $(BENCH_ARGS)
+
+# The soak (docs/benchmarks.md, "Soak"): reads, actions, tasks and confirmations at 16 in flight
+# against the sample gateway with faults on, for SOAK_SECONDS (default 300); fails on a crash,
+# an unanswered call, a duplicate POST or growing RSS.
+SOAK_SECONDS ?= 300
+soak: deps $(BUILD_DIR)/CMakeCache.txt
+	cmake --build $(BUILD_DIR) -j$(JOBS) --target agency-mcp
+	SOAK_SECONDS=$(SOAK_SECONDS) BUILD_DIR=$(BUILD_DIR) python3 bench/soak.py $(SOAK_ARGS)
 
 clean:
 	rm -rf $(BUILD_DIR)

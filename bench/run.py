@@ -586,6 +586,10 @@ class Report:
                       "cold_start": "cold start: the whole process (exec, the first answer, exit)"}
             for name, v in cg.items():
                 lines.append(f"| {labels.get(name, name)} | {v['instructions_per_call']:,} |")
+        # The soak's section (make soak, bench/soak.py), kept across benchmark runs.
+        soak = os.path.join(ROOT, "bench", "results", "soak.md")
+        if os.path.exists(soak):
+            lines += ["", open(soak).read().rstrip()]
         findings = os.path.join(ROOT, "bench", "findings.md")
         if os.path.exists(findings):
             lines += ["", open(findings).read().rstrip()]

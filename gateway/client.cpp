@@ -676,18 +676,13 @@ struct Client::Impl {
         return !key.empty() && claimed.count(key) != 0;
     }
 
-    struct Verification {
-        bool found = false;
-        nlohmann::json row;
-        std::string detail;  // what was looked at, for messages and Error::data
-    };
-
-    // Reads the newest rows of the written resource and looks for the record an attempt sent
-    // at or after `first_sent` would have created. Throws Error when the read fails.
-    Verification verify(const ActionSpec& spec, const nlohmann::json& body,
-                        std::string_view client_id,
-                        std::chrono::system_clock::time_point first_sent,
-                        const std::stop_token& stop) {
+    // Reads the newest rows of the written resource and judges whether an attempt sent at or
+    // after `first_sent` created its record (verify, confirm_only). Throws Error when the read
+    // fails.
+    detail::Verdict verify(const ActionSpec& spec, const nlohmann::json& body,
+                           std::string_view client_id,
+                           std::chrono::system_clock::time_point first_sent,
+                           const std::stop_token& stop) {
         ReadQuery q;
         q.resource = std::string(spec.resource);
         q.client_id = std::string(client_id);
@@ -706,25 +701,45 @@ struct Client::Impl {
             throw error(ErrorReason::upstream,
                         "the gateway answered the " + what + " without a `data` array");
         }
-        const auto not_before = std::chrono::floor<std::chrono::seconds>(first_sent) -
-                                std::chrono::duration_cast<std::chrono::seconds>(config.clock_skew);
-        Verification out;
-        for (const auto& row : json["data"]) {
-            if (detail::row_matches(spec, body, row, not_before) && !is_claimed(spec, row)) {
-                out.found = true;
-                out.row = row;
-                out.detail = "found the record in " + std::string(spec.resource);
-                const auto key = claim_key(spec.resource, row);
-                if (const auto nl = key.find('\n'); nl != std::string::npos) {
-                    out.detail += " (id " + key.substr(nl + 1) + ")";
-                }
-                return out;
+        bool has_more = true;  // unknown: assume more rows exist
+        if (const auto p = json.find("pagination"); p != json.end() && p->is_object()) {
+            if (const auto h = p->find("has_more"); h != p->end() && h->is_boolean()) {
+                has_more = h->get<bool>();
             }
         }
-        out.detail = "no matching record in the newest " + std::to_string(json["data"].size()) +
-                     " rows of " + std::string(spec.resource) + " at or after " +
-                     detail::format_utc_time(not_before);
-        return out;
+        const auto not_before = std::chrono::floor<std::chrono::seconds>(first_sent) -
+                                std::chrono::duration_cast<std::chrono::seconds>(config.clock_skew);
+        return detail::judge_rows(spec, body, json["data"], has_more, kVerifyLimit, not_before,
+                                  [&](const nlohmann::json& row) { return is_claimed(spec, row); });
+    }
+
+    // The one row a verify_state action acts on (filter_field=id), or null when the gateway
+    // has none. Throws Error when the read fails.
+    nlohmann::json read_target_row(const ActionSpec& spec, const nlohmann::json& body,
+                                   std::string_view client_id, const std::stop_token& stop) {
+        ReadQuery q;
+        q.resource = std::string(spec.resource);
+        q.client_id = std::string(client_id);
+        q.limit = kVerifyLimit;
+        q.filter_field = "id";
+        q.filter_value = *detail::scalar_text(body[std::string(spec.filter_body_field)]);
+        std::string page;
+        const auto what = "state " + describe_read(q);
+        get(read_target(q), what, page, stop, config.max_attempts);
+        auto json = nlohmann::json::parse(page, nullptr, false);
+        if (!json.is_object() || !json.contains("data") || !json["data"].is_array()) {
+            throw error(ErrorReason::upstream,
+                        "the gateway answered the " + what + " without a `data` array");
+        }
+        for (auto& row : json["data"]) {
+            // The read filters by id already; checked again so a gateway that ignored the
+            // filter cannot make another record look like this one.
+            if (row.is_object() && row.contains("id") &&
+                detail::scalar_text(row["id"]) == q.filter_value) {
+                return std::move(row);
+            }
+        }
+        return nullptr;
     }
 
     ActionResult act(std::string_view action, std::string_view client_id,
@@ -739,17 +754,40 @@ struct Client::Impl {
         body["client_id"] = client_id;
         const auto body_text = body.dump();
 
-        const ActionSpec* spec = find_action_spec(action);
+        const ActionSpec* spec = find_action_spec(action, body);
         auto policy = spec != nullptr ? spec->policy : RetryPolicy::unknown;
         std::string unverifiable;  // why a verify action cannot be checked this time
-        if (policy == RetryPolicy::verify && !detail::can_verify(*spec, body)) {
+        if ((policy == RetryPolicy::verify || policy == RetryPolicy::verify_state ||
+             policy == RetryPolicy::confirm_only) &&
+            !detail::can_verify(*spec, body)) {
             policy = RetryPolicy::unknown;
             unverifiable = "the request lacks the fields needed to find its record";
         } else if (spec == nullptr) {
-            unverifiable = "the client has no way to check this action's record";
+            unverifiable = "the client has no way to check this action's effect";
         } else if (policy == RetryPolicy::unknown) {
-            unverifiable = "the gateway offers no way to check whether it ran";
+            unverifiable = "the gateway keeps no readable record of it";
         }
+        // verify_state: the row as it was before anything is sent, to compare with afterwards.
+        nlohmann::json before;
+        if (policy == RetryPolicy::verify_state) {
+            try {
+                before = read_target_row(*spec, body, client_id, stop);
+                if (before.is_null()) {
+                    policy = RetryPolicy::unknown;
+                    unverifiable = "the " + std::string(spec->resource) +
+                                   " row it acts on was not found before sending";
+                }
+            } catch (const Error& e) {
+                if (e.reason() == ErrorReason::cancelled) throw cancelled(what);
+                policy = RetryPolicy::unknown;
+                unverifiable = "the " + std::string(spec->resource) +
+                               " row it acts on could not be read before sending (" +
+                               e.what() + ")";
+            }
+        }
+        const std::string hint = spec != nullptr && !spec->check_hint.empty()
+                                     ? std::string(spec->check_hint)
+                                     : std::string("read what it writes");
 
         int posts = 0;
         std::optional<std::chrono::system_clock::time_point> first_sent;
@@ -852,12 +890,17 @@ struct Client::Impl {
             }
             if (policy == RetryPolicy::unknown) {
                 throw outcome_unknown(what, failure, ex.status, gw_text,
-                                      known("not possible: " + unverifiable), unverifiable);
+                                      known("not possible: " + unverifiable), unverifiable, hint);
             }
 
-            Verification found;
+            detail::Verdict found;
             try {
-                found = verify(*spec, body, client_id, *first_sent, stop);
+                if (policy == RetryPolicy::verify_state) {
+                    found = detail::compare_state(*spec, before,
+                                                  read_target_row(*spec, body, client_id, stop));
+                } else {
+                    found = verify(*spec, body, client_id, *first_sent, stop);
+                }
             } catch (const Error& e) {
                 if (e.reason() == ErrorReason::cancelled) {
                     throw error(ErrorReason::cancelled,
@@ -867,9 +910,10 @@ struct Client::Impl {
                 }
                 throw outcome_unknown(what, failure, ex.status, gw_text,
                                       known(std::string("failed: ") + e.what()),
-                                      "checking whether it ran failed: " + std::string(e.what()));
+                                      "checking whether it ran failed: " + std::string(e.what()),
+                                      hint);
             }
-            if (found.found) {
+            if (found.evidence == detail::Evidence::ran) {
                 claim(spec, found.row);
                 log_line(spdlog::level::warn, "gateway {}: {}; {}, so it ran and is not sent again",
                          what, failure, found.detail);
@@ -878,12 +922,18 @@ struct Client::Impl {
                 result.status_code = 200;
                 result.attempts = posts;
                 result.recovered = true;
+                result.note = "the gateway answered " + failure + ", but " + found.detail +
+                              ": it ran once and was not sent again";
                 return result;
+            }
+            if (found.evidence == detail::Evidence::unclear) {
+                throw outcome_unknown(what, failure, ex.status, gw_text, known(found.detail),
+                                      found.detail, hint);
             }
             if (!answered) {
                 throw outcome_unknown(
                     what, failure, 0, gw_text, known(found.detail),
-                    "the gateway may still be working on it (" + found.detail + " yet)");
+                    "the gateway may still be working on it (" + found.detail + " yet)", hint);
             }
             if (last) {
                 log_line(spdlog::level::err, "gateway {} failed after {} attempts: {}; {}", what,
@@ -907,14 +957,15 @@ struct Client::Impl {
 
     Error outcome_unknown(const std::string& what, const std::string& failure, int http_status,
                           const std::string& gw_text, nlohmann::json data,
-                          const std::string& why) const {
+                          const std::string& why, const std::string& hint = {}) const {
         log_line(spdlog::level::err,
                  "gateway {}: {}; it may or may not have run and was not re-sent: {}", what,
                  failure, why);
+        if (!hint.empty() && data.is_object()) data["check"] = hint;
         return error(ErrorReason::outcome_unknown,
                      "the " + what + " may or may not have run (" + failure +
-                         "); it was not re-sent because " + why +
-                         ". Check before running it again.",
+                         "); it was not re-sent because " + why + ". Check before running it " +
+                         (hint.empty() ? std::string("again.") : "again: " + hint + "."),
                      http_status, gw_text, std::nullopt, std::move(data));
     }
 

@@ -104,6 +104,7 @@ struct ActionResult {
     int status_code = 200;
     int attempts = 1;         // POSTs actually sent
     bool recovered = false;   // the record was found by verification after an ambiguous failure
+    std::string note{};       // recovered: what failed and what showed that it ran anyway
 };
 
 struct DiscoveredAction {

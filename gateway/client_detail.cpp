@@ -222,7 +222,13 @@ std::optional<std::string> scalar_text(const nlohmann::json& value) {
 }
 
 bool can_verify(const ActionSpec& spec, const nlohmann::json& body) {
-    if (spec.policy != RetryPolicy::verify || spec.resource.empty() || spec.time_field.empty()) {
+    if (spec.policy == RetryPolicy::retry_safe || spec.policy == RetryPolicy::unknown ||
+        spec.resource.empty()) {
+        return false;
+    }
+    if (spec.policy == RetryPolicy::verify_state) {
+        if (spec.filter_body_field.empty()) return false;
+    } else if (spec.time_field.empty() || spec.order.empty()) {
         return false;
     }
     const auto has_scalar = [&](std::string_view field) {
@@ -269,6 +275,169 @@ bool row_matches(const ActionSpec& spec, const nlohmann::json& body, const nlohm
         if (!want || scalar_text(*id_it) != want) return false;
     }
     return true;
+}
+
+namespace {
+
+std::string fields_text(const ActionSpec& spec) {
+    std::string out;
+    for (const auto& m : spec.match) {
+        if (m.row_field.empty()) continue;
+        if (!out.empty()) out += ", ";
+        out += m.row_field;
+    }
+    return out;
+}
+
+// The row's value of `field` as compared text; nullopt when absent, null or not a scalar.
+std::optional<std::string> field_text(const nlohmann::json& row, std::string_view field) {
+    if (!row.is_object()) return std::nullopt;
+    const auto it = row.find(std::string(field));
+    return it == row.end() ? std::nullopt : scalar_text(*it);
+}
+
+std::string id_note(const nlohmann::json& row) {
+    const auto id = field_text(row, "id");
+    return id ? " (id " + *id + ")" : std::string{};
+}
+
+}  // namespace
+
+Verdict judge_rows(const ActionSpec& spec, const nlohmann::json& body,
+                   const nlohmann::json& data, bool has_more, std::size_t limit,
+                   std::chrono::sys_seconds not_before,
+                   const std::function<bool(const nlohmann::json&)>& claimed) {
+    Verdict out;
+    const std::string resource(spec.resource);
+    const std::string since = format_utc_time(not_before);
+    std::string unsettled;  // why a page without our record still does not settle it
+    std::optional<std::chrono::sys_seconds> previous;
+    std::optional<std::chrono::sys_seconds> oldest;
+    const std::size_t rows = data.is_array() ? data.size() : 0;
+    for (std::size_t i = 0; i < rows; ++i) {
+        const auto& row = data[i];
+        if (row_matches(spec, body, row, not_before) && !(claimed && claimed(row))) {
+            out.evidence = Evidence::ran;
+            out.row = row;
+            out.detail = "found the record in " + resource + id_note(row);
+            return out;
+        }
+        if (!unsettled.empty()) continue;
+        const auto order_text = field_text(row, spec.order);
+        const auto at = order_text ? parse_utc_time(*order_text) : std::nullopt;
+        if (!at) {
+            unsettled = "rows of " + resource + " carry no readable " + std::string(spec.order);
+            continue;
+        }
+        if (previous && *at > *previous) {
+            unsettled = "the rows of " + resource + " did not come newest first";
+            continue;
+        }
+        previous = at;
+        oldest = at;
+        if (*at < not_before) continue;
+        // A row written since the first attempt: it must show that it is not ours.
+        if (!row.is_object() || !row.contains(std::string(spec.time_field))) {
+            unsettled = "rows of " + resource + " carry no " + std::string(spec.time_field);
+            continue;
+        }
+        for (const auto& m : spec.match) {
+            if (!m.row_field.empty() && !field_text(row, m.row_field)) {
+                unsettled = "rows of " + resource + " do not all carry " + fields_text(spec);
+                break;
+            }
+        }
+    }
+    const bool whole_window = rows < limit || !has_more || (oldest && *oldest < not_before);
+    if (unsettled.empty() && !whole_window) {
+        unsettled = "the newest " + std::to_string(rows) + " rows of " + resource +
+                    " were all written since " + since;
+    }
+    out.detail = "no matching record in the newest " + std::to_string(rows) + " rows of " +
+                 resource + " at or after " + since;
+    if (spec.policy == RetryPolicy::confirm_only) {
+        out.detail += ", and the gateway is not known to record one, so its absence proves "
+                      "nothing";
+    } else if (!unsettled.empty()) {
+        out.detail += ", but that does not settle it: " + unsettled;
+    } else {
+        out.evidence = Evidence::not_run;
+    }
+    return out;
+}
+
+Verdict compare_state(const ActionSpec& spec, const nlohmann::json& before,
+                      const nlohmann::json& after) {
+    Verdict out;
+    const std::string what = std::string(spec.resource) + " row" + id_note(after);
+    if (!after.is_object()) {
+        out.detail = "the " + std::string(spec.resource) + " row it acts on could not be found "
+                                                           "afterwards";
+        return out;
+    }
+    bool observable = false;
+    const auto shows_effect = [&](const nlohmann::json& row, bool note) {
+        bool shows = false;
+        for (const auto& m : spec.match) {
+            if (m.row_field.empty()) continue;
+            const auto value = field_text(row, m.row_field);
+            if (note && value) observable = true;
+            if (value && *value == m.constant) shows = true;
+        }
+        return shows;
+    };
+    const bool now = shows_effect(after, true);
+    const bool then = shows_effect(before, false);
+    std::string moved;
+    for (const auto& marker : spec.markers) {
+        if (marker.empty()) continue;
+        if (field_text(before, marker) != field_text(after, marker)) {
+            moved = std::string(marker);
+            break;
+        }
+    }
+    std::string effect;
+    for (const auto& m : spec.match) {
+        if (m.row_field.empty()) continue;
+        effect += effect.empty() ? "" : " or ";
+        effect += std::string(m.row_field) + " " + std::string(m.constant);
+    }
+    const auto state = [&](const nlohmann::json& row) {
+        std::string text;
+        for (const auto& m : spec.match) {
+            if (m.row_field.empty()) continue;
+            if (!text.empty()) text += ", ";
+            text += std::string(m.row_field) + " " +
+                    field_text(row, m.row_field).value_or("(none)");
+        }
+        return text;
+    };
+    if (!observable) {
+        out.detail = "the " + what + " carries none of the fields that show its effect (" +
+                     fields_text(spec) + ")";
+        return out;
+    }
+    if (now && !then) {
+        out.evidence = Evidence::ran;
+        out.detail = "the " + what + " now shows " + state(after) + ", which it did not before "
+                                                                  "the first attempt";
+    } else if (now && !moved.empty()) {
+        out.evidence = Evidence::ran;
+        out.detail = "the " + what + " shows " + state(after) + " and its " + moved +
+                     " moved since the first attempt";
+    } else if (now) {
+        out.detail = "the " + what + " already showed " + state(after) +
+                     " before the first attempt and nothing moved since";
+    } else if (!moved.empty()) {
+        out.detail = "the " + what + " changed (" + moved + ") but shows " + state(after) +
+                     ", not " + effect;
+    } else {
+        out.evidence = Evidence::not_run;
+        out.detail = "the " + what + " still shows " + state(after) + ", unchanged since the "
+                                                                      "first attempt";
+    }
+    if (out.evidence == Evidence::ran) out.row = after;
+    return out;
 }
 
 std::string redact(std::string text, std::string_view secret) {

@@ -181,6 +181,27 @@ std::unique_ptr<agency::mcp::Server> make_tool_server(
     agency::gateway::Config gateway_config;
     gateway_config.base_url = gateway_url;
     gateway_config.api_key = api_key;
+    // Waits for the gateway's answers (the spec suggests 10-30 s for generation actions).
+    const auto seconds_env = [](const char* name, std::chrono::milliseconds fallback) {
+        const std::string text = env_or(name);
+        if (text.empty()) return fallback;
+        std::size_t used = 0;
+        long value = 0;
+        try {
+            value = std::stol(text, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != text.size() || value < 1 || value > 3600) {
+            throw std::runtime_error(std::string(name) + " must be a whole number of seconds "
+                                     "from 1 to 3600 (got '" + text + "')");
+        }
+        return std::chrono::milliseconds(value * 1000);
+    };
+    gateway_config.read_timeout =
+        seconds_env("AGENCY_GATEWAY_READ_TIMEOUT_S", gateway_config.read_timeout);
+    gateway_config.action_timeout =
+        seconds_env("AGENCY_GATEWAY_ACTION_TIMEOUT_S", gateway_config.action_timeout);
     auto gateway = std::make_shared<agency::gateway::Client>(gateway_config);
     {
         // Fail fast with one clear line (unreachable host, rejected key): the retry warnings of
@@ -332,6 +353,18 @@ int main(int argc, char** argv) {
     sample_cmd->add_option("--listen", sample_listen, "HOST:PORT (default 127.0.0.1:8788)");
     sample_cmd->add_option("--bulk-keyword-rows", bulk_rows,
                            "Add client demo-bulk with this many keyword rows (benchmarks)");
+    std::vector<std::string> sample_faults;
+    sample_cmd->add_option("--fault", sample_faults,
+                           "Inject faults for the whole run (repeatable): TARGET:MODE[:PERCENT[:N]]"
+                           " with TARGET an action, a resource or '*', MODE one of fail_before, "
+                           "fail_after, status_error, rate_limit, slow, drop, reset, PERCENT the "
+                           "chance per request (default 100), N the delay in ms (slow), "
+                           "Retry-After s (rate_limit) or status_code (status_error). Counters: "
+                           "GET /_control/stats");
+    bool bare_records = false;
+    sample_cmd->add_flag("--bare-records", bare_records,
+                         "Rows only as the spec describes them (no deployed_at or sent_at; "
+                         "index_url records nothing)");
 
     // keys
     auto* keys_cmd = app.add_subcommand("keys", "Manage API keys for HTTP callers");
@@ -370,7 +403,17 @@ int main(int argc, char** argv) {
             auto [host, port] = parse_listen(sample_listen);
             agency::sample::Options options;
             options.bulk_keyword_rows = bulk_rows;
+            options.bare_records = bare_records;
+            std::vector<agency::sample::Fault> faults;
+            for (const auto& text : sample_faults) {
+                try {
+                    faults.push_back(agency::sample::parse_fault(text));
+                } catch (const std::invalid_argument& e) {
+                    throw CLI::ValidationError("--fault", e.what());
+                }
+            }
             auto gw = std::make_shared<agency::sample::Gateway>(options);
+            for (auto& fault : faults) gw->inject(std::move(fault));
             agency::sample::Server server(gw);
             server.start(host, port);
             std::cout << server.base_url() << std::endl;

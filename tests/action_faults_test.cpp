@@ -1,8 +1,10 @@
 // Every action tool that POSTs, under each ambiguous gateway fault: a 500 after the record was
-// created, a timeout (the gateway slower than the client waits) and a dropped connection. Each
-// call must leave exactly one record at the gateway, and answer either with that record
-// (recovered through the verify table, gateway/actions.hpp) or with a clear tool error; never a
-// second POST that creates a duplicate. One sample gateway and tool server for the suite.
+// created, a timeout (the gateway slower than the client waits) and a dropped connection; with
+// the sample's full rows and with bare ones (Options::bare_records: no deployed_at or sent_at,
+// no record of an index_url submission, as a real deployment may be). Each call must leave
+// exactly one record at the gateway, and answer either with that record (recovered by checking
+// what the action changes, gateway/actions.hpp) or with a clear tool error; never a second POST.
+// One sample gateway and tool server for the suite.
 #include <chrono>
 #include <memory>
 #include <string>
@@ -112,7 +114,8 @@ json with_tag(const json& value, const std::string& tag) {
     return out;
 }
 
-class ActionFaults : public ::testing::TestWithParam<std::tuple<std::size_t, std::size_t>> {
+class ActionFaults
+    : public ::testing::TestWithParam<std::tuple<std::size_t, std::size_t, bool>> {
 protected:
     static inline std::shared_ptr<agency::tools::ActionRuntime> rt;
     static inline std::unique_ptr<ToolHarness> h;
@@ -136,7 +139,11 @@ protected:
         h.reset();
         rt.reset();
     }
-    void SetUp() override { h->gw->clear_faults(); }
+    void SetUp() override {
+        h->gw->clear_faults();
+        h->gw->set_bare_records(std::get<2>(GetParam()));
+    }
+    void TearDown() override { h->gw->set_bare_records(false); }
 
     json ok(const std::string& tool, const json& args) {
         ToolReply r = h->call(tool, args);
@@ -164,7 +171,8 @@ protected:
 TEST_P(ActionFaults, OneRecordPerCall) {
     const ToolCase& c = tool_cases()[std::get<0>(GetParam())];
     const FaultCase& fault = kFaults[std::get<1>(GetParam())];
-    std::string tag = std::string(fault.name) + "-" + c.tool;
+    const bool bare = std::get<2>(GetParam());
+    std::string tag = std::string(fault.name) + "-" + c.tool + (bare ? "-bare" : "");
     for (auto& ch : tag) ch = ch == '_' ? '-' : ch;
     json args = with_tag(c.args, tag);
     const json record = with_tag(c.record, tag);
@@ -208,8 +216,12 @@ TEST_P(ActionFaults, OneRecordPerCall) {
     const std::size_t posts = h->gw->count_requests("POST", c.action) - posts_before;
 
     // Exactly one record, and no second POST unless the spec says repeats create nothing.
+    // A bare index_url records nothing readable at all.
+    const bool leaves_record = !(bare && spec->policy == RetryPolicy::confirm_only);
     if (c.resource.empty()) {
         EXPECT_EQ(h->gw->rows("backlinks", c.client).size(), backlinks_before);
+    } else if (!leaves_record) {
+        EXPECT_EQ(records(c, record).size(), 0u) << "records matching " << record.dump();
     } else {
         EXPECT_EQ(records(c, record).size(), 1u) << "records matching " << record.dump();
     }
@@ -219,8 +231,12 @@ TEST_P(ActionFaults, OneRecordPerCall) {
         EXPECT_EQ(posts, 1u) << "never sent twice";
 
     // The answer: the record, or a clear error saying the outcome is unknown.
+    // A record found proves it ran; its absence proves nothing for a confirm_only action.
+    const bool checkable = spec->policy == RetryPolicy::verify ||
+                           spec->policy == RetryPolicy::verify_state ||
+                           (spec->policy == RetryPolicy::confirm_only && !bare);
     const bool recoverable = spec->policy == RetryPolicy::retry_safe ||
-                             (spec->policy == RetryPolicy::verify && fault.mode != FaultMode::slow);
+                             (checkable && fault.mode != FaultMode::slow);
     if (recoverable) {
         ASSERT_FALSE(reply.is_error()) << reply.response.dump().substr(0, 600);
         EXPECT_EQ(answer.value("ok", false), true) << answer.dump();
@@ -228,10 +244,19 @@ TEST_P(ActionFaults, OneRecordPerCall) {
             EXPECT_EQ(answer.value(c.id_field, ""), records(c, record)[0].value("id", ""))
                 << answer.dump();
         }
+        if (spec->policy != RetryPolicy::retry_safe) {
+            // The answer says what happened: the failure, and what showed that it ran.
+            EXPECT_NE(answer.value("note", "").find("ran once and was not sent again"),
+                      std::string::npos)
+                << answer.dump();
+        }
     } else {
         ASSERT_TRUE(reply.is_error()) << reply.response.dump().substr(0, 600);
         EXPECT_EQ(answer.value("reason", ""), "outcome_unknown") << answer.dump();
         EXPECT_NE(answer.value("message", "").find("was not re-sent"), std::string::npos)
+            << answer.dump();
+        EXPECT_NE(answer.value("message", "").find("Check before running it again: "),
+                  std::string::npos)
             << answer.dump();
     }
 }
@@ -239,10 +264,11 @@ TEST_P(ActionFaults, OneRecordPerCall) {
 INSTANTIATE_TEST_SUITE_P(
     EveryActionTool, ActionFaults,
     ::testing::Combine(::testing::Range<std::size_t>(0, tool_cases().size()),
-                       ::testing::Range<std::size_t>(0, kFaults.size())),
+                       ::testing::Range<std::size_t>(0, kFaults.size()), ::testing::Bool()),
     [](const ::testing::TestParamInfo<ActionFaults::ParamType>& param_info) {
         return tool_cases()[std::get<0>(param_info.param)].tool + "_" +
-               kFaults[std::get<1>(param_info.param)].name;
+               kFaults[std::get<1>(param_info.param)].name +
+               (std::get<2>(param_info.param) ? "_bare" : "");
     });
 
 }  // namespace

@@ -181,9 +181,11 @@ TEST(GatewayClient, ParsesUtcTimesAndMatchesRows) {
     EXPECT_FALSE(parse_utc_time("2026-11-22T10:15:30+02:00"));
     EXPECT_FALSE(parse_utc_time("yesterday"));
 
-    const auto* spec = agency::gateway::find_action_spec("send_prospect_email");
-    ASSERT_NE(spec, nullptr);
+    // Without the draft's id, a send is found among the newest rows.
     const nlohmann::json body{{"to", "a@b.c"}, {"subject", "Hi"}, {"html", "<p>x</p>"}};
+    const auto* spec = agency::gateway::find_action_spec("send_prospect_email", body);
+    ASSERT_NE(spec, nullptr);
+    EXPECT_EQ(spec->policy, agency::gateway::RetryPolicy::verify);
     nlohmann::json row{{"id", "o-1"},
                        {"email_to", "a@b.c"},
                        {"subject", "Hi"},
@@ -195,7 +197,8 @@ TEST(GatewayClient, ParsesUtcTimesAndMatchesRows) {
     row["status"] = "draft";  // the constant match
     EXPECT_FALSE(row_matches(*spec, body, row, *t));
 
-    const auto* score = agency::gateway::find_action_spec("score_call");
+    const auto* score =
+        agency::gateway::find_action_spec("score_call", nlohmann::json{{"call_id", 12}});
     EXPECT_FALSE(can_verify(*score, nlohmann::json{{"transcript", "hello"}}));
     EXPECT_TRUE(can_verify(*score, nlohmann::json{{"transcript", "hello"}, {"call_id", 12}}));
     nlohmann::json score_row{{"call_id", "12"}, {"created_at", "2026-11-22T10:15:30Z"}};

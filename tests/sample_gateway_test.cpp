@@ -546,6 +546,9 @@ TEST_F(SampleGateway, MissingRequiredFieldsAnswer400NamingThem) {
 TEST_F(SampleGateway, EveryActionCreatesTheRecordItsSpecMatchesOn) {
     const std::string since = iso_now_minus(std::chrono::seconds(5));
     for (const auto& spec : agency::gateway::kActionSpecs) {
+        // A state check reads the row it acts on (dedicated tests); the action's other entry
+        // acts here.
+        if (spec.policy == agency::gateway::RetryPolicy::verify_state) continue;
         const std::string action(spec.action);
         SCOPED_TRACE(action);
         const json fields = kValidFields.at(action);

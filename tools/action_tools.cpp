@@ -440,6 +440,7 @@ void add_action(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
                            {"status", normalize_status(data, default_status)}};
             if (finish) finish(*rt, call_args, data, result);
             if (!result.contains("data")) result["data"] = std::move(data);
+            if (r.recovered) result["note"] = r.note;
             return result;
         };
         return guarded_call(*rt, guard, args, ctx, execute);
@@ -985,6 +986,8 @@ void register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& 
              if (auto it = data.find("url"); it != data.end() && it->is_string())
                  result["url"] = *it;
              result["data"] = data;
+             // Published after all: the answer says how that is known (sent once).
+             if (r.recovered) result["note"] = r.note;
              return result;
          }});
 
@@ -1054,13 +1057,15 @@ void register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& 
              rt->store().mark_draft_sent(email_id);
              json data = r.data.is_object() ? r.data : json::object();
              data.erase("html");
-             return json{{"ok", true},
+             json result{{"ok", true},
                          {"client_id", client_id},
                          {"email_id", email_id},
                          {"status", normalize_status(data, "sent")},
                          {"recipient", draft->recipient},
                          {"title", draft->subject},
                          {"data", data}};
+             if (r.recovered) result["note"] = r.note;
+             return result;
          }});
 
     // Hide a tool whose gateway action the live deployment lacks. discovery() is cached in the

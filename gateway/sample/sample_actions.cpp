@@ -188,6 +188,16 @@ ActionOutcome seo_task(const Ctx& ctx, const std::string& task_type) {
         row["category_id"] = "seo-cat-technical";
         row["submitted_at"] = ctx.now;
     }
+    if (task_type == "index_url" && ctx.store.bare_records) {
+        // Submitted to the search engine; nothing readable at the gateway records it.
+        char digits[32];
+        std::snprintf(digits, sizeof digits, "%06zu",
+                      ++ctx.store.counters["index-" + ctx.client.id]);
+        return ok({{"id", "index-" + ctx.client.short_name + "-" + digits},
+                   {"url", url},
+                   {"status", "submitted"},
+                   {"submitted_at", ctx.now}});
+    }
     row["due_date"] = ctx.today;
     row["created_at"] = ctx.now;
     row["updated_at"] = ctx.now;
@@ -251,11 +261,11 @@ ActionOutcome generate_topical_map(const Ctx& ctx) {
 
 // Publishes an article row in place (auto-deploy, deploy_blog).
 void publish(ojson& row, const ClientProfile& client, const std::string& now,
-             const std::string& path) {
+             const std::string& path, bool bare) {
     row["status"] = "published";
     if (row.contains("published")) row["published"] = true;
     if (row["url"].is_null()) row["url"] = client.website() + path;
-    row["deployed_at"] = now;
+    if (!bare) row["deployed_at"] = now;
     row["updated_at"] = now;
 }
 
@@ -286,7 +296,8 @@ ActionOutcome generate_blog(const Ctx& ctx) {
               {"created_at", ctx.now},
               {"updated_at", ctx.now},
               {"deployed_at", nullptr}};
-    if (ctx.client.auto_deploy) publish(row, ctx.client, ctx.now, "/blog/" + slug);
+    if (ctx.client.auto_deploy)
+        publish(row, ctx.client, ctx.now, "/blog/" + slug, ctx.store.bare_records);
     row["id"] = ctx.add("blogs", row);
     return ok(pick(row, {"id", "post_title", "keyword", "word_count", "status", "published", "url",
                          "deployed_at", "created_at"}));
@@ -339,7 +350,8 @@ ActionOutcome generate_geo_article(const Ctx& ctx) {
               {"created_at", ctx.now},
               {"updated_at", ctx.now},
               {"deployed_at", nullptr}};
-    if (ctx.client.auto_deploy) publish(row, ctx.client, ctx.now, "/areas/" + slug);
+    if (ctx.client.auto_deploy)
+        publish(row, ctx.client, ctx.now, "/areas/" + slug, ctx.store.bare_records);
     row["id"] = ctx.add("geo_articles", row);
     return ok(pick(row, {"id", "title", "keyword", "city", "state", "status", "word_count", "url",
                          "created_at"}));
@@ -391,7 +403,8 @@ ActionOutcome deploy_blog(const Ctx& ctx) {
                              "; read resource=blogs for the ids of this client's posts");
     }
     ojson row = ctx.table("blogs").parsed(*index);
-    publish(row, ctx.client, ctx.now, "/blog/" + row.value("slug", post_id));
+    publish(row, ctx.client, ctx.now, "/blog/" + row.value("slug", post_id),
+            ctx.store.bare_records);
     ctx.update("blogs", *index, row);
     return ok(pick(row, {"id", "post_title", "status", "published", "url", "deployed_at"}));
 }
@@ -472,7 +485,7 @@ ActionOutcome send_prospect_email(const Ctx& ctx) {
     row["subject"] = text_field(ctx.body, "subject");
     row["html"] = text_field(ctx.body, "html");
     row["status"] = "sent";
-    row["sent_at"] = ctx.now;
+    if (!ctx.store.bare_records) row["sent_at"] = ctx.now;
     row["updated_at"] = ctx.now;
     if (index)
         ctx.update("backlink_outreach", *index, row);

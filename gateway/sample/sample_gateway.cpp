@@ -9,8 +9,11 @@
 #include <map>
 #include <set>
 #include <shared_mutex>
+#include <cstdlib>
 #include <stdexcept>
+#include <random>
 #include <thread>
+#include <unordered_map>
 
 #include "gateway/sample/sample_internal.hpp"
 #include "server/socket_stream.hpp"
@@ -48,13 +51,16 @@ const char* mode_name(FaultMode mode) {
             return "slow";
         case FaultMode::drop:
             return "drop";
+        case FaultMode::reset:
+            return "reset";
     }
     return "unknown";
 }
 
 std::optional<FaultMode> mode_from_name(std::string_view name) {
     for (auto mode : {FaultMode::fail_before, FaultMode::fail_after, FaultMode::status_error,
-                      FaultMode::rate_limit, FaultMode::slow, FaultMode::drop}) {
+                      FaultMode::rate_limit, FaultMode::slow, FaultMode::drop,
+                      FaultMode::reset}) {
         if (name == mode_name(mode)) return mode;
     }
     return std::nullopt;
@@ -66,6 +72,7 @@ struct Reply {
     std::string body;
     std::vector<std::pair<std::string, std::string>> headers;
     bool drop = false;
+    bool cut_before_body = false;  // reset: not one byte of the body
     std::string target;
     std::string client_id;
     std::string fault;
@@ -103,6 +110,7 @@ std::string query_of(const httplib::Request& req) {
 struct Gateway::Impl {
     explicit Impl(Options opts) : options(std::move(opts)) {
         detail::generate_sample_data(store, options);
+        store.bare_records = options.bare_records;
         resource_list = join(store.resources);
         build_discovery();
     }
@@ -124,6 +132,26 @@ struct Gateway::Impl {
 
     std::mutex fault_mutex;
     std::deque<Fault> faults;
+    std::mt19937_64 fault_rng{0x5eed};  // percent faults; guarded by fault_mutex
+
+    // Stats (guarded by log_mutex, like the log).
+    Stats stats;
+    std::unordered_map<std::uint64_t, std::uint32_t> executed_bodies;
+    static constexpr std::size_t kMaxExamples = 5;
+
+    // The work of an action ran: counted, and a repeat of one body noted (retry-safe actions
+    // excepted, spec rule 2).
+    void note_execution(const std::string& action, const json& body) {
+        const std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
+        const std::uint64_t key = std::hash<std::string>{}(text);
+        std::lock_guard lock(log_mutex);
+        ++stats.executions[action];
+        if (action == "seo_audit" || action == "fetch_backlinks") return;
+        if (++executed_bodies[key] < 2) return;
+        ++stats.duplicate_executions[action];
+        if (stats.duplicate_examples.size() < kMaxExamples)
+            stats.duplicate_examples.push_back(text.substr(0, 300));
+    }
 
     mutable std::mutex log_mutex;
     std::deque<LoggedRequest> log;
@@ -217,6 +245,13 @@ struct Gateway::Impl {
         std::lock_guard lock(fault_mutex);
         for (auto it = faults.begin(); it != faults.end(); ++it) {
             if (it->target != "*" && it->target != target) continue;
+            if (it->percent > 0) {
+                std::uniform_real_distribution<double> draw(0.0, 100.0);
+                if (draw(fault_rng) >= it->percent) continue;
+                Fault fault = *it;
+                if (it->count > 0 && --it->count == 0) faults.erase(it);
+                return fault;
+            }
             Fault fault = *it;
             if (--it->count <= 0) faults.erase(it);
             return fault;
@@ -257,6 +292,11 @@ struct Gateway::Impl {
             case FaultMode::drop:
                 reply = work();
                 reply.drop = true;
+                break;
+            case FaultMode::reset:
+                reply = error_reply(500, "reset (injected fault); nothing was done");
+                reply.drop = true;
+                reply.cut_before_body = true;
                 break;
         }
         reply.fault = mode_name(fault->mode);
@@ -443,6 +483,7 @@ struct Gateway::Impl {
                     std::unique_lock lock(data_mutex);
                     outcome = detail::run_action(store, *action, store.clients.at(client_id), body);
                 }
+                if (outcome.http_status == 200) note_execution(name, body);
                 if (outcome.http_status != 200)
                     return error_reply(outcome.http_status, outcome.error);
                 return respond("success", 200, outcome.data);
@@ -539,6 +580,11 @@ struct Gateway::Impl {
         entry.fault = reply.fault;
         entry.at = std::chrono::system_clock::now();
         std::lock_guard lock(log_mutex);
+        if (entry.method == "POST")
+            ++stats.posts[entry.target];
+        else
+            ++stats.gets;
+        if (!entry.fault.empty()) ++stats.faults[entry.fault];
         log.push_back(std::move(entry));
         if (log.size() > kMaxLogEntries) log.pop_front();
     }
@@ -557,11 +603,13 @@ struct Gateway::Impl {
         // quality costs far more than the read itself), and lets `drop` cut the body short.
         auto body = std::make_shared<const std::string>(std::move(reply.body));
         if (reply.drop) {
-            res.set_content_provider(body->size(), "application/json",
-                                     [body](std::size_t, std::size_t, httplib::DataSink& sink) {
-                                         sink.write(body->data(), body->size() / 2);
-                                         return false;  // closes the connection mid-body
-                                     });
+            const std::size_t sent = reply.cut_before_body ? 0 : body->size() / 2;
+            res.set_content_provider(
+                body->size(), "application/json",
+                [body, sent](std::size_t, std::size_t, httplib::DataSink& sink) {
+                    if (sent > 0) sink.write(body->data(), sent);
+                    return false;  // closes the connection mid-body
+                });
         } else {
             res.set_content_provider(
                 body->size(), "application/json",
@@ -586,7 +634,8 @@ struct Gateway::Impl {
             return control_json(res, 400,
                                 {{"error", std::string("malformed JSON body: ") + e.what()}});
         }
-        const std::string modes = "fail_before, fail_after, status_error, rate_limit, slow, drop";
+        const std::string modes =
+            "fail_before, fail_after, status_error, rate_limit, slow, drop, reset";
         if (!body.is_object() || !body.contains("target") || !body["target"].is_string()) {
             return control_json(res, 400,
                                 {{"error",
@@ -606,20 +655,42 @@ struct Gateway::Impl {
             fault.status_code = body.value("status_code", fault.status_code);
             fault.retry_after_s = body.value("retry_after_s", fault.retry_after_s);
             fault.delay_ms = body.value("delay_ms", fault.delay_ms);
+            fault.percent = body.value("percent", fault.percent);
         } catch (const json::exception&) {
             return control_json(res, 400,
                                 {{"error",
                                   "count, status_code, retry_after_s and "
-                                  "delay_ms must be integers"}});
+                                  "delay_ms must be integers, percent a number"}});
+        }
+        if (!(fault.percent >= 0 && fault.percent <= 100)) {
+            return control_json(res, 400, {{"error", "percent must be from 0 to 100"}});
         }
         inject(std::move(fault));
         control_json(res, 200, {{"ok", true}});
     }
 
     void inject(Fault fault) {
-        if (fault.count <= 0) return;
+        if (fault.count <= 0 && fault.percent <= 0) return;
         std::lock_guard lock(fault_mutex);
         faults.push_back(std::move(fault));
+    }
+
+    json stats_json() const {
+        const Stats s = [&] {
+            std::lock_guard lock(log_mutex);
+            return stats;
+        }();
+        std::uint64_t posts = 0, duplicates = 0;
+        for (const auto& [action, n] : s.posts) posts += n;
+        for (const auto& [action, n] : s.duplicate_executions) duplicates += n;
+        return {{"gets", s.gets},
+                {"posts", posts},
+                {"posts_by_action", s.posts},
+                {"executions_by_action", s.executions},
+                {"faults_by_mode", s.faults},
+                {"duplicate_executions", duplicates},
+                {"duplicate_executions_by_action", s.duplicate_executions},
+                {"duplicate_examples", s.duplicate_examples}};
     }
 
     json log_json() const {
@@ -638,6 +709,51 @@ struct Gateway::Impl {
         return out;
     }
 };
+
+Fault parse_fault(const std::string& text) {
+    std::vector<std::string> parts;
+    std::size_t start = 0;
+    while (true) {
+        const auto colon = text.find(':', start);
+        parts.push_back(text.substr(start, colon - start));
+        if (colon == std::string::npos) break;
+        start = colon + 1;
+    }
+    const std::string shape = "expected TARGET:MODE[:PERCENT[:N]], e.g. '*:fail_after:1' or "
+                              "'generate_blog:slow:5:4000'";
+    if (parts.size() < 2 || parts.size() > 4)
+        throw std::invalid_argument("fault '" + text + "': " + shape);
+    Fault fault;
+    fault.target = parts[0];
+    const auto mode = mode_from_name(parts[1]);
+    if (!mode) {
+        throw std::invalid_argument("fault '" + text + "': unknown mode '" + parts[1] +
+                                    "'; modes: fail_before, fail_after, status_error, "
+                                    "rate_limit, slow, drop, reset");
+    }
+    fault.mode = *mode;
+    fault.count = 0;  // with a percent: no limit
+    fault.percent = 100;
+    if (parts.size() >= 3) {
+        char* end = nullptr;
+        fault.percent = std::strtod(parts[2].c_str(), &end);
+        if (parts[2].empty() || end != parts[2].c_str() + parts[2].size() ||
+            !(fault.percent > 0 && fault.percent <= 100)) {
+            throw std::invalid_argument("fault '" + text +
+                                        "': PERCENT must be a number above 0 and at most 100");
+        }
+    }
+    if (parts.size() == 4) {
+        const auto n = parse_count(parts[3]);
+        if (!n || *n > 3'600'000) {
+            throw std::invalid_argument("fault '" + text + "': N must be a whole number");
+        }
+        if (fault.mode == FaultMode::slow) fault.delay_ms = static_cast<int>(*n);
+        if (fault.mode == FaultMode::rate_limit) fault.retry_after_s = static_cast<int>(*n);
+        if (fault.mode == FaultMode::status_error) fault.status_code = static_cast<int>(*n);
+    }
+    return fault;
+}
 
 Gateway::Gateway(Options options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Gateway::~Gateway() = default;
@@ -677,9 +793,16 @@ std::size_t Gateway::count_requests(const std::string& method, const std::string
         [&](const LoggedRequest& e) { return e.method == method && e.target == target; }));
 }
 
+Stats Gateway::stats() const {
+    std::lock_guard lock(impl_->log_mutex);
+    return impl_->stats;
+}
+
 void Gateway::clear_log() {
     std::lock_guard lock(impl_->log_mutex);
     impl_->log.clear();
+    impl_->stats = Stats{};
+    impl_->executed_bodies.clear();
 }
 
 nlohmann::json Gateway::rows(const std::string& resource, const std::string& client_id) const {
@@ -702,6 +825,11 @@ void Gateway::set_action_offered(const std::string& action, bool offered) {
             impl_->withdrawn.insert(action);
     }
     impl_->build_discovery();
+}
+
+void Gateway::set_bare_records(bool on) {
+    std::unique_lock lock(impl_->data_mutex);
+    impl_->store.bare_records = on;
 }
 
 void Gateway::set_auto_deploy(const std::string& client_id, bool on) {
@@ -759,8 +887,14 @@ void Gateway::mount(httplib::Server& server, const std::string& base_path) {
                   guarded([impl](const httplib::Request&, httplib::Response& res) {
                       std::lock_guard lock(impl->log_mutex);
                       impl->log.clear();
+                      impl->stats = Stats{};
+                      impl->executed_bodies.clear();
                       Impl::control_json(res, 200, {{"ok", true}});
                   }));
+    server.Get("/_control/stats",
+               guarded([impl](const httplib::Request&, httplib::Response& res) {
+                   Impl::control_json(res, 200, impl->stats_json());
+               }));
 }
 
 // ---- Server ----

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,11 @@ struct Options {
     std::size_t bulk_keyword_rows = 0;  // 0: no demo-bulk client
     // The `<vendor>_calls` resource name (the spec's second call resource).
     std::string call_vendor = "callrail";
+    // Rows as bare as the spec allows, the shape a real deployment may have: deploy_blog and
+    // send_prospect_email change status/published and updated_at but write no deployed_at or
+    // sent_at, and index_url records nothing readable (it only submits the URL). A client must
+    // then check what each action changes, never the sample's extra fields.
+    bool bare_records = false;
 };
 
 // Keyed mode: keys carry an agency and scopes; clients are linked to agencies.
@@ -48,15 +54,33 @@ enum class FaultMode {
     rate_limit,    // HTTP 429 with Retry-After: Fault::retry_after_s; nothing created
     slow,          // sleeps Fault::delay_ms, then answers normally (action runs after the sleep)
     drop,          // the action runs, then the connection is cut mid-response
+    reset,         // nothing is done; the connection is cut before the answer's body
 };
 
 struct Fault {
     std::string target;  // an action name, a resource name, or "*" for every request
     FaultMode mode = FaultMode::fail_before;
-    int count = 1;             // how many matching requests it hits
+    // How many matching requests it hits. With `percent`: 0 means no limit.
+    int count = 1;
+    // 0: the next `count` matching requests. Above 0: each matching request is hit with this
+    // chance (in percent), so a fault can stay on for a whole run (the soak).
+    double percent = 0;
     int status_code = 502;     // status_error: the body's status_code
     int retry_after_s = 1;     // rate_limit
     int delay_ms = 0;          // slow
+};
+
+// What the gateway received and did, counted since start (or the last clear_log), for checks
+// over long runs where the request log would be too long to keep.
+struct Stats {
+    std::map<std::string, std::uint64_t> posts;       // POSTs received, by action
+    std::map<std::string, std::uint64_t> executions;  // actions that ran (the work was done)
+    std::map<std::string, std::uint64_t> faults;      // faults applied, by mode
+    std::uint64_t gets = 0;
+    // Actions that ran more than once with the same body, except those the spec says create
+    // nothing when repeated (seo_audit, fetch_backlinks): by action, the repeats.
+    std::map<std::string, std::uint64_t> duplicate_executions;
+    std::vector<std::string> duplicate_examples;  // a few bodies that ran twice
 };
 
 struct LoggedRequest {
@@ -68,6 +92,12 @@ struct LoggedRequest {
     std::string fault;      // fault mode applied, "" if none
     std::chrono::system_clock::time_point at;
 };
+
+// "TARGET:MODE[:PERCENT[:N]]" (the sample-gateway command's --fault): TARGET an action, a
+// resource, or "*"; MODE a FaultMode name; PERCENT the chance per matching request (default 100,
+// no limit on hits); N the delay in ms for slow, Retry-After seconds for rate_limit, the body's
+// status_code for status_error. Throws std::invalid_argument with one clear message.
+Fault parse_fault(const std::string& text);
 
 // Data and request handling, independent of sockets. Thread-safe.
 class Gateway {
@@ -89,17 +119,21 @@ public:
     // Request log (every request the HTTP surface received, control path excluded).
     std::vector<LoggedRequest> request_log() const;
     std::size_t count_requests(const std::string& method, const std::string& target) const;
-    void clear_log();
+    Stats stats() const;
+    void clear_log();  // also resets stats()
 
     // Direct view of stored rows (no HTTP, not logged): for test assertions.
     nlohmann::json rows(const std::string& resource, const std::string& client_id) const;
     void set_auto_deploy(const std::string& client_id, bool on);
+    // Options::bare_records, switched while serving.
+    void set_bare_records(bool on);
     // Withdraws an action from discovery (POSTs for it then fail as unknown), or offers it
     // again: a deployment whose features change while the tool server runs.
     void set_action_offered(const std::string& action, bool offered);
 
     // Mounts the gateway at `base_path` (e.g. "/api") and the loopback-only control path at
-    // "/_control" (POST /_control/faults, DELETE /_control/faults, GET/DELETE /_control/requests).
+    // "/_control" (POST /_control/faults, DELETE /_control/faults, GET/DELETE /_control/requests,
+    // GET /_control/stats).
     void mount(httplib::Server& server, const std::string& base_path);
 
 private:

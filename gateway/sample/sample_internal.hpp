@@ -175,6 +175,8 @@ struct Store {
     Table client_rows;                             // the `clients` resource
     std::unordered_map<std::string, std::unique_ptr<Table>> tables;
     std::map<std::string, std::size_t> counters;  // ids of things without a table (images)
+    // Options::bare_records: actions write only what the spec names (see sample_gateway.hpp).
+    bool bare_records = false;
 
     Table& table(const std::string& resource, const std::string& client_id);
     const Table* find_table(const std::string& resource, const std::string& client_id) const;
