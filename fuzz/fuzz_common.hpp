@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <vector>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -81,6 +83,32 @@ struct ToolServer {
         sample->stop();
     }
 };
+
+// Runs `stop` when the process exits (libFuzzer's exit() after -runs or -max_total_time),
+// last registered first, before static objects go away: the servers' threads must be joined
+// while what they use still exists.
+inline void at_exit(std::function<void()> stop) {
+    static std::vector<std::function<void()>> stops;
+    static const bool registered = [] {
+        std::atexit([] {
+            while (!stops.empty()) {
+                auto f = std::move(stops.back());
+                stops.pop_back();
+                f();
+            }
+        });
+        return true;
+    }();
+    (void)registered;
+    stops.push_back(std::move(stop));
+}
+
+// The tool server for the whole run, shut down at exit.
+inline ToolServer* start_tool_server() {
+    auto* server = new ToolServer();
+    at_exit([server] { delete server; });
+    return server;
+}
 
 // The modern era's per-request _meta.
 inline nlohmann::json modern_meta() {

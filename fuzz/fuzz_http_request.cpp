@@ -105,7 +105,7 @@ void check_still_serving() {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
     agency::fuzz::quiet_logs();
-    g_server = new agency::fuzz::ToolServer();
+    g_server = agency::fuzz::start_tool_server();
     agency::mcp::HttpOptions options;
     options.host = "127.0.0.1";
     options.port = 0;
@@ -114,6 +114,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     options.workers = 4;
     g_http = new agency::mcp::HttpTransport(*g_server->server, options);
     g_port = g_http->start();
+    agency::fuzz::at_exit([] {
+        g_http->stop();
+        delete g_http;
+    });
     check_still_serving();
     return 0;
 }

@@ -61,9 +61,10 @@ std::optional<json> payload_of(std::string_view text) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
     agency::fuzz::quiet_logs();
-    g_server = new agency::fuzz::ToolServer();
+    g_server = agency::fuzz::start_tool_server();
     // A legacy (2025-11-25) session for tasks/list, as stdio opens one.
     g_legacy = g_server->server->create_session("");
+    agency::fuzz::at_exit([] { g_legacy.reset(); });
     g_server->server->register_session(g_legacy);
     call("initialize",
          {{"protocolVersion", "2025-11-25"},

@@ -46,7 +46,7 @@ std::string read_all(int fd) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
     agency::fuzz::quiet_logs();
-    g_server = new agency::fuzz::ToolServer();  // lives for the whole run
+    g_server = agency::fuzz::start_tool_server();
     return 0;
 }
 

@@ -23,7 +23,7 @@ std::int64_t g_id = 0;
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
     agency::fuzz::quiet_logs();
-    g_server = new agency::fuzz::ToolServer();
+    g_server = agency::fuzz::start_tool_server();
     return 0;
 }
 
