@@ -92,7 +92,7 @@ void check_still_serving() {
     static const std::string ping =
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
-        "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+        "Mcp-Method: server/discover\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
     const std::string answer = exchange(ping.data(), ping.size(), 10'000);
     if (answer.rfind("HTTP/1.1 200", 0) != 0) {
         std::fprintf(stderr, "the HTTP transport no longer answers a plain request: %.300s\n",

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Writes the seed corpora under fuzz/corpus/<target>/ (small, meaningful, valid inputs).
+Inputs named regression-* are crashes the fuzzers found, kept so that CI replays them.
 
 Run from anywhere: python3 fuzz/make_seeds.py. The files are committed; this script is how
 they were made, and how to make them again after a protocol change."""
 import json
 import pathlib
-import shutil
 
 ROOT = pathlib.Path(__file__).resolve().parent / "corpus"
 MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -110,6 +110,12 @@ def http():
     def req(method, body=None, headers=()):
         h = [f"{method} /mcp HTTP/1.1", "Host: 127.0.0.1", "Accept: application/json, text/event-stream"]
         h += list(headers)
+        if body and "MCP-Protocol-Version: 2026-07-28" in headers:
+            m = json.loads(body)
+            m = m if isinstance(m, dict) and "method" in m else {"method": ""}
+            h.append("Mcp-Method: " + m["method"])
+            if m["method"] == "tools/call":
+                h.append("Mcp-Name: " + m["params"]["name"])
         if body is not None:
             h += ["Content-Type: application/json", f"Content-Length: {len(body.encode())}"]
         return "\r\n".join(h) + "\r\n\r\n" + (body or "")
@@ -120,7 +126,7 @@ def http():
                                                  ["MCP-Protocol-Version: 2026-07-28"]))
     write("http_request", "modern-tool-call", req(
         "POST", modern(2, "tools/call", {"name": "list_rankings", "arguments": TOOL_ARGS["list_rankings"]}),
-        ["MCP-Protocol-Version: 2026-07-28", "Mcp-Param-Client-Id: demo-plumbing"]))
+        ["MCP-Protocol-Version: 2026-07-28"]))
     write("http_request", "modern-interactive", req(
         "POST", modern(3, "tools/call", {"name": "deploy_article", "arguments": TOOL_ARGS["deploy_article"]}),
         ["MCP-Protocol-Version: 2026-07-28", "Origin: http://127.0.0.1"]))
@@ -130,7 +136,7 @@ def http():
     write("http_request", "get-and-options", req("GET") + req("OPTIONS", None, ["Origin: http://localhost:3000"]))
     body = modern(5, "ping")
     chunked = ("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-               "MCP-Protocol-Version: 2026-07-28\r\nTransfer-Encoding: chunked\r\n\r\n"
+               "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: ping\r\nTransfer-Encoding: chunked\r\n\r\n"
                f"{len(body):x}\r\n{body}\r\n0\r\n\r\n")
     write("http_request", "chunked", chunked)
     write("http_request", "pipelined", req("POST", modern(6, "tools/list"), ["MCP-Protocol-Version: 2026-07-28"]) +
@@ -196,7 +202,10 @@ def sample_query():
 
 
 if __name__ == "__main__":
-    shutil.rmtree(ROOT, ignore_errors=True)
+    # Crash inputs kept as regressions (regression-*) stay; the seeds are written anew.
+    for f in ROOT.glob("*/*"):
+        if not f.name.startswith("regression-"):
+            f.unlink()
     stdio(); http(); tool_call(); sealed(); page_walk(); sample_query()
     for d in sorted(ROOT.iterdir()):
         print(d.name, len(list(d.iterdir())))

@@ -273,6 +273,31 @@ TEST(PageWalk, MustContainReportsMalformedPagesLikeTheFullWalk) {
     });
 }
 
+// A row naming a field twice hands over the last value, all of it (found by the page_walk fuzz
+// target: a string then a number left the number flagged as a string with the first's text).
+TEST(PageWalk, ADuplicateFieldIsTheLastValueWholly) {
+    at_every_simd_level([&] {
+        const std::string body = R"({"data":[{"n":"text","n":1},{"n":2,"n":"x"}]})";
+        static constexpr std::string_view kN[] = {"n"};
+        for (std::string_view must : {std::string_view(), std::string_view("n")}) {
+            std::vector<agency::gateway::RowField> fields;
+            std::vector<std::string> texts;
+            walk_rows(body, {.fields = kN, .must_contain = must}, [&](const Row& row) {
+                fields.push_back(row.fields[0]);
+                texts.emplace_back(row.fields[0].text);
+                return true;
+            });
+            ASSERT_EQ(fields.size(), 2u);
+            EXPECT_EQ(fields[0].raw, "1");
+            EXPECT_FALSE(fields[0].is_string);
+            EXPECT_EQ(texts[0], "");
+            EXPECT_EQ(fields[1].raw, "\"x\"");
+            EXPECT_TRUE(fields[1].is_string);
+            EXPECT_EQ(texts[1], "x");
+        }
+    });
+}
+
 TEST(PageWalk, ReportsEachKindOfMalformedPage) {
     auto problem = [](const std::string& body) {
         return walk_rows(body, {}, [](const Row&) { return true; }).problem;
