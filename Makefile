@@ -45,7 +45,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_REPLAY_SECONDS ?= 20
 FUZZ_TARGETS ?=
 # The tests that run threads against each other: stdio workers, HTTP streams, tasks, jobs.
-TSAN_TESTS ?= ^(StdioTransport|HttpTransport|Tasks|AuditTasks|AuditJobs|AuditRestart|PlainServer|McpCore)\.|^PageWalk\.ManyThreads
+TSAN_TESTS ?= ^(StdioTransport|StdioLifetime|HttpTransport|Tasks|AuditTasks|AuditJobs|AuditRestart|PlainServer|McpCore)\.|^PageWalk\.ManyThreads
 
 fuzz-deps:
 	@scripts/install-fuzz-deps.sh
