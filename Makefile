@@ -74,7 +74,7 @@ test-asan: deps fuzz-deps $(FUZZ_DIR)/CMakeCache.txt
 	cmake --build $(FUZZ_DIR) -j$(JOBS) --target agency_tests agency-mcp
 	cd $(FUZZ_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --output-on-failure -j$(JOBS) -E '^(conformance|clients)\.'
+	  ctest --output-on-failure -j$(JOBS) -E '^(conformance|clients|bench)\.'
 
 # The concurrency tests under ThreadSanitizer (gcc, build-tsan/; only the test binary).
 build-tsan/CMakeCache.txt:

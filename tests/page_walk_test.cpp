@@ -280,20 +280,24 @@ TEST(PageWalk, ADuplicateFieldIsTheLastValueWholly) {
         const std::string body = R"({"data":[{"n":"text","n":1},{"n":2,"n":"x"}]})";
         static constexpr std::string_view kN[] = {"n"};
         for (std::string_view must : {std::string_view(), std::string_view("n")}) {
-            std::vector<agency::gateway::RowField> fields;
-            std::vector<std::string> texts;
+            // The views live only while the visitor runs: copied out.
+            struct Field {
+                std::string raw, text;
+                bool is_string;
+            };
+            std::vector<Field> fields;
             walk_rows(body, {.fields = kN, .must_contain = must}, [&](const Row& row) {
-                fields.push_back(row.fields[0]);
-                texts.emplace_back(row.fields[0].text);
+                const auto& f = row.fields[0];
+                fields.push_back({std::string(f.raw), std::string(f.text), f.is_string});
                 return true;
             });
             ASSERT_EQ(fields.size(), 2u);
             EXPECT_EQ(fields[0].raw, "1");
             EXPECT_FALSE(fields[0].is_string);
-            EXPECT_EQ(texts[0], "");
+            EXPECT_EQ(fields[0].text, "");
             EXPECT_EQ(fields[1].raw, "\"x\"");
             EXPECT_TRUE(fields[1].is_string);
-            EXPECT_EQ(texts[1], "x");
+            EXPECT_EQ(fields[1].text, "x");
         }
     });
 }
