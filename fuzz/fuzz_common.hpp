@@ -47,7 +47,7 @@ struct ToolServer {
 
     static constexpr const char* kSecret = "agency-fuzz-secret";
 
-    ToolServer() {
+    explicit ToolServer(std::chrono::milliseconds ask_timeout = std::chrono::milliseconds(200)) {
         sample = std::make_unique<sample::Server>(std::make_shared<sample::Gateway>());
         sample->start("127.0.0.1", 0);
         gateway::Config config;
@@ -69,7 +69,7 @@ struct ToolServer {
         options.state_secret = kSecret;
         options.task_store = actions->shared_store();
         // A legacy server-to-client request nobody answers must not hold a run for 10 minutes.
-        options.ask_timeout = std::chrono::milliseconds(200);
+        options.ask_timeout = ask_timeout;
         server = std::make_unique<mcp::Server>(options);
         tools::Settings tool_settings;
         tool_settings.secret = kSecret;
@@ -104,8 +104,9 @@ inline void at_exit(std::function<void()> stop) {
 }
 
 // The tool server for the whole run, shut down at exit.
-inline ToolServer* start_tool_server() {
-    auto* server = new ToolServer();
+inline ToolServer* start_tool_server(
+    std::chrono::milliseconds ask_timeout = std::chrono::milliseconds(200)) {
+    auto* server = new ToolServer(ask_timeout);
     at_exit([server] { delete server; });
     return server;
 }

@@ -46,7 +46,8 @@ std::string read_all(int fd) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
     agency::fuzz::quiet_logs();
-    g_server = agency::fuzz::start_tool_server();
+    // An elicitation the input does not answer (most) waits this long: short, for throughput.
+    g_server = agency::fuzz::start_tool_server(std::chrono::milliseconds(20));
     return 0;
 }
 
