@@ -3,7 +3,8 @@ BUILD_DIR ?= build
 JOBS ?= 2
 PORT ?= 8787
 
-.PHONY: deps build run test npm-deps bench soak clean
+.PHONY: deps build run test npm-deps bench soak clean fuzz-deps fuzz-build fuzz fuzz-replay \
+	fuzz-known test-asan test-tsan
 
 deps:
 	@scripts/install-deps.sh
@@ -44,5 +45,53 @@ soak: deps $(BUILD_DIR)/CMakeCache.txt
 	cmake --build $(BUILD_DIR) -j$(JOBS) --target agency-mcp
 	SOAK_SECONDS=$(SOAK_SECONDS) BUILD_DIR=$(BUILD_DIR) python3 bench/soak.py $(SOAK_ARGS)
 
+# --- Hardening (docs/security.md) -------------------------------------------------------------
+# One clang tree (build-fuzz/, preset `fuzz`): address + undefined sanitizers, libFuzzer's
+# coverage instrumentation; the fuzz targets and the ASan test run share it.
+FUZZ_DIR = build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_REPLAY_SECONDS ?= 20
+FUZZ_TARGETS ?=
+# The tests that run threads against each other: stdio workers, HTTP streams, tasks, jobs.
+TSAN_TESTS ?= ^(StdioTransport|StdioLifetime|HttpTransport|Tasks|AuditTasks|AuditJobs|AuditRestart|PlainServer|McpCore)\.|^PageWalk\.ManyThreads
+
+fuzz-deps:
+	@scripts/install-fuzz-deps.sh
+
+$(FUZZ_DIR)/CMakeCache.txt:
+	cmake --preset fuzz >/dev/null
+
+fuzz-build: deps fuzz-deps $(FUZZ_DIR)/CMakeCache.txt
+	cmake --build $(FUZZ_DIR) -j$(JOBS) --target fuzz_targets
+
+# Each fuzz target for FUZZ_SECONDS (FUZZ_TARGETS="page_walk tool_call" for some only); prints
+# the executions and the result per target, fails on a crash.
+fuzz: fuzz-build
+	scripts/fuzz.sh run $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# CI: each committed corpus replayed, then each target fuzzed for FUZZ_REPLAY_SECONDS.
+fuzz-replay: fuzz-build
+	scripts/fuzz.sh replay $(FUZZ_REPLAY_SECONDS) $(FUZZ_TARGETS)
+
+# Which inputs of fuzz/crashes-known/ still crash (classes being fixed in the MCP core).
+fuzz-known: fuzz-build
+	scripts/fuzz.sh known $(FUZZ_TARGETS)
+
+# The GoogleTest suite (and the small CLI checks) under ASan + UBSan, in the clang tree.
+test-asan: deps fuzz-deps $(FUZZ_DIR)/CMakeCache.txt
+	cmake --build $(FUZZ_DIR) -j$(JOBS) --target agency_tests agency-mcp
+	cd $(FUZZ_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j$(JOBS) -E '^(conformance|clients|bench)\.'
+
+# The concurrency tests under ThreadSanitizer (gcc, build-tsan/; only the test binary).
+build-tsan/CMakeCache.txt:
+	cmake --preset tsan >/dev/null
+
+test-tsan: deps build-tsan/CMakeCache.txt
+	cmake --build build-tsan -j$(JOBS) --target agency_tests
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  ctest --output-on-failure -j$(JOBS) -R '$(TSAN_TESTS)'
+
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(FUZZ_DIR) build-tsan

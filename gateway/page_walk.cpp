@@ -204,9 +204,11 @@ void find_marks(std::string_view body, std::string_view value, Workspace& ws) {
     }
 }
 
-// Fills `out` from one field value of any type (consumes containers).
+// Fills `out` from one field value of any type (consumes containers). A row naming the field
+// twice ends with the last value, wholly: nothing of the first (its string text) stays.
 simdjson::error_code read_field(simdjson::ondemand::value value, RowField& out) {
     using simdjson::ondemand::json_type;
+    out = RowField{};
     json_type type;
     if (auto e = value.type().get(type)) return e;
     std::string_view raw;

@@ -1,6 +1,7 @@
 #include "server/stdio_transport.hpp"
 
 #include <cerrno>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -27,6 +28,7 @@ public:
         iovec* part = parts;
         int count = 2;
         std::lock_guard lock(mutex_);
+        if (closed_) return;
         while (count > 0) {
             ssize_t n = ::writev(fd_, part, count);
             if (n < 0) {
@@ -46,9 +48,17 @@ public:
         }
     }
 
+    // Drops every later message: the session ends, but a task it started may still report
+    // (its status notifications) and must not write to a descriptor no longer ours.
+    void close() {
+        std::lock_guard lock(mutex_);
+        closed_ = true;
+    }
+
 private:
     int fd_;
     std::mutex mutex_;
+    bool closed_ = false;
 };
 
 class StdioChannel : public Channel {
@@ -78,10 +88,12 @@ bool is_cancellation(const json& message) {
 }  // namespace
 
 int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_fd) {
-    LineWriter writer(out_fd);
+    // Shared with the session's notification path, which tasks keep after serve_stdio returns.
+    const auto shared_writer = std::make_shared<LineWriter>(out_fd);
+    LineWriter& writer = *shared_writer;
     StdioChannel channel(writer);
     auto session = server.create_session("");
-    session->notify = [&writer](const std::string& m) { writer.write_line(m); };
+    session->notify = [shared_writer](const std::string& m) { shared_writer->write_line(m); };
     server.register_session(session);
     std::stop_source shutdown;
 
@@ -182,6 +194,7 @@ int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_
         workers.drain();
     }
     server.forget_session(session->id);
+    writer.close();
     spdlog::debug("stdin closed; exiting");
     return 0;
 }

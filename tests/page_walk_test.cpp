@@ -273,6 +273,35 @@ TEST(PageWalk, MustContainReportsMalformedPagesLikeTheFullWalk) {
     });
 }
 
+// A row naming a field twice hands over the last value, all of it (found by the page_walk fuzz
+// target: a string then a number left the number flagged as a string with the first's text).
+TEST(PageWalk, ADuplicateFieldIsTheLastValueWholly) {
+    at_every_simd_level([&] {
+        const std::string body = R"({"data":[{"n":"text","n":1},{"n":2,"n":"x"}]})";
+        static constexpr std::string_view kN[] = {"n"};
+        for (std::string_view must : {std::string_view(), std::string_view("n")}) {
+            // The views live only while the visitor runs: copied out.
+            struct Field {
+                std::string raw, text;
+                bool is_string;
+            };
+            std::vector<Field> fields;
+            walk_rows(body, {.fields = kN, .must_contain = must}, [&](const Row& row) {
+                const auto& f = row.fields[0];
+                fields.push_back({std::string(f.raw), std::string(f.text), f.is_string});
+                return true;
+            });
+            ASSERT_EQ(fields.size(), 2u);
+            EXPECT_EQ(fields[0].raw, "1");
+            EXPECT_FALSE(fields[0].is_string);
+            EXPECT_EQ(fields[0].text, "");
+            EXPECT_EQ(fields[1].raw, "\"x\"");
+            EXPECT_TRUE(fields[1].is_string);
+            EXPECT_EQ(fields[1].text, "x");
+        }
+    });
+}
+
 TEST(PageWalk, ReportsEachKindOfMalformedPage) {
     auto problem = [](const std::string& body) {
         return walk_rows(body, {}, [](const Row&) { return true; }).problem;

@@ -1,0 +1,92 @@
+// What outlives a stdio session: a task it started keeps running after the input ends and
+// serve_stdio returns, and its status notifications must not write through the finished
+// session (found by the stdio_dispatch fuzz target: a write through a writer on serve_stdio's
+// stack, after it returned).
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "server/mcp_server.hpp"
+#include "server/stdio_transport.hpp"
+
+namespace {
+
+using agency::mcp::json;
+using agency::mcp::RequestContext;
+using agency::mcp::Server;
+using agency::mcp::ServerOptions;
+using agency::mcp::TaskSupport;
+using agency::mcp::ToolDef;
+using agency::mcp::ToolResult;
+using namespace std::chrono_literals;
+
+std::string line(const json& message) { return message.dump() + "\n"; }
+
+TEST(StdioLifetime, TaskReportsAfterTheSessionEndedAreDropped) {
+    std::atomic<bool> release{false};
+    std::atomic<bool> finished{false};
+    ServerOptions options;
+    options.state_secret = "stdio-lifetime";
+    Server server(options);
+    ToolDef slow;
+    slow.name = "slow";
+    slow.description = "Reports progress after it is released.";
+    slow.input_schema = {{"type", "object"}};
+    slow.task_support = TaskSupport::optional;
+    slow.handler = [&](const json&, RequestContext& ctx) {
+        while (!release) std::this_thread::sleep_for(2ms);
+        ctx.progress(1, 2, "half way");
+        finished = true;
+        return ToolResult::text("done");
+    };
+    server.add_tool(std::move(slow));
+
+    int in[2], out[2];
+    ASSERT_EQ(::pipe(in), 0);
+    ASSERT_EQ(::pipe(out), 0);
+    const std::string input =
+        line({{"jsonrpc", "2.0"},
+              {"id", 1},
+              {"method", "initialize"},
+              {"params",
+               {{"protocolVersion", "2025-11-25"},
+                {"capabilities", {{"tasks", json::object()}}},
+                {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}}) +
+        line({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}) +
+        line({{"jsonrpc", "2.0"},
+              {"id", 2},
+              {"method", "tools/call"},
+              {"params", {{"name", "slow"}, {"arguments", json::object()}, {"task", {{"ttl", 60000}}}}}});
+    ASSERT_EQ(::write(in[1], input.data(), input.size()), static_cast<ssize_t>(input.size()));
+    ::close(in[1]);
+
+    agency::mcp::StdioOptions stdio;
+    stdio.drain_timeout = 200ms;
+    EXPECT_EQ(agency::mcp::serve_stdio(server, stdio, in[0], out[1]), 0);
+    ::close(in[0]);
+
+    // What the session wrote: the initialize answer and the task's creation.
+    ASSERT_EQ(::fcntl(out[0], F_SETFL, O_NONBLOCK), 0);
+    std::string written;
+    char buf[65536];
+    for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) written.append(buf, n);
+    EXPECT_NE(written.find("\"id\":2"), std::string::npos) << written;
+
+    // The task reports progress and finishes after serve_stdio returned: nothing more arrives.
+    release = true;
+    for (int i = 0; i < 500 && !finished; ++i) std::this_thread::sleep_for(2ms);
+    ASSERT_TRUE(finished.load());
+    std::this_thread::sleep_for(100ms);  // its last status change is published after the result
+    const ssize_t late = ::read(out[0], buf, sizeof buf);
+    EXPECT_EQ(late, -1) << std::string(buf, late > 0 ? static_cast<std::size_t>(late) : 0);
+    ::close(out[0]);
+    ::close(out[1]);
+}
+
+}  // namespace
