@@ -6,6 +6,7 @@
 // answers at all within seconds where, before, it did not answer for much longer.
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -151,6 +152,29 @@ std::string post_head(int port, const std::string& extra_headers) {
     return "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
            "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n" +
            extra_headers + "\r\n";
+}
+
+// POSTs a chunked body of up to `total` bytes in chunks of `chunk_size` from a second thread
+// while this one reads the answer; returns the answer and how many body bytes got through
+// before the server stopped taking them.
+std::pair<std::string, std::size_t> post_chunked(int fd, int port, std::size_t total,
+                                                 std::size_t chunk_size, char fill) {
+    std::atomic<std::size_t> sent{0};
+    std::thread sender([&] {
+        if (!send_all(fd, post_head(port, "Transfer-Encoding: chunked\r\n"))) return;
+        char size_hex[32];
+        std::snprintf(size_hex, sizeof size_hex, "%zx\r\n", chunk_size);
+        const std::string chunk = size_hex + std::string(chunk_size, fill) + "\r\n";
+        while (sent < total) {
+            if (!send_all(fd, chunk)) return;
+            sent += chunk_size;
+        }
+        send_all(fd, "0\r\n\r\n");
+    });
+    std::string answer = read_answer(fd, 20s);
+    ::shutdown(fd, SHUT_RDWR);
+    sender.join();
+    return {std::move(answer), sent.load()};
 }
 
 class HttpLimits : public ::testing::Test {
@@ -331,23 +355,11 @@ TEST_F(HttpLimits, ChunkedBodyWithoutAKeyIsRefusedWithoutBeingRead) {
     ASSERT_GE(fd, 0);
     Sockets owner{{fd}};
     constexpr std::size_t total = 64u * 1024 * 1024;
-    std::atomic<std::size_t> sent{0};
-    std::thread sender([&] {
-        if (!send_all(fd, post_head(port_, "Transfer-Encoding: chunked\r\n"))) return;
-        const std::string chunk = "10000\r\n" + std::string(0x10000, 'x') + "\r\n";
-        while (sent < total) {
-            if (!send_all(fd, chunk)) return;
-            sent += 0x10000;
-        }
-        send_all(fd, "0\r\n\r\n");
-    });
-    const std::string answer = read_answer(fd, 20s);
-    ::shutdown(fd, SHUT_RDWR);
-    sender.join();
+    const auto [answer, sent] = post_chunked(fd, port_, total, 0x10000, 'x');
     EXPECT_EQ(status_of(answer), 401) << answer.substr(0, 200);
     EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer.substr(0, 300);
     // The server stopped reading at once: far less than the whole body got through.
-    EXPECT_LT(sent.load(), total / 2);
+    EXPECT_LT(sent, total / 2);
 
     // With the key, the server still answers.
     auto res = client()->Post("/mcp", {{"X-API-Key", key}},
@@ -379,21 +391,9 @@ TEST_F(HttpLimits, ChunkedBodyOverTheLimitIs413) {
     ASSERT_GE(fd, 0);
     Sockets owner{{fd}};
     constexpr std::size_t total = 32u * 1024 * 1024;
-    std::atomic<std::size_t> sent{0};
-    std::thread sender([&] {
-        if (!send_all(fd, post_head(port_, "Transfer-Encoding: chunked\r\n"))) return;
-        const std::string chunk = "4000\r\n" + std::string(0x4000, ' ') + "\r\n";
-        while (sent < total) {
-            if (!send_all(fd, chunk)) return;
-            sent += 0x4000;
-        }
-        send_all(fd, "0\r\n\r\n");
-    });
-    const std::string answer = read_answer(fd, 20s);
-    ::shutdown(fd, SHUT_RDWR);
-    sender.join();
+    const auto [answer, sent] = post_chunked(fd, port_, total, 0x4000, ' ');
     EXPECT_EQ(status_of(answer), 413) << answer.substr(0, 200);
-    EXPECT_LT(sent.load(), total / 2);
+    EXPECT_LT(sent, total / 2);
 
     // A small chunked body is read and answered as usual.
     const int ok_fd = connect_from(port_);
