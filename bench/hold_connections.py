@@ -31,6 +31,14 @@ def free_port():
         return s.getsockname()[1]
 
 
+def cpu_model():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
 def rss_mb(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -154,6 +162,7 @@ def main():
     parser.add_argument("--idle", type=int, default=1000)
     parser.add_argument("--streams", type=int, default=200)
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--markdown", help="also write the figures as a docs/benchmarks.md section")
     args = parser.parse_args()
 
     port = free_port()
@@ -229,9 +238,32 @@ def main():
         time.sleep(0.5)
         held_p50, held_p99 = measure(port, args.calls)
         held_rss = rss_mb(server.pid)
+        held_threads = threads_of(server.pid)
         print(f"held: tools/call p50 {held_p50:.2f} ms, p99 {held_p99:.2f} ms; "
               f"server RSS {held_rss:.1f} MB (+{held_rss - base_rss:.1f}), "
-              f"{threads_of(server.pid)} threads")
+              f"{held_threads} threads")
+        if args.markdown:
+            with open(args.markdown, "w") as out:
+                out.write("\n".join([
+                    "## Held connections",
+                    "",
+                    f"`bench/hold_connections.py` (run by `make bench`): a modern `tools/call` "
+                    f"(`list_clients`, {args.calls} calls on one keep-alive connection) alone, then "
+                    f"with {args.idle:,} idle keep-alive connections and {opened} open SSE streams "
+                    f"held (legacy `deploy_article` calls waiting on a confirmation nobody gives). "
+                    f"Idle connections wait in epoll and hold no thread (docs/design.md, Concurrency).",
+                    "",
+                    "| | p50 ms | p99 ms | server RSS MB | refused |",
+                    "|---|---:|---:|---:|---:|",
+                    f"| alone | {base_p50:.2f} | {base_p99:.2f} | {base_rss:.1f} | – |",
+                    f"| {args.idle:,} idle + {opened} streams held | {held_p50:.2f} | {held_p99:.2f} "
+                    f"| {held_rss:.1f} | {refused} |",
+                    "",
+                    f"{held_threads} threads while held: two per open stream (its call, waiting on "
+                    f"the client, and the thread relaying the stream), none per idle connection. Binary `{args.binary}`; "
+                    f"CPU {cpu_model()}; load average {open('/proc/loadavg').read().split()[0]} "
+                    f"at the end.",
+                ]) + "\n")
     except Exception as e:  # noqa: BLE001 - report and fail
         print(f"FAILED: {e}", file=sys.stderr)
         failed = True

@@ -332,6 +332,17 @@ class Bench:
             f.write(report.markdown())
         report.chart(os.path.join(ROOT, "docs", "benchmarks.png"))
 
+    def held_connections(self):
+        """1,000 idle connections and 200 open streams held while a normal call is timed
+        (bench/hold_connections.py writes its own section of the page)."""
+        out = os.path.join(ROOT, "bench", "results", "held_connections.md")
+        binary = os.path.join(self.build, "agency-mcp")
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "hold_connections.py"),
+                            binary, "--markdown", out], capture_output=True, text=True)
+        log(r.stdout.strip() or r.stderr.strip())
+        if r.returncode != 0:
+            log("held connections: FAILED " + r.stderr.strip())
+
     def main(self):
         self.results["machine"] = self.machine()
         self.results["command"] = "make bench"
@@ -343,6 +354,7 @@ class Bench:
             self.cold_start()
             self.run_scenarios()
             self.growth()
+            self.held_connections()
             if not self.args.no_callgrind:
                 self.callgrind()
                 self.callgrind_cold()
@@ -587,9 +599,10 @@ class Report:
             for name, v in cg.items():
                 lines.append(f"| {labels.get(name, name)} | {v['instructions_per_call']:,} |")
         # The soak's section (make soak, bench/soak.py), kept across benchmark runs.
-        soak = os.path.join(ROOT, "bench", "results", "soak.md")
-        if os.path.exists(soak):
-            lines += ["", open(soak).read().rstrip()]
+        for extra in ("held_connections.md", "soak.md"):
+            path = os.path.join(ROOT, "bench", "results", extra)
+            if os.path.exists(path):
+                lines += ["", open(path).read().rstrip()]
         findings = os.path.join(ROOT, "bench", "findings.md")
         if os.path.exists(findings):
             lines += ["", open(findings).read().rstrip()]
