@@ -555,7 +555,15 @@ private:
     // The epoll thread reads what has come, without waiting; a whole head goes to a thread.
     void on_readable(Conn* c) {
         char chunk[16 * 1024];
-        if (c->draining) return drain(c, chunk, sizeof chunk);
+        // A connection comes here from a serving thread through epoll, which orders what that
+        // thread wrote (pending input, draining) before this read; ThreadSanitizer cannot see
+        // that, so the mutex park_locked held orders it visibly too (uncontended: cheap).
+        bool draining = false;
+        {
+            std::lock_guard lock(mutex_);
+            draining = c->draining;
+        }
+        if (draining) return drain(c, chunk, sizeof chunk);
         bool complete = false;
         for (;;) {
             const ssize_t n = ::recv(c->sock, chunk, sizeof chunk, MSG_DONTWAIT);

@@ -87,6 +87,9 @@ void WorkQueue::run() {
         } catch (const std::exception& e) {
             spdlog::error("worker job failed: {}", e.what());
         }
+        // What the job captured goes before the job counts as done: drain() returning means
+        // nothing of it is left to touch its owner (a transport being destroyed).
+        job = nullptr;
         {
             std::lock_guard lock(mutex_);
             --busy_;
