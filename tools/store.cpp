@@ -29,6 +29,24 @@ std::string Store::default_path() {
         .string();
 }
 
+namespace {
+
+// SQLite's primary result code, as what a caller can do about it.
+StoreError::Kind error_kind(sqlite3* db) {
+    switch (sqlite3_errcode(db) & 0xff) {
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED: return StoreError::Kind::busy;
+        case SQLITE_READONLY: return StoreError::Kind::read_only;
+        default: return StoreError::Kind::other;
+    }
+}
+
+StoreError store_error(sqlite3* db) {
+    return StoreError(std::string("state store: ") + sqlite3_errmsg(db), error_kind(db));
+}
+
+}  // namespace
+
 // One prepared statement; binds by position, steps, reads columns. Finalized on scope exit.
 struct Store::Statement {
     sqlite3* db;
@@ -37,7 +55,7 @@ struct Store::Statement {
 
     Statement(sqlite3* d, const char* sql) : db(d) {
         if (sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr) != SQLITE_OK)
-            throw StoreError(std::string("state store: ") + sqlite3_errmsg(db));
+            throw store_error(db);
     }
     ~Statement() { sqlite3_finalize(stmt); }
     Statement(const Statement&) = delete;
@@ -61,7 +79,7 @@ struct Store::Statement {
         const int rc = sqlite3_step(stmt);
         if (rc == SQLITE_ROW) return true;
         if (rc == SQLITE_DONE) return false;
-        throw StoreError(std::string("state store: ") + sqlite3_errmsg(db));
+        throw store_error(db);
     }
     void run() { step(); }
     std::string text(int column) const {
@@ -115,7 +133,7 @@ void Store::exec(const char* sql) {
     if (sqlite3_exec(db_, sql, nullptr, nullptr, &message) != SQLITE_OK) {
         std::string why = message ? message : sqlite3_errmsg(db_);
         sqlite3_free(message);
-        throw StoreError(why);
+        throw StoreError(why, error_kind(db_));
     }
 }
 

@@ -23,7 +23,14 @@ namespace agency::tools {
 
 class StoreError : public std::runtime_error {
 public:
-    using std::runtime_error::runtime_error;
+    // What a caller can do about it: wait (another process holds the lock), or not.
+    enum class Kind { busy, read_only, other };
+    explicit StoreError(const std::string& message, Kind kind = Kind::other)
+        : std::runtime_error(message), kind_(kind) {}
+    Kind kind() const noexcept { return kind_; }
+
+private:
+    Kind kind_;
 };
 
 struct Job {

@@ -464,10 +464,8 @@ namespace {
 // caller hears what happened and what to do, the log keeps SQLite's words.
 mcp::ToolResult state_error(const StoreError& e) {
     spdlog::error("state database: {}", e.what());
-    const std::string why = e.what();
-    const bool busy = why.find("locked") != std::string::npos || why.find("busy") != std::string::npos;
-    const bool read_only = why.find("readonly") != std::string::npos ||
-                           why.find("read-only") != std::string::npos;
+    const bool busy = e.kind() == StoreError::Kind::busy;
+    const bool read_only = e.kind() == StoreError::Kind::read_only;
     return tool_error(
         "state_unavailable",
         std::string("the server's state database is ") +
