@@ -4,7 +4,7 @@ JOBS ?= 2
 PORT ?= 8787
 
 .PHONY: deps build run test npm-deps bench soak clean fuzz-deps fuzz-build fuzz fuzz-replay \
-	fuzz-known test-asan test-tsan
+	fuzz-known test-asan test-tsan check-sizes
 
 deps:
 	@scripts/install-deps.sh
@@ -26,6 +26,11 @@ npm-deps:
 # Every test: unit and integration (GoogleTest via ctest) and the real-client suites.
 test: build npm-deps
 	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)
+
+# No production file over 600 lines and no function over 120 (scripts/check-sizes.sh; the
+# function sizes by clang-tidy over the build's compile_commands.json).
+check-sizes: build
+	scripts/check-sizes.sh $(BUILD_DIR)
 
 # The benchmark (docs/benchmarks.md): release build, bench-only packages, the peer's pinned npm
 # packages, every scenario; regenerates docs/benchmarks.md and docs/benchmarks.png.

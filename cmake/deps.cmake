@@ -20,7 +20,7 @@ target_link_libraries(agency_re2 INTERFACE ${AGENCY_RE2_STATIC} Threads::Threads
 find_path(VALIJSON_INCLUDE_DIR valijson/validator.hpp REQUIRED)
 
 # SQLite from the static archive that libsqlite3-dev ships: the shared library is linked -z now,
-# and binding its ~1,600 symbols at every start was 5% of a cold start's instructions.
+# so every start would bind its ~1,600 symbols.
 find_library(AGENCY_SQLITE3_STATIC NAMES libsqlite3.a)
 if(AGENCY_SQLITE3_STATIC)
   add_library(agency_sqlite3 INTERFACE)
@@ -31,8 +31,8 @@ else()
   add_library(agency_sqlite3 ALIAS SQLite::SQLite3)
 endif()
 
-# spdlog and fmt header-only (Debian ships both headers): their shared libraries cost ~1,600
-# symbol bindings at every start, ~2M instructions of a 24M cold start (bench/findings.md).
+# spdlog and fmt header-only (Debian ships both headers): their shared libraries would cost
+# ~1,600 symbol bindings at every start (bench/findings.md).
 find_package(fmt REQUIRED)
 add_library(agency_logging INTERFACE)
 target_compile_definitions(agency_logging INTERFACE SPDLOG_FMT_EXTERNAL FMT_HEADER_ONLY=1)

@@ -1,5 +1,5 @@
 // What the fuzz targets share: quiet logs, the product's tool server on the in-process sample
-// gateway (wired as server/main.cpp wires it), and an in-memory httplib::Stream.
+// gateway (wired as app/main.cpp wires it), and an in-memory httplib::Stream.
 #pragma once
 
 #include <algorithm>

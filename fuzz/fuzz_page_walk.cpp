@@ -183,7 +183,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (newline == std::string_view::npos || newline > 16) return 0;
     const std::string needle(rest.substr(0, newline));
     std::string page(rest.substr(newline + 1));
-    agency::gateway::set_max_simd(control % 3);
     if (control & 4) {
         page.shrink_to_fit();  // no spare capacity: the walker copies the page
     } else {
@@ -228,7 +227,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // The must_contain walk: exactly the full walk's rows that can hold the needle.
     if (needle.empty()) return 0;
     std::vector<Seen> some;
-    const WalkResult filtered = walk(page, {.fields = kFields, .must_contain = needle}, some);
+    const WalkResult filtered = walk(page, {.fields = kFields, .must_contain = needle, .max_simd = control % 3}, some);
     const std::string low = lower(needle);
     // Any page: each row handed over can hold the needle, in the page's order.
     for (std::size_t i = 0; i < some.size(); ++i) {

@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz/fuzz_common.hpp"
-#include "server/crypto.hpp"
+#include "base/crypto.hpp"
 #include "server/json_rpc.hpp"
-#include "tools/store.hpp"
+#include "state/store.hpp"
 
 namespace {
 

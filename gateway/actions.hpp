@@ -29,7 +29,9 @@
 
 namespace agency::gateway {
 
-enum class RetryPolicy {
+// Whether an action may be sent again after an ambiguous failure, and what must be checked
+// first. How often and how long a permitted repeat waits is retry.hpp's RetrySchedule.
+enum class ResendRule {
     retry_safe,    // repeats create nothing (spec rule 2): may be re-sent after a 5xx
     verify,        // creates a record: find it in the newest rows of `resource`
     verify_state,  // changes the row `filter_body_field` names: compare it before and after
@@ -45,7 +47,7 @@ struct FieldMatch {
 
 struct ActionSpec {
     std::string_view action;
-    RetryPolicy policy;
+    ResendRule resend;  // whether, and after what check, the action may be sent again
     std::string_view resource;      // resource the action writes
     std::string_view order;         // order field for the newest-first verification read
     std::string_view time_field;    // row field (ISO-8601 UTC) set when the action ran
@@ -67,58 +69,58 @@ struct ActionSpec {
 // is at or after the moment the first attempt was sent, less a small clock-skew tolerance.
 // An action may have several entries: the first whose body fields are present applies.
 inline constexpr std::array<ActionSpec, 19> kActionSpecs{{
-    {"seo_audit", RetryPolicy::retry_safe, "seo_reports", "created_at", "created_at", "",
+    {"seo_audit", ResendRule::retry_safe, "seo_reports", "created_at", "created_at", "",
      {{{"url", "url", ""}}}},
-    {"fetch_backlinks", RetryPolicy::retry_safe, "backlinks", "", "", "", {}},
-    {"generate_blog", RetryPolicy::verify, "blogs", "created_at", "created_at", "",
+    {"fetch_backlinks", ResendRule::retry_safe, "backlinks", "", "", "", {}},
+    {"generate_blog", ResendRule::verify, "blogs", "created_at", "created_at", "",
      {{{"keyword", "keyword", ""}}}, {}, "read resource=blogs (newest first) for the article"},
-    {"generate_geo_article", RetryPolicy::verify, "geo_articles", "created_at", "created_at", "",
+    {"generate_geo_article", ResendRule::verify, "geo_articles", "created_at", "created_at", "",
      {{{"keyword", "keyword", ""}, {"city", "city", ""}, {"state", "state", ""}}}, {},
      "read resource=geo_articles (newest first) for the article"},
-    {"generate_topical_map", RetryPolicy::verify, "topical_maps", "created_at", "created_at", "",
+    {"generate_topical_map", ResendRule::verify, "topical_maps", "created_at", "created_at", "",
      {{{"topic", "topic", ""}}}, {}, "read resource=topical_maps (newest first) for the map"},
-    {"generate_press_release", RetryPolicy::verify, "press_releases", "created_at", "created_at",
+    {"generate_press_release", ResendRule::verify, "press_releases", "created_at", "created_at",
      "", {{{"headline", "headline", ""}}}, {},
      "read resource=press_releases (newest first) for the release"},
-    {"generate_gbp_post", RetryPolicy::verify, "gbp_posts", "created_at", "created_at", "",
+    {"generate_gbp_post", ResendRule::verify, "gbp_posts", "created_at", "created_at", "",
      {{{"topic", "topic", ""}}}, {}, "read resource=gbp_posts (newest first) for the post"},
-    {"generate_outreach_email", RetryPolicy::verify, "backlink_outreach", "created_at",
+    {"generate_outreach_email", ResendRule::verify, "backlink_outreach", "created_at",
      "created_at", "", {{{"prospectUrl", "prospect_url", ""}}}, {},
      "read resource=backlink_outreach (newest first) for the draft"},
     // With the draft's id: that row, which a send turns to status "sent".
-    {"send_prospect_email", RetryPolicy::verify_state, "backlink_outreach", "updated_at",
+    {"send_prospect_email", ResendRule::verify_state, "backlink_outreach", "updated_at",
      "sent_at", "email_id", {{{"", "status", "sent"}}}, {{"sent_at", "updated_at"}},
      "read resource=backlink_outreach by id to see whether the e-mail shows as sent"},
-    {"send_prospect_email", RetryPolicy::verify, "backlink_outreach", "updated_at", "sent_at", "",
+    {"send_prospect_email", ResendRule::verify, "backlink_outreach", "updated_at", "sent_at", "",
      {{{"to", "email_to", ""}, {"subject", "subject", ""}, {"", "status", "sent"}}}, {},
      "read resource=backlink_outreach (newest first) to see whether the e-mail shows as sent"},
-    {"optimize_page", RetryPolicy::verify, "seo_tasks", "created_at", "created_at", "",
+    {"optimize_page", ResendRule::verify, "seo_tasks", "created_at", "created_at", "",
      {{{"url", "url", ""}, {"", "task_type", "optimize_page"}}}, {},
      "read resource=seo_tasks (newest first) for the optimisation task"},
     // The spec says only that it submits a URL: a submission the gateway records as an SEO
     // task proves it ran, but nothing says one is recorded, so finding none proves nothing.
-    {"index_url", RetryPolicy::confirm_only, "seo_tasks", "created_at", "created_at", "",
+    {"index_url", ResendRule::confirm_only, "seo_tasks", "created_at", "created_at", "",
      {{{"url", "url", ""}, {"", "task_type", "index_url"}}}, {},
      "the gateway keeps no promised record of a submission: check the search engine's URL "
      "inspection (or read resource=seo_tasks) before submitting the URL again"},
-    {"run_grid_search", RetryPolicy::verify, "grid_searches", "tracked_at", "tracked_at", "",
+    {"run_grid_search", ResendRule::verify, "grid_searches", "tracked_at", "tracked_at", "",
      {{{"keyword", "keyword", ""}}}, {}, "read resource=grid_searches (newest first) for the scan"},
-    {"run_llm_visibility", RetryPolicy::verify, "llm_reports", "scored_at", "scored_at", "",
+    {"run_llm_visibility", ResendRule::verify, "llm_reports", "scored_at", "scored_at", "",
      {{{"brand_name", "brand_name", ""}, {"prompt", "prompt", ""}}}, {},
      "read resource=llm_reports (newest first) for the report"},
     // Only checkable when the caller names the call (call_id); without it: unknown.
-    {"score_call", RetryPolicy::verify, "call_scores", "created_at", "created_at", "",
+    {"score_call", ResendRule::verify, "call_scores", "created_at", "created_at", "",
      {{{"call_id", "call_id", ""}}}, {}, "read resource=call_scores for the call's score"},
     // With post_id: deploying publishes that article. The bare deploy installs the blog widget,
     // which no readable resource records.
-    {"deploy_blog", RetryPolicy::verify_state, "blogs", "updated_at", "deployed_at", "post_id",
+    {"deploy_blog", ResendRule::verify_state, "blogs", "updated_at", "deployed_at", "post_id",
      {{{"", "status", "published"}, {"", "published", "true"}}}, {{"deployed_at", "updated_at"}},
      "read resource=blogs by id (list_articles) to see whether the article is published"},
-    {"deploy_blog", RetryPolicy::unknown, "", "", "", "", {}, {},
+    {"deploy_blog", ResendRule::unknown, "", "", "", "", {}, {},
      "check the client's site for the blog widget"},
-    {"generate_keywords", RetryPolicy::unknown, "keywords", "", "", "", {}, {},
+    {"generate_keywords", ResendRule::unknown, "keywords", "", "", "", {}, {},
      "read resource=keywords for new suggestions"},
-    {"generate_blog_image", RetryPolicy::unknown, "blogs", "", "", "", {}, {},
+    {"generate_blog_image", ResendRule::unknown, "blogs", "", "", "", {}, {},
      "read resource=blogs for the article's image"},
 }};
 

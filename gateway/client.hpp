@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/clock.hpp"
 #include "gateway/page_walk.hpp"
 
 namespace agency::gateway {
@@ -125,8 +126,9 @@ struct Discovery {
 class Client {
 public:
     // Validates the configuration (throws Error{config} with one clear message for a
-    // malformed URL); does not touch the network.
-    explicit Client(Config config);
+    // malformed URL); does not touch the network. `clock` stamps the actions' send times and
+    // ages cached discovery and idle connections.
+    explicit Client(Config config, const base::Clock& clock = base::Clock::system());
     ~Client();
     Client(const Client&) = delete;
     Client& operator=(const Client&) = delete;

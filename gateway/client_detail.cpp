@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "gateway/client.hpp"
+#include "base/clock.hpp"
 
 namespace agency::gateway::detail {
 
@@ -30,18 +31,6 @@ bool is_host_char(char c) {
 bool is_ipv6_char(char c) {
     const auto u = static_cast<unsigned char>(c);
     return std::isxdigit(u) != 0 || c == ':' || c == '.';
-}
-
-// Parses exactly `width` digits at text[pos].
-std::optional<int> digits(std::string_view text, std::size_t pos, std::size_t width) {
-    if (pos + width > text.size()) return std::nullopt;
-    int value = 0;
-    for (std::size_t i = pos; i < pos + width; ++i) {
-        const char c = text[i];
-        if (c < '0' || c > '9') return std::nullopt;
-        value = value * 10 + (c - '0');
-    }
-    return value;
 }
 
 }  // namespace
@@ -168,53 +157,6 @@ void append_query_escaped(std::string& out, std::string_view value) {
     }
 }
 
-std::optional<std::chrono::sys_seconds> parse_utc_time(std::string_view text) {
-    using namespace std::chrono;
-    const auto year = digits(text, 0, 4);
-    const auto month = digits(text, 5, 2);
-    const auto day = digits(text, 8, 2);
-    if (!year || !month || !day || text[4] != '-' || text[7] != '-') return std::nullopt;
-    const year_month_day date{std::chrono::year{*year}, std::chrono::month{unsigned(*month)},
-                              std::chrono::day{unsigned(*day)}};
-    if (!date.ok()) return std::nullopt;
-    const sys_seconds midnight{sys_days{date}};
-    if (text.size() == 10) return midnight;
-    if (text[10] != 'T' && text[10] != 't' && text[10] != ' ') return std::nullopt;
-    const auto hh = digits(text, 11, 2);
-    const auto mm = digits(text, 14, 2);
-    const auto ss = digits(text, 17, 2);
-    if (!hh || !mm || !ss || text[13] != ':' || text[16] != ':' || *hh > 23 || *mm > 59 ||
-        *ss > 60) {
-        return std::nullopt;
-    }
-    auto zone = text.substr(19);
-    if (!zone.empty() && zone.front() == '.') {  // fractional seconds: truncated
-        std::size_t i = 1;
-        while (i < zone.size() && zone[i] >= '0' && zone[i] <= '9') ++i;
-        if (i == 1) return std::nullopt;
-        zone.remove_prefix(i);
-    }
-    if (!(zone.empty() || zone == "Z" || zone == "z" || zone == "+00:00" || zone == "-00:00" ||
-          zone == "+0000")) {
-        return std::nullopt;  // only UTC is expected from the gateway
-    }
-    return midnight + hours{*hh} + minutes{*mm} + seconds{*ss};
-}
-
-std::string format_utc_time(std::chrono::system_clock::time_point at) {
-    using namespace std::chrono;
-    const auto secs = floor<seconds>(at);
-    const auto day_start = floor<days>(secs);
-    const year_month_day date{day_start};
-    const hh_mm_ss<seconds> time{secs - day_start};
-    std::array<char, 32> buf{};
-    const int n =
-        std::snprintf(buf.data(), buf.size(), "%04d-%02u-%02uT%02d:%02d:%02dZ", int(date.year()),
-                      unsigned(date.month()), unsigned(date.day()), int(time.hours().count()),
-                      int(time.minutes().count()), int(time.seconds().count()));
-    return std::string(buf.data(), n > 0 ? std::size_t(n) : 0);
-}
-
 std::optional<std::string> scalar_text(const nlohmann::json& value) {
     if (value.is_string()) return value.get<std::string>();
     if (value.is_number() || value.is_boolean()) return value.dump();
@@ -222,11 +164,11 @@ std::optional<std::string> scalar_text(const nlohmann::json& value) {
 }
 
 bool can_verify(const ActionSpec& spec, const nlohmann::json& body) {
-    if (spec.policy == RetryPolicy::retry_safe || spec.policy == RetryPolicy::unknown ||
+    if (spec.resend == ResendRule::retry_safe || spec.resend == ResendRule::unknown ||
         spec.resource.empty()) {
         return false;
     }
-    if (spec.policy == RetryPolicy::verify_state) {
+    if (spec.resend == ResendRule::verify_state) {
         if (spec.filter_body_field.empty()) return false;
     } else if (spec.time_field.empty() || spec.order.empty()) {
         return false;
@@ -248,7 +190,7 @@ bool row_matches(const ActionSpec& spec, const nlohmann::json& body, const nlohm
     if (!row.is_object()) return false;
     const auto time_it = row.find(std::string(spec.time_field));
     if (time_it == row.end() || !time_it->is_string()) return false;
-    const auto at = parse_utc_time(time_it->get_ref<const std::string&>());
+    const auto at = base::parse_utc_time(time_it->get_ref<const std::string&>());
     if (!at || *at < not_before) return false;
     for (const auto& m : spec.match) {
         if (m.row_field.empty()) continue;
@@ -309,7 +251,7 @@ Verdict judge_rows(const ActionSpec& spec, const nlohmann::json& body,
                    const std::function<bool(const nlohmann::json&)>& claimed) {
     Verdict out;
     const std::string resource(spec.resource);
-    const std::string since = format_utc_time(not_before);
+    const std::string since = base::format_utc_time(not_before);
     std::string unsettled;  // why a page without our record still does not settle it
     std::optional<std::chrono::sys_seconds> previous;
     std::optional<std::chrono::sys_seconds> oldest;
@@ -324,7 +266,7 @@ Verdict judge_rows(const ActionSpec& spec, const nlohmann::json& body,
         }
         if (!unsettled.empty()) continue;
         const auto order_text = field_text(row, spec.order);
-        const auto at = order_text ? parse_utc_time(*order_text) : std::nullopt;
+        const auto at = order_text ? base::parse_utc_time(*order_text) : std::nullopt;
         if (!at) {
             unsettled = "rows of " + resource + " carry no readable " + std::string(spec.order);
             continue;
@@ -355,7 +297,7 @@ Verdict judge_rows(const ActionSpec& spec, const nlohmann::json& body,
     }
     out.detail = "no matching record in the newest " + std::to_string(rows) + " rows of " +
                  resource + " at or after " + since;
-    if (spec.policy == RetryPolicy::confirm_only) {
+    if (spec.resend == ResendRule::confirm_only) {
         out.detail += ", and the gateway is not known to record one, so its absence proves "
                       "nothing";
     } else if (!unsettled.empty()) {

@@ -28,10 +28,6 @@ BaseUrl parse_base_url(std::string_view url);
 // RFC 3986 percent-encoding of a query component (unreserved characters kept).
 void append_query_escaped(std::string& out, std::string_view value);
 
-// "YYYY-MM-DDTHH:MM:SS[.fff][Z|+00:00]" (UTC) or "YYYY-MM-DD"; nullopt when it is neither.
-std::optional<std::chrono::sys_seconds> parse_utc_time(std::string_view text);
-std::string format_utc_time(std::chrono::system_clock::time_point at);
-
 // String rendering used to compare a request field with a row field: strings as-is, numbers
 // and booleans as JSON text; nullopt for null, objects and arrays (not comparable).
 std::optional<std::string> scalar_text(const nlohmann::json& value);

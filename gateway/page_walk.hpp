@@ -48,6 +48,10 @@ struct WalkOptions {
     // passed over is not validated inside; a page whose outline is not plain is walked the
     // thorough way and its problem reported as without the option.
     std::string_view must_contain{};
+    // The widest vector instructions the must_contain scan may use (0: none, 1: AVX2,
+    // 2: AVX-512), capped by what the CPU has. Every level yields the same rows; a lower one
+    // lets a test cover each scan on one machine.
+    int max_simd = 2;
 };
 
 enum class WalkProblem { none, not_json, no_data, bad_row, bad_pagination };
@@ -66,9 +70,5 @@ WalkResult walk_rows(const std::string& body, const WalkOptions& options,
                      const RowVisitor& on_row);
 
 std::string_view describe(WalkProblem problem);
-
-// Caps the vector instructions walks use (0: none, 1: AVX2, 2: AVX-512; by default the widest
-// the CPU has), so that tests cover every path on one machine.
-void set_max_simd(int level);
 
 }  // namespace agency::gateway

@@ -12,7 +12,7 @@
 
 #include <httplib.h>
 
-#include "server/socket_stream.hpp"
+#include "net/socket_stream.hpp"
 
 namespace agency::gateway {
 

@@ -13,266 +13,18 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
-#include "server/crypto.hpp"
-#include "server/socket_stream.hpp"
-#include "server/work_queue.hpp"
+#include "base/clock.hpp"
+#include "base/crypto.hpp"
+#include "base/text.hpp"
+#include "net/socket_stream.hpp"
+#include "net/work_queue.hpp"
+#include "server/http_cors.hpp"
+#include "server/http_headers.hpp"
+#include "server/http_replies.hpp"
+#include "server/http_streams.hpp"
+#include "server/protocol.hpp"
 
 namespace agency::mcp {
-
-namespace {
-
-std::string lower(std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return s;
-}
-
-// "host:port" or "[v6]:port" -> host (lowercase, brackets kept for v6).
-std::string host_part(const std::string& authority) {
-    if (!authority.empty() && authority.front() == '[') {
-        auto end = authority.find(']');
-        return lower(authority.substr(0, end == std::string::npos ? authority.size() : end + 1));
-    }
-    auto colon = authority.rfind(':');
-    return lower(colon == std::string::npos ? authority : authority.substr(0, colon));
-}
-
-// An Origin header as browsers send it: scheme "://" host [":" port], nothing else (no
-// userinfo, path, query or fragment). Returns "scheme://host[:port]" in lowercase with the
-// host alone in `host` (v6 in brackets), or nullopt for anything else.
-std::optional<std::string> parse_origin(const std::string& origin, std::string& host) {
-    const auto scheme_end = origin.find("://");
-    if (scheme_end == std::string::npos) return std::nullopt;
-    const std::string scheme = lower(origin.substr(0, scheme_end));
-    if (scheme != "http" && scheme != "https") return std::nullopt;
-    const std::string rest = lower(origin.substr(scheme_end + 3));
-    std::size_t port_at = std::string::npos;
-    if (!rest.empty() && rest.front() == '[') {
-        const auto close = rest.find(']');
-        if (close == std::string::npos || close == 1) return std::nullopt;
-        for (std::size_t i = 1; i < close; ++i)
-            if (!std::isxdigit(static_cast<unsigned char>(rest[i])) && rest[i] != ':' &&
-                rest[i] != '.')
-                return std::nullopt;
-        host = rest.substr(0, close + 1);
-        if (close + 1 < rest.size()) {
-            if (rest[close + 1] != ':') return std::nullopt;
-            port_at = close + 2;
-        }
-    } else {
-        const auto colon = rest.find(':');
-        host = rest.substr(0, colon);
-        if (host.empty()) return std::nullopt;
-        for (char c : host)
-            if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.')
-                return std::nullopt;
-        if (colon != std::string::npos) port_at = colon + 1;
-    }
-    if (port_at != std::string::npos) {
-        const std::string port = rest.substr(port_at);
-        if (port.empty() || port.size() > 5 ||
-            port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) > 65535)
-            return std::nullopt;
-    }
-    return scheme + "://" + rest;
-}
-
-// Session ids are visible ASCII (0x21-0x7E), as the spec requires of servers; anything else
-// in the header is refused before any lookup.
-bool valid_session_id(const std::string& id) {
-    return std::all_of(id.begin(), id.end(), [](char c) { return c >= 0x21 && c <= 0x7e; });
-}
-
-// A request that carries a body (announced by length or chunked).
-bool has_body(const httplib::Request& req) {
-    return req.has_header("Transfer-Encoding") ||
-           (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
-}
-
-// The connection cannot carry another request: its body was left unread.
-void close_after(httplib::Response& res) { res.set_header("Connection", "close"); }
-
-std::string trim(const std::string& s) {
-    auto begin = s.find_first_not_of(" \t");
-    if (begin == std::string::npos) return {};
-    auto end = s.find_last_not_of(" \t");
-    return s.substr(begin, end - begin + 1);
-}
-
-std::int64_t now_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
-// Decodes the "=?base64?...?=" form that clients use for non-ASCII header values; a value
-// without both markers is literal. nullopt: the marked value is not valid (padded) base64.
-std::optional<std::string> decode_header_value(const std::string& value) {
-    if (value.size() < 11 || value.rfind("=?base64?", 0) != 0 ||
-        value.compare(value.size() - 2, 2, "?=") != 0)
-        return value;
-    std::string b64 = value.substr(9, value.size() - 11);
-    if (b64.size() % 4 != 0) return std::nullopt;
-    auto pad = b64.find('=');
-    if (pad != std::string::npos &&
-        (b64.size() - pad > 2 || b64.find_first_not_of('=', pad) != std::string::npos))
-        return std::nullopt;
-    std::string body = b64.substr(0, pad == std::string::npos ? b64.size() : pad);
-    for (char& c : body) {
-        if (c == '+') c = '-';
-        else if (c == '/') c = '_';
-        else if (!std::isalnum(static_cast<unsigned char>(c))) return std::nullopt;
-    }
-    return crypto::base64url_decode(body);
-}
-
-// The text form an argument takes in an Mcp-Param-* header.
-std::optional<std::string> header_form(const json& value) {
-    if (value.is_string()) return value.get<std::string>();
-    if (value.is_boolean() || value.is_number_integer()) return value.dump();
-    return std::nullopt;
-}
-
-// Response::set_content as httplib 0.11 does it, but the body is moved in: set_content only
-// copies (an answer of 100 rows is ~50 KB).
-void set_body(httplib::Response& res, std::string&& body, const char* content_type) {
-    res.body = std::move(body);
-    res.headers.erase("Content-Type");
-    res.set_header("Content-Type", content_type);
-}
-
-void send_json_error(httplib::Response& res, int status, const json& id, int code,
-                     const std::string& message, const json& data = nullptr) {
-    res.status = status;
-    set_body(res, make_error_text(id, code, message, data), "application/json");
-}
-
-// At a bound: come back later.
-void send_busy(httplib::Response& res, const json& id, const std::string& message) {
-    res.set_header("Retry-After", "1");
-    send_json_error(res, 503, id, error_code::internal_error, message);
-}
-
-// Modern-era JSON-RPC errors travel with a matching HTTP status.
-int http_status_for_modern_error(const std::string& reply) {
-    if (reply.rfind(R"({"error":{"code":)", 0) != 0) return 200;
-    json parsed = json::parse(reply, nullptr, false);
-    int code = parsed.is_discarded() ? 0 : parsed["error"].value("code", 0);
-    switch (code) {
-        case error_code::method_not_found: return 404;
-        case error_code::internal_error: return 500;
-        case 0: return 200;
-        default: return 400;
-    }
-}
-
-std::string sse_event(const std::string& message) {
-    std::string out;
-    out.reserve(message.size() + 24);
-    out += "event: message\ndata: ";
-    out += message;
-    out += "\n\n";
-    return out;
-}
-
-// Collects notifications sent while a request is answered inline.
-class BufferChannel : public Channel {
-public:
-    void send(const std::string& message) override {
-        std::lock_guard lock(mutex_);
-        messages_.push_back(message);
-    }
-    bool can_send_requests() const override { return false; }
-    std::vector<std::string> take() {
-        std::lock_guard lock(mutex_);
-        return std::move(messages_);
-    }
-
-private:
-    std::mutex mutex_;
-    std::vector<std::string> messages_;
-};
-
-// One streamed answer: the call runs on a worker and queues its messages here; the connection
-// thread relays them as SSE events and writes keepalive comments while the call is quiet. A
-// failed write means the client closed the stream, which cancels the call.
-class StreamChannel : public Channel {
-public:
-    explicit StreamChannel(bool legacy) : legacy_(legacy) {}
-    void send(const std::string& message) override {
-        {
-            std::lock_guard lock(mutex_);
-            if (closed_.stop_requested()) return;
-            events_.push_back(sse_event(message));
-        }
-        ready_.notify_one();
-    }
-    bool can_send_requests() const override { return legacy_ && !closed_.stop_requested(); }
-
-    void finish(std::optional<std::string> reply) {
-        {
-            std::lock_guard lock(mutex_);
-            reply_ = std::move(reply);
-            done_ = true;
-        }
-        ready_.notify_all();
-    }
-
-    // Waits up to `grace` for the call. When it finished without sending anything before its
-    // reply, returns that reply (which may be "no reply"), so it can go out as plain JSON with
-    // its proper HTTP status; otherwise nullopt: the answer will be streamed.
-    std::optional<std::optional<std::string>> finished_quietly(std::chrono::milliseconds grace) {
-        std::unique_lock lock(mutex_);
-        ready_.wait_for(lock, grace, [this] { return done_ || !events_.empty(); });
-        if (done_ && events_.empty()) {
-            relayed_ = true;
-            return std::move(reply_);
-        }
-        return std::nullopt;
-    }
-    std::stop_token stop_token() const { return closed_.get_token(); }
-
-    // Runs on the connection thread until the call has finished.
-    void relay(httplib::DataSink& sink, std::chrono::milliseconds keepalive) {
-        static const std::string comment = ":\n\n";
-        std::unique_lock lock(mutex_);
-        for (;;) {
-            bool woke = ready_.wait_for(lock, keepalive, [this] { return done_ || !events_.empty(); });
-            std::deque<std::string> batch;
-            batch.swap(events_);
-            bool finished = done_;
-            if (finished && reply_ && !relayed_) {
-                batch.push_back(sse_event(*reply_));
-                relayed_ = true;
-            }
-            lock.unlock();
-            for (const auto& e : batch)
-                if (!closed_.stop_requested() && !sink.write(e.data(), e.size())) closed_.request_stop();
-            if (!woke && !closed_.stop_requested() && !sink.write(comment.data(), comment.size()))
-                closed_.request_stop();
-            lock.lock();
-            if (finished && events_.empty()) return;
-        }
-    }
-
-private:
-    bool legacy_;
-    std::stop_source closed_;
-    std::mutex mutex_;
-    std::condition_variable ready_;
-    std::deque<std::string> events_;
-    std::optional<std::string> reply_;
-    bool done_ = false;
-    bool relayed_ = false;
-};
-
-}  // namespace
-
-bool is_loopback_host(const std::string& host) {
-    std::string h = lower(host);
-    return h == "127.0.0.1" || h == "localhost" || h == "::1" || h == "[::1]" ||
-           h.rfind("127.", 0) == 0;
-}
 
 struct HttpTransport::Impl {
     Server& server;
@@ -283,7 +35,7 @@ struct HttpTransport::Impl {
     std::atomic<std::int64_t> last_sweep{0};
     std::vector<std::string> allowed_hosts;
     // Runs streamed calls so the connection thread can watch the stream.
-    std::unique_ptr<WorkQueue> workers;
+    std::unique_ptr<net::WorkQueue> workers;
     std::vector<std::string> allowed_origins;  // normalized (lowercase)
 
     // Streamed answers open, in all and per legacy session.
@@ -321,7 +73,7 @@ struct HttpTransport::Impl {
     }
 
     Impl(Server& s, HttpOptions o)
-        : server(s), options(std::move(o)), workers(std::make_unique<WorkQueue>(options.workers)) {}
+        : server(s), options(std::move(o)), workers(std::make_unique<net::WorkQueue>(options.workers)) {}
 
     bool host_allowed(const std::string& host) const {
         return std::find(allowed_hosts.begin(), allowed_hosts.end(), host) != allowed_hosts.end();
@@ -387,7 +139,7 @@ struct HttpTransport::Impl {
         if (!options.keys || options.keys->empty()) return options.anonymous;
         std::string key = req.get_header_value("X-API-Key");
         std::string auth = req.get_header_value("Authorization");
-        if (key.empty() && auth.size() > 7 && lower(auth.substr(0, 7)) == "bearer ")
+        if (key.empty() && auth.size() > 7 && base::ascii_lower(auth.substr(0, 7)) == "bearer ")
             key = auth.substr(7);
         if (auto principal = options.keys->authenticate(key)) return principal;
         res.set_header("WWW-Authenticate",
@@ -401,61 +153,115 @@ struct HttpTransport::Impl {
     }
 
     void sweep_sessions() {
-        std::int64_t now = now_ms();
+        const base::Clock& clock = options.clock ? *options.clock : base::Clock::system();
+        std::int64_t now = clock.steady_ms();
         std::int64_t last = last_sweep.load();
         if (now - last < 60'000 || !last_sweep.compare_exchange_strong(last, now)) return;
         if (auto n = server.expire_sessions(options.session_idle))
             spdlog::info("expired {} idle session(s)", n);
     }
 
+    // A POST's one message, read and classified.
+    struct PostMessage {
+        json message;
+        MessageKind kind = MessageKind::invalid;
+        json id;
+        std::string method;
+    };
+    // Where it goes: its era, and the legacy session (opened here for initialize).
+    struct PostRoute {
+        bool legacy = false;
+        bool is_init = false;
+        std::shared_ptr<Session> session;
+    };
+    static Inbound http_inbound(const PostRoute& route, const Principal& principal) {
+        Inbound in;
+        in.era = route.legacy ? Era::legacy : Era::modern;
+        in.session = route.session;
+        in.principal = principal;
+        in.http = true;
+        return in;
+    }
+
+    // handle_post, step by step: each step but the last writes its error and stops the POST.
     void handle_post(const httplib::Request& req, httplib::Response& res,
                      const httplib::ContentReader& reader);
+    std::optional<Principal> admit_post(const httplib::Request& req, httplib::Response& res);
+    std::optional<PostMessage> read_message(const httplib::Request& req, httplib::Response& res,
+                                            const httplib::ContentReader& reader);
+    std::optional<PostRoute> route_message(const httplib::Request& req, httplib::Response& res,
+                                           const Principal& principal, const PostMessage& post);
+    void stream_call(httplib::Response& res, PostMessage& post, const PostRoute& route,
+                     const Principal& principal);
+    void answer_call(httplib::Response& res, const PostMessage& post, const PostRoute& route,
+                     const Principal& principal, bool accepts_sse);
     void handle_delete(const httplib::Request& req, httplib::Response& res);
+
+    // HttpTransport::start, step by step.
+    void allow_hosts_and_origins();
+    void install_guards();
+    void install_routes();
+    int bind_and_listen();
 };
 
-void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Response& res,
-                                      const httplib::ContentReader& reader) {
-    // Who is calling, and whether the body is wanted at all, is known before it is read.
+// Returns the caller, or nullopt after refusing the request before its body is read.
+std::optional<Principal> HttpTransport::Impl::admit_post(const httplib::Request& req,
+                                                         httplib::Response& res) {
     auto principal = authenticate(req, res);
     if (!principal) {
         if (has_body(req)) close_after(res);
-        return;
+        return std::nullopt;
     }
-    std::string content_type = lower(req.get_header_value("Content-Type"));
+    std::string content_type = base::ascii_lower(req.get_header_value("Content-Type"));
     if (content_type.find("application/json") == std::string::npos) {
         if (has_body(req)) close_after(res);
         send_json_error(res, 415, nullptr, error_code::invalid_request,
                         "Content-Type must be application/json");
-        return;
+        return std::nullopt;
     }
+    return principal;
+}
+
+// Reads and classifies the one message of a POST; nullopt after writing the error.
+std::optional<HttpTransport::Impl::PostMessage> HttpTransport::Impl::read_message(
+    const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
     std::string text;
-    if (!read_body(req, res, reader, text)) return;
+    if (!read_body(req, res, reader, text)) return std::nullopt;
     ParsedMessage parsed = parse_message(text, options.json_limits);
     if (!parsed.error.empty()) {
         res.status = 400;
         set_body(res, std::move(parsed.error), "application/json");
-        return;
+        return std::nullopt;
     }
-    json& message = parsed.message;
-    if (message.is_array()) {
+    PostMessage post{std::move(parsed.message)};
+    if (post.message.is_array()) {
         send_json_error(res, 400, nullptr, error_code::invalid_request,
                         "batch requests are not supported: send one message per POST");
-        return;
+        return std::nullopt;
     }
-    MessageKind kind = classify(message);
-    json id = message.is_object() ? message.value("id", json()) : json();
-    if (kind == MessageKind::invalid) {
-        send_json_error(res, 400, id, error_code::invalid_request,
+    post.kind = classify(post.message);
+    post.id = post.message.is_object() ? post.message.value("id", json()) : json();
+    if (post.kind == MessageKind::invalid) {
+        send_json_error(res, 400, post.id, error_code::invalid_request,
                         "invalid request: expected a JSON-RPC 2.0 request, notification or "
                         "response");
-        return;
+        return std::nullopt;
     }
-    const std::string method = message.value("method", "");
-    const std::string session_id = req.get_header_value("Mcp-Session-Id");
-    const std::string version_header = req.get_header_value("MCP-Protocol-Version");
+    post.method = post.message.value("method", "");
+    return post;
+}
+
+// Decides the era and finds (or, for initialize, opens) the legacy session; nullopt after
+// writing the error.
+std::optional<HttpTransport::Impl::PostRoute> HttpTransport::Impl::route_message(
+    const httplib::Request& req, httplib::Response& res, const Principal& principal,
+    const PostMessage& post) {
+    const json& id = post.id;
+    const std::string session_id = req.get_header_value(std::string(kHeaderSessionId));
+    const std::string version_header = req.get_header_value(std::string(kHeaderProtocolVersion));
     const json no_params = json::object();
-    const json& params = message.contains("params") && message["params"].is_object()
-                             ? message["params"]
+    const json& params = post.message.contains("params") && post.message["params"].is_object()
+                             ? post.message["params"]
                              : no_params;
     const bool has_meta = params.contains("_meta") && params["_meta"].is_object();
 
@@ -463,168 +269,120 @@ void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Resp
     // otherwise a version header or _meta is modern. Plain initialize is legacy.
     const bool modern = session_id.empty() && (!version_header.empty() || has_meta) &&
                         !(!has_meta && is_legacy_version(version_header));
-    std::shared_ptr<Session> session;
-    const bool is_init = !modern && kind == MessageKind::request && method == "initialize";
-    if (is_init) {
+    PostRoute route{!modern,
+                    !modern && post.kind == MessageKind::request && post.method == "initialize"};
+    if (route.is_init) {
         sweep_sessions();
-        if (server.session_count() >= options.max_sessions)
-            return send_busy(res, id, "too many sessions open: try again later");
-        session = server.create_session(crypto::random_hex(16));
+        if (server.session_count() >= options.max_sessions) {
+            send_busy(res, id, "too many sessions open: try again later");
+            return std::nullopt;
+        }
+        route.session = server.create_session(crypto::random_hex(16));
     } else if (!modern) {
         if (session_id.empty()) {
             send_json_error(res, 400, id, error_code::invalid_request,
                             "missing Mcp-Session-Id header: call initialize first (or, for "
                             "protocol 2026-07-28, send MCP-Protocol-Version and params._meta)");
-            return;
+            return std::nullopt;
         }
         // Any supported version is accepted on a live session (some clients send an older one).
         if (!version_header.empty() && !is_supported_version(version_header)) {
             send_json_error(res, 400, id, error_code::invalid_request,
                             "unsupported MCP-Protocol-Version: " + version_header);
-            return;
+            return std::nullopt;
         }
-        session = server.find_session(session_id);
-        if (!session || session->principal.name != principal->name) {
+        route.session = server.find_session(session_id);
+        if (!route.session || route.session->principal.name != principal.name) {
             send_json_error(res, 404, id, error_code::invalid_request,
                             "unknown or expired session: initialize a new one");
-            return;
+            return std::nullopt;
         }
-    } else if (kind == MessageKind::request || kind == MessageKind::notification) {
-        // Modern: the routing headers must agree with the body. Missing _meta fields are the
-        // core's -32602, checked before any header comparison.
-        auto mismatch = [&](const std::string& what) {
-            send_json_error(res, 400, id, error_code::header_mismatch, "header mismatch: " + what);
-        };
-        if (version_header.empty())
-            return mismatch("the MCP-Protocol-Version header is required");
-        const json meta = has_meta ? params["_meta"] : json::object();
-        auto meta_version = meta.find("io.modelcontextprotocol/protocolVersion");
-        bool meta_complete = meta_version != meta.end() &&
-                             meta.contains("io.modelcontextprotocol/clientCapabilities");
-        if (meta_complete) {
-            if (!meta_version->is_string() || *meta_version != version_header)
-                return mismatch("MCP-Protocol-Version is " + version_header +
-                                " but params._meta says " + meta_version->dump());
-            if (!req.has_header("Mcp-Method"))
-                return mismatch("the Mcp-Method header is required");
-            std::string method_header = trim(req.get_header_value("Mcp-Method"));
-            if (method_header != method)
-                return mismatch("Mcp-Method is " + method_header + " but the body's method is " +
-                                method);
-            const char* name_field =
-                method == "resources/read"                              ? "uri"
-                : (method == "tools/call" || method == "prompts/get")   ? "name"
-                : (method == "tasks/get" || method == "tasks/update" ||
-                   method == "tasks/cancel")                            ? "taskId"
-                                                                        : nullptr;
-            if (name_field) {
-                if (!req.has_header("Mcp-Name"))
-                    return mismatch(std::string("the Mcp-Name header is required for ") + method);
-                std::string name_header =
-                    decode_header_value(trim(req.get_header_value("Mcp-Name"))).value_or("");
-                std::string body_name =
-                    params.contains(name_field) && params[name_field].is_string()
-                        ? params[name_field].get<std::string>()
-                        : std::string();
-                if (name_header != body_name)
-                    return mismatch("Mcp-Name is " + name_header + " but the body's " +
-                                    name_field + " is " + body_name);
-            }
-            if (method == "tools/call") {
-                const json& args = params.contains("arguments") && params["arguments"].is_object()
-                                       ? params["arguments"]
-                                       : no_params;
-                auto tool_name = params.find("name");
-                const std::string tool = tool_name != params.end() && tool_name->is_string()
-                                             ? tool_name->get<std::string>()
-                                             : std::string();
-                for (const auto& [arg, header] : server.header_params(tool)) {
-                    std::string header_name = "Mcp-Param-" + header;
-                    auto it = args.find(arg);
-                    std::optional<std::string> expected =
-                        it == args.end() ? std::nullopt : header_form(*it);
-                    if (!req.has_header(header_name)) {
-                        if (expected) return mismatch("the " + header_name + " header is required");
-                        continue;
-                    }
-                    auto got = decode_header_value(trim(req.get_header_value(header_name)));
-                    if (!got) return mismatch(header_name + " is not valid base64");
-                    if (!expected || *got != *expected)
-                        return mismatch(header_name + " does not match the argument " + arg);
-                }
-            }
+    } else if (post.kind == MessageKind::request || post.kind == MessageKind::notification) {
+        // Modern: the routing headers must agree with the body.
+        if (auto why = routing_mismatch(req, params, post.method, version_header, server)) {
+            send_json_error(res, 400, id, error_code::header_mismatch, "header mismatch: " + *why);
+            return std::nullopt;
         }
     }
-    const bool legacy = !modern;
+    return route;
+}
 
-    if (kind != MessageKind::request) {
-        Inbound in;
-        in.era = legacy ? Era::legacy : Era::modern;
-        in.session = session;
-        in.principal = *principal;
-        in.http = true;
-        server.handle_message(message, in);
+void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Response& res,
+                                      const httplib::ContentReader& reader) {
+    // Who is calling, and whether the body is wanted at all, is known before it is read.
+    auto principal = admit_post(req, res);
+    if (!principal) return;
+    auto post = read_message(req, res, reader);
+    if (!post) return;
+    auto route = route_message(req, res, *principal, *post);
+    if (!route) return;
+    if (post->kind != MessageKind::request) {
+        server.handle_message(post->message, http_inbound(*route, *principal));
         res.status = 202;
         return;
     }
-
-    const std::string accept = lower(req.get_header_value("Accept"));
+    const std::string accept = base::ascii_lower(req.get_header_value("Accept"));
     const bool accepts_sse = accept.find("text/event-stream") != std::string::npos;
     // Streamed: calls that talk back mid-call, and modern tool calls (so that closing the
     // stream cancels them, as 2026-07-28 requires).
-    const bool modern_call = !legacy && method == "tools/call";
-    if (accepts_sse && (modern_call || server.may_stream(message, session.get()))) {
-        // Each streamed call holds a connection thread and waits for a worker: bounded.
-        auto slot = open_stream(session ? session->id : std::string());
-        if (!slot) return send_busy(res, id, "too many streamed calls open: try again later");
-        res.set_header("Cache-Control", "no-cache");
-        res.set_header("X-Accel-Buffering", "no");
-        auto channel = std::make_shared<StreamChannel>(legacy);
-        auto call_in = std::make_shared<Inbound>();
-        call_in->era = legacy ? Era::legacy : Era::modern;
-        call_in->session = session;
-        call_in->principal = *principal;
-        call_in->channel = channel.get();
-        call_in->stop = channel->stop_token();
-        call_in->http = true;
-        workers->post([this, channel, call_in, slot, message = std::move(message)] {
-            channel->finish(server.handle_message(message, *call_in));
-        });
-        if (auto quick = channel->finished_quietly(options.stream_grace)) {
-            if (!*quick) {
-                res.status = 202;
-                return;
-            }
-            if (!legacy) res.status = http_status_for_modern_error(**quick);
-            set_body(res, std::move(**quick), "application/json");
+    const bool modern_call = !route->legacy && post->method == "tools/call";
+    if (accepts_sse && (modern_call || server.may_stream(post->message, route->session.get())))
+        return stream_call(res, *post, *route, *principal);
+    answer_call(res, *post, *route, *principal, accepts_sse);
+}
+
+// Runs a request on a worker and relays its messages as an SSE stream (or answers in one
+// body when it finishes within the grace period).
+void HttpTransport::Impl::stream_call(httplib::Response& res, PostMessage& post,
+                                      const PostRoute& route, const Principal& principal) {
+    // Each streamed call holds a connection thread and waits for a worker: bounded.
+    auto slot = open_stream(route.session ? route.session->id : std::string());
+    if (!slot) return send_busy(res, post.id, "too many streamed calls open: try again later");
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    const bool legacy = route.legacy;
+    auto channel = std::make_shared<StreamChannel>(legacy);
+    auto call_in = std::make_shared<Inbound>(http_inbound(route, principal));
+    call_in->channel = channel.get();
+    call_in->stop = channel->stop_token();
+    workers->post([this, channel, call_in, slot, message = std::move(post.message)] {
+        channel->finish(server.handle_message(message, *call_in));
+    });
+    if (auto quick = channel->finished_quietly(options.stream_grace)) {
+        if (!*quick) {
+            res.status = 202;
             return;
         }
-        res.set_chunked_content_provider(
-            "text/event-stream", [this, channel, slot](std::size_t, httplib::DataSink& sink) {
-                channel->relay(sink, options.keepalive);
-                sink.done();
-                return true;
-            });
+        if (!legacy) res.status = http_status_for_modern_error(**quick);
+        set_body(res, std::move(**quick), "application/json");
         return;
     }
+    res.set_chunked_content_provider(
+        "text/event-stream", [this, channel, slot](std::size_t, httplib::DataSink& sink) {
+            channel->relay(sink, options.keepalive);
+            sink.done();
+            return true;
+        });
+}
 
+// Runs a request here and answers in one body (SSE when it sent messages and the caller
+// accepts a stream).
+void HttpTransport::Impl::answer_call(httplib::Response& res, const PostMessage& post,
+                                      const PostRoute& route, const Principal& principal,
+                                      bool accepts_sse) {
     BufferChannel buffer;
-    Inbound in;
-    in.era = legacy ? Era::legacy : Era::modern;
-    in.session = session;
-    in.principal = *principal;
+    Inbound in = http_inbound(route, principal);
     in.channel = &buffer;
-    in.http = true;
-    auto reply = server.handle_message(message, in);
+    auto reply = server.handle_message(post.message, in);
     if (!reply) {
         res.status = 202;
         return;
     }
-    if (is_init && reply->find(R"("result":)") != std::string::npos) {
-        server.register_session(session);
-        res.set_header("Mcp-Session-Id", session->id);
+    if (route.is_init && reply->find(R"("result":)") != std::string::npos) {
+        server.register_session(route.session);
+        res.set_header(std::string(kHeaderSessionId), route.session->id);
     }
-    if (!legacy) res.status = http_status_for_modern_error(*reply);
+    if (!route.legacy) res.status = http_status_for_modern_error(*reply);
     auto notes = buffer.take();
     if (!notes.empty() && accepts_sse) {
         std::string body;
@@ -640,7 +398,7 @@ void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Resp
 void HttpTransport::Impl::handle_delete(const httplib::Request& req, httplib::Response& res) {
     auto principal = authenticate(req, res);
     if (!principal) return;
-    std::string session_id = req.get_header_value("Mcp-Session-Id");
+    std::string session_id = req.get_header_value(std::string(kHeaderSessionId));
     if (session_id.empty()) {
         res.set_header("Allow", "POST");
         send_json_error(res, 405, nullptr, error_code::invalid_request,
@@ -661,39 +419,43 @@ HttpTransport::HttpTransport(Server& server, HttpOptions options)
 
 HttpTransport::~HttpTransport() { stop(); }
 
-int HttpTransport::start() {
-    auto& o = impl_->options;
-    bool authenticated = o.keys && !o.keys->empty();
-    if (!is_loopback_host(o.host) && !authenticated)
-        throw std::runtime_error("refusing to listen on " + o.host +
+// Refuses to serve beyond loopback without keys, then lists the Host names and origins that
+// may reach the server (DNS rebinding).
+void HttpTransport::Impl::allow_hosts_and_origins() {
+    bool authenticated = options.keys && !options.keys->empty();
+    if (!is_loopback_host(options.host) && !authenticated)
+        throw std::runtime_error("refusing to listen on " + options.host +
                                  " without authentication: create a key with 'agency-mcp keys "
                                  "add' (or listen on 127.0.0.1)");
-    impl_->allowed_hosts = {"localhost", "127.0.0.1", "[::1]"};
-    if (!is_loopback_host(o.host) && o.host != "0.0.0.0" && o.host != "::")
-        impl_->allowed_hosts.push_back(lower(o.host));
-    for (const auto& h : o.allowed_hosts) impl_->allowed_hosts.push_back(lower(h));
-    impl_->allowed_origins.clear();
-    for (const auto& origin : o.allowed_origins) {
+    allowed_hosts = {"localhost", "127.0.0.1", "[::1]"};
+    if (!is_loopback_host(options.host) && options.host != "0.0.0.0" && options.host != "::")
+        allowed_hosts.push_back(base::ascii_lower(options.host));
+    for (const auto& h : options.allowed_hosts) allowed_hosts.push_back(base::ascii_lower(h));
+    allowed_origins.clear();
+    for (const auto& origin : options.allowed_origins) {
         std::string host;
         if (auto normal = parse_origin(origin, host))
-            impl_->allowed_origins.push_back(*normal);
+            allowed_origins.push_back(*normal);
         else
             spdlog::warn("--allowed-origin {} is not an origin (scheme://host[:port]); ignored",
                          origin);
     }
+}
 
-    auto& http = impl_->http;
+// Connection bounds, and the checks every request passes before its route: Host, Origin,
+// session id shape, where a body may go, the key and body size before "100 Continue".
+void HttpTransport::Impl::install_guards() {
     net::ConnectionLimits limits;
-    limits.max_connections = o.max_connections;
-    limits.max_connections_per_peer = o.max_connections_per_peer;
-    limits.head_timeout = o.head_timeout;
+    limits.max_connections = options.max_connections;
+    limits.max_connections_per_peer = options.max_connections_per_peer;
+    limits.head_timeout = options.head_timeout;
     // Each open stream holds a thread: plain requests keep `threads` of their own.
-    limits.threads = o.threads + o.max_streams;
+    limits.threads = options.threads + options.max_streams;
     http.set_limits(limits);
-    http.set_payload_max_length(o.max_body_bytes);
+    http.set_payload_max_length(options.max_body_bytes);
     http.set_keep_alive_max_count(100000);
     // An idle keep-alive connection holds no thread (PlainServer parks it in its epoll set).
-    http.set_keep_alive_timeout(std::max<time_t>(1, o.idle_timeout.count()));
+    http.set_keep_alive_timeout(std::max<time_t>(1, options.idle_timeout.count()));
     http.set_tcp_nodelay(true);
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         const auto refuse = [&](int status, const std::string& message) {
@@ -704,18 +466,19 @@ int HttpTransport::start() {
         };
         // DNS rebinding: only our own names may reach us, from our own origins.
         std::string host = req.get_header_value("Host");
-        if (!host.empty() && !impl_->host_allowed(host_part(host)))
+        if (!host.empty() && !host_allowed(host_part(host)))
             return refuse(403, "forbidden Host header: " + host);
         std::string origin = req.get_header_value("Origin");
-        if (!origin.empty() && !impl_->origin_allowed(origin))
+        if (!origin.empty() && !origin_allowed(origin))
             return refuse(403, "forbidden Origin: " + origin);
-        if (req.has_header("Mcp-Session-Id") &&
-            !valid_session_id(req.get_header_value("Mcp-Session-Id")))
+        const std::string session_header(kHeaderSessionId);
+        if (req.has_header(session_header) &&
+            !valid_session_id(req.get_header_value(session_header)))
             return refuse(400, "invalid Mcp-Session-Id: session ids are visible ASCII");
         // Only a POST to the endpoint has a body worth reading (and reads it bounded).
-        if (has_body(req) && !(req.method == "POST" && req.path == impl_->options.path)) {
-            if (req.path != impl_->options.path)
-                return refuse(404, "not found: the MCP endpoint is " + impl_->options.path);
+        if (has_body(req) && !(req.method == "POST" && req.path == options.path)) {
+            if (req.path != options.path)
+                return refuse(404, "not found: the MCP endpoint is " + options.path);
             res.set_header("Allow", "POST, DELETE, OPTIONS");
             return refuse(405, "a request body is accepted only by POST");
         }
@@ -725,8 +488,8 @@ int HttpTransport::start() {
     // answered before it sends the body at all.
     http.set_expect_100_continue_handler([this](const httplib::Request& req,
                                                 httplib::Response& res) {
-        if (req.method != "POST" || req.path != impl_->options.path) return 100;
-        if (!impl_->authenticate(req, res)) {
+        if (req.method != "POST" || req.path != options.path) return 100;
+        if (!authenticate(req, res)) {
             close_after(res);
             return res.status;
         }
@@ -734,7 +497,7 @@ int HttpTransport::start() {
             const std::string announced = req.get_header_value("Content-Length");
             if (!announced.empty() && announced.size() <= 19 &&
                 announced.find_first_not_of("0123456789") == std::string::npos &&
-                std::stoull(announced) > impl_->options.max_body_bytes) {
+                std::stoull(announced) > options.max_body_bytes) {
                 close_after(res);
                 send_json_error(res, 413, nullptr, error_code::invalid_request,
                                 "request body too large");
@@ -744,12 +507,7 @@ int HttpTransport::start() {
         return 100;
     });
     // Browsers: an origin that passes the Origin check may read our answers and the session id.
-    http.set_post_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-        if (!req.has_header("Origin") || res.status == 403) return;
-        res.set_header("Access-Control-Allow-Origin", req.get_header_value("Origin"));
-        res.set_header("Access-Control-Expose-Headers", "Mcp-Session-Id");
-        res.set_header("Vary", "Origin");
-    });
+    http.set_post_routing_handler(allow_origin_to_read);
     http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
         if (!res.body.empty()) return;
         if (res.status == 413)
@@ -769,46 +527,26 @@ int HttpTransport::start() {
             }
             send_json_error(res, 500, nullptr, error_code::internal_error, "internal error");
         });
-    http.Post(o.path, [this](const httplib::Request& req, httplib::Response& res,
+}
+
+void HttpTransport::Impl::install_routes() {
+    http.Post(options.path, [this](const httplib::Request& req, httplib::Response& res,
                              const httplib::ContentReader& reader) {
-        impl_->handle_post(req, res, reader);
+        handle_post(req, res, reader);
     });
-    // CORS preflight: origins that pass the Origin check (in the pre-routing handler; others
-    // got 403 there) may send the MCP headers; the answer is cached for 10 minutes.
-    http.Options(o.path, [](const httplib::Request& req, httplib::Response& res) {
-        res.status = 204;
-        res.set_header("Allow", "POST, DELETE, OPTIONS");
-        if (!req.has_header("Origin")) return;
-        res.set_header("Access-Control-Allow-Methods", "POST, DELETE, OPTIONS");
-        // The fixed MCP headers, and the Mcp-Param-* headers a tool call may carry (their
-        // names depend on the tool, so they are taken from the request).
-        std::string allowed =
-            "Content-Type, Accept, Authorization, X-API-Key, Mcp-Session-Id, "
-            "MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID";
-        const std::string requested = req.get_header_value("Access-Control-Request-Headers");
-        for (std::size_t at = 0; at < requested.size();) {
-            auto comma = requested.find(',', at);
-            if (comma == std::string::npos) comma = requested.size();
-            const std::string name = trim(requested.substr(at, comma - at));
-            at = comma + 1;
-            if (name.size() > 10 && lower(name.substr(0, 10)) == "mcp-param-" &&
-                std::all_of(name.begin(), name.end(), [](unsigned char c) {
-                    return std::isalnum(c) || c == '-' || c == '_';
-                }))
-                allowed += ", " + name;
-        }
-        res.set_header("Access-Control-Allow-Headers", allowed);
-        res.set_header("Access-Control-Max-Age", "600");
+    // CORS preflight (http_cors.cpp).
+    http.Options(options.path, answer_preflight);
+    http.Delete(options.path, [this](const httplib::Request& req, httplib::Response& res) {
+        handle_delete(req, res);
     });
-    http.Delete(o.path, [this](const httplib::Request& req, httplib::Response& res) {
-        impl_->handle_delete(req, res);
-    });
-    http.Get(o.path, [](const httplib::Request&, httplib::Response& res) {
+    http.Get(options.path, [](const httplib::Request&, httplib::Response& res) {
         res.set_header("Allow", "POST, DELETE");
         send_json_error(res, 405, nullptr, error_code::invalid_request,
                         "this server offers no GET stream: POST JSON-RPC messages to this URL");
     });
+}
 
+int HttpTransport::Impl::bind_and_listen() {
     // httplib listens with a backlog of 5: a burst of new connections (16 clients at once) loses
     // SYNs, which the client resends only a second later. Keep the socket to deepen it below.
     auto listen_fd = std::make_shared<std::atomic<socket_t>>(INVALID_SOCKET);
@@ -816,19 +554,27 @@ int HttpTransport::start() {
         httplib::default_socket_options(sock);
         listen_fd->store(sock);
     });
-    if (o.port == 0) {
-        impl_->port = http.bind_to_any_port(o.host);
-        if (impl_->port <= 0) throw std::runtime_error("cannot listen on " + o.host);
+    if (options.port == 0) {
+        port = http.bind_to_any_port(options.host);
+        if (port <= 0) throw std::runtime_error("cannot listen on " + options.host);
     } else {
-        if (!http.bind_to_port(o.host, o.port))
-            throw std::runtime_error("cannot listen on " + o.host + ":" + std::to_string(o.port) +
+        if (!http.bind_to_port(options.host, options.port))
+            throw std::runtime_error("cannot listen on " + options.host + ":" +
+                                     std::to_string(options.port) +
                                      " (address in use or not available)");
-        impl_->port = o.port;
+        port = options.port;
     }
     if (listen_fd->load() != INVALID_SOCKET) ::listen(listen_fd->load(), SOMAXCONN);
-    impl_->thread = std::thread([this] { impl_->http.listen_after_bind(); });
-    while (!impl_->http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    return impl_->port;
+    thread = std::thread([this] { http.listen_after_bind(); });
+    while (!http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return port;
+}
+
+int HttpTransport::start() {
+    impl_->allow_hosts_and_origins();
+    impl_->install_guards();
+    impl_->install_routes();
+    return impl_->bind_and_listen();
 }
 
 void HttpTransport::stop() {

@@ -22,6 +22,8 @@ struct HttpOptions {
     std::shared_ptr<const KeyStore> keys;      // null or empty: no authentication
     Principal anonymous;                       // the caller's scopes when there is no auth
     std::chrono::milliseconds session_idle{30 * 60 * 1000};
+    // Paces the idle-session sweep; null: base::Clock::system(). Must outlive the transport.
+    const base::Clock* clock = nullptr;
     std::size_t threads = 64;   // threads answering plain requests
     std::size_t workers = 16;   // threads running streamed calls
     // What clients may hold (see net::ConnectionLimits). At a bound the server answers 503

@@ -8,7 +8,7 @@
 
 #include <sys/stat.h>
 
-#include "server/crypto.hpp"
+#include "base/crypto.hpp"
 
 namespace agency::mcp {
 

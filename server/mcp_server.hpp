@@ -18,12 +18,22 @@
 #include <vector>
 
 #include "server/json_rpc.hpp"
-#include "server/tasks.hpp"
+#include "server/protocol.hpp"
+#include "state/task_store.hpp"
+
+namespace agency::base {
+class Clock;
+}
 
 namespace agency::mcp {
 
-inline constexpr std::string_view kModernVersion = "2026-07-28";
-inline constexpr std::string_view kLatestLegacyVersion = "2025-11-25";
+// Task records live in the state layer; the core speaks of them by these names.
+using state::MemoryTaskStore;
+using state::TaskRecord;
+using state::TaskStatus;
+using state::TaskStore;
+using state::is_terminal;
+using state::parse_task_status;
 bool is_legacy_version(std::string_view version);
 bool is_supported_version(std::string_view version);
 
@@ -64,6 +74,7 @@ struct Session {
 
 class Server;
 struct LiveTask;
+struct Methods;
 
 // Raised by RequestContext::ask in the modern era when the answer is not yet known: the core
 // answers with an input_required result, and the client retries with the responses.
@@ -114,6 +125,7 @@ public:
 
 private:
     friend class Server;
+    friend struct Methods;
     std::shared_ptr<LiveTask> task_;         // set while running as a task
     Channel* channel_ = nullptr;
     Server* server_ = nullptr;
@@ -213,6 +225,9 @@ struct ServerInfo {
 
 struct ServerOptions {
     ServerInfo info;
+    // What stamps and expires tasks, sessions and requestStates; null: base::Clock::system().
+    // Must outlive the server.
+    const base::Clock* clock = nullptr;
     std::string state_secret;  // HMAC key for sealed requestState; random when empty
     std::chrono::milliseconds ask_timeout{10 * 60 * 1000};
     std::chrono::seconds state_ttl{600};
@@ -303,14 +318,21 @@ public:
                                const json& params);
 
 private:
+    friend struct Methods;
     // handle_message without its guard: may throw.
     std::optional<std::string> dispatch_message(const json& message, const Inbound& in);
+    // A request, once the era is known: looks up its entry and calls its handler.
+    std::optional<std::string> dispatch_request(const std::string& method, const json& id,
+                                                const json& params, RequestContext& ctx,
+                                                const Inbound& in);
+    // Decides the request's era from the transport's verdict, _meta and the session, and
+    // fills ctx with it; throws when the request has none.
+    void resolve_era(const std::string& method, const json& params, const Inbound& in,
+                     RequestContext& ctx);
     std::optional<std::string> call_tool(const json& id, const json& params, RequestContext& ctx);
     // Modern multi-round-trip: restores answers from a sealed requestState bound to `target`.
     void restore_round(const std::string& target, const json& arguments, const json& params,
                        RequestContext& ctx);
-    std::optional<std::string> handle_task_method(const std::string& method, const json& id,
-                                                  const json& params, RequestContext& ctx);
     std::string start_task(const ToolDef& tool, const json& id, const json& arguments,
                            const json& params, RequestContext& ctx);
     void launch_task(std::shared_ptr<LiveTask> task, const ToolDef* tool, RequestContext ctx,

@@ -1,4 +1,5 @@
-// Server internals shared by the files that implement it (mcp_server.cpp, task_runtime.cpp).
+// Server internals shared by the files that implement it (mcp_server.cpp, methods.cpp,
+// rounds.cpp, task_runtime.cpp).
 #pragma once
 
 #include <atomic>
@@ -9,15 +10,12 @@
 #include <thread>
 #include <unordered_map>
 
+#include "base/clock.hpp"
+#include "base/sealed_token.hpp"
 #include "server/mcp_server.hpp"
+#include "server/method_table.hpp"
 
 namespace agency::mcp {
-
-inline std::int64_t now_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 inline std::string dump(const json& value) {
     return value.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -40,6 +38,7 @@ struct LiveTask {
     std::deque<std::string> outbox;        // requests to the client waiting for a waiter
     std::unique_ptr<Channel> channel;      // what the work's RequestContext talks through
     std::shared_ptr<TaskStore> store;
+    const base::Clock* clock = &base::Clock::system();  // stamps record.updated_ms
     std::atomic<bool> finished{false};
     std::atomic<bool> shutting_down{false};  // the server stops: leave the record to resume
 };
@@ -58,6 +57,13 @@ json task_wait_for_answers(LiveTask& task, const json& questions,
 void append_tool_result_fields(std::string& out, const ToolResult& result,
                                std::size_t text_size = 0);
 
+// The index of a log level in kLogLevels; -1 when it is not one.
+int log_level_index(std::string_view level);
+// The protocol versions this server speaks, modern first.
+json supported_versions();
+// params[field] as a string; throws -32602 when it is missing or not a string.
+std::string require_string(const json& params, const char* field);
+
 struct PendingRequest {
     std::string session_id;
     std::promise<json> promise;
@@ -65,7 +71,15 @@ struct PendingRequest {
 
 struct Server::Impl {
     ServerOptions options;
+    const base::Clock* clock = &base::Clock::system();  // options.clock, or the system's
     std::string secret;
+    // requestState ("request-state": bound to the call, its caller and arguments; single use)
+    // and tasks/list cursors ("tasks-cursor": bound to the tasks' owner).
+    std::optional<base::TokenSealer> state_sealer;
+    std::optional<base::SpentTokens> spent_states;
+    std::optional<base::TokenSealer> tasks_cursor_sealer;
+    // {name, version}: every modern result's _meta carries it under kMetaServerInfo.
+    json server_info_meta;
     std::vector<ToolDef> tools;
     std::unordered_map<std::string, std::size_t> tool_index;
     std::unordered_map<std::string, std::vector<std::pair<std::string, std::string>>> header_params;
@@ -80,7 +94,6 @@ struct Server::Impl {
     std::unordered_map<std::string, std::shared_ptr<Session>> sessions;
     std::unordered_map<std::string, std::shared_ptr<std::stop_source>> in_flight;
     std::unordered_map<std::string, std::shared_ptr<PendingRequest>> pending;
-    std::map<std::string, std::int64_t> used_states;  // nonce -> expiry (ms)
     std::atomic<std::uint64_t> next_request_id{1};
     std::atomic<std::size_t> waiting_on_clients{0};  // calls in send_request_and_wait
 
@@ -94,6 +107,62 @@ struct Server::Impl {
         return it == tool_index.end() ? nullptr : &tools[it->second];
     }
     bool tool_visible(const ToolDef& tool) const { return !tool_filter || tool_filter(tool); }
+    std::int64_t now_ms() const { return clock->unix_ms(); }
+    // A client's answer to one of this server's requests: wakes the call waiting for it.
+    void deliver_response(const json& message, const json& id, const Inbound& in);
+    void handle_notification(const std::string& method, const json& params, const Inbound& in);
+    // What every modern result carries besides its own fields: resultType and serverInfo.
+    void add_modern_result_fields(json& result) const {
+        result["resultType"] = "complete";
+        add_server_info(result["_meta"]);
+    }
+    void add_server_info(json& meta) const {
+        meta[std::string(kMetaServerInfo)] = server_info_meta;
+    }
+};
+
+// The handlers of the method table (method_table.hpp). A friend of Server and RequestContext:
+// they answer from the registry and the request's private state.
+struct Methods {
+    // The response carrying `result`, with the modern fields when the era is modern.
+    static std::optional<std::string> complete(Server& server, const Request& r, json result);
+
+    static std::optional<std::string> initialize(Server& server, const Request& r);
+    static std::optional<std::string> ping(Server& server, const Request& r);
+    static std::optional<std::string> server_discover(Server& server, const Request& r);
+    static std::optional<std::string> logging_set_level(Server& server, const Request& r);
+    static std::optional<std::string> tools_list(Server& server, const Request& r);
+    static std::optional<std::string> tools_call(Server& server, const Request& r);
+    static std::optional<std::string> resources_list(Server& server, const Request& r);
+    static std::optional<std::string> resources_templates_list(Server& server, const Request& r);
+    static std::optional<std::string> resources_read(Server& server, const Request& r);
+    static std::optional<std::string> resources_subscribe(Server& server, const Request& r);
+    static std::optional<std::string> resources_unsubscribe(Server& server, const Request& r);
+    static std::optional<std::string> prompts_list(Server& server, const Request& r);
+    static std::optional<std::string> prompts_get(Server& server, const Request& r);
+    static std::optional<std::string> completion_complete(Server& server, const Request& r);
+
+    // Tasks (task_runtime.cpp).
+    static constexpr std::string_view kNotInTasksExtension =
+        " (the 2026-07-28 tasks extension has tasks/get, tasks/update and tasks/cancel)";
+    struct FoundTask {
+        std::string id;
+        std::shared_ptr<TaskStore> store;
+        std::shared_ptr<LiveTask> live;  // null when no thread of this process runs it
+        // The record as it is now: the running task's, else the stored one.
+        TaskRecord current() const;
+    };
+    // What every task method but tasks/list starts from: a modern caller declared the tasks
+    // extension, and params.taskId names a task of this caller that has not expired. Throws
+    // otherwise.
+    static FoundTask find_task(Server& server, const Request& r);
+    static std::optional<std::string> tasks_list(Server& server, const Request& r);
+    static std::optional<std::string> tasks_get(Server& server, const Request& r);
+    static std::optional<std::string> tasks_cancel(Server& server, const Request& r);
+    static std::optional<std::string> tasks_update(Server& server, const Request& r);
+    static std::optional<std::string> tasks_result(Server& server, const Request& r);
+    // Any other tasks/ method: refused as unknown once its task is found.
+    static std::optional<std::string> tasks_other(Server& server, const Request& r);
 };
 
 }  // namespace agency::mcp

@@ -11,7 +11,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "server/work_queue.hpp"
+#include "net/work_queue.hpp"
+#include "server/method_table.hpp"
 
 namespace agency::mcp {
 
@@ -71,13 +72,13 @@ private:
     LineWriter& writer_;
 };
 
-// Methods that may wait on a gateway or on the client run on workers; the rest inline, in order.
+// Requests whose method may wait on a gateway or on the client run on workers; the rest
+// inline, in order.
 bool runs_on_worker(const json& message) {
     auto method = message.find("method");
     if (method == message.end() || !method->is_string() || !message.contains("id")) return false;
-    const auto& m = method->get_ref<const std::string&>();
-    return m == "tools/call" || m == "resources/read" || m == "prompts/get" ||
-           m == "completion/complete" || m == "tasks/result";
+    const MethodEntry* entry = find_method(method->get_ref<const std::string&>());
+    return entry && entry->runs == Runs::on_worker;
 }
 
 bool is_cancellation(const json& message) {
@@ -103,7 +104,7 @@ int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_
     in.channel = &channel;
     in.stop = shutdown.get_token();
 
-    WorkQueue workers(options.workers);
+    net::WorkQueue workers(options.workers);
     std::string buffer;
     std::string line;
     bool discarding = false;  // inside an oversized line: drop bytes until its newline

@@ -1,11 +1,12 @@
 // MCP Tasks for both eras over one runtime: each task runs its tool's work on its own thread;
 // records go to the TaskStore on every change, so a durable store lets pollers and a restarted
-// process see them. See server/tasks.hpp for the wire shapes of each era.
+// process see them. See state/task_store.hpp for the wire shapes of each era.
 #include <algorithm>
 
 #include <spdlog/spdlog.h>
 
-#include "server/crypto.hpp"
+#include "base/clock.hpp"
+#include "base/crypto.hpp"
 #include "server/server_impl.hpp"
 
 namespace agency::mcp {
@@ -42,8 +43,8 @@ private:
 json task_json(const TaskRecord& t, bool legacy) {
     json out = {{"taskId", t.id},
                 {"status", to_string(t.status)},
-                {"createdAt", iso8601_ms(t.created_ms)},
-                {"lastUpdatedAt", iso8601_ms(t.updated_ms)},
+                {"createdAt", base::iso8601_ms(t.created_ms)},
+                {"lastUpdatedAt", base::iso8601_ms(t.updated_ms)},
                 {legacy ? "ttl" : "ttlMs", t.ttl_ms > 0 ? json(t.ttl_ms) : json(nullptr)},
                 {legacy ? "pollInterval" : "pollIntervalMs", t.poll_ms}};
     if (!t.status_message.empty()) out["statusMessage"] = t.status_message;
@@ -130,7 +131,7 @@ void publish(LiveTask& task) {
     TaskRecord copy;
     {
         std::lock_guard lock(task.mutex);
-        task.record.updated_ms = now_ms();
+        task.record.updated_ms = task.clock->unix_ms();
         copy = task.record;
     }
     task.changed.notify_all();
@@ -171,7 +172,7 @@ namespace {
 void narrow_input_requests(LiveTask& task, json left) {
     if (left.size() == task.record.input_requests.size()) return;
     task.record.input_requests = std::move(left);
-    task.record.updated_ms = now_ms();
+    task.record.updated_ms = task.clock->unix_ms();
     task.store->put(task.record);
 }
 
@@ -219,7 +220,7 @@ std::string Server::start_task(const ToolDef& tool, const json& id, const json& 
                                const json& params, RequestContext& ctx) {
     auto& impl = *impl_;
     const bool legacy = ctx.era == Era::legacy;
-    std::int64_t now = now_ms();
+    std::int64_t now = impl.now_ms();
     impl.task_store->erase_expired(now);
 
     std::int64_t ttl = impl.options.task_ttl_ms;
@@ -234,6 +235,7 @@ std::string Server::start_task(const ToolDef& tool, const json& id, const json& 
     }
     auto task = std::make_shared<LiveTask>();
     task->store = impl.task_store;
+    task->clock = impl.clock;
     {
         std::lock_guard lock(impl.mutex);
         std::size_t live = 0;
@@ -265,8 +267,7 @@ std::string Server::start_task(const ToolDef& tool, const json& id, const json& 
     } else {
         result = modern_task_json(created);
         result["resultType"] = "task";
-        result["_meta"]["io.modelcontextprotocol/serverInfo"] = {
-            {"name", impl.options.info.name}, {"version", impl.options.info.version}};
+        impl.add_server_info(result["_meta"]);
     }
     return dump({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
 }
@@ -349,6 +350,7 @@ void Server::resume_tasks() {
         const ToolDef* tool = impl.find_tool(r.tool);
         auto task = std::make_shared<LiveTask>();
         task->store = impl.task_store;
+        task->clock = impl.clock;
         task->record = r;
         if (!tool || !tool->resume_task || r.resume.is_null()) {
             task->record.status = TaskStatus::failed;
@@ -358,7 +360,7 @@ void Server::resume_tasks() {
                             "ended; check the result with the read tools before running it "
                             "again"}};
             task->record.status_message = task->record.error["message"];
-            task->record.updated_ms = now_ms();
+            task->record.updated_ms = impl.now_ms();
             impl.task_store->put(task->record);
             continue;
         }
@@ -376,182 +378,186 @@ void Server::resume_tasks() {
     }
 }
 
-std::optional<std::string> Server::handle_task_method(const std::string& method, const json& id,
-                                                      const json& params, RequestContext& ctx) {
-    auto& impl = *impl_;
-    const bool legacy = ctx.era == Era::legacy;
-    if (!legacy) {
-        if (method == "tasks/result" || method == "tasks/list")
-            throw RpcError(error_code::method_not_found,
-                           "method not found: " + method +
-                               " (the 2026-07-28 tasks extension has tasks/get, tasks/update "
-                               "and tasks/cancel)");
-        if (!has_tasks_extension(ctx.client_capabilities))
-            throw RpcError(error_code::missing_client_capability,
-                           method + " needs the " + std::string(kTasksExtension) +
-                               " extension in clientCapabilities",
-                           {{"requiredCapabilities", kTasksRequirement}});
-    }
-    auto reply = [&](json result) {
-        if (!legacy) {
-            result["resultType"] = "complete";
-            result["_meta"]["io.modelcontextprotocol/serverInfo"] = {
-                {"name", impl.options.info.name}, {"version", impl.options.info.version}};
-        }
-        return dump({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
-    };
-
-    if (method == "tasks/list") {
-        std::size_t offset = 0;
-        if (auto c = params.find("cursor"); c != params.end() && !c->is_null()) {
-            auto decoded =
-                c->is_string() ? crypto::base64url_decode(c->get<std::string>()) : std::nullopt;
-            bool ok = decoded && decoded->rfind("tasks:", 0) == 0;
-            try {
-                if (ok) offset = std::stoul(decoded->substr(6));
-            } catch (const std::exception&) {
-                ok = false;
-            }
-            if (!ok)
-                throw RpcError(error_code::invalid_params,
-                               "invalid cursor: pass back the nextCursor of a previous "
-                               "tasks/list, or omit it");
-        }
-        impl.task_store->erase_expired(now_ms());
-        constexpr std::size_t page = 50;
-        auto records = impl.task_store->list(task_owner(ctx), offset, page + 1);
-        json tasks = json::array();
-        for (std::size_t i = 0; i < records.size() && i < page; ++i)
-            tasks.push_back(legacy_task_json(records[i]));
-        json result = {{"tasks", std::move(tasks)}};
-        if (records.size() > page)
-            result["nextCursor"] = crypto::base64url_encode("tasks:" + std::to_string(offset + page));
-        return reply(std::move(result));
-    }
-
-    std::string task_id = [&] {
-        auto it = params.find("taskId");
-        if (it == params.end() || !it->is_string())
+Methods::FoundTask Methods::find_task(Server& server, const Request& r) {
+    auto& impl = *server.impl_;
+    if (r.ctx.era == Era::modern && !has_tasks_extension(r.ctx.client_capabilities))
+        throw RpcError(error_code::missing_client_capability,
+                       r.method + " needs the " + std::string(kTasksExtension) +
+                           " extension in clientCapabilities",
+                       {{"requiredCapabilities", kTasksRequirement}});
+    FoundTask found;
+    found.id = [&] {
+        auto it = r.params.find("taskId");
+        if (it == r.params.end() || !it->is_string())
             throw RpcError(error_code::invalid_params, "params.taskId is required (a string)");
         return it->get<std::string>();
     }();
-    std::optional<TaskRecord> stored = impl.task_store->get(task_id);
-    if (!stored || stored->owner != task_owner(ctx) ||
-        (stored->ttl_ms > 0 && stored->created_ms + stored->ttl_ms < now_ms()))
-        throw unknown_task(task_id);
-    std::shared_ptr<LiveTask> live;
-    {
-        std::lock_guard lock(impl.mutex);
-        if (auto it = impl.tasks.find(task_id); it != impl.tasks.end()) live = it->second;
-    }
-    auto current = [&]() -> TaskRecord {
-        if (!live) return *impl.task_store->get(task_id);
-        std::lock_guard lock(live->mutex);
-        return live->record;
-    };
+    std::optional<TaskRecord> stored = impl.task_store->get(found.id);
+    if (!stored || stored->owner != task_owner(r.ctx) ||
+        (stored->ttl_ms > 0 && stored->created_ms + stored->ttl_ms < impl.now_ms()))
+        throw unknown_task(found.id);
+    found.store = impl.task_store;
+    std::lock_guard lock(impl.mutex);
+    if (auto it = impl.tasks.find(found.id); it != impl.tasks.end()) found.live = it->second;
+    return found;
+}
 
-    if (method == "tasks/get") {
-        TaskRecord r = current();
-        if (legacy) return reply(legacy_task_json(r));
-        json out = modern_task_json(r);
-        if (r.status == TaskStatus::completed && !r.result.empty())
-            out["result"] = json::parse(r.result);
-        if (r.status == TaskStatus::failed && r.error.is_object()) out["error"] = r.error;
-        if (r.status == TaskStatus::input_required && r.input_requests.is_object())
-            out["inputRequests"] = r.input_requests;
-        return reply(std::move(out));
-    }
+TaskRecord Methods::FoundTask::current() const {
+    if (!live) return *store->get(id);
+    std::lock_guard lock(live->mutex);
+    return live->record;
+}
 
-    if (method == "tasks/cancel") {
-        TaskRecord r = current();
-        if (is_terminal(r.status)) {
-            if (legacy)
-                throw RpcError(error_code::invalid_params,
-                               "task " + task_id + " is already " +
-                                   std::string(to_string(r.status)) + " and cannot be cancelled");
-            return reply(json::object());
+std::optional<std::string> Methods::tasks_list(Server& server, const Request& r) {
+    auto& impl = *server.impl_;
+    const std::string owner = task_owner(r.ctx);
+    // Cursors are sealed for the owner whose tasks they page through: one made up, altered or
+    // issued to another caller is refused.
+    const base::TokenBinding binding{.subject = "tasks/list", .principal = owner};
+    std::size_t offset = 0;
+    if (auto c = r.params.find("cursor"); c != r.params.end() && !c->is_null()) {
+        std::optional<std::size_t> at;
+        if (c->is_string()) {
+            auto opened = impl.tasks_cursor_sealer->open(c->get_ref<const std::string&>(), binding);
+            if (auto* token = std::get_if<base::OpenedToken>(&opened);
+                token && token->body.is_object() && token->body["offset"].is_number_unsigned())
+                at = token->body["offset"].get<std::size_t>();
         }
-        const ToolDef* tool = impl.find_tool(r.tool);
-        if (live) {
-            {
-                std::lock_guard lock(live->mutex);
-                live->record.status = TaskStatus::cancelled;
-                live->record.status_message = "cancelled by the client";
-                live->record.input_requests = nullptr;
-                r = live->record;
-            }
-            live->stop.request_stop();
-            publish(*live);
-        } else {
-            r.status = TaskStatus::cancelled;
-            r.status_message = "cancelled by the client";
-            r.updated_ms = now_ms();
-            impl.task_store->put(r);
-        }
-        if (tool && tool->on_cancel && !r.resume.is_null()) {
-            try {
-                tool->on_cancel(r.resume);
-            } catch (const std::exception& e) {
-                spdlog::warn("cancelling the work of task {}: {}", task_id, e.what());
-            }
-        }
-        return reply(legacy ? legacy_task_json(r) : json::object());
-    }
-
-    if (method == "tasks/update") {  // modern only (legacy falls through to method not found)
-        if (legacy) throw RpcError(error_code::method_not_found, "method not found: tasks/update");
-        auto responses = params.find("inputResponses");
-        if (responses == params.end() || !responses->is_object())
+        if (!at)
             throw RpcError(error_code::invalid_params,
-                           "params.inputResponses is required (an object keyed like the task's "
-                           "inputRequests)");
-        if (live) {
-            {
-                std::lock_guard lock(live->mutex);
-                for (const auto& [k, v] : responses->items()) live->responses[k] = v;
-                if (live->open_questions) narrow_input_requests(*live, live->open_questions());
-            }
-            live->changed.notify_all();
-        }
-        return reply(json::object());
+                           "invalid cursor: pass back the nextCursor of a previous "
+                           "tasks/list, or omit it");
+        offset = *at;
     }
+    impl.task_store->erase_expired(impl.now_ms());
+    constexpr std::size_t page = 50;
+    auto records = impl.task_store->list(owner, offset, page + 1);
+    json tasks = json::array();
+    for (std::size_t i = 0; i < records.size() && i < page; ++i)
+        tasks.push_back(legacy_task_json(records[i]));
+    json result = {{"tasks", std::move(tasks)}};
+    if (records.size() > page)
+        result["nextCursor"] = impl.tasks_cursor_sealer->seal(
+            binding, std::chrono::milliseconds(impl.options.task_max_ttl_ms),
+            {{"offset", offset + page}});
+    return complete(server, r, std::move(result));
+}
 
-    if (method == "tasks/result") {  // legacy: waits for the end, relaying what the work sends
-        if (live) {
-            Channel* waiter = ctx.channel_;
-            {
-                std::unique_lock lock(live->mutex);
-                if (waiter) {
-                    live->waiters.push_back(waiter);
-                    while (!live->outbox.empty()) {
-                        waiter->send(live->outbox.front());
-                        live->outbox.pop_front();
-                    }
-                }
-                live->changed.wait(lock, ctx.stop, [&] { return is_terminal(live->record.status); });
-                std::erase(live->waiters, waiter);
-            }
-            if (ctx.stop.stop_requested() && ctx.session) return std::nullopt;
-        }
-        TaskRecord r = current();
-        if (!is_terminal(r.status))
-            throw RpcError(error_code::internal_error, "the task " + task_id + " is still running");
-        json related = {{std::string(kRelatedTaskMeta), {{"taskId", task_id}}}};
-        if (!r.result.empty()) {
-            json result = json::parse(r.result);
-            result["_meta"] = related;
-            return dump({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
-        }
-        std::string message =
-            r.status == TaskStatus::cancelled ? "the task was cancelled" : std::string("task failed");
-        int code = error_code::internal_error;
-        if (r.error.is_object()) {
-            code = r.error.value("code", code);
-            message = r.error.value("message", message);
-        }
-        return make_error_text(id, code, message, related);
+std::optional<std::string> Methods::tasks_get(Server& server, const Request& r) {
+    TaskRecord record = find_task(server, r).current();
+    if (r.ctx.era == Era::legacy) return complete(server, r, legacy_task_json(record));
+    json out = modern_task_json(record);
+    if (record.status == TaskStatus::completed && !record.result.empty())
+        out["result"] = json::parse(record.result);
+    if (record.status == TaskStatus::failed && record.error.is_object())
+        out["error"] = record.error;
+    if (record.status == TaskStatus::input_required && record.input_requests.is_object())
+        out["inputRequests"] = record.input_requests;
+    return complete(server, r, std::move(out));
+}
+
+std::optional<std::string> Methods::tasks_cancel(Server& server, const Request& r) {
+    auto& impl = *server.impl_;
+    const bool legacy = r.ctx.era == Era::legacy;
+    FoundTask task = find_task(server, r);
+    TaskRecord record = task.current();
+    if (is_terminal(record.status)) {
+        if (legacy)
+            throw RpcError(error_code::invalid_params,
+                           "task " + task.id + " is already " +
+                               std::string(to_string(record.status)) + " and cannot be cancelled");
+        return complete(server, r, json::object());
     }
-    throw RpcError(error_code::method_not_found, "method not found: " + method);
+    const ToolDef* tool = impl.find_tool(record.tool);
+    if (task.live) {
+        {
+            std::lock_guard lock(task.live->mutex);
+            task.live->record.status = TaskStatus::cancelled;
+            task.live->record.status_message = "cancelled by the client";
+            task.live->record.input_requests = nullptr;
+            record = task.live->record;
+        }
+        task.live->stop.request_stop();
+        publish(*task.live);
+    } else {
+        record.status = TaskStatus::cancelled;
+        record.status_message = "cancelled by the client";
+        record.updated_ms = impl.now_ms();
+        impl.task_store->put(record);
+    }
+    if (tool && tool->on_cancel && !record.resume.is_null()) {
+        try {
+            tool->on_cancel(record.resume);
+        } catch (const std::exception& e) {
+            spdlog::warn("cancelling the work of task {}: {}", task.id, e.what());
+        }
+    }
+    return complete(server, r, legacy ? legacy_task_json(record) : json::object());
+}
+
+std::optional<std::string> Methods::tasks_update(Server& server, const Request& r) {
+    FoundTask task = find_task(server, r);
+    if (r.ctx.era == Era::legacy)
+        throw RpcError(error_code::method_not_found, "method not found: tasks/update");
+    auto responses = r.params.find("inputResponses");
+    if (responses == r.params.end() || !responses->is_object())
+        throw RpcError(error_code::invalid_params,
+                       "params.inputResponses is required (an object keyed like the task's "
+                       "inputRequests)");
+    if (task.live) {
+        {
+            std::lock_guard lock(task.live->mutex);
+            for (const auto& [k, v] : responses->items()) task.live->responses[k] = v;
+            if (task.live->open_questions)
+                narrow_input_requests(*task.live, task.live->open_questions());
+        }
+        task.live->changed.notify_all();
+    }
+    return complete(server, r, json::object());
+}
+
+std::optional<std::string> Methods::tasks_result(Server& server, const Request& r) {
+    // Legacy only: waits for the end, relaying what the work sends to this call's channel.
+    FoundTask task = find_task(server, r);
+    if (const auto& live = task.live) {
+        Channel* waiter = r.ctx.channel_;
+        {
+            std::unique_lock lock(live->mutex);
+            if (waiter) {
+                live->waiters.push_back(waiter);
+                while (!live->outbox.empty()) {
+                    waiter->send(live->outbox.front());
+                    live->outbox.pop_front();
+                }
+            }
+            live->changed.wait(lock, r.ctx.stop,
+                               [&] { return is_terminal(live->record.status); });
+            std::erase(live->waiters, waiter);
+        }
+        if (r.ctx.stop.stop_requested() && r.ctx.session) return std::nullopt;
+    }
+    TaskRecord record = task.current();
+    if (!is_terminal(record.status))
+        throw RpcError(error_code::internal_error, "the task " + task.id + " is still running");
+    json related = {{std::string(kRelatedTaskMeta), {{"taskId", task.id}}}};
+    if (!record.result.empty()) {
+        json result = json::parse(record.result);
+        result["_meta"] = related;
+        return dump({{"jsonrpc", "2.0"}, {"id", r.id}, {"result", std::move(result)}});
+    }
+    std::string message = record.status == TaskStatus::cancelled ? "the task was cancelled"
+                                                                 : std::string("task failed");
+    int code = error_code::internal_error;
+    if (record.error.is_object()) {
+        code = record.error.value("code", code);
+        message = record.error.value("message", message);
+    }
+    return make_error_text(r.id, code, message, related);
+}
+
+std::optional<std::string> Methods::tasks_other(Server& server, const Request& r) {
+    find_task(server, r);
+    throw RpcError(error_code::method_not_found, "method not found: " + r.method);
 }
 
 }  // namespace agency::mcp

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/clock.hpp"
 #include "gateway/actions.hpp"
 #include "gateway/client.hpp"
 #include "gateway/client_detail.hpp"
@@ -23,12 +24,12 @@ using agency::gateway::Client;
 using agency::gateway::Config;
 using agency::gateway::Error;
 using agency::gateway::ErrorReason;
-using agency::gateway::RetryPolicy;
+using agency::gateway::ResendRule;
 using agency::gateway::find_action_spec;
 using agency::gateway::detail::compare_state;
 using agency::gateway::detail::Evidence;
 using agency::gateway::detail::judge_rows;
-using agency::gateway::detail::parse_utc_time;
+using agency::base::parse_utc_time;
 using agency::sample::FaultMode;
 using json = nlohmann::json;
 
@@ -219,30 +220,30 @@ const ActionSpec& deploy_spec() {
 TEST(ActionChecks, EveryActionHasOneApplicableCheck) {
     for (const auto& spec : agency::gateway::kActionSpecs) {
         SCOPED_TRACE(std::string(spec.action));
-        if (spec.policy != RetryPolicy::retry_safe) {
+        if (spec.resend != ResendRule::retry_safe) {
             EXPECT_FALSE(spec.check_hint.empty());
         }
         // Creating checks need a time to judge "since the first attempt" by.
-        if (spec.policy == RetryPolicy::verify || spec.policy == RetryPolicy::confirm_only) {
+        if (spec.resend == ResendRule::verify || spec.resend == ResendRule::confirm_only) {
             EXPECT_FALSE(spec.order.empty());
             EXPECT_FALSE(spec.time_field.empty());
         }
-        if (spec.policy == RetryPolicy::verify_state) {
+        if (spec.resend == ResendRule::verify_state) {
             EXPECT_FALSE(spec.filter_body_field.empty());
             EXPECT_FALSE(spec.match[0].constant.empty());
         }
     }
-    EXPECT_EQ(find_action_spec("deploy_blog", json{{"post_id", "b-1"}})->policy,
-              RetryPolicy::verify_state);
-    EXPECT_EQ(find_action_spec("deploy_blog", json::object())->policy, RetryPolicy::unknown);
-    EXPECT_EQ(find_action_spec("deploy_blog", json{{"post_id", ""}})->policy,
-              RetryPolicy::unknown);
-    EXPECT_EQ(find_action_spec("index_url", json{{"url", "u"}})->policy,
-              RetryPolicy::confirm_only);
-    EXPECT_EQ(find_action_spec("send_prospect_email", json{{"email_id", "o-1"}})->policy,
-              RetryPolicy::verify_state);
-    EXPECT_EQ(find_action_spec("score_call", json{{"transcript", "t"}})->policy,
-              RetryPolicy::verify);  // can_verify then finds no call_id: unknown
+    EXPECT_EQ(find_action_spec("deploy_blog", json{{"post_id", "b-1"}})->resend,
+              ResendRule::verify_state);
+    EXPECT_EQ(find_action_spec("deploy_blog", json::object())->resend, ResendRule::unknown);
+    EXPECT_EQ(find_action_spec("deploy_blog", json{{"post_id", ""}})->resend,
+              ResendRule::unknown);
+    EXPECT_EQ(find_action_spec("index_url", json{{"url", "u"}})->resend,
+              ResendRule::confirm_only);
+    EXPECT_EQ(find_action_spec("send_prospect_email", json{{"email_id", "o-1"}})->resend,
+              ResendRule::verify_state);
+    EXPECT_EQ(find_action_spec("score_call", json{{"transcript", "t"}})->resend,
+              ResendRule::verify);  // can_verify then finds no call_id: unknown
     EXPECT_EQ(find_action_spec("launch_rocket", json::object()), nullptr);
 }
 

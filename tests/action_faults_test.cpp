@@ -20,7 +20,7 @@
 
 namespace {
 
-using agency::gateway::RetryPolicy;
+using agency::gateway::ResendRule;
 using agency::sample::FaultMode;
 using agency::testing::ToolHarness;
 using agency::testing::ToolReply;
@@ -217,7 +217,7 @@ TEST_P(ActionFaults, OneRecordPerCall) {
 
     // Exactly one record, and no second POST unless the spec says repeats create nothing.
     // A bare index_url records nothing readable at all.
-    const bool leaves_record = !(bare && spec->policy == RetryPolicy::confirm_only);
+    const bool leaves_record = !(bare && spec->resend == ResendRule::confirm_only);
     if (c.resource.empty()) {
         EXPECT_EQ(h->gw->rows("backlinks", c.client).size(), backlinks_before);
     } else if (!leaves_record) {
@@ -225,17 +225,17 @@ TEST_P(ActionFaults, OneRecordPerCall) {
     } else {
         EXPECT_EQ(records(c, record).size(), 1u) << "records matching " << record.dump();
     }
-    if (spec->policy == RetryPolicy::retry_safe)
+    if (spec->resend == ResendRule::retry_safe)
         EXPECT_GE(posts, 1u);
     else
         EXPECT_EQ(posts, 1u) << "never sent twice";
 
     // The answer: the record, or a clear error saying the outcome is unknown.
     // A record found proves it ran; its absence proves nothing for a confirm_only action.
-    const bool checkable = spec->policy == RetryPolicy::verify ||
-                           spec->policy == RetryPolicy::verify_state ||
-                           (spec->policy == RetryPolicy::confirm_only && !bare);
-    const bool recoverable = spec->policy == RetryPolicy::retry_safe ||
+    const bool checkable = spec->resend == ResendRule::verify ||
+                           spec->resend == ResendRule::verify_state ||
+                           (spec->resend == ResendRule::confirm_only && !bare);
+    const bool recoverable = spec->resend == ResendRule::retry_safe ||
                              (checkable && fault.mode != FaultMode::slow);
     if (recoverable) {
         ASSERT_FALSE(reply.is_error()) << reply.response.dump().substr(0, 600);
@@ -244,7 +244,7 @@ TEST_P(ActionFaults, OneRecordPerCall) {
             EXPECT_EQ(answer.value(c.id_field, ""), records(c, record)[0].value("id", ""))
                 << answer.dump();
         }
-        if (spec->policy != RetryPolicy::retry_safe) {
+        if (spec->resend != ResendRule::retry_safe) {
             // The answer says what happened: the failure, and what showed that it ran.
             EXPECT_NE(answer.value("note", "").find("ran once and was not sent again"),
                       std::string::npos)

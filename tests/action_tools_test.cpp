@@ -19,7 +19,8 @@
 
 #include <sstream>
 
-#include "server/crypto.hpp"
+#include "state/sqlite_store.hpp"
+#include "base/crypto.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"
@@ -50,15 +51,16 @@ const std::vector<std::string> kConfirmedTools = {"deploy_article", "send_prospe
 // A harness whose server has every tool, the action tools over `runtime`.
 struct Actions {
     std::shared_ptr<ActionRuntime> rt;
+    agency::tools::ToolCatalog catalog;  // what registration says of each tool
     std::unique_ptr<ToolHarness> h;
 
     explicit Actions(ActionSettings settings = {})
         : rt(std::make_shared<ActionRuntime>(std::move(settings))) {
         h = std::make_unique<ToolHarness>(
             agency::sample::Options{}, agency::tools::Settings{},
-            [rt = rt](agency::mcp::Server& server,
-                      const std::shared_ptr<agency::tools::Toolbox>& box) {
-                agency::tools::register_all(server, box, rt);
+            [this](agency::mcp::Server& server,
+                   const std::shared_ptr<agency::tools::Toolbox>& box) {
+                catalog = agency::tools::register_all(server, box, rt);
             });
     }
     // Workers stop before the gateway they talk to.
@@ -157,7 +159,7 @@ TEST(ActionTools, AnnotationsAndMapping) {
         EXPECT_TRUE(t["inputSchema"]["properties"].contains("idempotency_key"));
     }
     bool documented = false;
-    for (const auto& doc : agency::tools::registered_tool_docs())
+    for (const auto& doc : a.catalog)
         if (doc.name == "generate_article") {
             documented = true;
             EXPECT_EQ(doc.gateway_action, "generate_blog");
@@ -318,7 +320,7 @@ TEST(ActionTools, RunningAuditIsCompletedAfterRestartWithoutDuplicate) {
     std::string job_id;
     {
         // The previous process: its job was running and its POST had reached the gateway.
-        agency::tools::Store previous(path);
+        agency::state::SqliteStore previous(path);
         job_id = previous.create_job("seo_audit", kDental, "local", {{"url", url}}).id;
         ASSERT_TRUE(previous.mark_running(job_id));
         a.h->client->act("seo_audit", kDental, {{"url", url}});
@@ -326,10 +328,10 @@ TEST(ActionTools, RunningAuditIsCompletedAfterRestartWithoutDuplicate) {
     ASSERT_EQ(rows_with(a.h->gw->rows("seo_reports", kDental), "url", url), 1u);
 
     // The next process: a fresh jobs runner over the reopened file.
-    auto store = std::make_shared<agency::tools::Store>(path);
+    auto store = std::make_shared<agency::state::SqliteStore>(path);
     agency::tools::AuditJobs jobs(store, 1);
     jobs.start(a.h->box);
-    std::optional<agency::tools::Job> job;
+    std::optional<agency::state::Job> job;
     for (int i = 0; i < 500; ++i) {
         job = store->job(job_id);
         if (job && job->status == "succeeded") break;
@@ -737,9 +739,9 @@ namespace {
 
 // Waits until `pred(job)` holds for the stored job (or 5 s pass); returns the last one read.
 template <typename Pred>
-std::optional<agency::tools::Job> await_job(agency::tools::AuditJobs& jobs, const std::string& id,
+std::optional<agency::state::Job> await_job(agency::tools::AuditJobs& jobs, const std::string& id,
                                             Pred pred) {
-    std::optional<agency::tools::Job> job;
+    std::optional<agency::state::Job> job;
     for (int i = 0; i < 500; ++i) {
         job = jobs.find(id);
         if (job && pred(*job)) break;
@@ -753,7 +755,7 @@ struct ChangeLog {
     std::mutex mutex;
     std::vector<std::pair<std::string, std::string>> seen;  // (job id, status[+result])
     void attach(agency::tools::AuditJobs& jobs) {
-        jobs.on_change([this](const agency::tools::Job& job) {
+        jobs.on_change([this](const agency::state::Job& job) {
             std::lock_guard lock(mutex);
             seen.emplace_back(job.id, job.status + (job.result.is_object() ? "+result" : ""));
         });
@@ -771,7 +773,7 @@ struct ChangeLog {
 
 TEST(AuditJobs, CancelledQueuedJobIsNeverPosted) {
     Actions a;
-    auto store = std::make_shared<agency::tools::Store>(":memory:");
+    auto store = std::make_shared<agency::state::SqliteStore>(":memory:");
     agency::tools::AuditJobs jobs(store, 1);
     ChangeLog log;
     log.attach(jobs);
@@ -799,7 +801,7 @@ TEST(AuditJobs, CancelledQueuedJobIsNeverPosted) {
 TEST(AuditJobs, CancelledRunningJobKeepsItsLateResult) {
     Actions a;
     a.h->gw->inject({.target = "seo_audit", .mode = FaultMode::slow, .delay_ms = 700});
-    auto store = std::make_shared<agency::tools::Store>(":memory:");
+    auto store = std::make_shared<agency::state::SqliteStore>(":memory:");
     agency::tools::AuditJobs jobs(store, 1);
     ChangeLog log;
     log.attach(jobs);
@@ -885,7 +887,7 @@ TEST(AuditRestart, RestartMidAuditReportsItOnceWithoutASecondPost) {
     h.gw->inject({.target = "seo_audit", .mode = FaultMode::slow, .delay_ms = 800});
     std::string audit_id;
     {
-        auto store = std::make_shared<agency::tools::Store>(db.path);
+        auto store = std::make_shared<agency::state::SqliteStore>(db.path);
         agency::tools::AuditJobs first(store, 1);
         first.start(h.box);
         audit_id = first.submit(kDental, "alice", url).id;
@@ -897,7 +899,7 @@ TEST(AuditRestart, RestartMidAuditReportsItOnceWithoutASecondPost) {
     for (int i = 0; i < 300 && h.gw->count_requests("POST", "seo_audit") == 0; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     ASSERT_EQ(h.gw->count_requests("POST", "seo_audit"), 1u) << "the first POST ran";
-    ASSERT_EQ(agency::tools::Store(db.path).job(audit_id)->status, "running");
+    ASSERT_EQ(agency::state::SqliteStore(db.path).job(audit_id)->status, "running");
 
     NextProcess next(h, db.path);
     const json status = poll_status(h, audit_id, "alice");
@@ -928,7 +930,7 @@ TEST(AuditRestart, RunningAuditWhosePostNeverArrivedIsSentOnce) {
     std::string fresh_id;
     std::string old_id;
     {
-        agency::tools::Store previous(db.path);
+        agency::state::SqliteStore previous(db.path);
         fresh_id = previous.create_job("seo_audit", kDental, "alice", {{"url", fresh}}).id;
         old_id = previous.create_job("seo_audit", kDental, "alice", {{"url", old_url}}).id;
         ASSERT_TRUE(previous.mark_running(fresh_id));

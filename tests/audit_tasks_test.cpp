@@ -10,7 +10,7 @@
 
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
-#include "server/crypto.hpp"
+#include "base/crypto.hpp"
 #include "server/mcp_server.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"

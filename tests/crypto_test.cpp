@@ -6,7 +6,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "server/crypto.hpp"
+#include "base/crypto.hpp"
 
 namespace {
 

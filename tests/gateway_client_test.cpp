@@ -20,6 +20,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "base/clock.hpp"
 #include "gateway/client.hpp"
 #include "gateway/client_detail.hpp"
 #include "gateway/sample/sample_gateway.hpp"
@@ -172,6 +173,8 @@ TEST(GatewayClient, MalformedUrlsAreConfigErrors) {
 
 TEST(GatewayClient, ParsesUtcTimesAndMatchesRows) {
     using namespace agency::gateway::detail;
+    using agency::base::format_utc_time;
+    using agency::base::parse_utc_time;
     const auto t = parse_utc_time("2026-11-22T10:15:30Z");
     ASSERT_TRUE(t);
     EXPECT_EQ(format_utc_time(*t), "2026-11-22T10:15:30Z");
@@ -185,7 +188,7 @@ TEST(GatewayClient, ParsesUtcTimesAndMatchesRows) {
     const nlohmann::json body{{"to", "a@b.c"}, {"subject", "Hi"}, {"html", "<p>x</p>"}};
     const auto* spec = agency::gateway::find_action_spec("send_prospect_email", body);
     ASSERT_NE(spec, nullptr);
-    EXPECT_EQ(spec->policy, agency::gateway::RetryPolicy::verify);
+    EXPECT_EQ(spec->resend, agency::gateway::ResendRule::verify);
     nlohmann::json row{{"id", "o-1"},
                        {"email_to", "a@b.c"},
                        {"subject", "Hi"},

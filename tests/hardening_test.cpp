@@ -12,7 +12,7 @@
 #include <httplib.h>
 #include <sqlite3.h>
 
-#include "server/crypto.hpp"
+#include "base/crypto.hpp"
 #include "server/http_transport.hpp"
 #include "server/json_rpc.hpp"
 #include "stdio_harness.hpp"

@@ -27,7 +27,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include "server/crypto.hpp"
+#include "base/crypto.hpp"
 #include "server/http_transport.hpp"
 #include "server/keys.hpp"
 #include "server/mcp_server.hpp"

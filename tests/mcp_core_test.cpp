@@ -19,6 +19,7 @@
 #include "server/mcp_server.hpp"
 #include "server/stdio_transport.hpp"
 #include "stdio_harness.hpp"
+#include "tests/support/manual_clock.hpp"
 
 namespace {
 
@@ -614,6 +615,33 @@ TEST_F(McpCore, MrtrStateFromAnotherServerIsRejected) {
                               stateless);
     ASSERT_TRUE(reply);
     EXPECT_EQ(error_code(json::parse(*reply)), -32602) << *reply;
+}
+
+TEST_F(McpCore, MrtrStateExpiresByTheServerClock) {
+    agency::testing::ManualClock clock;
+    ServerOptions options;
+    options.clock = &clock;
+    options.state_ttl = std::chrono::seconds(60);
+    make_server(options);
+    json state = first_round()["result"]["requestState"];
+    clock.advance(std::chrono::seconds(61));
+    json reply = retry(2, state);
+    EXPECT_EQ(error_code(reply), -32602) << reply.dump();
+    EXPECT_NE(error_message(reply).find("requestState integrity check failed: it has expired"),
+              std::string::npos)
+        << reply.dump();
+}
+
+TEST_F(McpCore, SessionsExpireByTheServerClock) {
+    agency::testing::ManualClock clock;
+    ServerOptions options;
+    options.clock = &clock;
+    make_server(options);
+    server_->register_session(server_->create_session("idle-session"));
+    EXPECT_EQ(server_->expire_sessions(std::chrono::minutes(1)), 0u);
+    clock.advance(std::chrono::minutes(2));
+    EXPECT_EQ(server_->expire_sessions(std::chrono::minutes(1)), 1u);
+    EXPECT_EQ(server_->find_session("idle-session"), nullptr);
 }
 
 // --- stdio transport ------------------------------------------------------------------------

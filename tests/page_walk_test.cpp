@@ -67,16 +67,14 @@ template <class Test>
 void at_every_simd_level(Test&& test) {
     for (int level : {0, 1, 2}) {
         SCOPED_TRACE("vector level " + std::to_string(level));
-        agency::gateway::set_max_simd(level);
-        test();
+        test(level);
     }
-    agency::gateway::set_max_simd(2);
 }
 
 // must_contain passes over rows that cannot hold the value, but never one that might: other
 // case, an escape anywhere in the row, or the value in another field (the visitor decides).
 TEST(PageWalk, MustContainPassesOverOnlyRowsThatCannotMatch) {
-    at_every_simd_level([&] {
+    at_every_simd_level([&](int simd) {
         const std::string body = R"({"data":[)"
                                  R"({"keyword":"HVAC Repair Evanston","n":0},)"
                                  R"({"keyword":"hvac repair evanst\u006fn","n":1},)"
@@ -88,7 +86,7 @@ TEST(PageWalk, MustContainPassesOverOnlyRowsThatCannotMatch) {
         static constexpr std::string_view kKeyword[] = {"keyword"};
         std::vector<Seen> seen;
         const WalkResult r =
-            walk(body, {.fields = kKeyword, .must_contain = "hvac repair evanston"}, seen);
+            walk(body, {.fields = kKeyword, .must_contain = "hvac repair evanston", .max_simd = simd}, seen);
         ASSERT_EQ(r.problem, WalkProblem::none);
         EXPECT_EQ(r.rows, 6u);  // every row counts towards the position, read or not
         std::vector<std::size_t> indexes;
@@ -107,7 +105,7 @@ TEST(PageWalk, MustContainPassesOverOnlyRowsThatCannotMatch) {
 // Exactly the rows holding the value (any case) or an escape are read, wherever they fall
 // against the 16-byte blocks of the search and at the very end of the page.
 TEST(PageWalk, MustContainFindsEveryCandidateAtAnyAlignment) {
-    at_every_simd_level([&] {
+    at_every_simd_level([&](int simd) {
         const std::string needle = "Evanston";
         std::string body = R"({"data":[)";
         std::vector<bool> expected;
@@ -132,7 +130,7 @@ TEST(PageWalk, MustContainFindsEveryCandidateAtAnyAlignment) {
                 expected.push_back(true);
             }
             std::vector<bool> seen(expected.size(), false);
-            const WalkResult r = walk_rows(body, {.must_contain = needle}, [&](const Row& row) {
+            const WalkResult r = walk_rows(body, {.must_contain = needle, .max_simd = simd}, [&](const Row& row) {
                 seen[row.index] = true;
                 return true;
             });
@@ -148,7 +146,7 @@ TEST(PageWalk, MustContainFindsEveryCandidateAtAnyAlignment) {
 // brackets, quotes and backslash runs inside strings, nested rows, members before and after
 // data, odd spacing. The rows read must be exactly those holding the value or an escape.
 TEST(PageWalk, MustContainReadsTheSameRowsAsTheFullWalk) {
-    at_every_simd_level([&] {
+    at_every_simd_level([&](int simd) {
         unsigned seed = 777;
         auto next = [&] { return seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff; };
         // Odd pages have no backslash at all (the scan then skips looking for escapes).
@@ -189,7 +187,7 @@ TEST(PageWalk, MustContainReadsTheSameRowsAsTheFullWalk) {
             std::vector<Seen> all, filtered;
             const WalkResult full = walk(body, {.fields = kFields}, all);
             ASSERT_EQ(full.problem, WalkProblem::none) << body;
-            const WalkResult r = walk(body, {.fields = kFields, .must_contain = "evanston"}, filtered);
+            const WalkResult r = walk(body, {.fields = kFields, .must_contain = "evanston", .max_simd = simd}, filtered);
             ASSERT_EQ(r.problem, WalkProblem::none) << body;
             EXPECT_EQ(r.rows, full.rows);
             EXPECT_EQ(r.pagination.present, full.pagination.present);
@@ -214,12 +212,12 @@ TEST(PageWalk, MustContainReadsTheSameRowsAsTheFullWalk) {
 // A valid page deeper than the bracket scan follows stops the scan early; the thorough walk
 // must still find every row that holds the value, past the point where the scan stopped.
 TEST(PageWalk, MustContainFindsRowsPastWhereTheScanGaveUp) {
-    at_every_simd_level([&] {
+    at_every_simd_level([&](int simd) {
         const std::string deep = std::string(80, '[') + std::string(80, ']');
         const std::string body = R"({"data":[{"k":)" + deep + R"(},{"k":"x"},)" +
                                  std::string(300, ' ') + R"({"k":"Evanston"}]})";
         std::vector<std::size_t> indexes;
-        const WalkResult r = walk_rows(body, {.must_contain = "evanston"}, [&](const Row& row) {
+        const WalkResult r = walk_rows(body, {.must_contain = "evanston", .max_simd = simd}, [&](const Row& row) {
             indexes.push_back(row.index);
             return true;
         });
@@ -232,10 +230,10 @@ TEST(PageWalk, MustContainFindsRowsPastWhereTheScanGaveUp) {
 // A page the bracket scan does not take as plain goes the thorough way, so must_contain
 // reports the same problem as a walk without it, and hands nothing over first.
 TEST(PageWalk, MustContainReportsMalformedPagesLikeTheFullWalk) {
-    at_every_simd_level([&] {
-        auto problem = [](const std::string& body, std::string_view must) {
+    at_every_simd_level([&](int simd) {
+        auto problem = [simd](const std::string& body, std::string_view must) {
             int handed = 0;
-            const auto p = walk_rows(body, {.must_contain = must}, [&](const Row&) {
+            const auto p = walk_rows(body, {.must_contain = must, .max_simd = simd}, [&](const Row&) {
                                ++handed;
                                return true;
                            }).problem;
@@ -276,7 +274,7 @@ TEST(PageWalk, MustContainReportsMalformedPagesLikeTheFullWalk) {
 // A row naming a field twice hands over the last value, all of it (found by the page_walk fuzz
 // target: a string then a number left the number flagged as a string with the first's text).
 TEST(PageWalk, ADuplicateFieldIsTheLastValueWholly) {
-    at_every_simd_level([&] {
+    at_every_simd_level([&](int simd) {
         const std::string body = R"({"data":[{"n":"text","n":1},{"n":2,"n":"x"}]})";
         static constexpr std::string_view kN[] = {"n"};
         for (std::string_view must : {std::string_view(), std::string_view("n")}) {
@@ -286,7 +284,7 @@ TEST(PageWalk, ADuplicateFieldIsTheLastValueWholly) {
                 bool is_string;
             };
             std::vector<Field> fields;
-            walk_rows(body, {.fields = kN, .must_contain = must}, [&](const Row& row) {
+            walk_rows(body, {.fields = kN, .must_contain = must, .max_simd = simd}, [&](const Row& row) {
                 const auto& f = row.fields[0];
                 fields.push_back({std::string(f.raw), std::string(f.text), f.is_string});
                 return true;

@@ -117,7 +117,8 @@ TEST_F(ReadTools, EveryReadToolIsListedWithSchemas) {
         EXPECT_TRUE(t["inputSchema"]["properties"].contains("limit")) << t["name"];
         EXPECT_TRUE(t["inputSchema"]["properties"].contains("cursor")) << t["name"];
     }
-    for (const auto& doc : agency::tools::registered_tool_docs())
+    agency::mcp::Server fresh;
+    for (const auto& doc : agency::tools::register_read_tools(fresh, h().box))
         if (names.count(doc.name)) {
             EXPECT_FALSE(doc.mapping.empty()) << doc.name;
         }

@@ -548,7 +548,7 @@ TEST_F(SampleGateway, EveryActionCreatesTheRecordItsSpecMatchesOn) {
     for (const auto& spec : agency::gateway::kActionSpecs) {
         // A state check reads the row it acts on (dedicated tests); the action's other entry
         // acts here.
-        if (spec.policy == agency::gateway::RetryPolicy::verify_state) continue;
+        if (spec.resend == agency::gateway::ResendRule::verify_state) continue;
         const std::string action(spec.action);
         SCOPED_TRACE(action);
         const json fields = kValidFields.at(action);

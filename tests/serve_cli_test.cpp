@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 
 #include "gateway/sample/sample_gateway.hpp"
-#include "server/crypto.hpp"
+#include "base/crypto.hpp"
 
 namespace {
 

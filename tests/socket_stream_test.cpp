@@ -18,7 +18,7 @@
 #include <httplib.h>
 
 #include "loopback_server.hpp"
-#include "server/socket_stream.hpp"
+#include "net/socket_stream.hpp"
 
 namespace {
 

@@ -2,23 +2,25 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <sqlite3.h>
 
-#include "server/crypto.hpp"
-#include "tools/store.hpp"
+#include "base/crypto.hpp"
+#include "state/sqlite_store.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-using agency::tools::ConfirmOutcome;
-using agency::tools::Draft;
-using DB = agency::tools::Store;
+using agency::state::ConfirmOutcome;
+using agency::state::Draft;
+using DB = agency::state::SqliteStore;
 using json = nlohmann::json;
 
 class Store : public ::testing::Test {
@@ -178,7 +180,27 @@ TEST_F(Store, TwoConnectionsShareTheFile) {
 TEST_F(Store, InMemoryAndErrors) {
     DB memory(":memory:");
     EXPECT_TRUE(memory.create_job("k", "c", "p", json::object()).id.starts_with("aud_"));
-    EXPECT_THROW(DB("/proc/agency-no-such-dir/state.db"), agency::tools::StoreError);
+    EXPECT_THROW(DB("/proc/agency-no-such-dir/state.db"), agency::state::StoreError);
+}
+
+// Starting a server writes nothing: a new database is created by the first call that needs it,
+// while a path where none can be created still fails at start.
+TEST_F(Store, NewDatabaseIsCreatedByTheFirstWrite) {
+    DB store(path);
+    EXPECT_TRUE(fs::is_directory(fs::path(path).parent_path()));
+    EXPECT_TRUE(store.unfinished_jobs().empty());
+    EXPECT_TRUE(store.unfinished().empty());
+    EXPECT_FALSE(fs::exists(path)) << "reading what a previous process left created the file";
+    const std::string id = store.create_job("k", "c", "p", json::object()).id;
+    EXPECT_TRUE(fs::exists(path));
+    DB reopened(path);
+    ASSERT_EQ(reopened.unfinished_jobs().size(), 1u);
+    EXPECT_EQ(reopened.unfinished_jobs()[0].id, id);
+
+    // A path under a plain file can never hold a database, whoever runs the test (root too).
+    std::ofstream(dir / "plain-file") << "not a directory";
+    EXPECT_THROW(DB((dir / "plain-file" / "sub" / "state.db").string()), agency::state::StoreError);
+    EXPECT_THROW(DB((dir / "plain-file" / "state.db").string()), agency::state::StoreError);
 }
 
 TEST_F(Store, DefaultPathFollowsXdgStateHome) {

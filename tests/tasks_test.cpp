@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/crypto.hpp"
+#include "base/sealed_token.hpp"
 #include "server/mcp_server.hpp"
 
 namespace {
@@ -129,11 +131,13 @@ void register_tools(Server& server, Probe& probe) {
 
 class Tasks : public ::testing::Test {
 protected:
+    static constexpr const char* kSecret = "tasks-test-secret";
     void SetUp() override { start(); }
     void start() {
         ServerOptions options;
         options.task_store = store_;
         options.task_poll_ms = 50;
+        options.state_secret = kSecret;
         server_ = std::make_unique<Server>(options);
         register_tools(*server_, probe_);
         server_->resume_tasks();
@@ -270,6 +274,33 @@ TEST_F(Tasks, TasksAreInvisibleToOtherSessions) {
     EXPECT_EQ(call("tasks/cancel", {{"taskId", id}}, other)["error"]["code"], -32602);
     EXPECT_TRUE(call("tasks/list", json::object(), other)["result"]["tasks"].empty());
     probe_.release = true;
+}
+
+TEST_F(Tasks, ListCursorIsBoundToItsOwner) {
+    Inbound mine = legacy("s1");
+    Inbound other = legacy("s2");
+    // A cursor as the server seals it for the tasks of session s1's caller.
+    agency::base::TokenSealer sealer(kSecret, "tasks-cursor");
+    const std::string cursor =
+        sealer.seal({.subject = "tasks/list", .principal = "local#s1"}, 1min, {{"offset", 0}});
+    json listed = call("tasks/list", {{"cursor", cursor}}, mine);
+    EXPECT_TRUE(listed.contains("result")) << listed.dump();
+    const std::string refusal =
+        "invalid cursor: pass back the nextCursor of a previous tasks/list, or omit it";
+    json refused = call("tasks/list", {{"cursor", cursor}}, other);
+    EXPECT_EQ(refused["error"]["code"], -32602) << refused.dump();
+    EXPECT_EQ(refused["error"]["message"], refusal);
+    // The unsigned form, and one sealed under another purpose, are forgeries.
+    json forged = call("tasks/list", {{"cursor", agency::crypto::base64url_encode("tasks:0")}}, mine);
+    EXPECT_EQ(forged["error"]["code"], -32602) << forged.dump();
+    EXPECT_EQ(forged["error"]["message"], refusal);
+    agency::base::TokenSealer other_purpose(kSecret, "cursor");
+    json misused = call("tasks/list",
+                        {{"cursor", other_purpose.seal({.subject = "tasks/list",
+                                                        .principal = "local#s1"},
+                                                       1min, {{"offset", 0}})}},
+                        mine);
+    EXPECT_EQ(misused["error"]["code"], -32602) << misused.dump();
 }
 
 TEST_F(Tasks, LegacyCancelStopsTheWorkAndKeepsCancelled) {

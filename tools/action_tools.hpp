@@ -13,7 +13,7 @@
 
 #include "server/mcp_server.hpp"
 #include "tools/jobs.hpp"
-#include "tools/store.hpp"
+#include "state/store.hpp"
 #include "tools/tool_kit.hpp"
 
 namespace agency::tools {
@@ -56,8 +56,9 @@ private:
 };
 
 // Registers the action tools and get_audit_status, hides those whose gateway action the live
-// discovery lacks, and starts the audit workers (picking up jobs a previous run left).
-void register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
-                           const std::shared_ptr<ActionRuntime>& runtime);
+// discovery lacks, and starts the audit workers (picking up jobs a previous run left). Returns
+// their docs.
+ToolCatalog register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
+                                  const std::shared_ptr<ActionRuntime>& runtime);
 
 }  // namespace agency::tools

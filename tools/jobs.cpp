@@ -4,7 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "gateway/client_detail.hpp"
+#include "base/clock.hpp"
 
 namespace agency::tools {
 
@@ -204,7 +204,7 @@ std::optional<json> AuditJobs::find_report(const Job& job, std::stop_token stop)
             if (!row.is_object()) return true;
             auto created = row.find("created_at");
             if (created == row.end() || !created->is_string()) return true;
-            const auto at = gateway::detail::parse_utc_time(created->get<std::string>());
+            const auto at = base::parse_utc_time(created->get<std::string>());
             if (!at) return true;
             if (*at < not_before) return false;  // newest first: nothing further can match
             auto row_url = row.find("url");

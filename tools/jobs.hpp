@@ -18,10 +18,20 @@
 #include <variant>
 #include <vector>
 
-#include "tools/store.hpp"
+#include "state/store.hpp"
 #include "tools/tool_kit.hpp"
 
 namespace agency::tools {
+
+// The state layer's records, as the tools speak of them.
+using state::args_digest;
+using state::ConfirmOutcome;
+using state::Confirmation;
+using state::Draft;
+using state::IdempotencyRecord;
+using state::Job;
+using state::Store;
+using state::StoreError;
 
 struct CreditSettings {
     int max_in_flight_per_client = 2;   // generation actions running at once for one client

@@ -14,12 +14,6 @@ namespace agency::tools {
 
 namespace {
 
-std::string arg_string(const json& args, const char* name) {
-    auto it = args.find(name);
-    if (it == args.end() || it->is_null()) return {};
-    return it->is_string() ? it->get<std::string>() : it->dump();
-}
-
 bool iequals(std::string_view a, std::string_view b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
         auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
@@ -37,73 +31,9 @@ CursorPosition open_position(const Toolbox& box, const CursorBinding& binding, c
 
 // --- reduced rows ----------------------------------------------------------------------------
 
-// An output row built from some top-level fields of a gateway row: {out, from} pairs. Adjacent
-// pairs with the same `out` are alternatives: the first field present wins. Fields absent from
-// the row are left out of the output row.
-struct Projection {
-    std::vector<std::pair<std::string, std::string>> members;
-    std::vector<std::string> sources;  // distinct `from` names: what the scan extracts
-    std::vector<std::string_view> names;
-
-    explicit Projection(std::vector<std::pair<std::string, std::string>> m)
-        : members(std::move(m)) {
-        for (const auto& [out, from] : members)
-            if (std::find(sources.begin(), sources.end(), from) == sources.end())
-                sources.push_back(from);
-        names.assign(sources.begin(), sources.end());
-    }
-    Projection(const Projection&) = delete;
-    Projection& operator=(const Projection&) = delete;
-
-    std::size_t index(const std::string& from) const {
-        return static_cast<std::size_t>(std::find(sources.begin(), sources.end(), from) -
-                                        sources.begin());
-    }
-
-    // Writes the reduced row into `out` (replacing its contents); `tag`, when given, becomes
-    // a leading "resource" member.
-    void write(std::string& out, std::span<const RowField> fields, std::string_view tag) const {
-        out.assign("{");
-        if (!tag.empty()) {
-            out += R"("resource":)";
-            mcp::append_json_string(out, tag);
-        }
-        std::string_view last_out;
-        bool last_written = false;
-        for (const auto& [name, from] : members) {
-            if (name == last_out && last_written) continue;  // an earlier alternative won
-            if (name != last_out) last_written = false;
-            last_out = name;
-            const RowField& f = fields[index(from)];
-            if (!f.present()) continue;
-            if (out.size() > 1) out.push_back(',');
-            mcp::append_json_string(out, name);
-            out.push_back(':');
-            out.append(f.raw);
-            last_written = true;
-        }
-        out.push_back('}');
-    }
-};
-
 // --- lists over one or more resources -------------------------------------------------------
 
-struct Source {
-    std::string resource;
-    std::string order;
-    std::shared_ptr<const Projection> projection;  // null: rows as the gateway sends them
-};
-
-// Pages through `sources` one after the other (each in its own order), optionally filtered by
-// one argument on every source. total is the sum of the sources' totals.
-struct MergedSpec {
-    std::string tool;
-    std::string label;  // the answer's "resource"
-    std::vector<Source> sources;
-    std::string filter_field;
-    std::string filter_argument;
-    bool tag_rows = false;  // reduced rows name their resource
-};
+}  // namespace
 
 mcp::ToolResult merged_page(Toolbox& box, const MergedSpec& spec, const json& args,
                             mcp::RequestContext& ctx) {
@@ -114,7 +44,7 @@ mcp::ToolResult merged_page(Toolbox& box, const MergedSpec& spec, const json& ar
     const CursorPosition start = open_position(box, binding, args);
     const std::size_t first_source = start.extra.is_object() ? start.extra.value("s", 0u) : 0u;
     const std::string filter_value =
-        spec.filter_argument.empty() ? "" : arg_string(args, spec.filter_argument.c_str());
+        spec.filter_argument.empty() ? "" : string_arg(args, spec.filter_argument.c_str());
 
     std::int64_t remaining = args.value("limit", 100);
     RowWriter writer(client_id, spec.label, box.settings().page_budget_bytes);
@@ -180,32 +110,24 @@ mcp::ToolResult merged_page(Toolbox& box, const MergedSpec& spec, const json& ar
     return mcp::ToolResult::structured(writer.finish(total, cursor));
 }
 
-// --- date-range scans ------------------------------------------------------------------------
+namespace {
 
-// A list the gateway cannot filter: pages through `resource` newest first (limit 1000) and keeps
-// the rows whose date lies in [from, to] (and whose `match_field` equals the argument of that
-// name, ignoring case). Stops at the first row older than `from`. The cursor holds the gateway
-// offset of the first matching row left out, and how many rows earlier pages returned, so
-// that the last page can state total.
-struct ScanSpec {
-    std::string tool;
-    std::string resource;
-    std::string order_field;     // a date field the gateway orders by
-    std::string fallback_field;  // the row's date when it lacks order_field
-    std::string match_field;     // "" = none
-};
+
+// --- date-range scans ------------------------------------------------------------------------
 
 constexpr int kScanPageRows = 1000;
 
+}  // namespace
+
 mcp::ToolResult scan_page(Toolbox& box, const ScanSpec& spec, const json& args,
                           mcp::RequestContext& ctx) {
-    const std::string from = arg_string(args, "from");
-    const std::string to = arg_string(args, "to");
+    const std::string from = string_arg(args, "from");
+    const std::string to = string_arg(args, "to");
     if (!from.empty() && !to.empty() && from > to)
         return tool_error("validation", "\"from\" (" + from + ") is after \"to\" (" + to +
                                             "); give from <= to, both YYYY-MM-DD and inclusive");
     const std::string match =
-        spec.match_field.empty() ? "" : arg_string(args, spec.match_field.c_str());
+        spec.match_field.empty() ? "" : string_arg(args, spec.match_field.c_str());
     const std::string client_id = args.at("client_id").get<std::string>();
     const json filters = filter_arguments(args);
     const std::string principal = principal_of(ctx);
@@ -272,7 +194,12 @@ mcp::ToolResult scan_page(Toolbox& box, const ScanSpec& spec, const json& args,
     return mcp::ToolResult::structured(writer.finish(total, cursor));
 }
 
+namespace {
+
+
 // --- single records --------------------------------------------------------------------------
+
+}  // namespace
 
 mcp::ToolResult get_client(Toolbox& box, const json& args, mcp::RequestContext& ctx) {
     const std::string id = args.at("client_id").get<std::string>();
@@ -290,6 +217,9 @@ mcp::ToolResult get_client(Toolbox& box, const json& args, mcp::RequestContext& 
     return mcp::ToolResult::structured(std::move(found));
 }
 
+namespace {
+
+
 const Projection& audit_summary() {
     static const Projection p({{"id", "id"},
                                {"url", "url"},
@@ -301,10 +231,12 @@ const Projection& audit_summary() {
 }
 
 // One audit's issues, paged like a list: the cursor offset counts issues that match `severity`.
+}  // namespace
+
 mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestContext& ctx) {
     const std::string client_id = args.at("client_id").get<std::string>();
     const std::string audit_id = args.at("audit_id").get<std::string>();
-    const std::string severity = arg_string(args, "severity");
+    const std::string severity = string_arg(args, "severity");
     const json filters = filter_arguments(args);
     const std::string principal = principal_of(ctx);
     const CursorBinding binding{"get_audit_issues", client_id, principal, &filters};
@@ -358,19 +290,6 @@ mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestCon
     return mcp::ToolResult::structured(writer.finish(matched, cursor, audit));
 }
 
-// --- registration helpers ----------------------------------------------------------------
-
-constexpr std::array<std::string_view, 9> kCuratedResources{
-    "clients",   "keywords",  "seo_reports",         "blogs",      "geo_articles",
-    "backlinks", "citations", "call_tracking_calls", "llm_reports"};
-
-}  // namespace
-
-bool covered_by_curated_tool(std::string_view resource) {
-    return std::find(kCuratedResources.begin(), kCuratedResources.end(), resource) !=
-           kCuratedResources.end();
-}
-
 json filter_arguments(const json& args) {
     json filters = args;
     filters.erase("limit");
@@ -415,233 +334,6 @@ mcp::ToolResult list_page(Toolbox& box, const ListSpec& spec, const json& args,
     const std::int64_t next = offset + static_cast<std::int64_t>(writer.count());
     std::string cursor = next < page.pagination.total ? box.issue_cursor(binding, next) : "";
     return mcp::ToolResult::structured(writer.finish(page.pagination.total, cursor));
-}
-
-void register_read_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& box) {
-    auto list_tool = [&](ToolSpec tool, ListSpec spec) {
-        spec.tool = tool.name;
-        tool.handler = [box, spec](const json& args, mcp::RequestContext& ctx) {
-            return list_page(*box, spec, args, ctx);
-        };
-        add_tool(server, std::move(tool));
-    };
-    auto merged_tool = [&](ToolSpec tool, MergedSpec spec) {
-        spec.tool = tool.name;
-        tool.handler = [box, spec = std::move(spec)](const json& args, mcp::RequestContext& ctx) {
-            return merged_page(*box, spec, args, ctx);
-        };
-        add_tool(server, std::move(tool));
-    };
-    auto scan_tool = [&](ToolSpec tool, ScanSpec spec) {
-        spec.tool = tool.name;
-        tool.handler = [box, spec](const json& args, mcp::RequestContext& ctx) {
-            return scan_page(*box, spec, args, ctx);
-        };
-        add_tool(server, std::move(tool));
-    };
-    auto projection = [](std::vector<std::pair<std::string, std::string>> members) {
-        return std::make_shared<const Projection>(std::move(members));
-    };
-
-    list_tool({.name = "list_clients",
-               .title = "List clients",
-               .description = "Clients this agency can reach, with their ids. Start here: every "
-                              "other tool takes a client_id.",
-               .input_schema = "list_clients.input",
-               .output_schema = "list_clients.output",
-               .mapping = "GET resource=clients (limit, offset from the cursor)"},
-              {.resource = "clients", .per_client = false});
-
-    add_tool(server, {.name = "get_client",
-                      .title = "Get client",
-                      .description = "One client's record by id: name, website, location, "
-                                     "industry, auto-deploy setting and deployment target.",
-                      .input_schema = "get_client.input",
-                      .output_schema = "get_client.output",
-                      .mapping = "GET resource=clients, filter_field=id (not_found when absent)",
-                      .handler = [box](const json& args, mcp::RequestContext& ctx) {
-                          return get_client(*box, args, ctx);
-                      }});
-
-    list_tool({.name = "list_keywords",
-               .title = "List tracked keywords",
-               .description = "Tracked keyword rankings of a client (keyword, position, url, "
-                              "search volume, difficulty, tracking date), newest first. Pages "
-                              "with limit and cursor.",
-               .input_schema = "list_keywords.input",
-               .output_schema = "list_keywords.output",
-               .mapping = "GET resource=keywords, order=tracked_at desc"},
-              {.resource = "keywords", .order = "tracked_at", .direction = "desc"});
-
-    scan_tool({.name = "list_rankings",
-               .title = "Keyword ranking history",
-               .description = "Ranking rows of a client's tracked keywords tracked between from "
-                              "and to (inclusive), newest first, optionally for one keyword "
-                              "(exact, any case). total appears on the last page.",
-               .input_schema = "list_rankings.input",
-               .output_schema = "list_rankings.output",
-               .mapping = "GET resource=keywords, order=tracked_at desc, limit=1000 pages; "
-                          "keyword and date range filtered by the tool, stops past `from`"},
-              {.resource = "keywords",
-               .order_field = "tracked_at",
-               .fallback_field = "created_at",
-               .match_field = "keyword"});
-
-    merged_tool({.name = "list_audits",
-                 .title = "List SEO audits",
-                 .description = "SEO audit reports of a client, newest first: url, score, issue "
-                                "counts, date and share link. Issues of one audit: "
-                                "get_audit_issues.",
-                 .input_schema = "list_audits.input",
-                 .output_schema = "list_audits.output",
-                 .mapping = "GET resource=seo_reports, order=created_at desc (rows reduced, "
-                            "issues left out)"},
-                {.label = "seo_reports",
-                 .sources = {{"seo_reports", "created_at",
-                              projection({{"id", "id"},
-                                          {"url", "url"},
-                                          {"score", "score"},
-                                          {"issues_found", "issues_found"},
-                                          {"issue_counts", "issue_counts"},
-                                          {"status", "status"},
-                                          {"created_at", "created_at"},
-                                          {"share_url", "share_url"}})}}});
-
-    add_tool(server, {.name = "get_audit_issues",
-                      .title = "Get audit issues",
-                      .description = "Issues found by one SEO audit (severity, page, "
-                                     "recommendation), optionally of one severity; audit_id "
-                                     "comes from list_audits.",
-                      .input_schema = "get_audit_issues.input",
-                      .output_schema = "get_audit_issues.output",
-                      .mapping = "GET resource=seo_reports, filter_field=id (the row's issues, "
-                                 "paged by the tool)",
-                      .handler = [box](const json& args, mcp::RequestContext& ctx) {
-                          return get_audit_issues(*box, args, ctx);
-                      }});
-
-    list_tool({.name = "list_backlinks",
-               .title = "List backlinks",
-               .description = "Backlinks of a client, strongest sources first: source url and "
-                              "domain, anchor, target page, domain authority, first-seen date, "
-                              "status.",
-               .input_schema = "list_backlinks.input",
-               .output_schema = "list_backlinks.output",
-               .mapping = "GET resource=backlinks, order=linking_domains desc"},
-              {.resource = "backlinks", .order = "linking_domains", .direction = "desc"});
-
-    list_tool({.name = "list_citations",
-               .title = "List citations",
-               .description = "Directory listings (citations) of a client: directory, listing "
-                              "status, NAP accuracy and issues, listing url.",
-               .input_schema = "list_citations.input",
-               .output_schema = "list_citations.output",
-               .mapping = "GET resource=citations, order=created_at desc"},
-              {.resource = "citations", .order = "created_at", .direction = "desc"});
-
-    merged_tool({.name = "list_articles",
-                 .title = "List articles",
-                 .description = "Blog articles, then geo-targeted articles, of a client, newest "
-                                "first: title, keyword, status, url, deployment target. "
-                                "Optionally one status (e.g. draft, published).",
-                 .input_schema = "list_articles.input",
-                 .output_schema = "list_articles.output",
-                 .mapping = "GET resource=blogs, then resource=geo_articles; order=created_at "
-                            "desc, filter_field=status when given (rows reduced)"},
-                {.label = "blogs,geo_articles",
-                 .sources = {{"blogs", "created_at",
-                              projection({{"id", "id"},
-                                          {"title", "post_title"},
-                                          {"title", "title"},
-                                          {"keyword", "keyword"},
-                                          {"status", "status"},
-                                          {"url", "url"},
-                                          {"deployment_target", "deployment_target"},
-                                          {"word_count", "word_count"},
-                                          {"created_at", "created_at"},
-                                          {"deployed_at", "deployed_at"}})},
-                             {"geo_articles", "created_at",
-                              projection({{"id", "id"},
-                                          {"title", "title"},
-                                          {"title", "post_title"},
-                                          {"keyword", "keyword"},
-                                          {"status", "status"},
-                                          {"url", "url"},
-                                          {"deployment_target", "deployment_target"},
-                                          {"word_count", "word_count"},
-                                          {"city", "city"},
-                                          {"state", "state"},
-                                          {"created_at", "created_at"},
-                                          {"deployed_at", "deployed_at"}})}},
-                 .filter_field = "status",
-                 .filter_argument = "status",
-                 .tag_rows = true});
-
-    scan_tool({.name = "list_calls",
-               .title = "List calls",
-               .description = "Tracked phone calls of a client between from and to (inclusive, "
-                              "UTC dates), newest first: caller, source, duration, status, "
-                              "transcript, recording. total appears on the last page.",
-               .input_schema = "list_calls.input",
-               .output_schema = "list_calls.output",
-               .mapping = "GET resource=call_tracking_calls, order=created_at desc, limit=1000 "
-                          "pages; date range filtered by the tool, stops past `from`"},
-              {.resource = "call_tracking_calls",
-               .order_field = "created_at",
-               .fallback_field = "created_at"});
-
-    merged_tool({.name = "list_reports",
-                 .title = "List shareable reports",
-                 .description = "Reports of a client with their share links: SEO audits, then "
-                                "answer-engine (LLM) visibility reports, newest first.",
-                 .input_schema = "list_reports.input",
-                 .output_schema = "list_reports.output",
-                 .mapping = "GET resource=seo_reports (order=created_at desc), then "
-                            "resource=llm_reports (order=scored_at desc); rows reduced"},
-                {.label = "seo_reports,llm_reports",
-                 .sources = {{"seo_reports", "created_at",
-                              projection({{"id", "id"},
-                                          {"url", "url"},
-                                          {"score", "score"},
-                                          {"issues_found", "issues_found"},
-                                          {"created_at", "created_at"},
-                                          {"share_url", "share_url"}})},
-                             {"llm_reports", "scored_at",
-                              projection({{"id", "id"},
-                                          {"prompt", "prompt"},
-                                          {"score", "visibility_score"},
-                                          {"mention_count", "mention_count"},
-                                          {"created_at", "scored_at"},
-                                          {"created_at", "created_at"},
-                                          {"share_url", "share_url"}})}},
-                 .tag_rows = true});
-
-    // Every discovered resource no curated tool covers, so a deployment's new resources are
-    // readable without a release. A failing discovery propagates: start-up reports it.
-    json resources = json::array();
-    for (const auto& name : box->gateway().discovery()->resources)
-        if (!covered_by_curated_tool(name)) resources.push_back(name);
-    if (resources.empty()) return;
-    add_tool(server,
-             {.name = "read_resource",
-              .title = "Read any resource",
-              .description = "Rows of another gateway resource (reviews, competitors, "
-                             "call_scores, ...), with optional order and exact-match filter. "
-                             "Prefer a dedicated list tool where one exists.",
-              .input_schema = "read_resource.input",
-              .input_schema_patch = {{"properties", {{"resource", {{"enum", resources}}}}}},
-              .output_schema = "read_resource.output",
-              .mapping = "GET resource=<resource> with order, direction, filter_field, "
-                         "filter_value passed through",
-              .handler = [box](const json& args, mcp::RequestContext& ctx) {
-                  ListSpec spec{.tool = "read_resource",
-                                .resource = args.at("resource").get<std::string>(),
-                                .order = arg_string(args, "order"),
-                                .direction = arg_string(args, "direction"),
-                                .filter_field = arg_string(args, "filter_field"),
-                                .filter_argument = "filter_value"};
-                  return list_page(*box, spec, args, ctx);
-              }});
 }
 
 }  // namespace agency::tools

@@ -6,11 +6,13 @@
 
 namespace agency::tools {
 
-void register_all(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
-                  std::shared_ptr<ActionRuntime> actions) {
-    register_read_tools(server, box);
+ToolCatalog register_all(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
+                         std::shared_ptr<ActionRuntime> actions) {
+    ToolCatalog docs = register_read_tools(server, box);
     if (!actions) actions = std::make_shared<ActionRuntime>(ActionSettings{});
-    register_action_tools(server, box, actions);
+    ToolCatalog action_docs = register_action_tools(server, box, actions);
+    docs.insert(docs.end(), action_docs.begin(), action_docs.end());
+    return docs;
 }
 
 void watch_discovery(mcp::Server& server, const std::shared_ptr<Toolbox>& box,

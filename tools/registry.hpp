@@ -12,12 +12,13 @@ namespace agency::tools {
 class ActionRuntime;
 
 // Read tools (rankings, audits, backlinks, ...): tools/read_tools.cpp
-void register_read_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& box);
+ToolCatalog register_read_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& box);
 
 // Every tool of the product. Action tools keep their state (jobs, drafts, idempotency records)
-// in `actions`; without one, in a private in-memory store (tools-doc, tests).
-void register_all(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
-                  std::shared_ptr<ActionRuntime> actions = nullptr);
+// in `actions`; without one, in a private in-memory store (tools-doc, tests). Returns the docs
+// of every tool registered (tools_markdown's catalog).
+ToolCatalog register_all(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
+                         std::shared_ptr<ActionRuntime> actions = nullptr);
 
 // Re-reads the gateway's discovery every `period`; when the deployment's actions change, the
 // tool list follows (tools of withdrawn actions hide) and legacy sessions are sent

@@ -4,20 +4,14 @@
 #include <string_view>
 #include <vector>
 
+#include "base/text.hpp"
 #include "tools/tool_kit.hpp"
 
 namespace agency::tools {
 
 namespace {
 
-std::string join(const std::vector<std::string>& items, std::string_view separator) {
-    std::string out;
-    for (const auto& item : items) {
-        if (!out.empty()) out += separator;
-        out += item;
-    }
-    return out;
-}
+using base::join;
 
 // Prose from the definitions: a bare < outside code spans would start an HTML tag and vanish
 // when rendered (e.g. "resource=<resource>").
@@ -159,14 +153,13 @@ std::string kind_of(const mcp::ToolDef& tool) {
     return "write";
 }
 
-const ToolDoc* doc_of(const std::string& name) {
-    for (const auto& doc : registered_tool_docs())
+const ToolDoc* doc_of(const ToolCatalog& catalog, const std::string& name) {
+    for (const auto& doc : catalog)
         if (doc.name == name) return &doc;
     return nullptr;
 }
 
-void tool_section(const mcp::ToolDef& tool, std::string& out) {
-    const ToolDoc* doc = doc_of(tool.name);
+void tool_section(const mcp::ToolDef& tool, const ToolDoc* doc, std::string& out) {
     out += "## " + tool.name + "\n\n";
     if (!tool.title.empty()) out += "**" + prose(tool.title) + "**\n\n";
     out += prose(tool.description) + "\n\n";
@@ -226,7 +219,8 @@ void tool_section(const mcp::ToolDef& tool, std::string& out) {
 
 }  // namespace
 
-std::string tools_markdown(const mcp::Server& server, const mcp::Principal& principal) {
+std::string tools_markdown(const mcp::Server& server, const mcp::Principal& principal,
+                           const ToolCatalog& catalog) {
     const auto tools = server.visible_tools(principal);
     std::string out;
     out += "# Tool reference\n\n";
@@ -243,12 +237,12 @@ std::string tools_markdown(const mcp::Server& server, const mcp::Principal& prin
 
     out += "| tool | title | kind | gateway |\n|---|---|---|---|\n";
     for (const auto* tool : tools) {
-        const ToolDoc* doc = doc_of(tool->name);
+        const ToolDoc* doc = doc_of(catalog, tool->name);
         out += "| [" + code(tool->name) + "](#" + tool->name + ") | " + cell(prose(tool->title)) +
                " | " + kind_of(*tool) + " | " + cell(doc ? prose(doc->mapping) : "") + " |\n";
     }
     out += "\n";
-    for (const auto* tool : tools) tool_section(*tool, out);
+    for (const auto* tool : tools) tool_section(*tool, doc_of(catalog, tool->name), out);
     // One trailing newline, as editors save files.
     while (out.size() > 1 && out[out.size() - 1] == '\n' && out[out.size() - 2] == '\n')
         out.pop_back();

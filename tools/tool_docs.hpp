@@ -5,13 +5,15 @@
 #include <string>
 
 #include "server/mcp_server.hpp"
+#include "tools/tool_kit.hpp"
 
 namespace agency::tools {
 
 // The Markdown reference of every tool `principal` sees on `server`, in registration order:
 // summary table, then per tool its description, annotations, arguments (from the input schema),
-// output fields (from the output schema) and gateway mapping (registered_tool_docs()).
-// Deterministic: the same definitions always give the same bytes.
-std::string tools_markdown(const mcp::Server& server, const mcp::Principal& principal);
+// output fields (from the output schema) and gateway mapping (from `catalog`, what registration
+// returned). Deterministic: the same definitions always give the same bytes.
+std::string tools_markdown(const mcp::Server& server, const mcp::Principal& principal,
+                           const ToolCatalog& catalog);
 
 }  // namespace agency::tools

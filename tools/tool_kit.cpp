@@ -17,9 +17,12 @@
 #include <valijson/validator.hpp>
 
 #include "gateway/json_parse.hpp"
-#include "server/crypto.hpp"
+#include "base/clock.hpp"
+#include "base/crypto.hpp"
+#include "base/text.hpp"
+#include "tools/pipeline.hpp"
 #include "tools/schemas.hpp"
-#include "tools/store.hpp"
+#include "state/store.hpp"
 
 namespace agency::tools {
 
@@ -48,12 +51,6 @@ const json& schema(std::string_view name) {
 
 namespace {
 
-std::string join(const std::vector<std::string>& items) {
-    std::string out;
-    for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
-    return out;
-}
-
 // What a property schema allows, in words: "an integer from 1 to 1000".
 std::string describe(const json& prop) {
     if (!prop.is_object()) return "any value";
@@ -71,7 +68,7 @@ std::string describe(const json& prop) {
     if (auto e = prop.find("enum"); e != prop.end() && e->is_array()) {
         std::vector<std::string> values;
         for (const auto& v : *e) values.push_back(v.dump());
-        return "one of " + join(values);
+        return "one of " + base::join(values);
     }
     std::string what = type.empty() ? "a value" : (type == "integer" ? "an integer" : "a " + type);
     if (auto f = prop.find("format"); f != prop.end() && f->is_string()) {
@@ -279,7 +276,7 @@ std::string InputValidator::validate(const json& args) const {
         for (const auto& [key, value] : args.items()) {
             if (!props.contains(key))
                 return "unknown argument \"" + key + "\"; this tool takes: " +
-                       join(impl_->properties);
+                       base::join(impl_->properties);
         }
     }
     for (const auto& key : impl_->required) {
@@ -356,32 +353,37 @@ mcp::ToolResult tool_error(const gateway::Error& e) {
 
 namespace {
 
-std::string digest16(std::string_view text) { return crypto::sha256_hex(text).substr(0, 16); }
-
-std::int64_t now_s() {
-    return std::chrono::duration_cast<std::chrono::seconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
+// Today's words for each refusal, kept as users have always read them.
+std::string cursor_refusal(base::TokenRefusal refusal) {
+    switch (refusal) {
+        case base::TokenRefusal::other_subject: return "it belongs to another tool";
+        case base::TokenRefusal::other_scope: return "it belongs to another client_id";
+        case base::TokenRefusal::other_principal: return "it was issued to another caller";
+        case base::TokenRefusal::other_arguments: return "it was issued for other filter arguments";
+        case base::TokenRefusal::expired: return "it has expired";
+        case base::TokenRefusal::altered:
+        case base::TokenRefusal::spent: break;  // cursors are not single use
+    }
+    return "it was altered or was not issued by this server";
 }
 
 }  // namespace
 
 Toolbox::Toolbox(std::shared_ptr<gateway::Client> gateway, Settings settings)
-    : gateway_(std::move(gateway)), settings_(std::move(settings)) {
-    std::string secret = settings_.secret.empty() ? crypto::random_bytes(32) : settings_.secret;
-    cursor_key_ = crypto::hmac_sha256(secret, "agency-mcp cursor v1");
-}
+    : gateway_(std::move(gateway)),
+      settings_(std::move(settings)),
+      cursor_sealer_(settings_.secret, "cursor") {}
 
 std::string Toolbox::issue_cursor(const CursorBinding& b, std::int64_t offset,
                                   const json& extra) const {
-    json payload = {{"t", b.tool},
-                    {"c", b.client_id},
-                    {"p", digest16(b.principal)},
-                    {"f", digest16(b.filters ? b.filters->dump() : "")},
-                    {"o", offset},
-                    {"e", now_s() + settings_.cursor_ttl.count()}};
-    if (!extra.is_null()) payload["x"] = extra;
-    return crypto::seal(cursor_key_, payload);
+    const std::string filters = b.filters ? b.filters->dump() : "";
+    json body = {{"o", offset}};
+    if (!extra.is_null()) body["x"] = extra;
+    return cursor_sealer_.seal({.subject = b.tool,
+                                .scope = b.client_id,
+                                .principal = b.principal,
+                                .arguments = filters},
+                               settings_.cursor_ttl, body);
 }
 
 CursorPosition Toolbox::open_cursor(const CursorBinding& b, const std::string& token) const {
@@ -391,21 +393,28 @@ CursorPosition Toolbox::open_cursor(const CursorBinding& b, const std::string& t
                                  "; pass back the next_cursor of the previous answer unchanged, "
                                  "with the same arguments, or omit it to start over");
     };
-    auto payload = crypto::unseal(cursor_key_, token);
-    if (!payload) throw refuse("it was altered or was not issued by this server");
-    if (payload->value("t", "") != b.tool) throw refuse("it belongs to another tool");
-    if (payload->value("c", "") != b.client_id) throw refuse("it belongs to another client_id");
-    if (payload->value("p", "") != digest16(b.principal)) throw refuse("it was issued to another caller");
-    if (payload->value("f", "") != digest16(b.filters ? b.filters->dump() : ""))
-        throw refuse("it was issued for other filter arguments");
-    if (payload->value("e", std::int64_t{0}) < now_s()) throw refuse("it has expired");
-    auto offset = payload->find("o");
-    if (offset == payload->end() || !offset->is_number_integer() || offset->get<std::int64_t>() < 0)
+    const std::string filters = b.filters ? b.filters->dump() : "";
+    auto opened = cursor_sealer_.open(token, {.subject = b.tool,
+                                              .scope = b.client_id,
+                                              .principal = b.principal,
+                                              .arguments = filters});
+    if (auto* refusal = std::get_if<base::TokenRefusal>(&opened))
+        throw refuse(cursor_refusal(*refusal));
+    const json& body = std::get<base::OpenedToken>(opened).body;
+    auto offset = body.is_object() ? body.find("o") : body.end();
+    if (!body.is_object() || offset == body.end() || !offset->is_number_integer() ||
+        offset->get<std::int64_t>() < 0)
         throw refuse("it is malformed");
-    return {offset->get<std::int64_t>(), payload->value("x", json())};
+    return {offset->get<std::int64_t>(), body.value("x", json())};
 }
 
 std::string principal_of(const mcp::RequestContext& ctx) { return ctx.principal.name; }
+
+std::string string_arg(const json& args, std::string_view name) {
+    auto it = args.find(name);
+    if (it == args.end() || it->is_null()) return {};
+    return it->is_string() ? it->get<std::string>() : it->dump();
+}
 
 // --- rows ------------------------------------------------------------------------------------
 
@@ -449,40 +458,10 @@ std::string RowWriter::finish(std::optional<std::int64_t> total, const std::stri
 
 // --- registration ----------------------------------------------------------------------------
 
-namespace {
-std::vector<ToolDoc>& tool_docs() {
-    static std::vector<ToolDoc> docs;
-    return docs;
-}
-}  // namespace
 
-const std::vector<ToolDoc>& registered_tool_docs() { return tool_docs(); }
-
-namespace {
-
-// The state database failed under a call (locked past the busy timeout, read-only, full): the
-// caller hears what happened and what to do, the log keeps SQLite's words.
-mcp::ToolResult state_error(const StoreError& e) {
-    spdlog::error("state database: {}", e.what());
-    const bool busy = e.kind() == StoreError::Kind::busy;
-    const bool read_only = e.kind() == StoreError::Kind::read_only;
-    return tool_error(
-        "state_unavailable",
-        std::string("the server's state database is ") +
-            (busy ? "locked by another process" : read_only ? "read-only" : "failing") +
-            ", so this call could not be recorded. Try again in a moment; if it persists, the "
-            "operator should check the state database (--state-db). If this was an action, "
-            "check with the read tools whether it ran before running it again.",
-        {{"retryable", busy}});
-}
-
-}  // namespace
-
-void add_tool(mcp::Server& server, ToolSpec spec) {
+ToolDoc add_tool(mcp::Server& server, ToolSpec spec) {
     // Registration happens once at start-up, before serving; re-registering replaces.
-    auto& docs = tool_docs();
-    std::erase_if(docs, [&](const ToolDoc& d) { return d.name == spec.name; });
-    docs.push_back({spec.name, spec.mapping, spec.gateway_action});
+    ToolDoc doc{spec.name, spec.mapping, spec.gateway_action};
     mcp::ToolDef def;
     def.name = spec.name;
     def.title = spec.title;
@@ -504,40 +483,16 @@ void add_tool(mcp::Server& server, ToolSpec spec) {
     if (!spec.read_only) def.annotations["destructiveHint"] = spec.destructive;
     if (spec.needs_write) def.required_scopes = {"write"};
     def.interactive = spec.interactive;
-    auto validator = std::make_shared<InputValidator>(
+    auto validator = std::make_shared<const InputValidator>(
         spec.input_schema_patch.is_null() ? InputValidator::borrowing(embedded_input)
                                           : InputValidator(def.input_schema));
-    auto guarded = [validator](Handler handler) {
-        return [validator, handler = std::move(handler)](
-                   const json& args, mcp::RequestContext& ctx) -> mcp::ToolResult {
-            if (std::string problem = validator->validate(args); !problem.empty())
-                return tool_error("validation", problem);
-            try {
-                return handler(args, ctx);
-            } catch (const gateway::Error& e) {
-                return tool_error(e);
-            } catch (const StoreError& e) {
-                return state_error(e);
-            }
-        };
-    };
-    def.handler = guarded(std::move(spec.handler));
+    def.handler = checked_handler(validator, std::move(spec.handler));
     def.task_support = spec.task_support;
-    if (spec.task_handler) def.task_handler = guarded(std::move(spec.task_handler));
-    if (spec.resume_task)
-        def.resume_task = [resume = std::move(spec.resume_task)](
-                              const json& saved, const json& args,
-                              mcp::RequestContext& ctx) -> mcp::ToolResult {
-            try {
-                return resume(saved, args, ctx);
-            } catch (const gateway::Error& e) {
-                return tool_error(e);
-            } catch (const StoreError& e) {
-                return state_error(e);
-            }
-        };
+    if (spec.task_handler) def.task_handler = checked_handler(validator, std::move(spec.task_handler));
+    if (spec.resume_task) def.resume_task = checked_resume(std::move(spec.resume_task));
     def.on_cancel = std::move(spec.on_cancel);
     server.add_tool(std::move(def));
+    return doc;
 }
 
 }  // namespace agency::tools

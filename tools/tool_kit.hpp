@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/sealed_token.hpp"
 #include "gateway/client.hpp"
 #include "server/mcp_server.hpp"
 
@@ -21,7 +22,7 @@ namespace agency::tools {
 using mcp::json;
 
 struct Settings {
-    std::string secret;                      // signs cursors; random per start when empty
+    std::string secret;  // seals cursors; random per start when empty
     std::size_t page_budget_bytes = 256 * 1024;  // rows per answer stop before this size
     std::chrono::seconds cursor_ttl{3600};
 };
@@ -53,7 +54,7 @@ public:
 private:
     std::shared_ptr<gateway::Client> gateway_;
     Settings settings_;
-    std::string cursor_key_;
+    base::TokenSealer cursor_sealer_;        // purpose "cursor"
 };
 
 using Handler = std::function<mcp::ToolResult(const json& args, mcp::RequestContext& ctx)>;
@@ -86,17 +87,18 @@ struct ToolSpec {
     std::function<void(const json& resume)> on_cancel;
 };
 
-// What docs/tools.md says of each registered tool, in registration order.
+// What docs/tools.md says of a tool beyond its definition: taken from its entry.
 struct ToolDoc {
     std::string name;
     std::string mapping;
     std::string gateway_action;
 };
-const std::vector<ToolDoc>& registered_tool_docs();
+// The registered tools' docs, in registration order.
+using ToolCatalog = std::vector<ToolDoc>;
 
-// Registers a tool: compiles its input schema once and wraps the handler so that invalid
-// arguments and gateway failures become tool errors (isError) before/after the handler.
-void add_tool(mcp::Server& server, ToolSpec spec);
+// Registers a tool: compiles its input schema once and wraps the handler in the pipeline's
+// validate and shape stages (tools/pipeline.hpp). Returns what the docs say of it.
+ToolDoc add_tool(mcp::Server& server, ToolSpec spec);
 
 // A tool error: isError, and a text block holding {"error": {reason, message, ...details}}.
 mcp::ToolResult tool_error(std::string_view reason, const std::string& message,
@@ -150,5 +152,8 @@ using gateway::RowField;
 
 // The principal's name as cursors and confirmations bind it.
 std::string principal_of(const mcp::RequestContext& ctx);
+
+// An argument as text: a string as it is, another JSON value dumped, "" when absent or null.
+std::string string_arg(const json& args, std::string_view name);
 
 }  // namespace agency::tools

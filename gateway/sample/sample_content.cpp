@@ -5,21 +5,18 @@
 #include <cctype>
 #include <cmath>
 
+#include "base/text.hpp"
 #include "gateway/sample/sample_internal.hpp"
 
 namespace agency::sample::detail {
 
-std::string lower(std::string_view text) {
-    std::string out(text);
-    for (auto& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return out;
-}
+std::string lower(std::string_view text) { return base::ascii_lower(text); }
 
 std::string slugify(std::string_view text) {
     std::string out;
-    for (unsigned char ch : text) {
+    for (unsigned char ch : base::ascii_lower(text)) {
         if (std::isalnum(ch)) {
-            out += static_cast<char>(std::tolower(ch));
+            out += static_cast<char>(ch);
         } else if (!out.empty() && out.back() != '-') {
             out += '-';
         }

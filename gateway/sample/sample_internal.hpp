@@ -6,13 +6,17 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -245,3 +249,172 @@ ActionOutcome run_action(Store& store, const ActionInfo& action, const ClientPro
 std::string json_quote(std::string_view text);
 
 }  // namespace agency::sample::detail
+
+// ---- the sample gateway's request handling: sample_gateway.cpp (routing, auth, serving),
+// sample_faults.cpp (fault injection, request log, /_control), sample_reads.cpp (reads, actions)
+
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace agency::sample {
+
+// What one request on the base path produced, before it is written to the socket.
+struct Reply {
+    int status = 200;
+    std::string body;
+    std::vector<std::pair<std::string, std::string>> headers;
+    bool drop = false;
+    bool cut_before_body = false;  // reset: not one byte of the body
+    std::string target;
+    std::string client_id;
+    std::string fault;
+};
+
+Reply error_reply(int status, std::string_view message);
+
+// Strict non-negative integer: digits only, no sign, no spaces, at most 18 digits.
+std::optional<std::int64_t> parse_count(const std::string& text);
+
+// The query string of a request target ("" when it has none).
+std::string query_of(const httplib::Request& req);
+
+const char* mode_name(FaultMode mode);
+std::optional<FaultMode> mode_from_name(std::string_view name);
+bool is_loopback(const std::string& addr);
+
+struct Gateway::Impl {
+    using json = nlohmann::json;
+
+    explicit Impl(Options opts);
+
+    Options options;
+
+    mutable std::shared_mutex data_mutex;  // guards store
+    detail::Store store;
+    std::string resource_list;
+    mutable std::mutex discovery_mutex;  // guards the three below (actions can be withdrawn)
+    std::string discovery_body;
+    std::string action_list;
+    std::set<std::string> withdrawn;  // actions this deployment no longer offers
+
+    mutable std::mutex auth_mutex;
+    bool keyed = false;
+    std::map<std::string, ApiKey> keys;
+    std::map<std::string, std::set<std::string>> client_agencies;
+
+    std::mutex fault_mutex;
+    std::deque<Fault> faults;
+    std::mt19937_64 fault_rng{0x5eed};  // percent faults; guarded by fault_mutex
+
+    // Stats (guarded by log_mutex, like the log).
+    Stats stats;
+    std::unordered_map<std::uint64_t, std::uint32_t> executed_bodies;
+    static constexpr std::size_t kMaxExamples = 5;
+
+    // The work of an action ran: counted, and a repeat of one body noted (retry-safe actions
+    // excepted, spec rule 2).
+    void note_execution(const std::string& action, const json& body);
+
+    mutable std::mutex log_mutex;
+    std::deque<LoggedRequest> log;
+
+    void build_discovery();
+
+    // ---- auth ----
+
+    struct Caller {
+        bool keyed = false;
+        std::string agency;
+    };
+
+    // Explorer mode ignores the header; keyed mode needs a live key with `scope`.
+    std::optional<Reply> authenticate(const httplib::Request& req, const std::string& scope,
+                                      Caller& caller) const;
+
+    bool linked(const std::string& client_id, const std::string& agency) const;
+
+    // 403 when the key's agency cannot reach the client, 404 when the client does not exist.
+    std::optional<Reply> check_client(const std::string& client_id, const Caller& caller) const;
+
+    // ---- faults ----
+
+    std::optional<Fault> take_fault(const std::string& target);
+
+    // Runs `work` under whatever fault the next matching request is due.
+    template <class Work, class StatusError>
+    Reply with_fault(const std::string& target, Work&& work, StatusError&& status_error) {
+        const auto fault = take_fault(target);
+        if (!fault) return work();
+        Reply reply;
+        switch (fault->mode) {
+            case FaultMode::fail_before:
+                reply = error_reply(500,
+                                    "internal server error (injected fail_before fault); "
+                                    "nothing was done, retry with backoff");
+                break;
+            case FaultMode::rate_limit:
+                reply = error_reply(429, "rate limited (injected fault); retry after " +
+                                             std::to_string(fault->retry_after_s) + " s");
+                reply.headers.emplace_back("Retry-After", std::to_string(fault->retry_after_s));
+                break;
+            case FaultMode::status_error: reply = status_error(fault->status_code); break;
+            case FaultMode::slow:
+                std::this_thread::sleep_for(std::chrono::milliseconds(fault->delay_ms));
+                reply = work();
+                break;
+            case FaultMode::fail_after:
+                work();
+                reply = error_reply(500,
+                                    "internal server error after the work ran (injected "
+                                    "fail_after fault)");
+                break;
+            case FaultMode::drop:
+                reply = work();
+                reply.drop = true;
+                break;
+            case FaultMode::reset:
+                reply = error_reply(500, "reset (injected fault); nothing was done");
+                reply.drop = true;
+                reply.cut_before_body = true;
+                break;
+        }
+        reply.fault = mode_name(fault->mode);
+        return reply;
+    }
+
+    // ---- reads ----
+
+    Reply read(const httplib::Request& req, const Caller& caller);
+
+    // ---- actions ----
+
+    Reply act(const json& body, const Caller& caller);
+
+    // ---- dispatch ----
+
+    static std::string param_or_empty(const httplib::Request& req, const char* name);
+
+    Reply discover();
+
+    Reply handle(const httplib::Request& req);
+
+    void record(const httplib::Request& req, const Reply& reply);
+
+    void serve(const httplib::Request& req, httplib::Response& res);
+
+    // ---- control path ----
+
+    static void control_json(httplib::Response& res, int status, const json& body);
+
+    void add_fault_from(const httplib::Request& req, httplib::Response& res);
+
+    void inject(Fault fault);
+
+    json stats_json() const;
+
+    json log_json() const;
+};
+
+}  // namespace agency::sample

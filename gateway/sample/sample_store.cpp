@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "base/clock.hpp"
 #include "gateway/sample/sample_internal.hpp"
 
 namespace agency::sample::detail {
@@ -222,17 +223,7 @@ void Table::write_page(std::string& out, const ReadParams& params,
 
 // ---- time ----
 
-std::string iso_time(Seconds t) {
-    const auto day = std::chrono::floor<std::chrono::days>(t);
-    const std::chrono::year_month_day ymd{day};
-    const std::chrono::hh_mm_ss hms{t - day};
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02dZ", static_cast<int>(ymd.year()),
-                  static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
-                  static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
-                  static_cast<int>(hms.seconds().count()));
-    return buf;
-}
+std::string iso_time(Seconds t) { return base::format_utc_time(t); }
 
 std::string iso_date(Days d) {
     const std::chrono::year_month_day ymd{d};
@@ -243,7 +234,7 @@ std::string iso_date(Days d) {
 }
 
 Seconds now_seconds() {
-    return std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+    return std::chrono::floor<std::chrono::seconds>(base::Clock::system().wall());
 }
 
 // ---- randomness ----

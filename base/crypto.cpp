@@ -1,4 +1,4 @@
-#include "server/crypto.hpp"
+#include "base/crypto.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -9,8 +9,8 @@
 #include <sys/random.h>
 
 // SHA256_Init/Update/Final are deprecated in OpenSSL 3 in favour of EVP, but EVP's first fetch
-// of any algorithm builds the provider's name map (~3 million instructions, a tenth of a cold
-// start to the first answer) and every EVP digest goes through the provider dispatch. The
+// of any algorithm builds the provider's name map and every EVP digest goes through the
+// provider dispatch: start-up must not pay for either (docs/benchmarks.md, cold start). The
 // low-level functions compute the same SHA-256 with neither.
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/crypto.h>
@@ -18,8 +18,8 @@
 
 namespace agency::crypto {
 
-// The kernel's generator (getrandom): as strong as OpenSSL's, and it spares start-up the
-// seeding of OpenSSL's DRBG (a sixth of the instructions of a cold start to the first answer).
+// The kernel's generator (getrandom): as strong as OpenSSL's, and start-up never seeds
+// OpenSSL's DRBG (a large share of a cold start if it did).
 std::string random_bytes(std::size_t n) {
     std::string out(n, '\0');
     std::size_t done = 0;

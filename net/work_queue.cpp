@@ -1,10 +1,10 @@
-#include "server/work_queue.hpp"
+#include "net/work_queue.hpp"
 
 #include <algorithm>
 
 #include <spdlog/spdlog.h>
 
-namespace agency::mcp {
+namespace agency::net {
 
 namespace {
 thread_local WorkQueue* current_queue = nullptr;  // the queue whose worker this thread is
@@ -99,4 +99,4 @@ void WorkQueue::run() {
     }
 }
 
-}  // namespace agency::mcp
+}  // namespace agency::net

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-namespace agency::mcp {
+namespace agency::net {
 
 class WorkQueue {
 public:
@@ -58,4 +58,4 @@ private:
     std::vector<std::thread> threads_;
 };
 
-}  // namespace agency::mcp
+}  // namespace agency::net

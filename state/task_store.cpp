@@ -1,10 +1,10 @@
-#include "server/tasks.hpp"
+#include "state/task_store.hpp"
 
 #include <algorithm>
 #include <array>
 #include <ctime>
 
-namespace agency::mcp {
+namespace agency::state {
 
 namespace {
 constexpr std::array<std::string_view, 5> kStatusNames{"working", "input_required", "completed",
@@ -19,16 +19,6 @@ std::optional<TaskStatus> parse_task_status(std::string_view text) {
     for (std::size_t i = 0; i < kStatusNames.size(); ++i)
         if (kStatusNames[i] == text) return static_cast<TaskStatus>(i);
     return std::nullopt;
-}
-
-std::string iso8601_ms(std::int64_t ms) {
-    std::time_t secs = static_cast<std::time_t>(ms / 1000);
-    std::tm tm{};
-    gmtime_r(&secs, &tm);
-    char buf[40];
-    std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-    std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms % 1000));
-    return buf;
 }
 
 void MemoryTaskStore::put(const TaskRecord& task) {
@@ -75,4 +65,4 @@ void MemoryTaskStore::erase_expired(std::int64_t now_ms) {
     });
 }
 
-}  // namespace agency::mcp
+}  // namespace agency::state

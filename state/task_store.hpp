@@ -1,4 +1,5 @@
-// MCP Tasks: a tool call that runs in the background while the caller polls it.
+// Where MCP task records live (a tool call that runs in the background while the caller polls
+// it; the protocol side is server/task_runtime.cpp).
 // 2025-11-25: task-augmented tools/call (params.task) with tasks/get, tasks/result, tasks/list,
 // tasks/cancel. 2026-07-28: the io.modelcontextprotocol/tasks extension (flat CreateTaskResult,
 // tasks/get with the result inline, tasks/update for input, tasks/cancel).
@@ -13,9 +14,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "server/json_rpc.hpp"
+#include <nlohmann/json.hpp>
 
-namespace agency::mcp {
+namespace agency::state {
+
+using json = nlohmann::json;
 
 enum class TaskStatus { working, input_required, completed, failed, cancelled };
 
@@ -73,9 +76,4 @@ private:
     std::unordered_map<std::string, TaskRecord> tasks_;
 };
 
-inline constexpr std::string_view kTasksExtension = "io.modelcontextprotocol/tasks";
-inline constexpr std::string_view kRelatedTaskMeta = "io.modelcontextprotocol/related-task";
-
-std::string iso8601_ms(std::int64_t ms);
-
-}  // namespace agency::mcp
+}  // namespace agency::state

@@ -140,6 +140,8 @@ private:
 };
 
 int timeout_ms(time_t sec, time_t usec);
+// The numeric address and port of `addr` ("" and 0 for a family other than IPv4 and IPv6).
+void describe_address(const sockaddr_storage& addr, std::string& ip, int& port);
 
 // What clients may hold on a PlainServer. At a bound a new connection is refused (503 with
 // Retry-After, then closed) while everyone else keeps being served.

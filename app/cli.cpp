@@ -1,0 +1,225 @@
+#include "app/cli.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <charconv>
+#include <limits>
+#include <stdexcept>
+
+#include "app/process.hpp"
+
+namespace agency::app {
+
+namespace {
+
+// A positive whole number for a count option (from the command line or the environment
+// variable `env`); anything else is refused with one clear message before the server starts.
+CLI::Validator positive_count(const std::string& env) {
+    return CLI::Validator(
+        [env](std::string& value) -> std::string {
+            int n = 0;
+            const char* end = value.data() + value.size();
+            auto [p, ec] = std::from_chars(value.data(), end, n);
+            if (ec != std::errc() || p != end || n <= 0)
+                return "must be a positive whole number (at most " +
+                       std::to_string(std::numeric_limits<int>::max()) + "), got \"" + value +
+                       "\" (from the option or $" + env + ")";
+            return {};
+        },
+        "POSITIVE");
+}
+
+}  // namespace
+
+std::pair<std::string, int> parse_listen(const std::string& listen) {
+    auto colon = listen.rfind(':');
+    if (colon == std::string::npos) throw std::invalid_argument("--listen: expected HOST:PORT");
+    std::string host = listen.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+        host = host.substr(1, host.size() - 2);
+    if (host.empty()) host = "127.0.0.1";
+    int port = 0;
+    try {
+        port = std::stoi(listen.substr(colon + 1));
+    } catch (const std::exception&) {
+        throw std::invalid_argument("--listen: the port is not a number: " + listen);
+    }
+    if (port < 0 || port > 65535) throw std::invalid_argument("--listen: port out of range");
+    return {host, port};
+}
+
+CommandLine::CommandLine()
+    : log_level(env_or("AGENCY_LOG_LEVEL", "info")),
+      app_(std::make_unique<CLI::App>(
+          "agency-mcp: MCP tools over the agency gateway (rankings, audits, content...)")) {
+    app_->require_subcommand(1);
+    app_->add_option("--log-level", log_level, "trace, debug, info, warn, error, off (stderr)")
+        ->envname("AGENCY_LOG_LEVEL")
+        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+    add_serve();
+    add_http_limits();
+    add_sample_gateway();
+    add_keys();
+    tools_doc_cmd_ = app_->add_subcommand(
+        "tools-doc",
+        "Print the Markdown tool reference generated from the tool definitions "
+        "(build/agency-mcp tools-doc > docs/tools.md)");
+}
+
+CommandLine::~CommandLine() = default;
+
+std::optional<Command> CommandLine::parse(int argc, char** argv) {
+    try {
+        app_->parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        exit_code_ = app_->exit(e);
+        return std::nullopt;
+    }
+    auto& limits = serve.http_limits;
+    limits.max_connections = static_cast<std::size_t>(max_connections_);
+    limits.max_connections_per_peer = static_cast<std::size_t>(max_connections_per_address_);
+    limits.head_timeout = std::chrono::seconds(head_timeout_s_);
+    limits.idle_timeout = std::chrono::seconds(idle_timeout_s_);
+    limits.max_streams = static_cast<std::size_t>(max_streams_);
+    limits.max_streams_per_session = static_cast<std::size_t>(max_streams_per_session_);
+    limits.max_sessions = static_cast<std::size_t>(max_sessions_);
+    if (*sample_cmd_) return Command::sample_gateway;
+    if (*keys_add_cmd_) return Command::keys_add;
+    if (*tools_doc_cmd_) return Command::tools_doc;
+    return Command::serve;
+}
+
+void CommandLine::add_serve() {
+    serve_cmd_ = app_->add_subcommand("serve", "Run the MCP server (stdio by default)");
+    serve_cmd_->add_flag("--http", serve.http, "Serve Streamable HTTP at /mcp instead of stdio");
+    serve_cmd_->add_option("--listen", serve.listen,
+                           "HOST:PORT for --http (default 127.0.0.1:8787)");
+    serve_cmd_->add_flag("--read-only", serve.read_only, "Hide and refuse every action tool");
+    serve_cmd_->add_option("--gateway-url", serve.gateway_url,
+                           "Gateway base URL (default: $AGENCY_GATEWAY_URL; none: the built-in "
+                           "sample gateway)");
+    serve_cmd_->add_option("--api-key-file", serve.api_key_file,
+                           "File holding the gateway API key (default: $AGENCY_API_KEY)");
+    serve_cmd_
+        ->add_option("--keys-file", serve.keys_file,
+                     "HTTP callers' keys file (agency-mcp keys add); with keys, every HTTP "
+                     "request needs one")
+        ->envname("AGENCY_KEYS_FILE");
+    serve_cmd_->add_option("--max-body-bytes", serve.max_body,
+                           "Largest accepted HTTP body or stdio line");
+    serve_cmd_->add_option("--allowed-host", serve.allowed_hosts,
+                           "Extra Host header names accepted over HTTP (DNS-rebinding protection)");
+    serve_cmd_->add_option("--allowed-origin", serve.allowed_origins,
+                           "Extra Origins accepted over HTTP");
+    serve_cmd_
+        ->add_option("--state-db", serve.state_db,
+                     "SQLite file for jobs, drafts and idempotency records (default: "
+                     "$XDG_STATE_HOME/agency-mcp/state.db or ~/.local/state/agency-mcp/state.db)")
+        ->envname("AGENCY_STATE_DB");
+    serve_cmd_
+        ->add_option("--discovery-refresh", serve.discovery_refresh_s,
+                     "Seconds between reads of the gateway's discovery (0: never); when its "
+                     "actions change, tools follow and clients are told (default 60)")
+        ->envname("AGENCY_DISCOVERY_REFRESH_S")
+        ->check(CLI::Range(0, 86400));
+    serve_cmd_
+        ->add_option("--max-actions-in-flight-per-client", serve.credits.max_in_flight_per_client,
+                     "Generation actions running at once for one client; more are refused "
+                     "with reason rate_limited (default 2)")
+        ->envname("AGENCY_MAX_ACTIONS_IN_FLIGHT")
+        ->check(positive_count("AGENCY_MAX_ACTIONS_IN_FLIGHT"));
+    serve_cmd_
+        ->add_option("--max-actions-per-minute-per-client", serve.credits.max_per_minute_per_client,
+                     "Generation actions started per client per minute; more are refused with "
+                     "reason rate_limited (default 20)")
+        ->envname("AGENCY_MAX_ACTIONS_PER_MINUTE")
+        ->check(positive_count("AGENCY_MAX_ACTIONS_PER_MINUTE"));
+}
+
+void CommandLine::add_http_limits() {
+    const mcp::HttpOptions defaults;
+    max_connections_ = static_cast<int>(defaults.max_connections);
+    max_connections_per_address_ = static_cast<int>(defaults.max_connections_per_peer);
+    head_timeout_s_ = static_cast<int>(defaults.head_timeout.count() / 1000);
+    idle_timeout_s_ = static_cast<int>(defaults.idle_timeout.count());
+    max_streams_ = static_cast<int>(defaults.max_streams);
+    max_streams_per_session_ = static_cast<int>(defaults.max_streams_per_session);
+    max_sessions_ = static_cast<int>(defaults.max_sessions);
+    serve.max_waiting_on_clients = static_cast<int>(mcp::ServerOptions{}.max_waiting_on_clients);
+    serve_cmd_
+        ->add_option("--http-max-connections", max_connections_,
+                     "Open HTTP connections in all; at the bound the longest-idle one is "
+                     "closed, or a new one gets 503 (default 4096)")
+        ->envname("AGENCY_HTTP_MAX_CONNECTIONS")
+        ->check(positive_count("AGENCY_HTTP_MAX_CONNECTIONS"));
+    serve_cmd_
+        ->add_option("--http-max-connections-per-address", max_connections_per_address_,
+                     "Open HTTP connections from one client address; more get 503 "
+                     "(default 256)")
+        ->envname("AGENCY_HTTP_MAX_CONNECTIONS_PER_ADDRESS")
+        ->check(positive_count("AGENCY_HTTP_MAX_CONNECTIONS_PER_ADDRESS"));
+    serve_cmd_
+        ->add_option("--http-head-timeout", head_timeout_s_,
+                     "Seconds a client has to send a whole request head once it has begun; "
+                     "then 408 and the connection is closed (default 10)")
+        ->envname("AGENCY_HTTP_HEAD_TIMEOUT_S")
+        ->check(CLI::Range(1, 3600));
+    serve_cmd_
+        ->add_option("--http-idle-timeout", idle_timeout_s_,
+                     "Seconds a kept-alive HTTP connection may wait for its next request "
+                     "(default 5)")
+        ->envname("AGENCY_HTTP_IDLE_TIMEOUT_S")
+        ->check(CLI::Range(1, 3600));
+    serve_cmd_
+        ->add_option("--http-max-streams", max_streams_,
+                     "Streamed (SSE) answers open at once; more get 503 (default 256)")
+        ->envname("AGENCY_HTTP_MAX_STREAMS")
+        ->check(positive_count("AGENCY_HTTP_MAX_STREAMS"));
+    serve_cmd_
+        ->add_option("--http-max-streams-per-session", max_streams_per_session_,
+                     "Streamed answers open at once on one legacy session (default 16)")
+        ->envname("AGENCY_HTTP_MAX_STREAMS_PER_SESSION")
+        ->check(positive_count("AGENCY_HTTP_MAX_STREAMS_PER_SESSION"));
+    serve_cmd_
+        ->add_option("--http-max-sessions", max_sessions_,
+                     "Legacy sessions open at once; initialize gets 503 beyond (default 4096)")
+        ->envname("AGENCY_HTTP_MAX_SESSIONS")
+        ->check(positive_count("AGENCY_HTTP_MAX_SESSIONS"));
+    serve_cmd_
+        ->add_option("--max-waiting-on-clients", serve.max_waiting_on_clients,
+                     "Calls that may wait at once for a client's answer (elicitation, "
+                     "sampling, roots); one more gets an error at once (default 64)")
+        ->envname("AGENCY_MAX_WAITING_ON_CLIENTS")
+        ->check(positive_count("AGENCY_MAX_WAITING_ON_CLIENTS"));
+}
+
+void CommandLine::add_sample_gateway() {
+    sample_cmd_ =
+        app_->add_subcommand("sample-gateway", "Serve the built-in sample gateway (API explorer)");
+    sample_cmd_->add_option("--listen", sample.listen, "HOST:PORT (default 127.0.0.1:8788)");
+    sample_cmd_->add_option("--bulk-keyword-rows", sample.bulk_rows,
+                            "Add client demo-bulk with this many keyword rows (benchmarks)");
+    sample_cmd_->add_option(
+        "--fault", sample.faults,
+        "Inject faults for the whole run (repeatable): TARGET:MODE[:PERCENT[:N]]"
+        " with TARGET an action, a resource or '*', MODE one of fail_before, "
+        "fail_after, status_error, rate_limit, slow, drop, reset, PERCENT the "
+        "chance per request (default 100), N the delay in ms (slow), "
+        "Retry-After s (rate_limit) or status_code (status_error). Counters: "
+        "GET /_control/stats");
+    sample_cmd_->add_flag("--bare-records", sample.bare_records,
+                          "Rows only as the spec describes them (no deployed_at or sent_at; "
+                          "index_url records nothing)");
+}
+
+void CommandLine::add_keys() {
+    auto* keys_cmd = app_->add_subcommand("keys", "Manage API keys for HTTP callers");
+    keys_cmd->require_subcommand(1);
+    keys_add_cmd_ = keys_cmd->add_subcommand("add", "Create a key and print it once");
+    keys_add_cmd_->add_option("--name", keys.name, "Who the key is for")->required();
+    keys_add_cmd_->add_option("--scopes", keys.scopes, "read and/or write")->delimiter(',');
+    keys_add_cmd_->add_option("--keys-file", keys.keys_file, "Keys file")
+        ->envname("AGENCY_KEYS_FILE");
+}
+
+}  // namespace agency::app

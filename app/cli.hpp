@@ -1,0 +1,93 @@
+// The command line: what each subcommand takes, with the environment variables behind its
+// options. Parsing only; app/commands.cpp runs what was asked.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/http_transport.hpp"
+#include "tools/jobs.hpp"
+
+// CLI11 stays inside app/cli.cpp: its App's layout depends on what a translation unit included
+// before it, so it is never a member other files see.
+namespace CLI {
+class App;
+}
+
+namespace agency::app {
+
+struct ServeArgs {
+    bool http = false;
+    bool read_only = false;
+    std::string listen = "127.0.0.1:8787";
+    std::string gateway_url;
+    std::string api_key_file;
+    std::string keys_file;
+    std::size_t max_body = 4 * 1024 * 1024;
+    std::vector<std::string> allowed_hosts;
+    std::vector<std::string> allowed_origins;
+    std::string state_db;
+    int discovery_refresh_s = 60;
+    tools::CreditSettings credits;
+    // What HTTP clients may hold: each bound refuses cleanly and keeps serving.
+    mcp::HttpOptions http_limits;
+    int max_waiting_on_clients = 64;
+};
+
+struct SampleArgs {
+    std::string listen = "127.0.0.1:8788";
+    std::size_t bulk_rows = 0;
+    std::vector<std::string> faults;
+    bool bare_records = false;
+};
+
+struct KeysArgs {
+    std::string name;
+    std::vector<std::string> scopes{"read"};
+    std::string keys_file;
+};
+
+enum class Command { serve, sample_gateway, keys_add, tools_doc };
+
+class CommandLine {
+public:
+    CommandLine();
+    ~CommandLine();
+    CommandLine(const CommandLine&) = delete;
+    CommandLine& operator=(const CommandLine&) = delete;
+    // The command to run; nullopt when there is none to run (help was shown, or an error
+    // printed): the process then exits with exit_code().
+    std::optional<Command> parse(int argc, char** argv);
+    int exit_code() const { return exit_code_; }
+
+    std::string log_level;
+    ServeArgs serve;
+    SampleArgs sample;
+    KeysArgs keys;
+
+private:
+    void add_serve();
+    void add_http_limits();
+    void add_sample_gateway();
+    void add_keys();
+
+    std::unique_ptr<CLI::App> app_;
+    int exit_code_ = 0;
+    CLI::App* serve_cmd_ = nullptr;
+    CLI::App* sample_cmd_ = nullptr;
+    CLI::App* keys_add_cmd_ = nullptr;
+    CLI::App* tools_doc_cmd_ = nullptr;
+    // The HTTP limits as the options hold them (whole numbers), copied into serve.http_limits.
+    int max_connections_ = 0, max_connections_per_address_ = 0, head_timeout_s_ = 0,
+        idle_timeout_s_ = 0, max_streams_ = 0, max_streams_per_session_ = 0, max_sessions_ = 0;
+};
+
+// "HOST:PORT", "[V6]:PORT" or ":PORT" (host 127.0.0.1); throws std::invalid_argument naming
+// --listen.
+std::pair<std::string, int> parse_listen(const std::string& listen);
+
+}  // namespace agency::app

@@ -1,0 +1,205 @@
+#include "app/commands.hpp"
+
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "app/process.hpp"
+#include "gateway/client.hpp"
+#include "gateway/sample/sample_gateway.hpp"
+#include "server/http_transport.hpp"
+#include "server/keys.hpp"
+#include "server/mcp_server.hpp"
+#include "server/stdio_transport.hpp"
+#include "state/sqlite_store.hpp"
+#include "tools/action_tools.hpp"
+#include "tools/registry.hpp"
+#include "tools/tool_docs.hpp"
+
+namespace agency::app {
+
+namespace {
+
+// A whole number of seconds from 1 to 3600 in the variable `name`, else `fallback`.
+std::chrono::milliseconds seconds_env(const char* name, std::chrono::milliseconds fallback) {
+    const std::string text = env_or(name);
+    if (text.empty()) return fallback;
+    std::size_t used = 0;
+    long value = 0;
+    try {
+        value = std::stol(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != text.size() || value < 1 || value > 3600) {
+        throw std::runtime_error(std::string(name) +
+                                 " must be a whole number of seconds from 1 to 3600 (got '" + text +
+                                 "')");
+    }
+    return std::chrono::milliseconds(value * 1000);
+}
+
+// The gateway client, checked: an unreachable host or a rejected key fails here with one clear
+// line, before the retry warnings of a normal read could bury it.
+std::shared_ptr<gateway::Client> connect_gateway(const std::string& url,
+                                                 const std::string& api_key) {
+    gateway::Config config;
+    config.base_url = url;
+    config.api_key = api_key;
+    // Waits for the gateway's answers (the spec suggests 10-30 s for generation actions).
+    config.read_timeout = seconds_env("AGENCY_GATEWAY_READ_TIMEOUT_S", config.read_timeout);
+    config.action_timeout = seconds_env("AGENCY_GATEWAY_ACTION_TIMEOUT_S", config.action_timeout);
+    auto client = std::make_shared<gateway::Client>(config);
+    const auto level = spdlog::default_logger()->level();
+    spdlog::set_level(spdlog::level::critical);
+    try {
+        client->check();
+    } catch (...) {
+        spdlog::set_level(level);
+        throw;
+    }
+    spdlog::set_level(level);
+    return client;
+}
+
+struct ToolServerSetup {
+    std::string gateway_url;  // empty: the built-in sample gateway
+    std::string api_key;
+    std::shared_ptr<tools::ActionRuntime> actions;  // null: a private in-memory one
+    std::chrono::seconds discovery_refresh{0};
+    std::size_t max_waiting_on_clients = mcp::ServerOptions{}.max_waiting_on_clients;
+    tools::ToolCatalog* catalog = nullptr;  // when set, receives what was registered
+};
+
+// The MCP server with every tool registered over the gateway; without a gateway URL, over the
+// built-in sample gateway, started into `sample` (which must outlive the server).
+std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
+                                              std::unique_ptr<sample::Server>& sample) {
+    if (setup.gateway_url.empty()) {
+        sample = std::make_unique<sample::Server>(std::make_shared<sample::Gateway>());
+        sample->start("127.0.0.1", 0);
+        setup.gateway_url = sample->base_url();
+    }
+    auto gateway = connect_gateway(setup.gateway_url, setup.api_key);
+
+    mcp::ServerOptions options;
+    options.state_secret = env_or("AGENCY_SERVER_SECRET");
+    options.max_waiting_on_clients = setup.max_waiting_on_clients;
+    // Task records live beside the jobs they wait on, so both survive a restart.
+    if (setup.actions) options.task_store = setup.actions->shared_store();
+    options.info.instructions =
+        "Tools over an SEO agency's platform: read a client's rankings, audits, backlinks, "
+        "citations, articles, calls and reports; run audits and generate content. Start with "
+        "list_clients to find a client_id.";
+    auto server = std::make_unique<mcp::Server>(options);
+    tools::Settings tool_settings;
+    tool_settings.secret = options.state_secret;
+    auto toolbox = std::make_shared<tools::Toolbox>(gateway, tool_settings);
+    tools::ToolCatalog registered = tools::register_all(*server, toolbox, std::move(setup.actions));
+    if (setup.catalog) *setup.catalog = std::move(registered);
+    tools::watch_discovery(*server, toolbox, setup.discovery_refresh);
+    server->resume_tasks();
+    return server;
+}
+
+int serve_http(mcp::Server& server, const ServeArgs& args, const mcp::Principal& anonymous) {
+    auto [host, port] = parse_listen(args.listen);
+    mcp::HttpOptions options = args.http_limits;
+    options.host = host;
+    options.port = port;
+    options.max_body_bytes = args.max_body;
+    options.allowed_hosts = args.allowed_hosts;
+    options.allowed_origins = args.allowed_origins;
+    options.anonymous = anonymous;
+    options.max_connections = fit_connections_to_fd_limit(options.max_connections);
+    if (!args.keys_file.empty())
+        options.keys = std::make_shared<mcp::KeyStore>(mcp::KeyStore::load(args.keys_file));
+    mcp::HttpTransport transport(server, options);
+    transport.start();
+    spdlog::info("MCP over Streamable HTTP at {}", transport.url());
+    wait_for_signal();
+    transport.stop();
+    return 0;
+}
+
+}  // namespace
+
+int run_serve(const ServeArgs& args) {
+    ToolServerSetup setup;
+    setup.gateway_url = args.gateway_url.empty() ? env_or("AGENCY_GATEWAY_URL") : args.gateway_url;
+    setup.api_key =
+        args.api_key_file.empty() ? env_or("AGENCY_API_KEY") : read_secret_file(args.api_key_file);
+    tools::ActionSettings action_settings;
+    action_settings.state_db =
+        args.state_db.empty() ? state::SqliteStore::default_path() : args.state_db;
+    action_settings.credits = args.credits;
+    setup.actions = std::make_shared<tools::ActionRuntime>(action_settings);
+    spdlog::info("state database: {}", action_settings.state_db);
+    setup.discovery_refresh = std::chrono::seconds(args.discovery_refresh_s);
+    setup.max_waiting_on_clients = static_cast<std::size_t>(args.max_waiting_on_clients);
+
+    std::unique_ptr<sample::Server> sample_server;
+    auto server = make_tool_server(std::move(setup), sample_server);
+    if (sample_server) {
+        spdlog::warn(
+            "no AGENCY_GATEWAY_URL set: serving SAMPLE DATA from the built-in sample gateway at {}",
+            sample_server->base_url());
+    }
+    mcp::Principal principal;
+    if (args.read_only) principal.scopes = {"read"};
+    if (args.http) return serve_http(*server, args, principal);
+    mcp::StdioOptions options;
+    options.max_message_bytes = args.max_body;
+    options.principal = principal;
+    return mcp::serve_stdio(*server, options);
+}
+
+int run_sample_gateway(const SampleArgs& args) {
+    auto [host, port] = parse_listen(args.listen);
+    sample::Options options;
+    options.bulk_keyword_rows = args.bulk_rows;
+    options.bare_records = args.bare_records;
+    auto gateway = std::make_shared<sample::Gateway>(options);
+    for (const auto& text : args.faults) {
+        try {
+            gateway->inject(sample::parse_fault(text));
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument(std::string("--fault: ") + e.what());
+        }
+    }
+    sample::Server server(gateway);
+    server.start(host, port);
+    std::cout << server.base_url() << std::endl;
+    spdlog::info("sample gateway (sample data, no key needed) at {}", server.base_url());
+    wait_for_signal();
+    return 0;
+}
+
+int run_keys_add(const KeysArgs& args) {
+    const std::string path =
+        args.keys_file.empty() ? mcp::KeyStore::default_path() : args.keys_file;
+    const std::string key = mcp::KeyStore::add(path, args.name, args.scopes);
+    std::cout << key << std::endl;
+    std::cerr << "created key \"" << args.name << "\" in " << path << "; it is shown only this once"
+              << std::endl;
+    return 0;
+}
+
+int run_tools_doc() {
+    // The same registration as serve, seen by a caller with every scope.
+    ToolServerSetup setup;
+    setup.gateway_url = env_or("AGENCY_GATEWAY_URL");
+    setup.api_key = env_or("AGENCY_API_KEY");
+    tools::ToolCatalog catalog;
+    setup.catalog = &catalog;
+    std::unique_ptr<sample::Server> sample_server;
+    auto server = make_tool_server(std::move(setup), sample_server);
+    std::cout << tools::tools_markdown(*server, mcp::Principal{}, catalog) << std::flush;
+    return std::cout ? 0 : 1;
+}
+
+}  // namespace agency::app

@@ -1,0 +1,39 @@
+// agency-mcp: an MCP tool server over an SEO agency's gateway.
+//   agency-mcp serve                          MCP over stdio
+//   agency-mcp serve --http --listen ADDR     MCP over Streamable HTTP at /mcp
+//   agency-mcp sample-gateway --listen ADDR   the built-in sample gateway, standalone
+//   agency-mcp keys add --name N --scopes read,write
+//   agency-mcp tools-doc                      the tool reference (docs/tools.md) on stdout
+#include <exception>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "app/cli.hpp"
+#include "app/commands.hpp"
+#include "app/process.hpp"
+
+int main(int argc, char** argv) {
+    using namespace agency::app;
+    CommandLine cli;
+    const auto parsed = cli.parse(argc, argv);
+    if (!parsed) return cli.exit_code();
+    const Command command = *parsed;
+    tune_malloc();
+    if (command == Command::serve) prefault_heap();
+    // Schemas are parsed beside the start-up work that needs none (state, the gateway check).
+    std::jthread schemas_warmed;
+    if (command == Command::serve || command == Command::tools_doc) schemas_warmed = warm_schemas();
+    setup_logging(cli.log_level);
+    try {
+        switch (command) {
+            case Command::serve: return run_serve(cli.serve);
+            case Command::sample_gateway: return run_sample_gateway(cli.sample);
+            case Command::keys_add: return run_keys_add(cli.keys);
+            case Command::tools_doc: return run_tools_doc();
+        }
+    } catch (const std::exception& e) {
+        spdlog::critical("{}", e.what());
+    }
+    return 1;
+}

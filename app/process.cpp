@@ -1,0 +1,117 @@
+#include "app/process.hpp"
+
+#include <malloc.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "tools/schemas.hpp"
+
+namespace agency::app {
+
+std::string env_or(const char* name, std::string fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::string(v) : fallback;
+}
+
+std::string read_secret_file(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot read " + path);
+    std::string value;
+    std::getline(in, value);
+    while (!value.empty() && (value.back() == '\r' || value.back() == ' ')) value.pop_back();
+    return value;
+}
+
+void setup_logging(const std::string& level) {
+    auto logger = spdlog::stderr_color_mt("agency-mcp");
+    spdlog::set_default_logger(logger);
+    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    spdlog::set_level(spdlog::level::from_str(level));
+}
+
+// glibc's per-thread arenas would give memory back after nearly every call and take it again
+// through page faults and TLB shootdowns. Fixed thresholds keep a little freed memory for reuse and
+// stop the dynamic mmap threshold from chasing page-sized bodies; two arenas (not 8 per core) keep
+// what is kept small.
+void tune_malloc() {
+    mallopt(M_ARENA_MAX, 2);
+    mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
+    mallopt(M_TRIM_THRESHOLD, 2 * 1024 * 1024);
+    mallopt(M_TOP_PAD, 256 * 1024);
+}
+
+// Start-up touches ~200 fresh heap pages, and on a virtual machine each first touch is a trip
+// to the hypervisor. One MADV_POPULATE_WRITE (Linux 5.14+; elsewhere a no-op)
+// maps the heap start-up will use in one call; freed, it stays in the heap's top for reuse
+// (under M_TRIM_THRESHOLD, so it is not given back).
+void prefault_heap() {
+#ifdef MADV_POPULATE_WRITE
+    constexpr std::size_t kStartupHeap = 768 * 1024;  // under M_MMAP_THRESHOLD: from the heap
+    void* block = std::malloc(kStartupHeap);
+    if (block == nullptr) return;
+    const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto begin = (reinterpret_cast<std::uintptr_t>(block) + page - 1) & ~(page - 1);
+    const auto end = (reinterpret_cast<std::uintptr_t>(block) + kStartupHeap) & ~(page - 1);
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+    std::free(block);
+#endif
+}
+
+// Parses every embedded tool schema (start-up's largest piece of work) on a thread of its own
+// while main opens the state database and waits on the gateway check; registration then
+// finds them parsed. A schema that fails to parse is left for registration to report.
+std::jthread warm_schemas() {
+    return std::jthread([] {
+        try {
+            // Last to first: registration, on the main thread, asks for them roughly first to
+            // last, so the two threads meet rather than parse the same schemas.
+            const auto& all = agency::tools::embedded_schemas();
+            for (auto it = all.rbegin(); it != all.rend(); ++it) agency::tools::schema(it->name);
+        } catch (const std::exception&) {
+        }
+    });
+}
+
+// Every open connection is a file descriptor: take the hard limit (the soft one is often
+// 1024), and keep the connection bound under it with room for the rest of the process.
+std::size_t fit_connections_to_fd_limit(std::size_t wanted) {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return wanted;
+    if (limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &limit);
+        ::getrlimit(RLIMIT_NOFILE, &limit);
+    }
+    constexpr rlim_t reserve = 128;  // state database, gateway connections, logs
+    if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= wanted + reserve) return wanted;
+    const std::size_t fits =
+        limit.rlim_cur > 2 * reserve ? limit.rlim_cur - reserve : limit.rlim_cur / 2;
+    spdlog::warn("only {} file descriptors allowed: at most {} HTTP connections (not {})",
+                 limit.rlim_cur, fits, wanted);
+    return fits;
+}
+
+namespace {
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop = true; }
+}  // namespace
+
+void wait_for_signal() {
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
+}  // namespace agency::app

@@ -1,0 +1,25 @@
+// What the process does for itself around serving: logging, memory, limits, signals.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <thread>
+
+namespace agency::app {
+
+// The variable's value, or `fallback` when it is unset or empty.
+std::string env_or(const char* name, std::string fallback = {});
+// The first line of a file holding a secret (trailing spaces and CR dropped).
+std::string read_secret_file(const std::string& path);
+// spdlog to stderr only: in stdio mode stdout carries protocol messages.
+void setup_logging(const std::string& level);
+void tune_malloc();
+void prefault_heap();
+// Parses every embedded tool schema on a thread of its own; join before exit.
+std::jthread warm_schemas();
+// The connection bound that fits the file descriptor limit (raised to the hard limit first).
+std::size_t fit_connections_to_fd_limit(std::size_t wanted);
+// Blocks until SIGINT or SIGTERM.
+void wait_for_signal();
+
+}  // namespace agency::app

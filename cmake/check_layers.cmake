@@ -1,0 +1,38 @@
+# Fails when a file of a layer includes a header of a layer it may not use, or reaches out of
+# its folder with "../". Run by the build (target agency_layer_check) with
+#   -DROOT=<source dir> -DRULES="<dir>=<dir>,<allowed>,...|..." [-DSTAMP=<file>]
+# A layer's rule covers the files of its folder, not of its subfolders (gateway/sample has its
+# own rule). Every #include "x/..." names its layer by the folder before the last slash. A
+# header named *_detail.hpp or *_internal.hpp is private to its own layer.
+cmake_minimum_required(VERSION 3.25)
+string(REPLACE "|" ";" rules "${RULES}")
+set(failures "")
+foreach(rule ${rules})
+  string(REGEX MATCH "^([^=]+)=(.*)$" _ "${rule}")
+  set(dir "${CMAKE_MATCH_1}")
+  set(allowed_text "${CMAKE_MATCH_2}")
+  string(REPLACE "," ";" allowed "${allowed_text}")
+  file(GLOB files ${ROOT}/${dir}/*.cpp ${ROOT}/${dir}/*.hpp)
+  foreach(file ${files})
+    file(STRINGS ${file} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+    foreach(line ${lines})
+      string(REGEX MATCH "\"([^\"]+)\"" _ "${line}")
+      set(header "${CMAKE_MATCH_1}")
+      get_filename_component(layer "${header}" DIRECTORY)
+      file(RELATIVE_PATH shown ${ROOT} ${file})
+      if(header MATCHES "\\.\\." OR layer STREQUAL "")
+        string(APPEND failures "  ${shown}: \"${header}\": include by the layer's path, e.g. \"${dir}/...\"\n")
+      elseif(header MATCHES "_(detail|internal)\\.hpp$" AND NOT layer STREQUAL dir)
+        string(APPEND failures "  ${shown}: \"${header}\": private to layer ${layer}\n")
+      elseif(NOT layer IN_LIST allowed)
+        string(APPEND failures "  ${shown}: \"${header}\": layer ${dir} may include only ${allowed_text}\n")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+if(failures)
+  message(FATAL_ERROR "An include runs against the layers (docs/design.md, \"Layers\"):\n${failures}")
+endif()
+if(STAMP)
+  file(TOUCH ${STAMP})
+endif()

@@ -1,0 +1,216 @@
+// Action POSTs: never sent again unless the action's ResendRule and what the client can see
+// allow it (actions.hpp); the repeats themselves follow the RetrySchedule (retry.hpp).
+#include "gateway/client_internal.hpp"
+#include "gateway/json_parse.hpp"
+
+namespace agency::gateway {
+
+using internal::ActionRun;
+using internal::Exchange;
+
+internal::ActionRun Client::Impl::plan_action(std::string_view action, std::string_view client_id,
+                                              const nlohmann::json& fields,
+                                              const std::stop_token& stop) {
+    ActionRun run;
+    run.action = std::string(action);
+    run.client_id = std::string(client_id);
+    run.what = "action " + run.action + " for " + run.client_id;
+    if (!fields.is_null() && !fields.is_object()) {
+        throw error(ErrorReason::validation, "the fields of " + run.what + " must be a JSON object");
+    }
+    run.body = fields.is_object() ? fields : nlohmann::json::object();
+    run.body["action"] = action;
+    run.body["client_id"] = client_id;
+    run.body_text = run.body.dump();
+
+    run.spec = find_action_spec(action, run.body);
+    const ActionSpec* spec = run.spec;
+    run.rule = spec != nullptr ? spec->resend : ResendRule::unknown;
+    if ((run.rule == ResendRule::verify || run.rule == ResendRule::verify_state ||
+         run.rule == ResendRule::confirm_only) &&
+        !detail::can_verify(*spec, run.body)) {
+        run.rule = ResendRule::unknown;
+        run.unverifiable = "the request lacks the fields needed to find its record";
+    } else if (spec == nullptr) {
+        run.unverifiable = "the client has no way to check this action's effect";
+    } else if (run.rule == ResendRule::unknown) {
+        run.unverifiable = "the gateway keeps no readable record of it";
+    }
+    // verify_state: the row as it was before anything is sent, to compare with afterwards.
+    if (run.rule == ResendRule::verify_state) {
+        try {
+            run.before = read_target_row(*spec, run.body, client_id, stop);
+            if (run.before.is_null()) {
+                run.rule = ResendRule::unknown;
+                run.unverifiable = "the " + std::string(spec->resource) +
+                                   " row it acts on was not found before sending";
+            }
+        } catch (const Error& e) {
+            if (e.reason() == ErrorReason::cancelled) throw cancelled(run.what);
+            run.rule = ResendRule::unknown;
+            run.unverifiable = "the " + std::string(spec->resource) +
+                               " row it acts on could not be read before sending (" + e.what() +
+                               ")";
+        }
+    }
+    run.hint = spec != nullptr && !spec->check_hint.empty() ? std::string(spec->check_hint)
+                                                            : std::string("read what it writes");
+    return run;
+}
+
+ActionResult Client::Impl::act(std::string_view action, std::string_view client_id,
+                               const nlohmann::json& fields, const std::stop_token& stop) {
+    ActionRun run = plan_action(action, client_id, fields, stop);
+    std::optional<ActionResult> result;
+    with_retries(config.max_attempts, run.what, stop, [&](int attempt, bool last) {
+        return post_once(run, attempt, last, result, stop);
+    });
+    return std::move(*result);
+}
+
+std::optional<Retry> Client::Impl::post_once(ActionRun& run, int attempt, bool last,
+                                             std::optional<ActionResult>& result,
+                                             const std::stop_token& stop) {
+    const auto sent_at = clock.wall();
+    const auto ex =
+        perform("POST", url.path, &run.body_text, run.answer, config.action_timeout, stop);
+    const bool arrived = ex.status != 0 || ex.maybe_sent;
+    if (arrived) {
+        ++run.posts;
+        if (!run.first_sent) run.first_sent = sent_at;
+    }
+    if (ex.ok()) {
+        result = success(run, ex);
+        return std::nullopt;
+    }
+    const internal::ActionFailure failed{ex, failure_text(ex, run.answer, config.action_timeout),
+                                         safe(internal::gateway_error_text(run.answer))};
+    const auto& failure = failed.failure;
+    const auto& what = run.what;
+
+    if (stop.stop_requested() && ex.status == 0) {
+        if (!arrived) throw cancelled(what);
+        throw error(ErrorReason::cancelled,
+                    "the " + what +
+                        " was cancelled while the gateway was working on it; it may or may not "
+                        "have run",
+                    0, {}, std::nullopt, known(run, ex, failure, "not attempted: cancelled"));
+    }
+    if (ex.status == 429 || !arrived) {
+        // The gateway did not do the work: safe to send again.
+        if (last) {
+            const auto reason =
+                ex.status == 429 ? ErrorReason::rate_limited : ErrorReason::unavailable;
+            log_line(spdlog::level::err, "gateway {} failed after {} attempts: {}; it was not run",
+                     what, attempt + 1, failure);
+            throw error(reason,
+                        "the gateway " + what + " failed after " + std::to_string(attempt + 1) +
+                            " attempts: " + failure + "; the action was not run" +
+                            (ex.status == 0 ? " (gateway at " + url.display + ")" : ""),
+                        ex.status, failed.gw_text);
+        }
+        Retry retry{failure + "; not run, sending again"};
+        if (ex.status == 429) retry.retry_after = ex.retry_after;
+        return retry;
+    }
+    if (ex.status != 0 && ex.status < 500) {
+        log_line(spdlog::level::warn, "gateway {}: {}", what, failure);
+        throw error(internal::reason_for_status(ex.status),
+                    "the gateway refused the " + what + ": " + failure, ex.status, failed.gw_text);
+    }
+
+    // Ambiguous: a 5xx, a timeout or a dropped connection after the request went out.
+    if (run.rule == ResendRule::retry_safe) {
+        if (last) {
+            log_line(spdlog::level::err, "gateway {} failed after {} attempts: {}", what,
+                     attempt + 1, failure);
+            throw error(ex.status != 0 ? ErrorReason::upstream : ErrorReason::unavailable,
+                        "the gateway " + what + " failed after " + std::to_string(attempt + 1) +
+                            " attempts: " + failure,
+                        ex.status, failed.gw_text);
+        }
+        return Retry{failure + "; repeating it is harmless, retrying"};
+    }
+    if (run.rule == ResendRule::unknown) {
+        throw outcome_unknown(what, failure, ex.status, failed.gw_text,
+                              known(run, ex, failure, "not possible: " + run.unverifiable),
+                              run.unverifiable, run.hint);
+    }
+    return check_after_failure(run, failed, attempt, last, result, stop);
+}
+
+nlohmann::json Client::Impl::known(const ActionRun& run, const Exchange& ex,
+                                   const std::string& failure, std::string verification) const {
+    nlohmann::json data = {{"action", run.action},
+                           {"client_id", run.client_id},
+                           {"attempts", run.posts},
+                           {"failure", failure},
+                           {"verification", std::move(verification)}};
+    if (run.first_sent) data["sent_at"] = base::format_utc_time(*run.first_sent);
+    if (ex.status != 0) data["http_status"] = ex.status;
+    return data;
+}
+
+Error Client::Impl::outcome_unknown(const std::string& what, const std::string& failure,
+                                    int http_status, const std::string& gw_text,
+                                    nlohmann::json data, const std::string& why,
+                                    const std::string& hint) const {
+    log_line(spdlog::level::err,
+             "gateway {}: {}; it may or may not have run and was not re-sent: {}", what, failure,
+             why);
+    if (!hint.empty() && data.is_object()) data["check"] = hint;
+    return error(ErrorReason::outcome_unknown,
+                 "the " + what + " may or may not have run (" + failure +
+                     "); it was not re-sent because " + why + ". Check before running it " +
+                     (hint.empty() ? std::string("again.") : "again: " + hint + "."),
+                 http_status, gw_text, std::nullopt, std::move(data));
+}
+
+ActionResult Client::Impl::success(const ActionRun& run, const Exchange& ex) {
+    const auto& answer = run.answer;
+    const auto& what = run.what;
+    auto response = parse_json(answer);
+    if (!response.is_object()) {
+        // The gateway says it finished, but its answer cannot be read.
+        throw outcome_unknown(
+            what,
+            "HTTP " + std::to_string(ex.status) +
+                " with a body that is not a JSON object: " + internal::body_excerpt(answer),
+            ex.status, {},
+            known(run, ex, failure_text(ex, answer, config.action_timeout),
+                  "not attempted: the gateway answered"),
+            "the answer could not be read");
+    }
+    const auto status = response.value("status", std::string{});
+    std::optional<int> status_code;
+    if (const auto it = response.find("status_code");
+        it != response.end() && it->is_number_integer()) {
+        status_code = it->get<int>();
+    }
+    // Moved out, not copied: the rest of the answer is not kept.
+    nlohmann::json data = nullptr;
+    if (const auto it = response.find("data"); it != response.end()) data = std::move(*it);
+    if (status == "error" || (status != "success" && status_code && *status_code >= 400)) {
+        // gateway_error_text without parsing the answer again.
+        std::string gw_text;
+        if (const auto it = response.find("error"); it != response.end() && it->is_string()) {
+            gw_text = it->get<std::string>();
+        }
+        std::string message =
+            "the " + what + " did not complete: the gateway reported status \"" + status + "\"";
+        if (status_code) message += " with status_code " + std::to_string(*status_code);
+        if (!gw_text.empty()) message += ": " + gw_text;
+        message += "; nothing was billed, and it was not re-sent";
+        log_line(spdlog::level::warn, "gateway: {}", message);
+        throw error(ErrorReason::upstream, std::move(message), ex.status, std::move(gw_text),
+                    status_code, std::move(data));
+    }
+    claim(run.spec, data);
+    ActionResult result;
+    result.status_code = status_code.value_or(200);
+    result.data = std::move(data);
+    result.attempts = run.posts;
+    return result;
+}
+
+}  // namespace agency::gateway

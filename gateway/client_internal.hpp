@@ -1,0 +1,242 @@
+// Client::Impl and the pieces it is made of, shared by the client's source files (client.cpp:
+// the public surface; client_transport.cpp: connections and one exchange; client_reads.cpp:
+// reads and discovery; client_actions.cpp: POSTs; client_checks.cpp: the check after an
+// ambiguous failure). Private to gateway/.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "base/clock.hpp"
+#include "gateway/actions.hpp"
+#include "gateway/client.hpp"
+#include "gateway/client_detail.hpp"
+#include "gateway/retry.hpp"
+
+namespace agency::gateway::internal {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+using std::chrono::milliseconds;
+
+inline constexpr int kPageLimit = 1000;    // the gateway's maximum
+inline constexpr int kVerifyLimit = 20;    // newest rows read to find a created record
+inline constexpr std::size_t kMaxClaimed = 512;
+
+// The outcome of one HTTP exchange; the body lands in the caller's buffer.
+struct Exchange {
+    int status = 0;  // 0: no HTTP answer
+    httplib::Error error = httplib::Error::Success;
+    bool maybe_sent = false;  // no answer, but the gateway may have received the request
+    bool timed_out = false;
+    std::string retry_after;
+    milliseconds elapsed{0};
+
+    bool ok() const { return status >= 200 && status < 300; }
+};
+
+ErrorReason reason_for_status(int status);
+std::string describe_network_failure(const Exchange& ex, std::chrono::milliseconds timeout,
+                                     milliseconds connect_timeout);
+// The gateway's `error` string when the body is the spec's error object, else "".
+std::string gateway_error_text(const std::string& body);
+// A short printable excerpt of a body that is not the error object, for messages.
+std::string body_excerpt(const std::string& body);
+// Precise reason a TCP connect fails, for check()'s one-line message (httplib only reports
+// "connection error").
+std::string diagnose_connect(const std::string& host, int port, std::chrono::milliseconds timeout);
+std::optional<Discovery> parse_discovery(const std::string& body, std::string& problem);
+
+// Keep-alive connections to the gateway. httplib clients are not safe for concurrent
+// requests, so each request leases one exclusively and gives it back.
+class ConnectionPool {
+public:
+    ConnectionPool(detail::BaseUrl url, milliseconds connect_timeout, const base::Clock& clock)
+        : url_(std::move(url)), connect_timeout_(connect_timeout), clock_(clock) {}
+
+    class Lease {
+    public:
+        Lease(ConnectionPool* pool, std::unique_ptr<httplib::ClientImpl> client)
+            : pool_(pool), client_(std::move(client)) {}
+        Lease(Lease&&) = default;
+        Lease(const Lease&) = delete;
+        Lease& operator=(const Lease&) = delete;
+        Lease& operator=(Lease&&) = delete;
+        ~Lease() {
+            if (client_) pool_->release(std::move(client_));
+        }
+        httplib::ClientImpl& client() { return *client_; }
+
+    private:
+        ConnectionPool* pool_;
+        std::unique_ptr<httplib::ClientImpl> client_;
+    };
+
+    Lease acquire(const std::stop_token& stop);
+
+private:
+    struct Idle {
+        std::unique_ptr<httplib::ClientImpl> client;
+        SteadyTime since;
+    };
+
+    std::unique_ptr<httplib::ClientImpl> create() const;
+    void release(std::unique_ptr<httplib::ClientImpl> client);
+    void close_stale(SteadyTime now);
+
+    detail::BaseUrl url_;
+    milliseconds connect_timeout_;
+    const base::Clock& clock_;
+    std::mutex mu_;
+    std::condition_variable_any cv_;
+    std::vector<Idle> idle_;  // most recently returned last
+    std::size_t open_ = 0;    // leased + idle
+};
+
+// One act() call: the request, what the client may do after an ambiguous failure, and what
+// the attempts so far did.
+struct ActionRun {
+    std::string action;
+    std::string client_id;
+    std::string what;  // "action <name> for <client>", as messages name it
+    nlohmann::json body;
+    std::string body_text;
+    const ActionSpec* spec = nullptr;
+    ResendRule rule = ResendRule::unknown;
+    std::string unverifiable;  // why the effect cannot be checked this time
+    nlohmann::json before;     // verify_state: the row before the first POST
+    std::string hint;          // how a person checks whether it ran
+    int posts = 0;             // POSTs that may have reached the gateway
+    std::optional<std::chrono::system_clock::time_point> first_sent;
+    std::string answer;
+};
+
+// One failed POST, as messages and Error::data describe it.
+struct ActionFailure {
+    const Exchange& ex;
+    std::string failure;
+    std::string gw_text;
+};
+
+}  // namespace agency::gateway::internal
+
+namespace agency::gateway {
+
+struct Client::Impl {
+    using Exchange = internal::Exchange;
+
+    Config config;
+    detail::BaseUrl url;
+    const base::Clock& clock;
+    httplib::Headers headers;  // carries the key: never logged
+    internal::ConnectionPool pool;
+
+    std::mutex discovery_mu;
+    std::shared_ptr<const Discovery> discovery;
+    internal::SteadyTime discovery_at;
+
+    std::mutex claimed_mu;
+    std::deque<std::string> claimed_order;
+    std::unordered_set<std::string> claimed;
+
+    std::mutex refresher_mu;
+    std::jthread refresher;  // last member: stopped and joined before the rest goes away
+
+    Impl(Config c, detail::BaseUrl u, const base::Clock& clock);
+
+    // --- messages (client_transport.cpp) ----------------------------------------------------
+    // Every message, log line and gateway text passes through here: a gateway may echo the key.
+    std::string safe(std::string text) const;
+    template <typename... Args>
+    void log_line(spdlog::level::level_enum level, fmt::format_string<Args...> format,
+                  Args&&... args) const {
+        spdlog::log(level, "{}", safe(fmt::format(format, std::forward<Args>(args)...)));
+    }
+    Error error(ErrorReason reason, std::string message, int http_status = 0,
+                std::string gateway_error = {}, std::optional<int> status_code = std::nullopt,
+                nlohmann::json data = nullptr) const;
+    Error cancelled(std::string_view what) const;
+    std::string failure_text(const Exchange& ex, const std::string& body,
+                             std::chrono::milliseconds timeout) const;
+
+    // --- transport (client_transport.cpp) ---------------------------------------------------
+    // One HTTP exchange on a leased connection. The stop token aborts it mid-flight.
+    Exchange perform(const char* method, const std::string& target, const std::string* body,
+                     std::string& out, std::chrono::milliseconds timeout, const std::stop_token& stop);
+    // The schedule every request follows, with `max_attempts` attempts at most.
+    RetrySchedule schedule(int max_attempts) const;
+    // run_with_retries with this client's log and cancellation.
+    void with_retries(int max_attempts, const std::string& what, const std::stop_token& stop,
+                      const std::function<std::optional<Retry>(int, bool)>& attempt);
+
+    // --- reads and discovery (client_reads.cpp) ---------------------------------------------
+    std::string read_target(const ReadQuery& q) const;
+    static std::string describe_read(const ReadQuery& q);
+    // A GET with the read rules: 5xx, network errors and timeouts retried with backoff, 429
+    // after Retry-After, any other answer final. Returns the 2xx exchange; the body is in `out`.
+    Exchange get(const std::string& target, const std::string& what, std::string& out,
+                 const std::stop_token& stop, int max_attempts);
+    Error bad_page(const std::string& body, const std::string& what, int http_status,
+                   WalkProblem problem) const;
+    WalkResult walk(Page& page, const WalkOptions& options, const RowVisitor& on_row) const;
+    Page read(const ReadQuery& query, const std::stop_token& stop, bool scan = true);
+    Pagination for_each_row(ReadQuery query, const std::function<bool(std::string_view)>& on_row,
+                            const std::stop_token& stop);
+    std::shared_ptr<const Discovery> fetch_discovery(const std::stop_token& stop, int attempts);
+    // Stores a fresh discovery; true when it differs from one cached before.
+    bool store_discovery(std::shared_ptr<const Discovery> fresh);
+    // The cached discovery while it is younger than discovery_ttl, else null.
+    std::shared_ptr<const Discovery> cached_discovery();
+
+    // --- actions (client_actions.cpp) -------------------------------------------------------
+    ActionResult act(std::string_view action, std::string_view client_id,
+                     const nlohmann::json& fields, const std::stop_token& stop);
+    internal::ActionRun plan_action(std::string_view action, std::string_view client_id,
+                                    const nlohmann::json& fields, const std::stop_token& stop);
+    // One POST of `run`: nullopt with `result` set when done; a Retry when it may be sent again.
+    std::optional<Retry> post_once(internal::ActionRun& run, int attempt, bool last,
+                                   std::optional<ActionResult>& result,
+                                   const std::stop_token& stop);
+    ActionResult success(const internal::ActionRun& run, const Exchange& ex);
+    nlohmann::json known(const internal::ActionRun& run, const Exchange& ex,
+                         const std::string& failure, std::string verification) const;
+    Error outcome_unknown(const std::string& what, const std::string& failure, int http_status,
+                          const std::string& gw_text, nlohmann::json data,
+                          const std::string& why, const std::string& hint = {}) const;
+
+    // --- the check after an ambiguous failure (client_checks.cpp) ---------------------------
+    // After a 5xx, a timeout or a dropped connection of an action that is not retry-safe:
+    // nullopt with `result` set when the check found the record; a Retry when it proved the
+    // action did not run; otherwise throws (outcome_unknown, cancelled, or the final error).
+    std::optional<Retry> check_after_failure(internal::ActionRun& run,
+                                             const internal::ActionFailure& failed, int attempt,
+                                             bool last,
+                                             std::optional<ActionResult>& result,
+                                             const std::stop_token& stop);
+    detail::Verdict verify(const ActionSpec& spec, const nlohmann::json& body,
+                           std::string_view client_id,
+                           std::chrono::system_clock::time_point first_sent,
+                           const std::stop_token& stop);
+    nlohmann::json read_target_row(const ActionSpec& spec, const nlohmann::json& body,
+                                   std::string_view client_id, const std::stop_token& stop);
+    // A check's read, parsed; throws Error{upstream} when it has no `data` array.
+    nlohmann::json read_checked_page(const ReadQuery& q, const std::string& what,
+                                     const std::stop_token& stop);
+    void claim(const ActionSpec* spec, const nlohmann::json& row);
+    bool is_claimed(const ActionSpec& spec, const nlohmann::json& row);
+};
+
+}  // namespace agency::gateway

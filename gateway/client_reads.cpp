@@ -1,0 +1,193 @@
+// Reads: one GET with the read rules, pages and their walk, and discovery.
+#include <simdjson.h>
+
+#include "gateway/client_internal.hpp"
+#include "gateway/json_parse.hpp"
+
+namespace agency::gateway {
+
+namespace internal {
+
+std::optional<Discovery> parse_discovery(const std::string& body, std::string& problem) {
+    const auto json = parse_json(body);
+    if (json.is_discarded()) {
+        problem = "the answer is not JSON";
+        return std::nullopt;
+    }
+    if (!json.is_object() || !json.contains("resources") || !json["resources"].is_array() ||
+        !json.contains("actions") || !json["actions"].is_array()) {
+        problem = "the answer is JSON but has no `resources` and `actions` arrays";
+        return std::nullopt;
+    }
+    Discovery out;
+    for (const auto& resource : json["resources"]) {
+        if (resource.is_string()) out.resources.push_back(resource.get<std::string>());
+    }
+    for (const auto& entry : json["actions"]) {
+        if (!entry.is_object() || !entry.contains("action") || !entry["action"].is_string()) {
+            continue;
+        }
+        DiscoveredAction action;
+        action.action = entry["action"].get<std::string>();
+        if (entry.contains("description") && entry["description"].is_string()) {
+            action.description = entry["description"].get<std::string>();
+        }
+        if (entry.contains("required_fields") && entry["required_fields"].is_array()) {
+            for (const auto& field : entry["required_fields"]) {
+                if (field.is_string()) action.required_fields.push_back(field.get<std::string>());
+            }
+        }
+        out.actions.push_back(std::move(action));
+    }
+    return out;
+}
+
+}  // namespace internal
+
+using internal::Exchange;
+
+std::string Client::Impl::read_target(const ReadQuery& q) const {
+    std::string target = url.path;
+    target += "?resource=";
+    detail::append_query_escaped(target, q.resource);
+    const auto add = [&](std::string_view name, std::string_view value) {
+        target += '&';
+        target += name;
+        target += '=';
+        detail::append_query_escaped(target, value);
+    };
+    if (!q.client_id.empty()) add("client_id", q.client_id);
+    if (q.limit) add("limit", std::to_string(*q.limit));
+    if (q.offset) add("offset", std::to_string(*q.offset));
+    if (!q.order.empty()) add("order", q.order);
+    if (!q.direction.empty()) add("direction", q.direction);
+    if (!q.filter_field.empty() || !q.filter_value.empty()) {
+        add("filter_field", q.filter_field);
+        add("filter_value", q.filter_value);
+    }
+    return target;
+}
+
+std::string Client::Impl::describe_read(const ReadQuery& q) {
+    std::string what = "read of " + q.resource;
+    if (!q.client_id.empty()) what += " for " + q.client_id;
+    return what;
+}
+
+Exchange Client::Impl::get(const std::string& target, const std::string& what, std::string& out,
+                           const std::stop_token& stop, int max_attempts) {
+    Exchange ok;
+    with_retries(max_attempts, what, stop, [&](int attempt, bool last) -> std::optional<Retry> {
+        const auto ex = perform("GET", target, nullptr, out, config.read_timeout, stop);
+        if (stop.stop_requested()) throw cancelled(what);
+        if (ex.ok()) {
+            ok = ex;
+            return std::nullopt;
+        }
+        const auto failure = failure_text(ex, out, config.read_timeout);
+        const auto gw_text = safe(internal::gateway_error_text(out));
+        if (!is_retryable_status(ex.status)) {
+            log_line(spdlog::level::warn, "gateway {}: {}", what, failure);
+            throw error(internal::reason_for_status(ex.status),
+                        "the gateway refused the " + what + ": " + failure, ex.status, gw_text);
+        }
+        if (last) {
+            const auto reason = ex.status == 0     ? ErrorReason::unavailable
+                                : ex.status == 429 ? ErrorReason::rate_limited
+                                                   : ErrorReason::upstream;
+            log_line(spdlog::level::err, "gateway {} failed after {} attempts: {}", what,
+                     attempt + 1, failure);
+            std::string message = "the gateway " + what + " failed after " +
+                                  std::to_string(attempt + 1) + " attempts: " + failure;
+            nlohmann::json data = nullptr;
+            if (ex.status == 0) {
+                message += " (gateway at " + url.display + ")";
+                data = {{"failure", failure},
+                        {"connect_failed", ex.error == httplib::Error::Connection}};
+            }
+            throw error(reason, std::move(message), ex.status, gw_text, std::nullopt,
+                        std::move(data));
+        }
+        Retry retry{failure + "; retrying"};
+        if (ex.status == 429) retry.retry_after = ex.retry_after;
+        return retry;
+    });
+    return ok;
+}
+
+Error Client::Impl::bad_page(const std::string& body, const std::string& what, int http_status,
+                             WalkProblem problem) const {
+    std::string message = "the gateway answered the " + what + " with ";
+    message += describe(problem);
+    if (!body.empty()) message += ": " + internal::body_excerpt(body);
+    log_line(spdlog::level::err, "gateway: {}", message);
+    return error(ErrorReason::upstream, std::move(message), http_status);
+}
+
+WalkResult Client::Impl::walk(Page& page, const WalkOptions& options,
+                              const RowVisitor& on_row) const {
+    WalkResult walked = walk_rows(page.body, options, on_row);
+    if (walked.problem != WalkProblem::none)
+        throw bad_page(page.body, page.what, page.http_status, walked.problem);
+    page.pagination = walked.pagination;
+    return walked;
+}
+
+Page Client::Impl::read(const ReadQuery& query, const std::stop_token& stop, bool scan) {
+    Page page;
+    page.what = describe_read(query);
+    const auto ex = get(read_target(query), page.what, page.body, stop, config.max_attempts);
+    page.http_status = ex.status;
+    page.body.reserve(page.body.size() + simdjson::SIMDJSON_PADDING);
+    if (scan) walk(page, {}, [](const Row&) { return false; });
+    return page;
+}
+
+Pagination Client::Impl::for_each_row(ReadQuery query,
+                                      const std::function<bool(std::string_view)>& on_row,
+                                      const std::stop_token& stop) {
+    query.limit = internal::kPageLimit;
+    std::int64_t offset = query.offset.value_or(0);
+    for (;;) {
+        query.offset = offset;
+        Page page = read(query, stop, false);
+        const WalkResult walked = walk(page, {}, [&](const Row& row) { return on_row(row.json); });
+        if (walked.stopped || !page.pagination.present || !page.pagination.has_more ||
+            walked.rows == 0) {
+            return page.pagination;
+        }
+        offset += internal::kPageLimit;
+    }
+}
+
+std::shared_ptr<const Discovery> Client::Impl::fetch_discovery(const std::stop_token& stop,
+                                                               int attempts) {
+    std::string body;
+    const auto ex = get(url.path, "discovery", body, stop, attempts);
+    std::string problem;
+    auto parsed = internal::parse_discovery(body, problem);
+    if (!parsed) {
+        log_line(spdlog::level::err, "gateway discovery at {}: {}", url.display, problem);
+        throw error(ErrorReason::upstream,
+                    "the gateway at " + url.display + " answered discovery, but " + problem +
+                        ": " + internal::body_excerpt(body),
+                    ex.status);
+    }
+    return std::make_shared<const Discovery>(std::move(*parsed));
+}
+
+bool Client::Impl::store_discovery(std::shared_ptr<const Discovery> fresh) {
+    std::lock_guard lock(discovery_mu);
+    const bool changed = discovery && !(*discovery == *fresh);
+    discovery = std::move(fresh);
+    discovery_at = clock.steady();
+    return changed;
+}
+
+std::shared_ptr<const Discovery> Client::Impl::cached_discovery() {
+    std::lock_guard lock(discovery_mu);
+    if (discovery && clock.steady() - discovery_at < config.discovery_ttl) return discovery;
+    return nullptr;
+}
+
+}  // namespace agency::gateway

@@ -1,0 +1,332 @@
+// Connections to the gateway, one HTTP exchange, and how its failures read.
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include <simdjson.h>
+
+#include "gateway/client_internal.hpp"
+#include "gateway/plain_client.hpp"
+
+namespace agency::gateway::internal {
+
+namespace {
+
+// In use at once; more callers wait. Every connection returned is kept, so the next burst
+// does not reconnect; an idle one may pin a worker of a thread-per-connection gateway, so one
+// idle longer than kMaxIdleTime is closed at the next acquire or release.
+constexpr std::size_t kMaxConnections = 16;
+constexpr auto kMaxIdleTime = milliseconds(1500);  // under common keep-alive limits (2-5 s)
+constexpr std::size_t kMaxReserve = 64u << 20;     // trust Content-Length only this far
+
+// Failures that happen before a complete request can have reached the gateway.
+bool request_may_have_arrived(httplib::Error error) {
+    switch (error) {
+        case httplib::Error::Connection:
+        case httplib::Error::ConnectionTimeout:
+        case httplib::Error::BindIPAddress:
+        case httplib::Error::SSLConnection:
+        case httplib::Error::SSLLoadingCerts:
+        case httplib::Error::SSLServerVerification:
+        case httplib::Error::Write:  // the request was never fully written
+            return false;
+        default: return true;
+    }
+}
+
+}  // namespace
+
+ErrorReason reason_for_status(int status) {
+    switch (status) {
+        case 400: return ErrorReason::validation;
+        case 401: return ErrorReason::auth;
+        case 403: return ErrorReason::scope;
+        case 404: return ErrorReason::not_found;
+        case 405: return ErrorReason::method;
+        case 429: return ErrorReason::rate_limited;
+        default: break;
+    }
+    if (status >= 400 && status < 500) return ErrorReason::validation;
+    return ErrorReason::upstream;
+}
+
+
+std::string describe_network_failure(const Exchange& ex, milliseconds timeout,
+                                     milliseconds connect_timeout) {
+    if (ex.timed_out) return "no answer within " + ms_text(timeout);
+    switch (ex.error) {
+        case httplib::Error::Connection: return "could not connect";
+        case httplib::Error::ConnectionTimeout:
+            return "connecting timed out after " + ms_text(connect_timeout);
+        case httplib::Error::Read: return "the connection dropped before the answer was complete";
+        case httplib::Error::Write: return "the request could not be sent";
+        case httplib::Error::SSLConnection: return "the TLS handshake failed";
+        case httplib::Error::SSLLoadingCerts: return "the TLS CA certificates could not be loaded";
+        case httplib::Error::SSLServerVerification:
+            return "the server's TLS certificate could not be verified";
+        case httplib::Error::Canceled: return "the transfer was cancelled";
+        default: return "network error (" + httplib::to_string(ex.error) + ")";
+    }
+}
+
+// The gateway's `error` string when the body is the spec's error object, else "".
+std::string gateway_error_text(const std::string& body) {
+    const auto json = nlohmann::json::parse(body, nullptr, false);
+    if (json.is_object()) {
+        const auto it = json.find("error");
+        if (it != json.end() && it->is_string()) return it->get<std::string>();
+    }
+    return {};
+}
+
+// A short printable excerpt of a body that is not the error object, for messages.
+std::string body_excerpt(const std::string& body) {
+    std::string out;
+    for (const char c : body.substr(0, 160)) {
+        out.push_back(std::isprint(static_cast<unsigned char>(c)) != 0 ? c : ' ');
+    }
+    if (body.size() > 160) out += "...";
+    return out;
+}
+
+// Precise reason a TCP connect fails, for check()'s one-line message (httplib only reports
+// "connection error").
+std::string diagnose_connect(const std::string& host, int port, milliseconds timeout) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    const auto port_text = std::to_string(port);
+    if (const int rc = ::getaddrinfo(host.c_str(), port_text.c_str(), &hints, &found); rc != 0) {
+        return "the host name '" + host + "' could not be resolved (" + ::gai_strerror(rc) + ")";
+    }
+    std::string reason = "could not connect";
+    for (auto* ai = found; ai != nullptr; ai = ai->ai_next) {
+        const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK, ai->ai_protocol);
+        if (fd < 0) continue;
+        int err = 0;
+        if (::connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+            err = errno;
+            if (err == EINPROGRESS) {
+                pollfd pfd{fd, POLLOUT, 0};
+                const int ready = ::poll(&pfd, 1, static_cast<int>(timeout.count()));
+                socklen_t len = sizeof(err);
+                if (ready <= 0) {
+                    err = ETIMEDOUT;
+                } else if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+                    err = errno;
+                }
+            }
+        }
+        ::close(fd);
+        if (err == 0) {
+            reason = "a TCP connection works, but the HTTP request failed";
+            break;
+        }
+        switch (err) {
+            case ECONNREFUSED: reason = "connection refused"; break;
+            case ETIMEDOUT: reason = "connection timed out after " + ms_text(timeout); break;
+            case ENETUNREACH:
+            case EHOSTUNREACH: reason = "host unreachable"; break;
+            default: reason = std::strerror(err); break;
+        }
+    }
+    ::freeaddrinfo(found);
+    return reason;
+}
+
+ConnectionPool::Lease ConnectionPool::acquire(const std::stop_token& stop) {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait(lock, stop, [&] { return !idle_.empty() || open_ < kMaxConnections; })) {
+        throw Error(ErrorReason::cancelled, "cancelled while waiting for a connection");
+    }
+    if (!idle_.empty()) {  // the most recently used one: the least likely to be closed
+        close_stale(clock_.steady());  // this one too, when it has been idle that long
+        auto entry = std::move(idle_.back());
+        idle_.pop_back();
+        lock.unlock();
+        return Lease(this, std::move(entry.client));
+    }
+    ++open_;
+    lock.unlock();
+    try {
+        return Lease(this, create());
+    } catch (...) {
+        {
+            std::lock_guard relock(mu_);
+            --open_;
+        }
+        cv_.notify_one();
+        throw;
+    }
+}
+
+std::unique_ptr<httplib::ClientImpl> ConnectionPool::create() const {
+    std::unique_ptr<httplib::ClientImpl> client;
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
+    if (url_.https) client = std::make_unique<httplib::SSLClient>(url_.host, url_.port);
+#endif
+    if (!client) client = std::make_unique<PlainClient>(url_.host, url_.port);
+    client->set_keep_alive(true);
+    client->set_tcp_nodelay(true);  // SSLClient writes a request's head and body separately
+    client->set_url_encode(false);  // targets are encoded here
+    client->set_follow_location(false);
+    client->set_connection_timeout(connect_timeout_);
+    return client;
+}
+
+// A client whose socket was closed is kept too: it reconnects on its next request, and
+// keeping it saves rebuilding the TLS context.
+void ConnectionPool::release(std::unique_ptr<httplib::ClientImpl> client) {
+    {
+        std::lock_guard lock(mu_);
+        close_stale(clock_.steady());
+        idle_.push_back({std::move(client), clock_.steady()});
+    }
+    cv_.notify_one();
+}
+
+// Closes the sockets of connections idle too long (the oldest are first); their clients are
+// kept and reconnect when next used. A server may close a connection idle that long just as
+// we send on it, and a POST lost that way would look ambiguous, so such a connection is
+// never reused; closing it also frees the gateway worker it may pin. Called with mu_ held.
+void ConnectionPool::close_stale(SteadyTime now) {
+    for (auto& entry : idle_) {
+        if (now - entry.since <= kMaxIdleTime) break;
+        if (entry.client->is_socket_open()) entry.client->stop();
+    }
+}
+
+}  // namespace agency::gateway::internal
+
+namespace agency::gateway {
+
+using internal::Exchange;
+using std::chrono::milliseconds;
+
+Client::Impl::Impl(Config c, detail::BaseUrl u, const base::Clock& clk)
+    : config(std::move(c)), url(std::move(u)), clock(clk), pool(url, config.connect_timeout, clk) {
+    headers.emplace("Accept", "application/json");
+    headers.emplace("User-Agent", "agency-mcp/0.1");
+    if (!config.api_key.empty()) headers.emplace("Authorization", "Bearer " + config.api_key);
+}
+
+std::string Client::Impl::safe(std::string text) const {
+    return detail::redact(std::move(text), config.api_key);
+}
+
+Error Client::Impl::error(ErrorReason reason, std::string message, int http_status,
+                          std::string gateway_error, std::optional<int> status_code,
+                          nlohmann::json data) const {
+    return Error(reason, safe(std::move(message)), http_status, safe(std::move(gateway_error)),
+                 status_code, std::move(data));
+}
+
+Error Client::Impl::cancelled(std::string_view what) const {
+    return error(ErrorReason::cancelled, "the " + std::string(what) + " was cancelled");
+}
+
+std::string Client::Impl::failure_text(const Exchange& ex, const std::string& body,
+                                       milliseconds timeout) const {
+    if (ex.status == 0) {
+        return internal::describe_network_failure(ex, timeout, config.connect_timeout);
+    }
+    const auto text = internal::gateway_error_text(body);
+    std::string out = "HTTP " + std::to_string(ex.status);
+    if (!text.empty()) {
+        out += ": " + text;
+    } else if (!body.empty()) {
+        out += " (" + internal::body_excerpt(body) + ")";
+    }
+    return safe(std::move(out));
+}
+
+RetrySchedule Client::Impl::schedule(int max_attempts) const {
+    return {max_attempts, config.backoff_base, config.max_retry_after};
+}
+
+void Client::Impl::with_retries(int max_attempts, const std::string& what,
+                                const std::stop_token& stop,
+                                const std::function<std::optional<Retry>(int, bool)>& attempt) {
+    run_with_retries(schedule(max_attempts), what, stop, attempt,
+                     {.throw_cancelled = [&] { throw cancelled(what); },
+                      .warn = [&](const std::string& line) {
+                          log_line(spdlog::level::warn, "{}", line);
+                      }});
+}
+
+// One HTTP exchange on a leased connection. The stop token aborts it mid-flight: the
+// connection is shut down, which fails the blocking read at once.
+Exchange Client::Impl::perform(const char* method, const std::string& target, const std::string* body,
+                 std::string& out, milliseconds timeout, const std::stop_token& stop) {
+    auto lease = pool.acquire(stop);
+    auto& client = lease.client();
+    auto* plain = dynamic_cast<PlainClient*>(&client);
+    client.set_read_timeout(timeout);
+    client.set_write_timeout(timeout);
+
+    httplib::Request req;
+    req.method = method;
+    req.path = target;
+    req.headers = headers;
+    if (body != nullptr) {
+        req.body = *body;
+        req.headers.emplace("Content-Type", "application/json");
+    }
+    out.clear();
+    bool sinking = false;  // the body goes straight into `out` (PlainClient)
+    req.response_handler = [&](const httplib::Response& res) {
+        const auto header = res.get_header_value("Content-Length");
+        std::size_t length = 0;
+        std::from_chars(header.data(), header.data() + header.size(), length);
+        if (length > 0) {
+            out.reserve(std::min<std::size_t>(length, internal::kMaxReserve) +
+                        simdjson::SIMDJSON_PADDING);
+            if (plain != nullptr) sinking = plain->expect_body_into(res, length, out);
+        }
+        return !stop.stop_requested();
+    };
+    req.content_receiver = [&](const char* data, std::size_t size, std::uint64_t,
+                               std::uint64_t) {
+        if (stop.stop_requested()) return false;
+        if (!sinking) out.append(data, size);
+        return true;
+    };
+
+    Exchange ex;
+    if (stop.stop_requested()) {  // nothing went out
+        ex.error = httplib::Error::Canceled;
+        return ex;
+    }
+    httplib::Response res;
+    auto err = httplib::Error::Success;
+    const auto started = std::chrono::steady_clock::now();
+    bool ok = false;
+    {
+        std::stop_callback abort_transfer(stop, [&client] { client.stop(); });
+        if (stop.stop_requested()) {  // fired just now: still nothing went out
+            ex.error = httplib::Error::Canceled;
+            return ex;
+        }
+        ok = client.send(req, res, err);
+    }
+    ex.elapsed = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - started);
+    if (ok) {
+        ex.status = res.status;
+        ex.retry_after = res.get_header_value("Retry-After");
+    } else {
+        if (err == httplib::Error::Success) err = httplib::Error::Canceled;
+        ex.error = err;
+        ex.maybe_sent = internal::request_may_have_arrived(err);
+        ex.timed_out = err == httplib::Error::Read && ex.elapsed + milliseconds(50) >= timeout;
+    }
+    return ex;
+}
+
+}  // namespace agency::gateway

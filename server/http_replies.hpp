@@ -1,0 +1,27 @@
+// How the Streamable HTTP transport writes its answers: bodies moved in, JSON-RPC errors with
+// their HTTP status, "come back later" at a bound, and the status of a modern-era reply.
+#pragma once
+
+#include <string>
+
+#include <httplib.h>
+
+#include "server/json_rpc.hpp"
+
+namespace agency::mcp {
+
+// A request that carries a body (announced by length or chunked).
+bool has_body(const httplib::Request& req);
+// The connection cannot carry another request: its body was left unread.
+void close_after(httplib::Response& res);
+// Response::set_content as httplib 0.11 does it, but the body is moved in: set_content only
+// copies (an answer of 100 rows is ~50 KB).
+void set_body(httplib::Response& res, std::string&& body, const char* content_type);
+void send_json_error(httplib::Response& res, int status, const json& id, int code,
+                     const std::string& message, const json& data = nullptr);
+// At a bound: come back later.
+void send_busy(httplib::Response& res, const json& id, const std::string& message);
+// Modern-era JSON-RPC errors travel with a matching HTTP status.
+int http_status_for_modern_error(const std::string& reply);
+
+}  // namespace agency::mcp

@@ -1,0 +1,342 @@
+// The method table and the handlers of the methods that answer from the registry (lifecycle,
+// tools, resources, prompts, completion). Tool calls and rounds are in mcp_server.cpp and
+// rounds.cpp, the task methods in task_runtime.cpp.
+#include <algorithm>
+#include <array>
+
+#include "base/crypto.hpp"
+#include "server/method_table.hpp"
+#include "server/server_impl.hpp"
+
+namespace agency::mcp {
+
+namespace {
+
+using M = Methods;
+
+// Mcp-Name carries the field that names what a request acts on.
+constexpr std::string_view kByName = "name";
+constexpr std::string_view kByUri = "uri";
+constexpr std::string_view kByTask = "taskId";
+
+// Sorted by name (find_method searches it by halves).
+constexpr std::array kMethods{
+    MethodEntry{.name = "completion/complete", .runs = Runs::on_worker,
+                .handler = &M::completion_complete},
+    MethodEntry{.name = "initialize", .eras = kLegacyEra, .opens_session = true,
+                .handler = &M::initialize},
+    MethodEntry{.name = "logging/setLevel", .eras = kLegacyEra, .handler = &M::logging_set_level},
+    MethodEntry{.name = "ping", .eras = kLegacyEra, .before_initialize = true,
+                .handler = &M::ping},
+    MethodEntry{.name = "prompts/get", .runs = Runs::on_worker, .name_param = kByName,
+                .handler = &M::prompts_get},
+    MethodEntry{.name = "prompts/list", .handler = &M::prompts_list},
+    MethodEntry{.name = "resources/list", .handler = &M::resources_list},
+    MethodEntry{.name = "resources/read", .runs = Runs::on_worker, .name_param = kByUri,
+                .handler = &M::resources_read},
+    MethodEntry{.name = "resources/subscribe", .eras = kLegacyEra,
+                .handler = &M::resources_subscribe},
+    MethodEntry{.name = "resources/templates/list", .handler = &M::resources_templates_list},
+    MethodEntry{.name = "resources/unsubscribe", .eras = kLegacyEra,
+                .handler = &M::resources_unsubscribe},
+    MethodEntry{.name = "server/discover", .eras = kModernEra, .handler = &M::server_discover},
+    MethodEntry{.name = "tasks/cancel", .name_param = kByTask, .handler = &M::tasks_cancel},
+    MethodEntry{.name = "tasks/get", .name_param = kByTask, .handler = &M::tasks_get},
+    MethodEntry{.name = "tasks/list", .eras = kLegacyEra, .absent_note = M::kNotInTasksExtension,
+                .handler = &M::tasks_list},
+    MethodEntry{.name = "tasks/result", .eras = kLegacyEra, .runs = Runs::on_worker,
+                .talks_back = TalksBack::always, .absent_note = M::kNotInTasksExtension,
+                .handler = &M::tasks_result},
+    // Exists in both eras so that a legacy call is refused only after its task is found, as
+    // the other task methods are.
+    MethodEntry{.name = "tasks/update", .name_param = kByTask, .handler = &M::tasks_update},
+    MethodEntry{.name = "tools/call", .runs = Runs::on_worker,
+                .talks_back = TalksBack::when_tool_does, .name_param = kByName,
+                .handler = &M::tools_call},
+    MethodEntry{.name = "tools/list", .handler = &M::tools_list},
+};
+
+constexpr bool sorted_by_name() {
+    for (std::size_t i = 1; i < kMethods.size(); ++i)
+        if (!(kMethods[i - 1].name < kMethods[i].name)) return false;
+    return true;
+}
+static_assert(sorted_by_name(), "kMethods must stay sorted by name");
+
+constexpr MethodEntry kOtherTaskMethod{.name = "tasks/", .handler = &M::tasks_other};
+
+// Lists of the modern era carry caching advice.
+json list_result(const Request& r, const ServerOptions& options, json result) {
+    if (r.ctx.era == Era::modern) {
+        result["ttlMs"] = options.list_ttl_ms;
+        result["cacheScope"] = "private";
+    }
+    return result;
+}
+
+json server_info_object(const ServerInfo& info) {
+    return {{"name", info.name}, {"title", info.title}, {"version", info.version}};
+}
+
+}  // namespace
+
+const MethodEntry* find_method(std::string_view method) {
+    auto it = std::lower_bound(kMethods.begin(), kMethods.end(), method,
+                               [](const MethodEntry& e, std::string_view m) { return e.name < m; });
+    if (it != kMethods.end() && it->name == method) return &*it;
+    if (method.starts_with(kOtherTaskMethod.name)) return &kOtherTaskMethod;
+    return nullptr;
+}
+
+std::optional<std::string> Methods::complete(Server& server, const Request& r, json result) {
+    if (r.ctx.era == Era::modern) server.impl_->add_modern_result_fields(result);
+    return dump({{"jsonrpc", "2.0"}, {"id", r.id}, {"result", std::move(result)}});
+}
+
+std::optional<std::string> Methods::initialize(Server& server, const Request& r) {
+    const Inbound& in = r.in;
+    if (!in.session) throw RpcError(error_code::internal_error, "no session");
+    if (!in.session->protocol_version.empty())
+        throw RpcError(error_code::invalid_request, "this session is already initialized");
+    std::string requested = require_string(r.params, "protocolVersion");
+    in.session->protocol_version =
+        is_legacy_version(requested) ? requested : std::string(kLatestLegacyVersion);
+    if (auto caps = r.params.find("capabilities"); caps != r.params.end() && caps->is_object())
+        in.session->client_capabilities = *caps;
+    if (auto ci = r.params.find("clientInfo"); ci != r.params.end() && ci->is_object())
+        in.session->client_info = *ci;
+    in.session->principal = in.principal;
+    in.session->last_used_ms = server.impl_->now_ms();
+    const ServerInfo& info = server.impl_->options.info;
+    json result = {{"protocolVersion", in.session->protocol_version},
+                   {"capabilities", server.capabilities(Era::legacy)},
+                   {"serverInfo", server_info_object(info)}};
+    if (!info.instructions.empty()) result["instructions"] = info.instructions;
+    return complete(server, r, std::move(result));
+}
+
+std::optional<std::string> Methods::ping(Server& server, const Request& r) {
+    return complete(server, r, json::object());
+}
+
+std::optional<std::string> Methods::server_discover(Server& server, const Request& r) {
+    const ServerInfo& info = server.impl_->options.info;
+    json result = {{"supportedVersions", supported_versions()},
+                   {"capabilities", server.capabilities(Era::modern)},
+                   {"serverInfo", server_info_object(info)}};
+    if (!info.instructions.empty()) result["instructions"] = info.instructions;
+    return complete(server, r, list_result(r, server.impl_->options, std::move(result)));
+}
+
+std::optional<std::string> Methods::logging_set_level(Server& server, const Request& r) {
+    std::string level = require_string(r.params, "level");
+    int index = log_level_index(level);
+    if (index < 0)
+        throw RpcError(error_code::invalid_params,
+                       "invalid log level \"" + level +
+                           "\"; use one of debug, info, notice, warning, error, "
+                           "critical, alert, emergency");
+    if (r.ctx.session) r.ctx.session->log_level = index;
+    return complete(server, r, json::object());
+}
+
+namespace {
+
+// The offset a tools/list cursor stands for; throws when it is not one this server issued for
+// a list of `count` tools.
+std::size_t tools_cursor_offset(const json& params, std::size_t count) {
+    auto c = params.find("cursor");
+    if (c == params.end() || c->is_null()) return 0;
+    auto decoded =
+        c->is_string() ? crypto::base64url_decode(c->get<std::string>()) : std::nullopt;
+    std::size_t offset = 0;
+    bool ok = decoded && decoded->rfind("tools:", 0) == 0;
+    if (ok) {
+        try {
+            offset = std::stoul(decoded->substr(6));
+        } catch (const std::exception&) {
+            ok = false;
+        }
+    }
+    if (!ok || offset > count)
+        throw RpcError(error_code::invalid_params,
+                       "invalid cursor: pass back the nextCursor of a previous "
+                       "tools/list, or omit it");
+    return offset;
+}
+
+json tool_entry(const ToolDef& t, bool legacy) {
+    json entry = {{"name", t.name}};
+    if (!t.title.empty()) entry["title"] = t.title;
+    entry["description"] = t.description;
+    entry["inputSchema"] = t.input();
+    if (!t.output().is_null()) entry["outputSchema"] = t.output();
+    if (!t.annotations.is_null()) entry["annotations"] = t.annotations;
+    if (legacy && t.task_support != TaskSupport::forbidden)
+        entry["execution"] = {
+            {"taskSupport", t.task_support == TaskSupport::required ? "required" : "optional"}};
+    if (!t.icons.is_null()) entry["icons"] = t.icons;
+    if (!t.meta.is_null()) entry["_meta"] = t.meta;
+    return entry;
+}
+
+}  // namespace
+
+std::optional<std::string> Methods::tools_list(Server& server, const Request& r) {
+    auto visible = server.visible_tools(r.ctx.principal);
+    const std::size_t offset = tools_cursor_offset(r.params, visible.size());
+    const ServerOptions& options = server.impl_->options;
+    std::size_t page = std::max<std::size_t>(1, options.tools_page_size);
+    json tools = json::array();
+    for (std::size_t i = offset; i < visible.size() && i < offset + page; ++i)
+        tools.push_back(tool_entry(*visible[i], r.ctx.era == Era::legacy));
+    json result = {{"tools", std::move(tools)}};
+    if (offset + page < visible.size())
+        result["nextCursor"] = crypto::base64url_encode("tools:" + std::to_string(offset + page));
+    return complete(server, r, list_result(r, options, std::move(result)));
+}
+
+std::optional<std::string> Methods::tools_call(Server& server, const Request& r) {
+    return server.call_tool(r.id, r.params, r.ctx);
+}
+
+namespace {
+
+// A list result: {field: [entry(item)...]}, with the modern era's caching advice.
+template <class Item, class Entry>
+json list_of(const Request& r, const ServerOptions& options, const char* field,
+             const std::vector<Item>& items, Entry entry) {
+    json list = json::array();
+    for (const Item& item : items) list.push_back(entry(item));
+    return list_result(r, options, {{field, std::move(list)}});
+}
+
+json resource_entry(const ResourceDef& res) {
+    json entry = {{"uri", res.uri}, {"name", res.name}};
+    if (!res.title.empty()) entry["title"] = res.title;
+    if (!res.description.empty()) entry["description"] = res.description;
+    if (!res.mime_type.empty()) entry["mimeType"] = res.mime_type;
+    return entry;
+}
+
+json template_entry(const ResourceTemplateDef& t) {
+    json entry = {{"uriTemplate", t.uri_template}, {"name", t.name}};
+    if (!t.description.empty()) entry["description"] = t.description;
+    if (!t.mime_type.empty()) entry["mimeType"] = t.mime_type;
+    return entry;
+}
+
+json prompt_entry(const PromptDef& p) {
+    json entry = {{"name", p.name}, {"description", p.description}};
+    if (!p.title.empty()) entry["title"] = p.title;
+    if (!p.arguments.empty()) entry["arguments"] = p.arguments;
+    return entry;
+}
+
+}  // namespace
+
+std::optional<std::string> Methods::resources_list(Server& server, const Request& r) {
+    const Server::Impl& impl = *server.impl_;
+    return complete(server, r,
+                    list_of(r, impl.options, "resources", impl.resources, resource_entry));
+}
+
+std::optional<std::string> Methods::resources_templates_list(Server& server, const Request& r) {
+    const Server::Impl& impl = *server.impl_;
+    return complete(server, r,
+                    list_of(r, impl.options, "resourceTemplates", impl.templates,
+                            template_entry));
+}
+
+std::optional<std::string> Methods::resources_read(Server& server, const Request& r) {
+    const bool legacy = r.ctx.era == Era::legacy;
+    std::string uri = require_string(r.params, "uri");
+    std::optional<json> contents;
+    for (const auto& res : server.impl_->resources)
+        if (res.uri == uri) contents = res.read(r.ctx);
+    const auto& templates = server.impl_->templates;
+    for (std::size_t i = 0; !contents && i < templates.size(); ++i)
+        contents = templates[i].read(uri, r.ctx);
+    if (!contents)
+        throw RpcError(legacy ? error_code::resource_not_found_legacy : error_code::invalid_params,
+                       "resource not found: " + uri, {{"uri", uri}});
+    json result = {{"contents", std::move(*contents)}};
+    if (!legacy) {
+        result["ttlMs"] = 0;  // tool data changes; don't let clients cache reads
+        result["cacheScope"] = "private";
+    }
+    return complete(server, r, std::move(result));
+}
+
+namespace {
+
+// Drops `uri` from the session's subscriptions, then adds it back when subscribing, so a URI
+// is listed at most once.
+void set_subscription(const RequestContext& ctx, const std::string& uri, bool subscribed) {
+    if (!ctx.session) return;
+    std::lock_guard lock(ctx.session->mutex);
+    auto& subs = ctx.session->subscriptions;
+    subs.erase(std::remove(subs.begin(), subs.end(), uri), subs.end());
+    if (subscribed) subs.push_back(uri);
+}
+
+}  // namespace
+
+std::optional<std::string> Methods::resources_subscribe(Server& server, const Request& r) {
+    set_subscription(r.ctx, require_string(r.params, "uri"), true);
+    return complete(server, r, json::object());
+}
+
+std::optional<std::string> Methods::resources_unsubscribe(Server& server, const Request& r) {
+    set_subscription(r.ctx, require_string(r.params, "uri"), false);
+    return complete(server, r, json::object());
+}
+
+std::optional<std::string> Methods::prompts_list(Server& server, const Request& r) {
+    const Server::Impl& impl = *server.impl_;
+    return complete(server, r, list_of(r, impl.options, "prompts", impl.prompts, prompt_entry));
+}
+
+std::optional<std::string> Methods::prompts_get(Server& server, const Request& r) {
+    const bool legacy = r.ctx.era == Era::legacy;
+    const auto& prompts = server.impl_->prompts;
+    std::string name = require_string(r.params, "name");
+    auto it = std::find_if(prompts.begin(), prompts.end(),
+                           [&](const PromptDef& p) { return p.name == name; });
+    if (it == prompts.end()) throw RpcError(error_code::invalid_params, "unknown prompt: " + name);
+    json args = r.params.value("arguments", json::object());
+    if (!args.is_object())
+        throw RpcError(error_code::invalid_params, "params.arguments must be an object");
+    for (const auto& a : it->arguments) {
+        if (a.value("required", false) && !args.contains(a.value("name", "")))
+            throw RpcError(error_code::invalid_params, "missing required argument \"" +
+                                                           a.value("name", "") +
+                                                           "\" for prompt " + name);
+    }
+    std::string target = "prompt:" + name;
+    if (!legacy) server.restore_round(target, args, r.params, r.ctx);
+    json result;
+    try {
+        result = it->get(args, r.ctx);
+    } catch (const InputRequired& question) {
+        if (legacy) throw RpcError(error_code::internal_error, "internal error");
+        return server.input_required_text(r.id, target, args, r.ctx, question);
+    }
+    return complete(server, r, std::move(result));
+}
+
+std::optional<std::string> Methods::completion_complete(Server& server, const Request& r) {
+    auto ref = r.params.find("ref");
+    auto argument = r.params.find("argument");
+    if (ref == r.params.end() || !ref->is_object() || argument == r.params.end() ||
+        !argument->is_object())
+        throw RpcError(error_code::invalid_params,
+                       "params.ref and params.argument are required objects");
+    json completion = {{"values", json::array()}};
+    if (server.impl_->completion)
+        completion = server.impl_->completion(*ref, *argument,
+                                              r.params.value("context", json::object()));
+    return complete(server, r, {{"completion", std::move(completion)}});
+}
+
+}  // namespace agency::mcp

@@ -1,0 +1,204 @@
+// Asking the client mid-request: legacy server-to-client requests, and the modern rounds of
+// input_required results whose sealed requestState carries the answers gathered so far.
+#include <algorithm>
+#include <future>
+
+#include "base/sealed_token.hpp"
+#include "net/work_queue.hpp"
+#include "server/server_impl.hpp"
+
+namespace agency::mcp {
+
+namespace {
+
+// Whether `answer` has the shape of a result of `method`; malformed answers count as missing.
+bool answer_fits(const std::string& method, const json& answer) {
+    if (!answer.is_object()) return false;
+    if (method == "elicitation/create")
+        return answer.contains("action") && answer["action"].is_string();
+    if (method == "sampling/createMessage") return answer.contains("content");
+    if (method == "roots/list") return answer.contains("roots") && answer["roots"].is_array();
+    return true;
+}
+
+}  // namespace
+
+json RequestContext::ask(const std::string& key, const std::string& method, const json& params,
+                         bool sealed_only) const {
+    json questions = json::object();
+    questions[key] = {{"method", method}, {"params", params}};
+    return ask_all(questions, sealed_only)[key];
+}
+
+json RequestContext::ask_all(const json& questions, bool sealed_only) const {
+    json answers = json::object();
+    if (task_) {
+        // A task asks while it runs. Answers gathered before the task was created (modern
+        // rounds of before_task) still count.
+        json missing = json::object();
+        for (const auto& [key, q] : questions.items()) {
+            auto it = input_responses_.find(key);
+            if (it != input_responses_.end() && answer_fits(q.value("method", ""), *it))
+                answers[key] = *it;
+            else
+                missing[key] = q;
+        }
+        if (missing.empty()) return answers;
+        if (era == Era::modern) {
+            json got = task_wait_for_answers(*task_, missing, server_->options().ask_timeout,
+                                             answer_fits);
+            for (const auto& [key, a] : got.items()) answers[key] = a;
+            return answers;
+        }
+        task_set_status(*task_, TaskStatus::input_required, "waiting for the client's answer",
+                        nullptr);
+        for (const auto& [key, q] : missing.items()) {
+            json params = q.value("params", json::object());
+            params["_meta"][std::string(kRelatedTaskMeta)] = {{"taskId", task_id()}};
+            answers[key] = server_->send_request_and_wait(*this, q.value("method", ""), params);
+        }
+        task_set_status(*task_, TaskStatus::working, "", nullptr);
+        return answers;
+    }
+    if (era == Era::modern) {
+        json missing = json::object();
+        for (const auto& [key, q] : questions.items()) {
+            auto it = input_responses_.find(key);
+            bool asked = std::find(asked_.begin(), asked_.end(), key) != asked_.end();
+            if (it != input_responses_.end() && (asked || !sealed_only) &&
+                answer_fits(q.value("method", ""), *it))
+                answers[key] = *it;
+            else
+                missing[key] = q;
+        }
+        if (!missing.empty()) throw InputRequired{std::move(missing)};
+        return answers;
+    }
+    if (!server_) throw std::runtime_error("no server for this request");
+    for (const auto& [key, q] : questions.items()) {
+        const std::string method = q.value("method", "");
+        json answer = server_->send_request_and_wait(*this, method, q.value("params", json::object()));
+        // Checked as a modern inputResponses entry is: the tool reads only well-formed answers.
+        if (!answer_fits(method, answer))
+            throw RpcError(error_code::invalid_params,
+                           "the client's answer to " + method + " is malformed (" +
+                               (method == "elicitation/create"
+                                    ? std::string("expected an object with a string \"action\"")
+                                    : std::string("not the result this method returns")) +
+                               "); nothing was done");
+        answers[key] = std::move(answer);
+    }
+    return answers;
+}
+
+json Server::send_request_and_wait(const RequestContext& ctx, const std::string& method,
+                                   const json& params) {
+    if (!ctx.channel_ || !ctx.channel_->can_send_requests())
+        throw RpcError(error_code::internal_error,
+                       "this transport cannot carry a request to the client");
+    struct Waiting {
+        std::atomic<std::size_t>& count;
+        ~Waiting() { --count; }
+    } waiting{impl_->waiting_on_clients};
+    if (++waiting.count > impl_->options.max_waiting_on_clients)
+        throw RpcError(error_code::internal_error,
+                       "too many calls are waiting for clients' answers; try again later");
+    auto pending = std::make_shared<PendingRequest>();
+    pending->session_id = ctx.session ? ctx.session->id : std::string();
+    std::string id = "agency-" + std::to_string(impl_->next_request_id++);
+    auto future = pending->promise.get_future();
+    {
+        std::lock_guard lock(impl_->mutex);
+        impl_->pending[id] = pending;
+    }
+    struct Cleanup {
+        Impl* impl;
+        std::string id;
+        ~Cleanup() {
+            std::lock_guard lock(impl->mutex);
+            impl->pending.erase(id);
+        }
+    } cleanup{impl_.get(), id};
+    ctx.channel_->send(
+        dump({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}));
+    auto deadline = std::chrono::steady_clock::now() + impl_->options.ask_timeout;
+    // The wait may be long: meanwhile the worker's queue runs another call in its place.
+    net::WorkQueue::Waiting outside;
+    while (future.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+        if (ctx.stop.stop_requested()) throw RpcError(error_code::internal_error, "cancelled");
+        if (std::chrono::steady_clock::now() > deadline)
+            throw std::runtime_error("the client did not answer " + method + " in time");
+    }
+    return future.get();
+}
+
+namespace {
+
+// What a requestState is bound to: the call it continues, its caller and its arguments.
+struct StateBinding {
+    std::string arguments;
+    base::TokenBinding binding;
+    StateBinding(const std::string& target, const json& args, const RequestContext& ctx)
+        : arguments(args.dump()),
+          binding{.subject = target, .principal = ctx.principal.name, .arguments = arguments} {}
+};
+
+std::string_view state_refusal(base::TokenRefusal refusal) {
+    switch (refusal) {
+        case base::TokenRefusal::other_subject: return "it was issued for another call";
+        case base::TokenRefusal::other_arguments:
+            return "the arguments differ from the ones it was issued for";
+        default: return base::describe(refusal);
+    }
+}
+
+}  // namespace
+
+void Server::restore_round(const std::string& target, const json& arguments, const json& params,
+                           RequestContext& ctx) {
+    auto state = params.find("requestState");
+    if (state != params.end() && !state->is_null()) {
+        auto invalid = [](std::string_view why) {
+            return RpcError(error_code::invalid_params,
+                            "requestState integrity check failed: " + std::string(why));
+        };
+        if (!state->is_string()) throw invalid(base::describe(base::TokenRefusal::altered));
+        const StateBinding bound(target, arguments, ctx);
+        auto opened = impl_->state_sealer->open(state->get_ref<const std::string&>(), bound.binding);
+        if (auto* refusal = std::get_if<base::TokenRefusal>(&opened))
+            throw invalid(state_refusal(*refusal));
+        const auto& token = std::get<base::OpenedToken>(opened);
+        // Single use: a replayed round would run the tool's confirmed step twice.
+        if (!impl_->spent_states->spend(token))
+            throw invalid(state_refusal(base::TokenRefusal::spent));
+        ctx.input_responses_ = token.body.value("r", json::object());
+        ctx.asked_ = token.body.value("q", json::array());
+    }
+    // Answers to this round's questions; anything not asked is ignored by ask().
+    if (auto responses = params.find("inputResponses");
+        responses != params.end() && responses->is_object())
+        for (const auto& [k, v] : responses->items()) ctx.input_responses_[k] = v;
+}
+
+std::string Server::input_required_text(const json& id, const std::string& target,
+                                        const json& arguments, const RequestContext& ctx,
+                                        const InputRequired& question) {
+    json asked = ctx.asked_;
+    for (const auto& [key, q] : question.requests.items())
+        if (std::find(asked.begin(), asked.end(), key) == asked.end()) asked.push_back(key);
+    // Only answers to questions actually asked travel on; the rest are dropped.
+    json kept = json::object();
+    for (const auto& [k, v] : ctx.input_responses_.items())
+        if (std::find(asked.begin(), asked.end(), k) != asked.end()) kept[k] = v;
+    const StateBinding bound(target, arguments, ctx);
+    std::string state = impl_->state_sealer->seal(
+        bound.binding, impl_->options.state_ttl, {{"q", std::move(asked)}, {"r", std::move(kept)}});
+    json out = {{"resultType", "input_required"},
+                {"inputRequests", question.requests},
+                {"requestState", std::move(state)}};
+    impl_->add_server_info(out["_meta"]);
+    return dump({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(out)}});
+}
+
+
+}  // namespace agency::mcp

@@ -1,0 +1,117 @@
+// tools/call: the checks before a tool runs (scope, client capabilities, task support), the
+// run itself (inline, as a task, or a modern round), and the CallToolResult's text.
+#include <spdlog/spdlog.h>
+
+#include "server/server_impl.hpp"
+
+namespace agency::mcp {
+
+std::optional<std::string> Server::call_tool(const json& id, const json& params,
+                                             RequestContext& ctx) {
+    std::string name = require_string(params, "name");
+    auto found = impl_->tool_index.find(name);
+    if (found == impl_->tool_index.end() || !impl_->tool_visible(impl_->tools[found->second]))
+        throw RpcError(error_code::invalid_params,
+                       "unknown tool: " + name + " (tools/list shows the available tools)");
+    const ToolDef& tool = impl_->tools[found->second];
+    json arguments = params.value("arguments", json::object());
+    if (arguments.is_null()) arguments = json::object();
+    if (!arguments.is_object())
+        throw RpcError(error_code::invalid_params, "params.arguments must be an object");
+    const bool modern = ctx.era == Era::modern;
+
+    ToolResult result;
+    bool done = false;
+    for (const auto& scope : tool.required_scopes) {
+        if (!ctx.principal.has_scope(scope)) {
+            json reason = {{"error", {{"reason", "scope"},
+                                      {"message", "the tool " + name + " needs the '" + scope +
+                                                      "' scope, which this caller lacks"}}}};
+            result = ToolResult::text(reason.dump(), true);
+            done = true;
+            break;
+        }
+    }
+
+    if (!done && !tool.required_client_capabilities.is_null()) {
+        for (const auto& [cap, value] : tool.required_client_capabilities.items()) {
+            if (ctx.client_supports(cap)) continue;
+            std::string why = "the tool " + name + " needs the client capability '" + cap + "'";
+            if (modern)
+                throw RpcError(error_code::missing_client_capability, why,
+                               {{"requiredCapabilities", tool.required_client_capabilities}});
+            result = ToolResult::text(why + ", which this client did not declare", true);
+            done = true;
+            break;
+        }
+    }
+    if (!done) require_task_support_fits(tool, params, ctx);
+    if (!done && modern) restore_round("tool:" + name, arguments, params, ctx);
+
+    if (!done && wants_task(tool, params, ctx)) {
+        try {
+            if (tool.before_task) tool.before_task(arguments, ctx);
+        } catch (const InputRequired& question) {
+            if (!modern) throw RpcError(error_code::internal_error, "internal error");
+            return input_required_text(id, "tool:" + name, arguments, ctx, question);
+        }
+        return start_task(tool, id, arguments, params, ctx);
+    }
+
+    if (!done) {
+        try {
+            result = tool.handler(arguments, ctx);
+        } catch (const InputRequired& question) {
+            if (!modern) throw RpcError(error_code::internal_error, "internal error");
+            return input_required_text(id, "tool:" + name, arguments, ctx, question);
+        } catch (const RpcError&) {
+            throw;
+        } catch (const std::exception& e) {
+            spdlog::error("tool {} failed: {}", name, e.what());
+            result = ToolResult::text("the tool " + name + " failed unexpectedly; see the server log",
+                                      true);
+        }
+    }
+    // A legacy request cancelled by notifications/cancelled gets no answer.
+    if (!modern && ctx.stop.stop_requested() && ctx.session) return std::nullopt;
+
+    // Reserved once: the answer carries the structured text twice (once escaped), and growing
+    // a ~50 KB string on the way copies it.
+    const bool text_copy = result.content.empty() && !result.structured_text.empty();
+    const std::size_t text_size = text_copy ? json_string_size(result.structured_text) : 0;
+    std::string out;
+    out.reserve(text_size + result.structured_text.size() + 384);
+    out += R"({"jsonrpc":"2.0","id":)";
+    out += dump(id);
+    out += R"(,"result":{)";
+    if (modern) out += R"("resultType":"complete",)";
+    append_tool_result_fields(out, result, text_size);
+    json meta = result.meta.is_object() ? result.meta : json::object();
+    if (modern) impl_->add_server_info(meta);
+    if (!meta.empty()) {
+        out += R"(,"_meta":)";
+        out += dump(meta);
+    }
+    out += "}}";
+    return out;
+}
+
+void append_tool_result_fields(std::string& out, const ToolResult& result,
+                               std::size_t text_size) {
+    out += R"("content":)";
+    if (result.content.empty() && !result.structured_text.empty()) {
+        out += R"([{"type":"text","text":)";
+        if (text_size == 0) text_size = json_string_size(result.structured_text);
+        append_json_string(out, result.structured_text, text_size);
+        out += "}]";
+    } else {
+        out += dump(result.content);
+    }
+    if (!result.structured_text.empty()) {
+        out += R"(,"structuredContent":)";
+        out += result.structured_text;
+    }
+    out += result.is_error ? R"(,"isError":true)" : R"(,"isError":false)";
+}
+
+}  // namespace agency::mcp

@@ -1,0 +1,78 @@
+// What the SQLite store's files share: errors from SQLite's result codes and one prepared
+// statement. Private to state/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+
+#include "state/sqlite_store.hpp"
+
+namespace agency::state {
+
+// SQLite's primary result code, as what a caller can do about it.
+inline StoreError::Kind error_kind(sqlite3* db) {
+    switch (sqlite3_errcode(db) & 0xff) {
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED: return StoreError::Kind::busy;
+        case SQLITE_READONLY: return StoreError::Kind::read_only;
+        default: return StoreError::Kind::other;
+    }
+}
+
+inline StoreError store_error(sqlite3* db) {
+    return StoreError(std::string("state store: ") + sqlite3_errmsg(db), error_kind(db));
+}
+
+struct SqliteStore::Statement {
+    sqlite3* db;
+    sqlite3_stmt* stmt = nullptr;
+    int next_bind = 1;
+
+    Statement(sqlite3* d, const char* sql) : db(d) {
+        if (sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr) != SQLITE_OK)
+            throw store_error(db);
+    }
+    ~Statement() { sqlite3_finalize(stmt); }
+    Statement(const Statement&) = delete;
+    Statement& operator=(const Statement&) = delete;
+
+    Statement& bind(std::string_view text) {
+        sqlite3_bind_text(stmt, next_bind++, text.data(), static_cast<int>(text.size()),
+                          SQLITE_TRANSIENT);
+        return *this;
+    }
+    Statement& bind(std::int64_t value) {
+        sqlite3_bind_int64(stmt, next_bind++, value);
+        return *this;
+    }
+    Statement& bind_null() {
+        sqlite3_bind_null(stmt, next_bind++);
+        return *this;
+    }
+    // true while a row is available.
+    bool step() {
+        const int rc = sqlite3_step(stmt);
+        if (rc == SQLITE_ROW) return true;
+        if (rc == SQLITE_DONE) return false;
+        throw store_error(db);
+    }
+    void run() { step(); }
+    std::string text(int column) const {
+        const auto* p = sqlite3_column_text(stmt, column);
+        return p ? std::string(reinterpret_cast<const char*>(p),
+                               static_cast<std::size_t>(sqlite3_column_bytes(stmt, column)))
+                 : std::string();
+    }
+    std::int64_t integer(int column) const { return sqlite3_column_int64(stmt, column); }
+    nlohmann::json json_column(int column) const {
+        if (sqlite3_column_type(stmt, column) == SQLITE_NULL) return nullptr;
+        return nlohmann::json::parse(text(column), nullptr, false);
+    }
+    int changes() const { return sqlite3_changes(db); }
+};
+
+}  // namespace agency::state

@@ -1,0 +1,95 @@
+// The Store in one SQLite file (WAL), so that a restart loses nothing. One connection guarded by
+// a mutex: the write rate is a handful per tool call, far below what that serves.
+#pragma once
+
+#include <mutex>
+#include <string>
+
+#include "state/store.hpp"
+
+struct sqlite3;
+
+namespace agency::state {
+
+class SqliteStore final : public Store {
+public:
+    // $XDG_STATE_HOME/agency-mcp/state.db, else ~/.local/state/agency-mcp/state.db.
+    static std::string default_path();
+
+    // Opens an existing database (checking its schema) or, when there is none, makes sure one
+    // can be created there: the file and its schema are created by the first call that needs
+    // them (the directory now). ":memory:" is a private in-memory database. Throws StoreError
+    // naming the path.
+    explicit SqliteStore(const std::string& path);
+    ~SqliteStore() override;
+    SqliteStore(const SqliteStore&) = delete;
+    SqliteStore& operator=(const SqliteStore&) = delete;
+
+    const std::string& path() const { return path_; }
+
+    // --- jobs
+    Job create_job(std::string_view kind, std::string_view client_id, std::string_view principal,
+                   const nlohmann::json& args) override;
+    std::optional<Job> job(std::string_view id) override;
+    bool mark_running(std::string_view id) override;
+    void finish_job(std::string_view id, bool succeeded, const nlohmann::json& result,
+                    const nlohmann::json& error) override;
+    std::optional<std::string> cancel_job(std::string_view id) override;
+    std::vector<Job> unfinished_jobs() override;
+
+    // --- idempotency (per principal and tool)
+    std::optional<IdempotencyRecord> claim_idempotency(std::string_view principal,
+                                                       std::string_view tool, std::string_view key,
+                                                       std::string_view digest,
+                                                       std::chrono::seconds stale_after) override;
+    std::optional<IdempotencyRecord> find_idempotency(std::string_view principal,
+                                                      std::string_view tool,
+                                                      std::string_view key) override;
+    void complete_idempotency(std::string_view principal, std::string_view tool,
+                              std::string_view key, bool is_error,
+                              std::string_view result) override;
+    void release_idempotency(std::string_view principal, std::string_view tool,
+                             std::string_view key) override;
+
+    // --- drafts
+    Draft create_draft(Draft draft) override;
+    std::optional<Draft> draft(std::string_view id) override;
+    bool mark_draft_sent(std::string_view id) override;
+
+    // --- confirmations
+    Confirmation create_confirmation(std::string_view principal, std::string_view tool,
+                                     std::string_view args_digest,
+                                     std::chrono::seconds ttl) override;
+    ConfirmOutcome consume_confirmation(std::string_view id, std::string_view principal,
+                                        std::string_view tool,
+                                        std::string_view args_digest) override;
+
+    // --- MCP tasks (TaskStore)
+    void put(const TaskRecord& task) override;
+    std::optional<TaskRecord> get(std::string_view id) override;
+    std::vector<TaskRecord> list(std::string_view owner, std::size_t offset,
+                                 std::size_t limit) override;
+    std::vector<TaskRecord> unfinished() override;
+    void erase_expired(std::int64_t now_ms) override;
+
+private:
+    struct Statement;
+    std::optional<IdempotencyRecord> find_idempotency_locked(std::string_view principal,
+                                                             std::string_view tool,
+                                                             std::string_view key);
+    void open();
+    // The mutex held and the database open (created if need be).
+    std::unique_lock<std::mutex> open_locked();
+    // The mutex held; false (nothing opened or created) when the database was never created.
+    bool exists_locked(std::unique_lock<std::mutex>& lock);
+    void exec(const char* sql);
+    void open_schema();
+    void create_tables();
+    void migrate_jobs_status();
+
+    std::string path_;
+    sqlite3* db_ = nullptr;
+    std::mutex mutex_;
+};
+
+}  // namespace agency::state

@@ -1,0 +1,37 @@
+# The include check must fail the build on an upward include, a private header of another
+# layer and a "../" path, and pass the real tree. Run by ctest (layers.*) with
+#   -DROOT=<source dir> -DRULES=<the build's rules> -DWORK=<scratch dir>
+cmake_minimum_required(VERSION 3.25)
+set(check ${ROOT}/cmake/check_layers.cmake)
+
+function(expect_check root rules want_failure what)
+  execute_process(COMMAND ${CMAKE_COMMAND} -DROOT=${root} -DRULES=${rules} -P ${check}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(want_failure AND rc EQUAL 0)
+    message(FATAL_ERROR "the check passed ${what}")
+  elseif(NOT want_failure AND NOT rc EQUAL 0)
+    message(FATAL_ERROR "the check failed ${what}:\n${err}")
+  endif()
+endfunction()
+
+expect_check(${ROOT} "${RULES}" FALSE "on the real tree")
+
+set(rules "server=server,base|tools=tools,base,server|base=base")
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK}/server ${WORK}/tools ${WORK}/base)
+file(WRITE ${WORK}/tools/t.hpp "#pragma once\n")
+file(WRITE ${WORK}/server/s_detail.hpp "#pragma once\n")
+file(WRITE ${WORK}/server/ok.cpp "#include \"server/s_detail.hpp\"\n#include <vector>\n")
+expect_check(${WORK} "${rules}" FALSE "on a tree that keeps its layers")
+
+file(WRITE ${WORK}/server/up.cpp "#include \"tools/t.hpp\"\n")
+expect_check(${WORK} "${rules}" TRUE "on server/ including tools/")
+file(REMOVE ${WORK}/server/up.cpp)
+
+file(WRITE ${WORK}/tools/private.cpp "#include \"server/s_detail.hpp\"\n")
+expect_check(${WORK} "${rules}" TRUE "on tools/ including server/'s private header")
+file(REMOVE ${WORK}/tools/private.cpp)
+
+file(WRITE ${WORK}/base/sneak.cpp "  #  include \"../tools/t.hpp\"\n")
+expect_check(${WORK} "${rules}" TRUE "on a ../ include")
+file(REMOVE_RECURSE ${WORK})

@@ -1,0 +1,74 @@
+// What the action tool files share (private to tools/): the confirmation stage, the readers of
+// one gateway record, and the shaping of an action's result.
+#pragma once
+
+#include <initializer_list>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "tools/action_tools.hpp"
+#include "tools/pipeline.hpp"
+
+namespace agency::tools {
+
+// The confirmation stage: nullopt when the call may act now (a valid confirmation_id, or the
+// user said yes), else the answer that ends the call (a preview with a new confirmation_id, a
+// refusal, a decline).
+std::optional<mcp::ToolResult> confirm(ActionRuntime& rt, const ActionCall& call,
+                                       const json& call_args,
+                                       const std::string& confirmation_id,
+                                       const Preview& preview, mcp::RequestContext& ctx);
+
+// "YYYY-MM-DDTHH:MM:SSZ" of a unix time in seconds.
+std::string iso_time(std::int64_t unix_seconds);
+
+// The first row of a one-row read, or not_found naming what was looked up.
+json first_row(Toolbox& box, const gateway::ReadQuery& query, const std::string& what,
+               std::stop_token stop);
+// The client's record, or not_found pointing at list_clients.
+json client_record(Toolbox& box, const std::string& client_id, std::stop_token stop);
+// The client's record when it has auto_deploy true (anything else is off), nullopt when not.
+std::optional<json> auto_deploy_client(Toolbox& box, const std::string& client_id,
+                                       std::stop_token stop);
+
+// A numeric field, nullopt when absent or not a number.
+std::optional<double> number(const json& row, const char* field);
+// The gateway's draft is the tool's "drafted" (the spec's article status); other values pass.
+std::string normalize_status(const json& data, const std::string& fallback);
+// A record id as text whatever its JSON type ("" when absent).
+std::string id_text(const json& data);
+// The first of `fields` that holds a string, else null.
+json first_string(const json& data, std::initializer_list<const char*> fields);
+// result.title from the first of `fields` that holds a string.
+void set_title(json& result, const json& data, std::initializer_list<const char*> fields);
+
+// One action tool's entry: what tools/list shows (spec), and the facts the pipeline runs.
+struct ActionEntry {
+    ToolSpec spec;  // name, title, description, annotations, gateway_action, mapping
+    std::string id_field;        // the result's id member, e.g. article_id
+    std::string default_status;  // when the gateway's data carries none
+    bool spends_credits = true;
+    // The POST fields besides client_id, from the arguments and what context supplies.
+    std::function<json(Toolbox& box, const json& args, mcp::RequestContext& ctx)> fields;
+    // Extra result members from the gateway's data (title, word_count, ...); may store things.
+    std::function<void(ActionRuntime& rt, const json& args, const json& data, json& result)>
+        finish;
+    // Set: the confirmation stage runs with what this says acting would do
+    // (Preview::needed false: these arguments need no confirmation).
+    std::function<Preview(const json& args, mcp::RequestContext& ctx)> preview;
+    // Set: the work instead of the one POST built from fields and finish.
+    std::function<json(const json& args, const Preview& preview, mcp::RequestContext& ctx)>
+        execute;
+};
+
+// The families of action tools, in the order tools/list shows them.
+std::vector<ToolSpec> audit_tools(const std::shared_ptr<ActionRuntime>& rt);
+std::vector<ActionEntry> generation_tools(const std::shared_ptr<Toolbox>& box);
+std::vector<ActionEntry> draft_tools(const std::shared_ptr<Toolbox>& box,
+                                     const std::shared_ptr<ActionRuntime>& rt);
+
+}  // namespace agency::tools

@@ -1,0 +1,145 @@
+// Audit tools: run_seo_audit queues a durable audit job (as an MCP task, the task follows the
+// job to its end); get_audit_status reads the job table.
+#include <chrono>
+
+#include "tools/action_internal.hpp"
+
+namespace agency::tools {
+
+namespace {
+
+// What get_audit_status and a finished audit task report for a job.
+json audit_status_json(const Job& job) {
+    json out = {{"ok", job.status != "failed" && job.status != "cancelled"},
+                {"client_id", job.client_id},
+                {"audit_id", job.id},
+                {"status", job.status},
+                {"url", job.args.value("url", "")},
+                {"created_at", iso_time(job.created_at)},
+                {"updated_at", iso_time(job.updated_at)}};
+    if (job.result.is_object())
+        for (const auto& [k, v] : job.result.items())
+            if (k != "url") out[k] = v;
+    if (job.error.is_object()) out["error"] = job.error;
+    return out;
+}
+
+// A task's wait for its audit job: progress as the job moves, its final status as the result.
+mcp::ToolResult await_audit(ActionRuntime& rt, const std::string& audit_id,
+                            mcp::RequestContext& ctx) {
+    std::string last;
+    std::uint64_t seen = rt.audit_version();  // read before the job: no change is missed
+    while (true) {
+        auto job = rt.store().job(audit_id);
+        if (!job) return tool_error("not_found", "the audit job " + audit_id + " is gone");
+        if (job->status != last) {
+            last = job->status;
+            const double step = last == "queued" ? 0 : last == "running" ? 1 : 2;
+            ctx.progress(step, 2, "audit " + last);
+        }
+        if (last != "queued" && last != "running") {
+            json out = audit_status_json(*job);
+            if (last == "failed")
+                return tool_error("gateway", "the audit failed",
+                                  out.value("error", json::object()));
+            if (last == "cancelled")
+                return tool_error("cancelled", "the audit " + audit_id + " was cancelled");
+            return mcp::ToolResult::structured(out.dump());
+        }
+        // Woken by the job runner; the timeout covers a job finished by another process
+        // sharing the state file.
+        rt.wait_audit_change(seen, ctx.stop, std::chrono::seconds(1));
+        if (ctx.stop.stop_requested())
+            return tool_error("cancelled", "stopped waiting for audit " + audit_id);
+    }
+}
+
+}  // namespace
+
+std::vector<ToolSpec> audit_tools(const std::shared_ptr<ActionRuntime>& rt) {
+    std::vector<ToolSpec> tools;
+    // run_seo_audit: a durable job; the worker POSTs. Queuing spends nothing; the workers bound
+    // how many audits run at once.
+    auto submit = std::make_shared<ActionCall>(ActionCall{
+        .tool = "run_seo_audit",
+        .spends_credits = false,
+        .execute = [rt](const json& args, const Preview&, mcp::RequestContext& ctx) {
+            const std::string client_id = args.at("client_id").get<std::string>();
+            const std::string url = args.at("url").get<std::string>();
+            const Job job = rt->audits().submit(client_id, principal_of(ctx), url);
+            return json{{"ok", true}, {"client_id", client_id},
+                        {"audit_id", job.id}, {"status", "queued"}, {"url", url}};
+        }});
+    auto submit_audit = [rt, submit](const json& args, mcp::RequestContext& ctx) {
+        return run_action(*rt, *submit, args, ctx);
+    };
+    tools.push_back(
+             {.name = "run_seo_audit",
+              .title = "Run SEO audit",
+              .description = "Queues a site audit of url and returns at once with an audit_id; "
+                             "poll get_audit_status. Repeating it for the same url updates the "
+                             "same report. Called as an MCP task, the task ends when the audit "
+                             "does, with its score and issues found.",
+              .input_schema = "run_seo_audit.input",
+              .output_schema = "run_seo_audit.output",
+              .read_only = false,
+              .destructive = false,
+              .idempotent = true,
+              .needs_write = true,
+              .gateway_action = "seo_audit",
+              .mapping = "POST action=seo_audit {url}, run by a background job (durable; "
+                         "after a restart, a job that was running is first looked for in "
+                         "resource=seo_reports and not re-sent when its report is there); "
+                         "audit_id is the job's id. As an MCP task: the same job, the task's "
+                         "result is its final status",
+              .handler = submit_audit,
+              .task_support = mcp::TaskSupport::optional,
+              .task_handler =
+                  [rt, submit_audit](const json& args, mcp::RequestContext& ctx) {
+                      mcp::ToolResult queued = submit_audit(args, ctx);
+                      if (queued.is_error) return queued;
+                      const std::string id =
+                          json::parse(queued.structured_text).value("audit_id", "");
+                      ctx.set_task_resume({{"audit_id", id}});
+                      return await_audit(*rt, id, ctx);
+                  },
+              .resume_task =
+                  [rt](const json& resume, const json&, mcp::RequestContext& ctx) {
+                      // The job itself survives in the store and is picked up by the workers.
+                      return await_audit(*rt, resume.value("audit_id", ""), ctx);
+                  },
+              .on_cancel =
+                  [rt](const json& resume) {
+                      // A queued audit is never sent; a running one's POST is already out.
+                      rt->audits().cancel(resume.value("audit_id", ""));
+                  }});
+
+    tools.push_back(
+             {.name = "get_audit_status",
+              .title = "Get SEO audit status",
+              .description = "Status of an audit you started with run_seo_audit: queued, "
+                             "running, succeeded (score, issues found, report_id for "
+                             "get_audit_issues), failed (the gateway's error) or cancelled.",
+              .input_schema = "get_audit_status.input",
+              .output_schema = "get_audit_status.output",
+              .open_world = false,
+              .mapping = "the server's job table (no gateway request)",
+              .handler = [rt](const json& args, mcp::RequestContext& ctx) {
+                  const std::string client_id = args.at("client_id").get<std::string>();
+                  const std::string audit_id = args.at("audit_id").get<std::string>();
+                  auto job = rt->store().job(audit_id);
+                  // Another caller's job gets the answer an unknown id gets: its existence
+                  // is not revealed. A gateway report id is no job either.
+                  if (!job || job->kind != "seo_audit" || job->client_id != client_id ||
+                      job->principal != principal_of(ctx))
+                      return tool_error("not_found",
+                                        "no audit " + audit_id + " of yours for client_id " +
+                                            client_id +
+                                            "; audit ids come from run_seo_audit (finished "
+                                            "reports: list_audits and get_audit_issues)");
+                  return mcp::ToolResult::structured(audit_status_json(*job).dump());
+              }});
+    return tools;
+}
+
+}  // namespace agency::tools

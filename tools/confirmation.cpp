@@ -1,0 +1,133 @@
+// The confirmation stage of a confirmed action: a client with elicitation is asked (legacy:
+// mid-call; modern: input_required); any other gets a preview and a single-use
+// confirmation_id bound to the caller, the tool and the exact arguments, and acts only when
+// called again with it.
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+#include "tools/action_internal.hpp"
+
+namespace agency::tools {
+
+namespace {
+
+constexpr std::chrono::seconds kConfirmationTtl{600};
+
+std::string refusal_text(ConfirmOutcome outcome) {
+    switch (outcome) {
+        case ConfirmOutcome::unknown: return "is not known (never issued, or issued to another caller or tool)";
+        case ConfirmOutcome::used: return "was already used; each confirmation_id acts once";
+        case ConfirmOutcome::expired: return "has expired (they last 10 minutes)";
+        case ConfirmOutcome::mismatch: return "was issued for other arguments";
+        case ConfirmOutcome::accepted: break;
+    }
+    return "was accepted";
+}
+
+// A second call carrying the confirmation_id of a preview: spent once, here.
+std::optional<mcp::ToolResult> confirm_with_id(ActionRuntime& rt, const std::string& tool,
+                                               const json& call_args,
+                                               const std::string& confirmation_id,
+                                               const std::string& principal) {
+    const ConfirmOutcome outcome = rt.store().consume_confirmation(
+        confirmation_id, principal, tool, args_digest(call_args));
+    if (outcome != ConfirmOutcome::accepted) {
+        // The confirmation_id is a secret: it never goes to the log.
+        spdlog::warn("{}: a confirmation_id of {} was refused", tool, principal);
+        return tool_error("confirmation",
+                          "confirmation_id \"" + confirmation_id + "\" " +
+                              refusal_text(outcome) + "; nothing was done. Call " + tool +
+                              " without confirmation_id for a new preview.");
+    }
+    spdlog::info("{}: confirmed by {} with a confirmation_id", tool, principal);
+    return std::nullopt;
+}
+
+const json* member(const json& object, const char* key) {
+    if (!object.is_object()) return nullptr;
+    auto it = object.find(key);
+    return it == object.end() ? nullptr : &*it;
+}
+
+// Asks the user through the client (elicitation/create).
+std::optional<mcp::ToolResult> confirm_by_elicitation(const ActionCall& call,
+                                                      const Preview& preview,
+                                                      const std::string& principal,
+                                                      mcp::RequestContext& ctx) {
+    const std::string& tool = call.tool;
+    const json schema = {
+        {"type", "object"},
+        {"properties",
+         {{"confirm",
+           {{"type", "boolean"},
+            {"title", call.title + " now?"},
+            {"description", preview.message}}}}},
+        {"required", json::array({"confirm"})}};
+    const json answer = ctx.ask("confirm", "elicitation/create",
+                                {{"message", preview.message}, {"requestedSchema", schema}});
+    // The answer is the client's: any shape may arrive. Only a boolean true confirms;
+    // "true" or 1 is refused as malformed rather than taken for a yes.
+    const json* action_field = member(answer, "action");
+    const std::string action = action_field && action_field->is_string()
+                                   ? action_field->get<std::string>()
+                                   : std::string();
+    const json* content = member(answer, "content");
+    const json* confirm = content ? member(*content, "confirm") : nullptr;
+    if (action == "accept" && confirm && !confirm->is_boolean()) {
+        spdlog::info("{}: malformed confirmation answer from {}, nothing sent", tool, principal);
+        return tool_error("invalid_answer",
+                          "the client's confirmation answer is malformed: confirm must be "
+                          "true or false, got " +
+                              confirm->dump(-1, ' ', false, json::error_handler_t::replace)
+                                  .substr(0, 64) +
+                              ". Nothing was done; call the tool again to be asked again.");
+    }
+    const bool yes = action == "accept" && confirm && *confirm == true;
+    if (yes) return std::nullopt;
+    const std::string why = action == "accept" ? "not confirmed (confirm was not true)"
+                            : action.empty()   ? "not answered"
+                                               : action + "d";
+    spdlog::info("{}: {} by {}, nothing sent", tool, why, principal);
+    return tool_error(action == "cancel" ? "cancelled" : "declined",
+                      "the user " + (action == "cancel" ? std::string("cancelled")
+                                     : action == "decline" ? std::string("declined")
+                                                           : "did not confirm") +
+                          ": " + preview.message + " Nothing was done.",
+                      {{"action", action.empty() ? json(nullptr) : json(action)}});
+}
+
+// The first step of the two-step confirmation: the preview and a new confirmation_id.
+mcp::ToolResult issue_confirmation(ActionRuntime& rt, const std::string& tool,
+                                   const json& call_args, const Preview& preview,
+                                   const std::string& principal) {
+    const Confirmation c =
+        rt.store().create_confirmation(principal, tool, args_digest(call_args), kConfirmationTtl);
+    json out = {{"ok", true},
+                {"client_id", call_args.value("client_id", "")},
+                {"status", "confirmation_required"},
+                {"confirmation_id", c.id},
+                {"expires_at", iso_time(c.expires_at)},
+                {"message", preview.message + " Nothing was done yet: show this to the user and, "
+                                              "once they agree, call " + tool +
+                                              " again with the same arguments and this "
+                                              "confirmation_id (single use, 10 minutes)."},
+                {"preview", preview.details}};
+    return mcp::ToolResult::structured(out.dump());
+}
+
+}  // namespace
+
+std::optional<mcp::ToolResult> confirm(ActionRuntime& rt, const ActionCall& call,
+                                       const json& call_args,
+                                       const std::string& confirmation_id,
+                                       const Preview& preview, mcp::RequestContext& ctx) {
+    const std::string principal = principal_of(ctx);
+    if (!confirmation_id.empty())
+        return confirm_with_id(rt, call.tool, call_args, confirmation_id, principal);
+    if (ctx.client_supports("elicitation"))
+        return confirm_by_elicitation(call, preview, principal, ctx);
+    return issue_confirmation(rt, call.tool, call_args, preview, principal);
+}
+
+}  // namespace agency::tools

@@ -1,0 +1,332 @@
+// Generation tools: one gateway POST each (generate_*, optimize_page, index_url,
+// refresh_backlinks, run_local_grid_scan, analyze_llm_visibility), with credits and
+// idempotency from the pipeline. generate_article confirms first where the client auto-deploys.
+#include <optional>
+
+#include "tools/action_internal.hpp"
+
+namespace agency::tools {
+
+namespace {
+
+ActionEntry refresh_backlinks() {
+    return {.spec = {.name = "refresh_backlinks",
+                     .title = "Refresh backlinks",
+                     .description = "Refreshes a client's backlink profile from the data "
+                                    "provider; repeating it creates nothing new. Read the "
+                                    "result with list_backlinks.",
+                     .idempotent = true,
+                     .gateway_action = "fetch_backlinks",
+                     .mapping = "POST action=fetch_backlinks (no fields)"},
+            .id_field = "profile_id",
+            .default_status = "refreshed",
+            .spends_credits = false};
+}
+
+ActionEntry generate_keyword_ideas() {
+    return {.spec = {.name = "generate_keyword_ideas",
+                     .title = "Generate keyword ideas",
+                     .description = "Generates keyword ideas with live volume and difficulty "
+                                    "from a seed (default: the client's main service). Spends "
+                                    "credits.",
+                     .idempotent = false,
+                     .gateway_action = "generate_keywords",
+                     .mapping = "POST action=generate_keywords {seed}"},
+            .id_field = "batch_id",
+            .default_status = "generated",
+            .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
+                json body = json::object();
+                if (args.contains("seed")) body["seed"] = args["seed"];
+                return body;
+            }};
+}
+
+ActionEntry generate_topical_map() {
+    return {.spec = {.name = "generate_topical_map",
+                     .title = "Generate topical map",
+                     .description = "Builds a topical authority map (pillars and clusters) for "
+                                    "a topic. Spends credits.",
+                     .idempotent = false,
+                     .gateway_action = "generate_topical_map",
+                     .mapping = "POST action=generate_topical_map {topic}"},
+            .id_field = "map_id",
+            .default_status = "generated",
+            .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
+                return json{{"topic", args.at("topic")}};
+            },
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+                set_title(result, data, {"title", "topic"});
+            }};
+}
+
+ActionEntry generate_article(const std::shared_ptr<Toolbox>& box) {
+    return {.spec = {.name = "generate_article",
+                     .title = "Generate article",
+                     .description =
+                         "Drafts a blog article for a keyword; returns article_id, title, word "
+                         "count. Spends credits. Where the client has auto-deploy on, the "
+                         "gateway publishes it at once, so a person confirms first, as for "
+                         "deploy_article (elicitation, or a preview and a confirmation_id).",
+                     .idempotent = false,
+                     .gateway_action = "generate_blog",
+                     .mapping = "POST action=generate_blog {keyword}; article_id = data.id, "
+                                "title = data.post_title. Reads resource=clients first: with "
+                                "auto_deploy true, the POST waits for confirmation"},
+            .id_field = "article_id",
+            .default_status = "drafted",
+            .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
+                return json{{"keyword", args.at("keyword")}};
+            },
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+                set_title(result, data, {"post_title", "title"});
+                if (auto it = data.find("word_count"); it != data.end() && it->is_number())
+                    result["word_count"] = *it;
+                if (auto it = data.find("url"); it != data.end() && it->is_string())
+                    result["url"] = *it;
+            },
+            .preview = [box](const json& args, mcp::RequestContext& ctx) -> Preview {
+                const std::string client_id = args.at("client_id").get<std::string>();
+                // The spec names no field; the sample gateway's is auto_deploy. Absent: off.
+                const std::optional<json> found = auto_deploy_client(*box, client_id, ctx.stop);
+                if (!found) return Preview{.needed = false};
+                const json& client = *found;
+                const std::string keyword = args.at("keyword").get<std::string>();
+                json site = first_string(client, {"website", "domain", "name"});
+                json target = first_string(client, {"deployment_target"});
+                const std::string where =
+                    site.is_null() ? "client " + client_id : site.get<std::string>();
+                return Preview{
+                    .message = "Generate an article for \"" + keyword + "\" and publish it on " +
+                               where +
+                               (target.is_null() ? std::string()
+                                                 : " via " + target.get<std::string>()) +
+                               " at once: this client has auto-deploy on. It spends credits.",
+                    .details = {{"action", "generate_blog"},
+                                {"keyword", keyword},
+                                {"site", site},
+                                {"deployment_target", target},
+                                {"auto_deploy", true}}};
+            }};
+}
+
+ActionEntry optimize_page() {
+    return {.spec = {.name = "optimize_page",
+                     .title = "Optimize page",
+                     .description = "Generates on-page optimisation recommendations for a URL, "
+                                    "optionally for one keyword, as an SEO task. Spends credits.",
+                     .idempotent = false,
+                     .gateway_action = "optimize_page",
+                     .mapping = "POST action=optimize_page {url, keyword?}; task_id = the "
+                                "seo_tasks record"},
+            .id_field = "task_id",
+            .default_status = "pending",
+            .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
+                json body{{"url", args.at("url")}};
+                if (args.contains("keyword")) body["keyword"] = args["keyword"];
+                return body;
+            },
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+                set_title(result, data, {"title"});
+            }};
+}
+
+ActionEntry index_url() {
+    return {.spec = {.name = "index_url",
+                     .title = "Submit URL for indexing",
+                     .description = "Submits a URL to search engines for indexing (recorded as "
+                                    "an SEO task).",
+                     .idempotent = false,
+                     .gateway_action = "index_url",
+                     .mapping = "POST action=index_url {url}; task_id = the seo_tasks record"},
+            .id_field = "task_id",
+            .default_status = "submitted",
+            .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
+                return json{{"url", args.at("url")}};
+            }};
+}
+
+ActionEntry generate_press_release() {
+    return {.spec = {.name = "generate_press_release",
+                     .title = "Generate press release",
+                     .description = "Drafts a press release about a topic (the topic becomes "
+                                    "its headline). Spends credits.",
+                     .idempotent = false,
+                     .gateway_action = "generate_press_release",
+                     .mapping = "POST action=generate_press_release {headline: topic}"},
+            .id_field = "press_release_id",
+            .default_status = "drafted",
+            .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
+                return json{{"headline", args.at("topic")}};
+            },
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+                set_title(result, data, {"headline"});
+            }};
+}
+
+ActionEntry generate_gbp_post() {
+    return {.spec = {.name = "generate_gbp_post",
+                     .title = "Generate business-profile post",
+                     .description = "Drafts a Google Business Profile post about a topic. "
+                                    "Spends credits.",
+                     .idempotent = false,
+                     .gateway_action = "generate_gbp_post",
+                     .mapping = "POST action=generate_gbp_post {topic}"},
+            .id_field = "post_id",
+            .default_status = "drafted",
+            .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
+                return json{{"topic", args.at("topic")}};
+            },
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+                set_title(result, data, {"topic"});
+            }};
+}
+
+ActionEntry run_local_grid_scan() {
+    return {.spec = {.name = "run_local_grid_scan",
+                     .title = "Run local grid scan",
+                     .description = "Runs a local rank grid for a keyword around the client's "
+                                    "location (lat/lng from the client record, or from "
+                                    "location_id, or given). Spends credits.",
+                     .idempotent = false,
+                     .gateway_action = "run_grid_search",
+                     .mapping = "POST action=run_grid_search {keyword, lat, lng}; lat/lng from "
+                                "lat+lng arguments, else resource=locations by location_id, "
+                                "else resource=clients by id"},
+            .id_field = "scan_id",
+            .default_status = "completed",
+            .fields = [](Toolbox& tb, const json& args, mcp::RequestContext& ctx) {
+                json body{{"keyword", args.at("keyword")}};
+                const bool has_lat = args.contains("lat");
+                if (has_lat != args.contains("lng"))
+                    throw gateway::Error(gateway::ErrorReason::validation,
+                                         "pass both lat and lng, or neither (then the client's "
+                                         "location is used)");
+                if (has_lat) {
+                    body["lat"] = args["lat"];
+                    body["lng"] = args["lng"];
+                    return body;
+                }
+                const std::string client_id = args.at("client_id").get<std::string>();
+                const std::string location_id = string_arg(args, "location_id");
+                const json row =
+                    location_id.empty()
+                        ? client_record(tb, client_id, ctx.stop)
+                        : first_row(tb,
+                                    {.resource = "locations",
+                                     .client_id = client_id,
+                                     .filter_field = "id",
+                                     .filter_value = location_id},
+                                    "unknown location_id " + location_id + " for client_id " +
+                                        client_id + "; read_resource locations lists them",
+                                    ctx.stop);
+                const auto lat = number(row, "lat");
+                const auto lng = number(row, "lng");
+                if (!lat || !lng)
+                    throw gateway::Error(gateway::ErrorReason::validation,
+                                         "no coordinates are on record for " +
+                                             (location_id.empty() ? "client " + client_id
+                                                                  : "location " + location_id) +
+                                             "; pass lat and lng, or a location_id");
+                body["lat"] = *lat;
+                body["lng"] = *lng;
+                return body;
+            },
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+                set_title(result, data, {"keyword"});
+            }};
+}
+
+ActionEntry analyze_llm_visibility() {
+    return {.spec = {.name = "analyze_llm_visibility",
+                     .title = "Analyze AI answer visibility",
+                     .description = "Checks whether AI answer engines mention the client. "
+                                    "brand_name comes from the client record; the default prompt "
+                                    "asks for the best providers of its industry in its city. "
+                                    "Spends credits.",
+                     .idempotent = false,
+                     .gateway_action = "run_llm_visibility",
+                     .mapping = "POST action=run_llm_visibility {prompt, brand_name}; brand_name "
+                                "from resource=clients (brand_name, else name); prompt given or "
+                                "\"Who are the best <industry> providers in <city>, <state>?\""},
+            .id_field = "report_id",
+            .default_status = "completed",
+            .fields = [](Toolbox& tb, const json& args, mcp::RequestContext& ctx) {
+                const json client =
+                    client_record(tb, args.at("client_id").get<std::string>(), ctx.stop);
+                json brand = first_string(client, {"brand_name", "name"});
+                if (brand.is_null())
+                    throw gateway::Error(gateway::ErrorReason::upstream,
+                                         "the client record carries no brand_name or name");
+                std::string prompt = string_arg(args, "prompt");
+                if (prompt.empty()) {
+                    const std::string industry = client.value("industry", "");
+                    const std::string city = client.value("city", "");
+                    const std::string state = client.value("state", "");
+                    prompt = "Who are the best " + (industry.empty() ? "local" : industry) +
+                             " providers" +
+                             (city.empty() ? std::string()
+                                           : " in " + city + (state.empty() ? "" : ", " + state)) +
+                             "?";
+                }
+                return json{{"prompt", prompt}, {"brand_name", brand}};
+            },
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+                set_title(result, data, {"prompt"});
+            }};
+}
+
+ActionEntry generate_outreach_email() {
+    return {.spec = {.name = "generate_outreach_email",
+                     .title = "Draft outreach email",
+                     .description = "Drafts a backlink outreach email to a prospect site (its URL "
+                                    "is the gateway's prospectUrl) and stores it; returns "
+                                    "email_id, recipient and subject. Never sends. Spends credits.",
+                     .idempotent = false,
+                     .gateway_action = "generate_outreach_email",
+                     .mapping = "POST action=generate_outreach_email {prospectUrl: prospect}; "
+                                "the draft (email_to, subject, html) is kept in the server's "
+                                "store under email_id"},
+            .id_field = "email_id",
+            .default_status = "drafted",
+            .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
+                return json{{"prospectUrl", args.at("prospect")}};
+            },
+            .finish = [](ActionRuntime& runtime, const json& args, const json& data, json& result) {
+                auto text = [&](const char* field) {
+                    json v = first_string(data, {field});
+                    return v.is_null() ? std::string() : v.get<std::string>();
+                };
+                Draft draft{.client_id = args.at("client_id").get<std::string>(),
+                            .recipient = text("email_to"),
+                            .subject = text("subject"),
+                            .html = text("html"),
+                            .gateway_id = id_text(data),
+                            .prospect_url = args.at("prospect").get<std::string>()};
+                draft = runtime.store().create_draft(std::move(draft));
+                result["email_id"] = draft.id;
+                result["status"] = "drafted";
+                result["recipient"] = draft.recipient;
+                result["title"] = draft.subject;
+                json shown = data;
+                shown.erase("html");  // kept in the store; the send step shows it for confirmation
+                result["data"] = shown;
+            }};
+}
+
+}  // namespace
+
+std::vector<ActionEntry> generation_tools(const std::shared_ptr<Toolbox>& box) {
+    return {refresh_backlinks(),
+            generate_keyword_ideas(),
+            generate_topical_map(),
+            generate_article(box),
+            optimize_page(),
+            index_url(),
+            generate_press_release(),
+            generate_gbp_post(),
+            run_local_grid_scan(),
+            analyze_llm_visibility(),
+            generate_outreach_email()};
+}
+
+}  // namespace agency::tools

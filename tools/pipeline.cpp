@@ -1,0 +1,216 @@
+#include "tools/pipeline.hpp"
+
+#include <optional>
+#include <variant>
+
+#include <spdlog/spdlog.h>
+
+#include "tools/action_internal.hpp"
+#include "tools/action_tools.hpp"
+
+namespace agency::tools {
+
+namespace {
+
+// The state database failed under a call (locked past the busy timeout, read-only, full): the
+// caller hears what happened and what to do, the log keeps SQLite's words.
+mcp::ToolResult state_error(const state::StoreError& e) {
+    spdlog::error("state database: {}", e.what());
+    const bool busy = e.kind() == state::StoreError::Kind::busy;
+    const bool read_only = e.kind() == state::StoreError::Kind::read_only;
+    return tool_error(
+        "state_unavailable",
+        std::string("the server's state database is ") +
+            (busy ? "locked by another process" : read_only ? "read-only" : "failing") +
+            ", so this call could not be recorded. Try again in a moment; if it persists, the "
+            "operator should check the state database (--state-db). If this was an action, "
+            "check with the read tools whether it ran before running it again.",
+        {{"retryable", busy}});
+}
+
+// Shape stage for failures: what the handler threw, as a tool error.
+template <typename Call>
+mcp::ToolResult failures_as_tool_errors(const Call& call) {
+    try {
+        return call();
+    } catch (const gateway::Error& e) {
+        return tool_error(e);
+    } catch (const state::StoreError& e) {
+        return state_error(e);
+    }
+}
+
+// `args` less `name`: `args` itself when it has no such member (no copy on the usual path),
+// else a copy kept in `storage`.
+const json& without(const json& args, const char* name, json& storage) {
+    if (!args.contains(name)) return args;
+    storage = args;
+    storage.erase(name);
+    return storage;
+}
+
+// The answer to a call whose idempotency_key is already known: the first call's result, or why
+// the key cannot be used (other arguments, or the first call still running).
+mcp::ToolResult known_key_answer(const IdempotencyRecord& existing, const std::string& digest,
+                                 const std::string& tool, const std::string& key,
+                                 const std::string& principal) {
+    if (existing.args_digest != digest)
+        return tool_error("validation", "idempotency_key \"" + key +
+                                            "\" was already used with other arguments for " +
+                                            tool + "; use a new key for a new request, or repeat "
+                                            "the first request's arguments exactly");
+    if (existing.pending)
+        return tool_error("in_progress", "the first call with idempotency_key \"" + key +
+                                             "\" is still running; retry with the same key "
+                                             "shortly");
+    spdlog::info("{}: idempotency_key {} of {} replayed, no gateway request", tool, key,
+                 principal);
+    return existing.is_error ? mcp::ToolResult::text(existing.result, true)
+                             : mcp::ToolResult::structured(existing.result);
+}
+
+// Replay stage: a known idempotency_key is answered before any preview or confirmation; a
+// repeat gets the first result (nothing is sent again), a misuse its error, without asking
+// anyone.
+std::optional<mcp::ToolResult> replay_known_key(ActionRuntime& rt, const std::string& tool,
+                                                const json& call_args,
+                                                mcp::RequestContext& ctx) {
+    const std::string key = string_arg(call_args, "idempotency_key");
+    if (key.empty()) return std::nullopt;
+    json digest_args = call_args;
+    digest_args.erase("idempotency_key");
+    const std::string principal = principal_of(ctx);
+    auto record = rt.store().find_idempotency(principal, tool, key);
+    if (!record) return std::nullopt;
+    return known_key_answer(*record, args_digest(digest_args), tool, key, principal);
+}
+
+// Idempotency stage: an idempotency_key claimed for one call. The claim stays only once the
+// call may have spent credits or sent its POST; otherwise the key is free again.
+class KeyClaim {
+public:
+    KeyClaim(ActionRuntime& rt, std::string principal, std::string tool, std::string key)
+        : rt_(rt), principal_(std::move(principal)), tool_(std::move(tool)),
+          key_(std::move(key)) {}
+    KeyClaim(const KeyClaim&) = delete;
+    KeyClaim& operator=(const KeyClaim&) = delete;
+
+    // nullopt when claimed (or no key was given), else the known key's answer.
+    std::optional<mcp::ToolResult> claim(const std::string& digest) {
+        if (key_.empty()) return std::nullopt;
+        auto existing = rt_.store().claim_idempotency(principal_, tool_, key_, digest,
+                                                      rt_.settings().stale_claim);
+        if (existing) return known_key_answer(*existing, digest, tool_, key_, principal_);
+        held_ = true;
+        return std::nullopt;
+    }
+    void release() {
+        if (held_) rt_.store().release_idempotency(principal_, tool_, key_);
+        held_ = false;
+    }
+    void settle(bool is_error, const std::string& text) {
+        if (held_) rt_.store().complete_idempotency(principal_, tool_, key_, is_error, text);
+        held_ = false;
+    }
+
+private:
+    ActionRuntime& rt_;
+    std::string principal_;
+    std::string tool_;
+    std::string key_;
+    bool held_ = false;
+};
+
+// Credit stage: a permit for the call's client, or the rate_limited answer.
+std::variant<CreditLimiter::Permit, mcp::ToolResult> acquire_credits(ActionRuntime& rt,
+                                                                    const std::string& tool,
+                                                                    const json& args) {
+    const std::string client_id = string_arg(args, "client_id");
+    auto got = rt.credits().try_acquire(client_id);
+    if (auto* refusal = std::get_if<CreditLimiter::Refusal>(&got)) {
+        spdlog::warn("{}: refused for {}: {}", tool, client_id, refusal->message);
+        return tool_error("rate_limited", refusal->message,
+                          {{"retry_after_s", refusal->retry_after_s}});
+    }
+    return std::move(std::get<CreditLimiter::Permit>(got));
+}
+
+// Idempotency, credits, execute and shape: the stages after the confirmation.
+mcp::ToolResult claim_and_execute(ActionRuntime& rt, const ActionCall& call, const json& args,
+                                  const Preview& preview, mcp::RequestContext& ctx) {
+    json stripped;
+    const json& call_args = without(args, "idempotency_key", stripped);
+    KeyClaim claim(rt, principal_of(ctx), call.tool, string_arg(args, "idempotency_key"));
+    if (auto known = claim.claim(args_digest(call_args))) return std::move(*known);
+    try {
+        std::optional<CreditLimiter::Permit> permit;  // held until the work is done
+        if (call.spends_credits) {
+            auto got = acquire_credits(rt, call.tool, args);
+            if (auto* refused = std::get_if<mcp::ToolResult>(&got)) {
+                claim.release();
+                return std::move(*refused);
+            }
+            permit.emplace(std::move(std::get<CreditLimiter::Permit>(got)));
+        }
+        std::string text = call.execute(call_args, preview, ctx).dump();
+        claim.settle(false, text);
+        return mcp::ToolResult::structured(std::move(text));
+    } catch (const gateway::Error& e) {
+        mcp::ToolResult error = tool_error(e);
+        // The action may have run: a repeat with this key must not send it again.
+        if (e.reason() == gateway::ErrorReason::outcome_unknown && !error.content.empty())
+            claim.settle(true, error.content[0].value("text", ""));
+        else
+            claim.release();
+        return error;
+    } catch (const Refused& r) {
+        claim.release();
+        return tool_error(r.reason, r.message);
+    } catch (...) {
+        claim.release();
+        throw;
+    }
+}
+
+}  // namespace
+
+mcp::ToolResult run_action(ActionRuntime& rt, const ActionCall& call, const json& args,
+                           mcp::RequestContext& ctx) {
+    if (!call.preview) return claim_and_execute(rt, call, args, Preview{.needed = false}, ctx);
+
+    const std::string confirmation_id = string_arg(args, "confirmation_id");
+    json stripped;
+    const json& call_args = without(args, "confirmation_id", stripped);
+    if (auto replay = replay_known_key(rt, call.tool, call_args, ctx)) return std::move(*replay);
+    std::optional<Preview> preview;
+    try {
+        preview = call.preview(call_args, ctx);
+    } catch (const Refused& r) {
+        return tool_error(r.reason, r.message);
+    }
+    if (preview->needed)
+        if (auto stop = confirm(rt, call, call_args, confirmation_id, *preview, ctx))
+            return std::move(*stop);
+    return claim_and_execute(rt, call, call_args, *preview, ctx);
+}
+
+Handler checked_handler(std::shared_ptr<const InputValidator> validator, Handler handler) {
+    return [validator = std::move(validator), handler = std::move(handler)](
+               const json& args, mcp::RequestContext& ctx) -> mcp::ToolResult {
+        if (std::string problem = validator->validate(args); !problem.empty())
+            return tool_error("validation", problem);
+        return failures_as_tool_errors([&] { return handler(args, ctx); });
+    };
+}
+
+std::function<mcp::ToolResult(const json& resume, const json& args, mcp::RequestContext&)>
+checked_resume(
+    std::function<mcp::ToolResult(const json& resume, const json& args, mcp::RequestContext&)>
+        resume) {
+    return [resume = std::move(resume)](const json& saved, const json& args,
+                                        mcp::RequestContext& ctx) -> mcp::ToolResult {
+        return failures_as_tool_errors([&] { return resume(saved, args, ctx); });
+    };
+}
+
+}  // namespace agency::tools

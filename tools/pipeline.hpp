@@ -1,0 +1,65 @@
+// The one path every tool call takes. Stages, in the order they run:
+//   validate     arguments against the compiled input schema (every tool)
+//   scope        the write scope, checked by mcp::Server from ToolDef::required_scopes
+//   replay       a finished idempotency_key answers at once (actions)
+//   confirmation a person confirms first when the call's preview says so (confirmed actions)
+//   idempotency  the key is claimed, so a repeat never runs a second POST (actions)
+//   credits      the per-client credit limiter (actions that spend credits)
+//   execute      the tool's work
+//   shape        the result object becomes the structured answer; gateway and state failures
+//                become tool errors
+// The key is claimed before credits are taken: a repeat of a running call hears in_progress
+// and spends nothing.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "server/mcp_server.hpp"
+#include "tools/tool_kit.hpp"
+
+namespace agency::tools {
+
+class ActionRuntime;
+
+// What a confirmed action would do, read before anything is sent.
+struct Preview {
+    std::string message;  // one sentence naming exactly what will happen
+    json details;         // the same as fields, shown in the two-step preview
+    bool needed = true;   // false: these arguments act without a confirmation
+};
+
+// Thrown by a preview or an execution when the action cannot run at all (a tool error with
+// this reason).
+struct Refused {
+    std::string reason;
+    std::string message;
+};
+
+// The facts of an action call: which stages apply and the tool's own work.
+struct ActionCall {
+    std::string tool;
+    std::string title;  // the elicitation asks "<title> now?"
+    bool spends_credits = true;
+    // Set: the confirmation stage runs. Reads what the action touches and says what it would
+    // do; throws Refused or gateway::Error when it cannot run. Sends nothing.
+    std::function<Preview(const json& args, mcp::RequestContext& ctx)> preview;
+    // The work (the one POST); returns the tool's result object, throws gateway::Error.
+    std::function<json(const json& args, const Preview& preview, mcp::RequestContext& ctx)>
+        execute;
+};
+
+// Runs an action call's stages from replay to shape.
+mcp::ToolResult run_action(ActionRuntime& rt, const ActionCall& call, const json& args,
+                           mcp::RequestContext& ctx);
+
+// The validate and shape stages around any handler: invalid arguments and gateway or state
+// failures become tool errors.
+Handler checked_handler(std::shared_ptr<const InputValidator> validator, Handler handler);
+std::function<mcp::ToolResult(const json& resume, const json& args, mcp::RequestContext&)>
+checked_resume(
+    std::function<mcp::ToolResult(const json& resume, const json& args, mcp::RequestContext&)>
+        resume);
+
+}  // namespace agency::tools

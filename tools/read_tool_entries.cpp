@@ -1,0 +1,294 @@
+// The read tools' entries: one ToolSpec each, with the page kind that answers it (list_page,
+// merged_page, scan_page) or its own handler, and the registration loop.
+#include "tools/read_tools.hpp"
+#include "tools/registry.hpp"
+
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace agency::tools {
+
+namespace {
+
+// A curated read tool and the gateway resources it reads (read_resource offers the others).
+struct ReadEntry {
+    ToolSpec tool;
+    std::vector<std::string> resources;
+};
+
+ReadEntry list_entry(const std::shared_ptr<Toolbox>& box, ToolSpec tool, ListSpec spec) {
+    spec.tool = tool.name;
+    std::vector<std::string> resources{spec.resource};
+    tool.handler = [box, spec](const json& args, mcp::RequestContext& ctx) {
+        return list_page(*box, spec, args, ctx);
+    };
+    return {std::move(tool), std::move(resources)};
+}
+
+ReadEntry merged_entry(const std::shared_ptr<Toolbox>& box, ToolSpec tool, MergedSpec spec) {
+    spec.tool = tool.name;
+    std::vector<std::string> resources;
+    for (const Source& source : spec.sources) resources.push_back(source.resource);
+    tool.handler = [box, spec = std::move(spec)](const json& args, mcp::RequestContext& ctx) {
+        return merged_page(*box, spec, args, ctx);
+    };
+    return {std::move(tool), std::move(resources)};
+}
+
+ReadEntry scan_entry(const std::shared_ptr<Toolbox>& box, ToolSpec tool, ScanSpec spec) {
+    spec.tool = tool.name;
+    std::vector<std::string> resources{spec.resource};
+    tool.handler = [box, spec](const json& args, mcp::RequestContext& ctx) {
+        return scan_page(*box, spec, args, ctx);
+    };
+    return {std::move(tool), std::move(resources)};
+}
+
+std::shared_ptr<const Projection> projection(
+    std::vector<std::pair<std::string, std::string>> members) {
+    return std::make_shared<const Projection>(std::move(members));
+}
+
+// Clients, keywords, rankings and audits.
+std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& box) {
+    std::vector<ReadEntry> tools;
+    tools.push_back(list_entry(box, {.name = "list_clients",
+               .title = "List clients",
+               .description = "Clients this agency can reach, with their ids. Start here: every "
+                              "other tool takes a client_id.",
+               .input_schema = "list_clients.input",
+               .output_schema = "list_clients.output",
+               .mapping = "GET resource=clients (limit, offset from the cursor)"},
+              {.resource = "clients", .per_client = false}));
+
+    tools.push_back({ToolSpec{.name = "get_client",
+                      .title = "Get client",
+                      .description = "One client's record by id: name, website, location, "
+                                     "industry, auto-deploy setting and deployment target.",
+                      .input_schema = "get_client.input",
+                      .output_schema = "get_client.output",
+                      .mapping = "GET resource=clients, filter_field=id (not_found when absent)",
+                      .handler = [box](const json& args, mcp::RequestContext& ctx) {
+                          return get_client(*box, args, ctx);
+                      }},
+                     {"clients"}});
+
+    tools.push_back(list_entry(box, {.name = "list_keywords",
+               .title = "List tracked keywords",
+               .description = "Tracked keyword rankings of a client (keyword, position, url, "
+                              "search volume, difficulty, tracking date), newest first. Pages "
+                              "with limit and cursor.",
+               .input_schema = "list_keywords.input",
+               .output_schema = "list_keywords.output",
+               .mapping = "GET resource=keywords, order=tracked_at desc"},
+              {.resource = "keywords", .order = "tracked_at", .direction = "desc"}));
+
+    tools.push_back(scan_entry(box, {.name = "list_rankings",
+               .title = "Keyword ranking history",
+               .description = "Ranking rows of a client's tracked keywords tracked between from "
+                              "and to (inclusive), newest first, optionally for one keyword "
+                              "(exact, any case). total appears on the last page.",
+               .input_schema = "list_rankings.input",
+               .output_schema = "list_rankings.output",
+               .mapping = "GET resource=keywords, order=tracked_at desc, limit=1000 pages; "
+                          "keyword and date range filtered by the tool, stops past `from`"},
+              {.resource = "keywords",
+               .order_field = "tracked_at",
+               .fallback_field = "created_at",
+               .match_field = "keyword"}));
+
+    tools.push_back(merged_entry(box, {.name = "list_audits",
+                 .title = "List SEO audits",
+                 .description = "SEO audit reports of a client, newest first: url, score, issue "
+                                "counts, date and share link. Issues of one audit: "
+                                "get_audit_issues.",
+                 .input_schema = "list_audits.input",
+                 .output_schema = "list_audits.output",
+                 .mapping = "GET resource=seo_reports, order=created_at desc (rows reduced, "
+                            "issues left out)"},
+                {.label = "seo_reports",
+                 .sources = {{"seo_reports", "created_at",
+                              projection({{"id", "id"},
+                                          {"url", "url"},
+                                          {"score", "score"},
+                                          {"issues_found", "issues_found"},
+                                          {"issue_counts", "issue_counts"},
+                                          {"status", "status"},
+                                          {"created_at", "created_at"},
+                                          {"share_url", "share_url"}})}}}));
+
+    tools.push_back({ToolSpec{.name = "get_audit_issues",
+                      .title = "Get audit issues",
+                      .description = "Issues found by one SEO audit (severity, page, "
+                                     "recommendation), optionally of one severity; audit_id "
+                                     "comes from list_audits.",
+                      .input_schema = "get_audit_issues.input",
+                      .output_schema = "get_audit_issues.output",
+                      .mapping = "GET resource=seo_reports, filter_field=id (the row's issues, "
+                                 "paged by the tool)",
+                      .handler = [box](const json& args, mcp::RequestContext& ctx) {
+                          return get_audit_issues(*box, args, ctx);
+                      }},
+                     {"seo_reports"}});
+    return tools;
+}
+
+// Backlinks, citations, articles, calls and reports.
+std::vector<ReadEntry> content_tools(const std::shared_ptr<Toolbox>& box) {
+    std::vector<ReadEntry> tools;
+
+
+    tools.push_back(list_entry(box, {.name = "list_backlinks",
+               .title = "List backlinks",
+               .description = "Backlinks of a client, strongest sources first: source url and "
+                              "domain, anchor, target page, domain authority, first-seen date, "
+                              "status.",
+               .input_schema = "list_backlinks.input",
+               .output_schema = "list_backlinks.output",
+               .mapping = "GET resource=backlinks, order=linking_domains desc"},
+              {.resource = "backlinks", .order = "linking_domains", .direction = "desc"}));
+
+    tools.push_back(list_entry(box, {.name = "list_citations",
+               .title = "List citations",
+               .description = "Directory listings (citations) of a client: directory, listing "
+                              "status, NAP accuracy and issues, listing url.",
+               .input_schema = "list_citations.input",
+               .output_schema = "list_citations.output",
+               .mapping = "GET resource=citations, order=created_at desc"},
+              {.resource = "citations", .order = "created_at", .direction = "desc"}));
+
+    tools.push_back(merged_entry(box, {.name = "list_articles",
+                 .title = "List articles",
+                 .description = "Blog articles, then geo-targeted articles, of a client, newest "
+                                "first: title, keyword, status, url, deployment target. "
+                                "Optionally one status (e.g. draft, published).",
+                 .input_schema = "list_articles.input",
+                 .output_schema = "list_articles.output",
+                 .mapping = "GET resource=blogs, then resource=geo_articles; order=created_at "
+                            "desc, filter_field=status when given (rows reduced)"},
+                {.label = "blogs,geo_articles",
+                 .sources = {{"blogs", "created_at",
+                              projection({{"id", "id"},
+                                          {"title", "post_title"},
+                                          {"title", "title"},
+                                          {"keyword", "keyword"},
+                                          {"status", "status"},
+                                          {"url", "url"},
+                                          {"deployment_target", "deployment_target"},
+                                          {"word_count", "word_count"},
+                                          {"created_at", "created_at"},
+                                          {"deployed_at", "deployed_at"}})},
+                             {"geo_articles", "created_at",
+                              projection({{"id", "id"},
+                                          {"title", "title"},
+                                          {"title", "post_title"},
+                                          {"keyword", "keyword"},
+                                          {"status", "status"},
+                                          {"url", "url"},
+                                          {"deployment_target", "deployment_target"},
+                                          {"word_count", "word_count"},
+                                          {"city", "city"},
+                                          {"state", "state"},
+                                          {"created_at", "created_at"},
+                                          {"deployed_at", "deployed_at"}})}},
+                 .filter_field = "status",
+                 .filter_argument = "status",
+                 .tag_rows = true}));
+
+    tools.push_back(scan_entry(box, {.name = "list_calls",
+               .title = "List calls",
+               .description = "Tracked phone calls of a client between from and to (inclusive, "
+                              "UTC dates), newest first: caller, source, duration, status, "
+                              "transcript, recording. total appears on the last page.",
+               .input_schema = "list_calls.input",
+               .output_schema = "list_calls.output",
+               .mapping = "GET resource=call_tracking_calls, order=created_at desc, limit=1000 "
+                          "pages; date range filtered by the tool, stops past `from`"},
+              {.resource = "call_tracking_calls",
+               .order_field = "created_at",
+               .fallback_field = "created_at"}));
+
+    tools.push_back(merged_entry(box, {.name = "list_reports",
+                 .title = "List shareable reports",
+                 .description = "Reports of a client with their share links: SEO audits, then "
+                                "answer-engine (LLM) visibility reports, newest first.",
+                 .input_schema = "list_reports.input",
+                 .output_schema = "list_reports.output",
+                 .mapping = "GET resource=seo_reports (order=created_at desc), then "
+                            "resource=llm_reports (order=scored_at desc); rows reduced"},
+                {.label = "seo_reports,llm_reports",
+                 .sources = {{"seo_reports", "created_at",
+                              projection({{"id", "id"},
+                                          {"url", "url"},
+                                          {"score", "score"},
+                                          {"issues_found", "issues_found"},
+                                          {"created_at", "created_at"},
+                                          {"share_url", "share_url"}})},
+                             {"llm_reports", "scored_at",
+                              projection({{"id", "id"},
+                                          {"prompt", "prompt"},
+                                          {"score", "visibility_score"},
+                                          {"mention_count", "mention_count"},
+                                          {"created_at", "scored_at"},
+                                          {"created_at", "created_at"},
+                                          {"share_url", "share_url"}})}},
+                 .tag_rows = true}));
+    return tools;
+}
+
+std::vector<ReadEntry> curated_entries(const std::shared_ptr<Toolbox>& box) {
+    std::vector<ReadEntry> entries = client_and_audit_tools(box);
+    for (ReadEntry& entry : content_tools(box)) entries.push_back(std::move(entry));
+    return entries;
+}
+
+}  // namespace
+
+bool covered_by_curated_tool(std::string_view resource) {
+    // The entries' own resources (no Toolbox needed: the handlers are never called here).
+    static const std::set<std::string, std::less<>> covered = [] {
+        std::set<std::string, std::less<>> names;
+        for (const ReadEntry& entry : curated_entries(nullptr))
+            names.insert(entry.resources.begin(), entry.resources.end());
+        return names;
+    }();
+    return covered.contains(resource);
+}
+
+ToolCatalog register_read_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& box) {
+    ToolCatalog docs;
+    auto add = [&](ToolSpec tool) { docs.push_back(add_tool(server, std::move(tool))); };
+    for (ReadEntry& entry : curated_entries(box)) add(std::move(entry.tool));
+
+    // Every discovered resource no curated tool covers, so a deployment's new resources are
+    // readable without a release. A failing discovery propagates: start-up reports it.
+    json resources = json::array();
+    for (const auto& name : box->gateway().discovery()->resources)
+        if (!covered_by_curated_tool(name)) resources.push_back(name);
+    if (resources.empty()) return docs;
+    add(
+             {.name = "read_resource",
+              .title = "Read any resource",
+              .description = "Rows of another gateway resource (reviews, competitors, "
+                             "call_scores, ...), with optional order and exact-match filter. "
+                             "Prefer a dedicated list tool where one exists.",
+              .input_schema = "read_resource.input",
+              .input_schema_patch = {{"properties", {{"resource", {{"enum", resources}}}}}},
+              .output_schema = "read_resource.output",
+              .mapping = "GET resource=<resource> with order, direction, filter_field, "
+                         "filter_value passed through",
+              .handler = [box](const json& args, mcp::RequestContext& ctx) {
+                  ListSpec spec{.tool = "read_resource",
+                                .resource = args.at("resource").get<std::string>(),
+                                .order = string_arg(args, "order"),
+                                .direction = string_arg(args, "direction"),
+                                .filter_field = string_arg(args, "filter_field"),
+                                .filter_argument = "filter_value"};
+                  return list_page(*box, spec, args, ctx);
+              }});
+    return docs;
+}
+
+}  // namespace agency::tools
