@@ -188,11 +188,14 @@ TEST_F(AuditTasks, ARestartMidAuditResumesTheTaskFromTheStateFile) {
             [&] { return !(resume = first.rt->store().get(task_id)->resume).is_null(); }));
         audit_id = resume.value("audit_id", "");
         ASSERT_TRUE(eventually([&] { return first.rt->store().job(audit_id)->status == "running"; }));
+        // "running" is set before the POST is sent: stop only once the gateway holds the POST
+        // (sleeping on the slow fault), or the stop would rightly keep it from being sent.
+        ASSERT_TRUE(eventually([&] { return gw_->requests_in_flight() == 1; }));
         first.shut_down();
         EXPECT_EQ(first.rt->store().get(task_id)->status, agency::mcp::TaskStatus::working)
             << "a shutdown leaves the task to the next process";
     }
-    // The first process's POST reached the gateway before the next process starts.
+    // The first process's POST has run at the gateway before the next process starts.
     ASSERT_TRUE(eventually([&] { return gw_->count_requests("POST", "seo_audit") == 1; }));
     Generation second(db(), gateway_server_.base_url());
     json done = second.await_task(task_id);

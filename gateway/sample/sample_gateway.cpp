@@ -177,6 +177,10 @@ Reply Gateway::Impl::handle(const httplib::Request& req) {
 }
 
 void Gateway::Impl::serve(const httplib::Request& req, httplib::Response& res) {
+    {
+        std::lock_guard lock(log_mutex);
+        ++in_flight;
+    }
     Reply reply;
     try {
         reply = handle(req);
@@ -241,6 +245,11 @@ std::size_t Gateway::count_requests(const std::string& method, const std::string
     return static_cast<std::size_t>(std::count_if(
         impl_->log.begin(), impl_->log.end(),
         [&](const LoggedRequest& e) { return e.method == method && e.target == target; }));
+}
+
+std::size_t Gateway::requests_in_flight() const {
+    std::lock_guard lock(impl_->log_mutex);
+    return impl_->in_flight;
 }
 
 Stats Gateway::stats() const {

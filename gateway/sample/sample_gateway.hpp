@@ -119,6 +119,9 @@ public:
     // Request log (every request the HTTP surface received, control path excluded).
     std::vector<LoggedRequest> request_log() const;
     std::size_t count_requests(const std::string& method, const std::string& target) const;
+    // Requests received and not yet answered: a test can know a request is at the gateway
+    // (for instance a slow action's POST) before its answer, which the log records, exists.
+    std::size_t requests_in_flight() const;
     Stats stats() const;
     void clear_log();  // also resets stats()
 

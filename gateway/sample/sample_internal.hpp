@@ -310,6 +310,8 @@ struct Gateway::Impl {
 
     // Stats (guarded by log_mutex, like the log).
     Stats stats;
+    // Requests received whose answer is not recorded yet (a slow action sleeping, say).
+    std::size_t in_flight = 0;
     std::unordered_map<std::uint64_t, std::uint32_t> executed_bodies;
     static constexpr std::size_t kMaxExamples = 5;
 
