@@ -1412,8 +1412,6 @@ std::string append_with_id(Store& store, const std::string& resource, const std:
 }
 
 void generate_sample_data(Store& store, const Options& options) {
-    store.vendor_resource = options.call_vendor + "_calls";
-    store.resources = resource_names(options.call_vendor);
     for (auto& profile : sample_profiles(options.bulk_keyword_rows)) {
         Rng r(mix_seed(options.seed, profile.id, "clients"));
         store.client_rows.append(make_row(client_row(profile, r)));

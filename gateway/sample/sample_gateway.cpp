@@ -23,7 +23,8 @@ constexpr int kServerThreads = 32;  // requests served at once
 }  // namespace
 
 Gateway::Impl::Impl(Options opts) : options(std::move(opts)) {
-    detail::generate_sample_data(store, options);
+    store.vendor_resource = options.call_vendor + "_calls";
+    store.resources = detail::resource_names(options.call_vendor);
     store.bare_records = options.bare_records;
     resource_list = base::join(store.resources);
     build_discovery();
@@ -177,6 +178,9 @@ Reply Gateway::Impl::handle(const httplib::Request& req) {
 }
 
 void Gateway::Impl::serve(const httplib::Request& req, httplib::Response& res) {
+    // Discovery (a GET without parameters, what a server reads as it starts) needs no rows.
+    const bool discovery = (req.method == "GET" || req.method == "HEAD") && req.params.empty();
+    if (!discovery) ensure_rows();
     {
         std::lock_guard lock(log_mutex);
         ++in_flight;
@@ -265,6 +269,7 @@ void Gateway::clear_log() {
 }
 
 nlohmann::json Gateway::rows(const std::string& resource, const std::string& client_id) const {
+    impl_->ensure_rows();
     std::shared_lock lock(impl_->data_mutex);
     const auto& store = impl_->store;
     const detail::Table* table =
@@ -287,11 +292,13 @@ void Gateway::set_action_offered(const std::string& action, bool offered) {
 }
 
 void Gateway::set_bare_records(bool on) {
+    impl_->ensure_rows();
     std::unique_lock lock(impl_->data_mutex);
     impl_->store.bare_records = on;
 }
 
 void Gateway::set_auto_deploy(const std::string& client_id, bool on) {
+    impl_->ensure_rows();
     std::unique_lock lock(impl_->data_mutex);
     auto& store = impl_->store;
     auto it = store.clients.find(client_id);

@@ -193,7 +193,8 @@ struct Store {
 std::vector<std::string> resource_names(const std::string& call_vendor);
 std::string id_prefix(const std::string& resource, const Store& store);
 
-// Fills `store` with deterministic sample data for every client and resource.
+// Fills `store` with deterministic sample data for every client and resource (its
+// `vendor_resource` and `resources` set first).
 void generate_sample_data(Store& store, const Options& options);
 
 // Appends `row` (without id) to a client's table under `id`, id first; returns the id.
@@ -293,6 +294,13 @@ struct Gateway::Impl {
 
     mutable std::shared_mutex data_mutex;  // guards store
     detail::Store store;
+    // The rows are made by the first request that needs them (most of a cold start's CPU was
+    // making them, and a server's `initialize` needs none): whatever touches `store`'s rows
+    // calls ensure_rows() first. The resource names and discovery are ready at construction.
+    std::once_flag rows_made;
+    void ensure_rows() {
+        std::call_once(rows_made, [this] { detail::generate_sample_data(store, options); });
+    }
     std::string resource_list;
     mutable std::mutex discovery_mutex;  // guards the three below (actions can be withdrawn)
     std::string discovery_body;

@@ -324,7 +324,7 @@ std::vector<std::string> resource_names(const std::string& call_vendor) {
 }
 
 std::string id_prefix(const std::string& resource, const Store& store) {
-    static const std::map<std::string, std::string, std::less<>> prefixes{
+    static constexpr std::pair<std::string_view, std::string_view> kPrefixes[]{
         {"keywords", "kw"},
         {"seo_tasks", "task"},
         {"seo_reports", "audit"},
@@ -354,7 +354,8 @@ std::string id_prefix(const std::string& resource, const Store& store) {
         {"call_scores", "score"},
         {"call_transcriptions", "tx"},
         {"integrations", "int"}};
-    if (auto it = prefixes.find(resource); it != prefixes.end()) return it->second;
+    for (const auto& [name, prefix] : kPrefixes)
+        if (name == resource) return std::string(prefix);
     if (resource == store.vendor_resource) {
         return resource.substr(0, resource.size() - std::string_view("_calls").size());
     }
