@@ -336,9 +336,6 @@ std::optional<std::string> Server::handle_message(const json& message, const Inb
     return error(error_code::internal_error, "internal error", json());
 }
 
-namespace {
-
-// The error a client sent in answer to one of the server's requests, whatever its shape.
 RpcError client_error(const json& error) {
     if (!error.is_object())
         return RpcError(error_code::internal_error,
@@ -358,8 +355,6 @@ RpcError client_error(const json& error) {
                     data != error.end() ? *data : json());
 }
 
-}  // namespace
-
 void Server::Impl::deliver_response(const json& message, const json& id, const Inbound& in) {
     std::shared_ptr<PendingRequest> request;
     if (id.is_string()) {
@@ -374,9 +369,9 @@ void Server::Impl::deliver_response(const json& message, const json& id, const I
     }
     if (!request) return;
     if (auto err = message.find("error"); err != message.end())
-        request->promise.set_exception(std::make_exception_ptr(client_error(*err)));
+        request->promise.set_value({.result = nullptr, .error = *err});
     else
-        request->promise.set_value(message["result"]);
+        request->promise.set_value({.result = message["result"], .error = std::nullopt});
 }
 
 void Server::Impl::handle_notification(const std::string& method, const json& params,

@@ -129,7 +129,9 @@ json Server::send_request_and_wait(const RequestContext& ctx, const std::string&
         if (std::chrono::steady_clock::now() > deadline)
             throw std::runtime_error("the client did not answer " + method + " in time");
     }
-    return future.get();
+    ClientAnswer answer = future.get();
+    if (answer.error) throw client_error(*answer.error);
+    return std::move(answer.result);
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #include <deque>
 #include <future>
 #include <map>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -64,10 +65,22 @@ json supported_versions();
 // params[field] as a string; throws -32602 when it is missing or not a string.
 std::string require_string(const json& params, const char* field);
 
+// A client's answer to one of the server's requests: its result, or its error as sent. The
+// error crosses threads as data and becomes an RpcError in the waiting thread (client_error):
+// an exception object shared between threads through the promise is freed by whichever thread
+// lets go of it last, which ThreadSanitizer cannot see ordered (libstdc++'s reference counts).
+struct ClientAnswer {
+    json result;
+    std::optional<json> error;
+};
+
 struct PendingRequest {
     std::string session_id;
-    std::promise<json> promise;
+    std::promise<ClientAnswer> promise;
 };
+
+// The error a client sent in answer to one of the server's requests, whatever its shape.
+RpcError client_error(const json& error);
 
 struct Server::Impl {
     ServerOptions options;
