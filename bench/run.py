@@ -217,6 +217,37 @@ class Bench:
                     "rss_after_first_call_kib": statistics.median(rss) if rss else None}
                 log(f"cold start {key}: {self.results['cold_start'][key]}")
 
+    def cold_start_out_of_the_box(self):
+        """Spawn to the `initialize` answer as a new user starts it: stdio, no gateway configured
+        (the built-in sample gateway), a fresh state directory each time."""
+        reps = 7 if self.args.quick else 21
+        init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                           "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                      "clientInfo": {"name": "bench", "version": "1"}}}) + "\n"
+        times = []
+        for i in range(reps):
+            home = tempfile.mkdtemp(dir=self.tmp)
+            env = {k: v for k, v in os.environ.items()
+                   if k not in ("AGENCY_GATEWAY_URL", "AGENCY_API_KEY", "AGENCY_STATE_DB")}
+            env["HOME"] = home
+            started = time.perf_counter()
+            proc = subprocess.Popen([self.agency, "--log-level", "warn", "serve"],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, env=env)
+            proc.stdin.write(init.encode())
+            proc.stdin.flush()
+            line = proc.stdout.readline()
+            elapsed = (time.perf_counter() - started) * 1000
+            proc.stdin.close()
+            proc.wait(30)
+            if b'"result"' in line:
+                times.append(elapsed)
+        self.results["cold_start"]["agency/initialize_sample_fresh"] = {
+            "median_ms": statistics.median(times) if times else None,
+            "min_ms": min(times) if times else None, "reps": len(times)}
+        log(f"spawn to initialize, sample gateway, fresh state: "
+            f"{self.results['cold_start']['agency/initialize_sample_fresh']}")
+
     def tools_list(self):
         for impl in ("agency", "peer"):
             r = self.drive(["--transport", "stdio", "--tools-list", "-n", "1", "--tool",
@@ -352,6 +383,7 @@ class Bench:
         try:
             self.tools_list()
             self.cold_start()
+            self.cold_start_out_of_the_box()
             self.run_scenarios()
             self.growth()
             self.held_connections()
@@ -423,6 +455,10 @@ class Report:
             v = cs.get("median_ms")
             row(f"cold start to first answered call ({transport})", "< 20 ms",
                 f"{fmt(v, 1)} ms (median of {cs.get('reps', 0)})", v is not None and v < 20)
+        cs = self.r["cold_start"].get("agency/initialize_sample_fresh", {})
+        v = cs.get("median_ms")
+        row("spawn to `initialize` answer, no gateway configured (sample), fresh state dir (stdio)",
+            "< 20 ms", f"{fmt(v, 1)} ms (median of {cs.get('reps', 0)})", v is not None and v < 20)
         idle = [r.get("idle_rss_kib", 0) for r in self.r["runs"] if r["impl"] == "agency"]
         idle_max = max(idle) / 1024 if idle else None
         row("RSS idle (largest over all agency runs)", "< 15 MiB", f"{fmt(idle_max)} MiB",
