@@ -132,8 +132,11 @@ Reply Gateway::Impl::handle(const httplib::Request& req) {
         Reply out;
         if (auto denied = authenticate(req, "read", caller)) {
             out = *denied;
+        } else if (discovery) {
+            out = discover();  // needs no rows: what a server reads as it starts
         } else {
-            out = discovery ? discover() : read(req, caller);
+            ensure_rows();
+            out = read(req, caller);
         }
         out.target = target;
         out.client_id = param_or_empty(req, "client_id");
@@ -165,6 +168,7 @@ Reply Gateway::Impl::handle(const httplib::Request& req) {
                               "the body must be a JSON object {\"action\": ..., "
                               "\"client_id\": ..., fields}");
         } else {
+            ensure_rows();
             out = act(body, caller);
         }
         out.target = target;
@@ -178,9 +182,6 @@ Reply Gateway::Impl::handle(const httplib::Request& req) {
 }
 
 void Gateway::Impl::serve(const httplib::Request& req, httplib::Response& res) {
-    // Discovery (a GET without parameters, what a server reads as it starts) needs no rows.
-    const bool discovery = (req.method == "GET" || req.method == "HEAD") && req.params.empty();
-    if (!discovery) ensure_rows();
     {
         std::lock_guard lock(log_mutex);
         ++in_flight;
