@@ -2,6 +2,7 @@
 // action writes and conclude ran / did not run / cannot tell (actions.hpp). Only a conclusive
 // "did not run" from an attempt the gateway answered lets the action be sent again.
 #include "gateway/client_internal.hpp"
+#include "gateway/json_parse.hpp"
 
 namespace agency::gateway {
 
@@ -50,7 +51,7 @@ nlohmann::json Client::Impl::read_checked_page(const ReadQuery& q, const std::st
                                                const std::stop_token& stop) {
     std::string page;
     get(read_target(q), what, page, stop, config.max_attempts);
-    auto json = nlohmann::json::parse(page, nullptr, false);
+    auto json = parse_json(page);
     if (!json.is_object() || !json.contains("data") || !json["data"].is_array()) {
         throw error(ErrorReason::upstream,
                     "the gateway answered the " + what + " without a `data` array");

@@ -1,10 +1,8 @@
 #include "gateway/client_detail.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <charconv>
-#include <cstdio>
 
 #include "gateway/client.hpp"
 #include "base/clock.hpp"

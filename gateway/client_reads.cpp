@@ -78,10 +78,10 @@ Exchange Client::Impl::get(const std::string& target, const std::string& what, s
                            const std::stop_token& stop, int max_attempts) {
     Exchange ok;
     with_retries(max_attempts, what, stop, [&](int attempt, bool last) -> std::optional<Retry> {
-        const auto ex = perform("GET", target, nullptr, out, config.read_timeout, stop);
+        auto ex = perform("GET", target, nullptr, out, config.read_timeout, stop);
         if (stop.stop_requested()) throw cancelled(what);
         if (ex.ok()) {
-            ok = ex;
+            ok = std::move(ex);
             return std::nullopt;
         }
         const auto failure = failure_text(ex, out, config.read_timeout);

@@ -12,6 +12,7 @@
 #include <simdjson.h>
 
 #include "gateway/client_internal.hpp"
+#include "gateway/json_parse.hpp"
 #include "gateway/plain_client.hpp"
 
 namespace agency::gateway::internal {
@@ -77,7 +78,7 @@ std::string describe_network_failure(const Exchange& ex, milliseconds timeout,
 
 // The gateway's `error` string when the body is the spec's error object, else "".
 std::string gateway_error_text(const std::string& body) {
-    const auto json = nlohmann::json::parse(body, nullptr, false);
+    const auto json = parse_json(body);
     if (json.is_object()) {
         const auto it = json.find("error");
         if (it != json.end() && it->is_string()) return it->get<std::string>();
