@@ -6,8 +6,15 @@ namespace agency::base {
 
 namespace {
 
-// Bindings are stored as short digests: tokens stay small and carry no principal's name.
+// The principal is stored as a short digest: tokens stay small and carry no caller's name.
 std::string digest16(std::string_view text) { return crypto::sha256_hex(text).substr(0, 16); }
+
+// The arguments are bound by their whole SHA-256: the caller chooses them, and 64 bits would
+// let a birthday search find two argument sets that share a digest (an answer given for one
+// replayed with the other).
+std::string arguments_digest(std::string_view text) {
+    return text.empty() ? std::string() : crypto::sha256_hex(text);
+}
 
 }  // namespace
 
@@ -26,8 +33,11 @@ std::string_view describe(TokenRefusal refusal) {
 
 TokenSealer::TokenSealer(std::string_view secret, std::string_view purpose, const Clock& clock)
     : clock_(clock) {
-    const std::string root = secret.empty() ? crypto::random_bytes(32) : std::string(secret);
-    key_ = crypto::hmac_sha256(root, "agency-mcp " + std::string(purpose) + " v2");
+    key_ = token_key(secret.empty() ? crypto::random_bytes(32) : std::string(secret), purpose);
+}
+
+std::string token_key(std::string_view secret, std::string_view purpose) {
+    return crypto::hmac_sha256(secret, "agency-mcp " + std::string(purpose) + " v2");
 }
 
 std::string TokenSealer::seal(const TokenBinding& b, std::chrono::milliseconds ttl,
@@ -35,7 +45,7 @@ std::string TokenSealer::seal(const TokenBinding& b, std::chrono::milliseconds t
     nlohmann::json payload = {{"s", b.subject},
                               {"c", b.scope},
                               {"p", digest16(b.principal)},
-                              {"a", b.arguments.empty() ? "" : digest16(b.arguments)},
+                              {"a", arguments_digest(b.arguments)},
                               {"e", clock_.unix_ms() + ttl.count()},
                               {"n", crypto::random_hex(12)}};
     if (!body.is_null()) payload["b"] = body;
@@ -51,7 +61,7 @@ std::variant<OpenedToken, TokenRefusal> TokenSealer::open(std::string_view token
     if (payload->value("s", "") != b.subject) return TokenRefusal::other_subject;
     if (payload->value("c", "") != b.scope) return TokenRefusal::other_scope;
     if (payload->value("p", "") != digest16(b.principal)) return TokenRefusal::other_principal;
-    if (payload->value("a", "") != (b.arguments.empty() ? "" : digest16(b.arguments)))
+    if (payload->value("a", "") != arguments_digest(b.arguments))
         return TokenRefusal::other_arguments;
     OpenedToken opened;
     opened.expires_ms = payload->value("e", std::int64_t{0});

@@ -1,9 +1,10 @@
-// Every opaque token the server hands out and takes back (list cursors, confirmation ids,
-// requestState, tasks/list cursors) is made and opened here, one way:
+// Every sealed token the server hands out and takes back (list cursors, requestState,
+// tasks/list cursors) is made and opened here, one way (confirmation ids are not sealed: they
+// are random ids whose record, bound to caller, tool and arguments, lives in the state store):
 //   - tamper-evident: base64url(payload) "." base64url(HMAC-SHA256), under a key derived from
 //     the server's secret and the token's purpose, so a cursor never opens as a requestState;
 //   - bound: to what it is for (a tool, a client, a call) and to whom it was issued, and
-//     optionally to a digest of the arguments it was issued with;
+//     optionally to the SHA-256 of the arguments it was issued with;
 //   - expiring: it carries its own expiry, checked against the Clock it was sealed with;
 //   - single use where it must be: each token carries a random nonce that a SpentTokens
 //     records once the token has acted.
@@ -51,6 +52,10 @@ struct OpenedToken {
     std::int64_t expires_ms = 0;
 };
 
+// The key a TokenSealer of `purpose` derives from a non-empty `secret` (the fuzz targets seal
+// payloads of their own with it, to reach what a holder of the key could send).
+std::string token_key(std::string_view secret, std::string_view purpose);
+
 class TokenSealer {
 public:
     // `purpose` names the kind of token ("cursor", "confirmation", "request-state"...): the
@@ -64,7 +69,6 @@ public:
     std::variant<OpenedToken, TokenRefusal> open(std::string_view token,
                                                  const TokenBinding& expected) const;
 
-    const Clock& clock() const { return clock_; }
 
 private:
     std::string key_;

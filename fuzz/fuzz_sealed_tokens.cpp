@@ -13,6 +13,7 @@
 
 #include "fuzz/fuzz_common.hpp"
 #include "base/crypto.hpp"
+#include "base/sealed_token.hpp"
 #include "server/json_rpc.hpp"
 #include "state/store.hpp"
 
@@ -87,8 +88,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (size < 1) return 0;
     const std::string token(agency::fuzz::as_text(data + 1, size - 1));
     auto& server = *g_server;
-    const std::string cursor_key =
-        agency::crypto::hmac_sha256(agency::fuzz::ToolServer::kSecret, "agency-mcp cursor v1");
+    const std::string cursor_key = agency::base::token_key(agency::fuzz::ToolServer::kSecret, "cursor");
     switch (data[0] % 8) {
         case 0: {  // a list cursor, opened by the tool kit directly
             const json filters = {{"keyword", "x"}};
@@ -134,7 +134,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             if (data[0] % 8 == 4) {
                 auto payload = payload_of(token);
                 if (!payload) break;
-                state = agency::crypto::seal(agency::fuzz::ToolServer::kSecret, *payload);
+                state = agency::crypto::seal(
+                    agency::base::token_key(agency::fuzz::ToolServer::kSecret, "request-state"),
+                    *payload);
             }
             try {
                 (void)json(state).dump();

@@ -82,11 +82,12 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     if (impl_->options.clock) impl_->clock = impl_->options.clock;
     impl_->server_info_meta = {{"name", impl_->options.info.name},
                                {"version", impl_->options.info.version}};
-    impl_->secret = impl_->options.state_secret.empty() ? crypto::random_bytes(32)
-                                                        : impl_->options.state_secret;
-    impl_->state_sealer.emplace(impl_->secret, "request-state", *impl_->clock);
+    // One secret for both sealers: a random one (tokens then end with the process) when unset.
+    const std::string secret = impl_->options.state_secret.empty() ? crypto::random_bytes(32)
+                                                                   : impl_->options.state_secret;
+    impl_->state_sealer.emplace(secret, "request-state", *impl_->clock);
     impl_->spent_states.emplace(*impl_->clock);
-    impl_->tasks_cursor_sealer.emplace(impl_->secret, "tasks-cursor", *impl_->clock);
+    impl_->tasks_cursor_sealer.emplace(secret, "tasks-cursor", *impl_->clock);
     impl_->task_store = impl_->options.task_store ? impl_->options.task_store
                                                   : std::make_shared<MemoryTaskStore>();
 }

@@ -85,7 +85,6 @@ RpcError client_error(const json& error);
 struct Server::Impl {
     ServerOptions options;
     const base::Clock* clock = &base::Clock::system();  // options.clock, or the system's
-    std::string secret;
     // requestState ("request-state": bound to the call, its caller and arguments; single use)
     // and tasks/list cursors ("tasks-cursor": bound to the tasks' owner).
     std::optional<base::TokenSealer> state_sealer;

@@ -77,12 +77,12 @@ std::optional<mcp::ToolResult> replay_known_key(ActionRuntime& rt, const std::st
                                                 mcp::RequestContext& ctx) {
     const std::string key = string_arg(call_args, "idempotency_key");
     if (key.empty()) return std::nullopt;
-    json digest_args = call_args;
-    digest_args.erase("idempotency_key");
     const std::string principal = principal_of(ctx);
     auto record = rt.store().find_idempotency(principal, tool, key);
     if (!record) return std::nullopt;
-    return known_key_answer(*record, args_digest(digest_args), tool, key, principal);
+    json stripped;
+    return known_key_answer(*record, args_digest(without(call_args, "idempotency_key", stripped)),
+                            tool, key, principal);
 }
 
 // Idempotency stage: an idempotency_key claimed for one call. The claim stays only once the
@@ -95,9 +95,11 @@ public:
     KeyClaim(const KeyClaim&) = delete;
     KeyClaim& operator=(const KeyClaim&) = delete;
 
-    // nullopt when claimed (or no key was given), else the known key's answer.
-    std::optional<mcp::ToolResult> claim(const std::string& digest) {
+    // nullopt when claimed (or no key was given), else the known key's answer. The digest is
+    // taken only with a key: most calls have none.
+    std::optional<mcp::ToolResult> claim(const json& call_args) {
         if (key_.empty()) return std::nullopt;
+        const std::string digest = args_digest(call_args);
         auto existing = rt_.store().claim_idempotency(principal_, tool_, key_, digest,
                                                       rt_.settings().stale_claim);
         if (existing) return known_key_answer(*existing, digest, tool_, key_, principal_);
@@ -141,7 +143,7 @@ mcp::ToolResult claim_and_execute(ActionRuntime& rt, const ActionCall& call, con
     json stripped;
     const json& call_args = without(args, "idempotency_key", stripped);
     KeyClaim claim(rt, principal_of(ctx), call.tool, string_arg(args, "idempotency_key"));
-    if (auto known = claim.claim(args_digest(call_args))) return std::move(*known);
+    if (auto known = claim.claim(call_args)) return std::move(*known);
     try {
         std::optional<CreditLimiter::Permit> permit;  // held until the work is done
         if (call.spends_credits) {
