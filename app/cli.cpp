@@ -210,6 +210,9 @@ void CommandLine::add_sample_gateway() {
     sample_cmd_->add_flag("--bare-records", sample.bare_records,
                           "Rows only as the spec describes them (no deployed_at or sent_at; "
                           "index_url records nothing)");
+    sample_cmd_->add_flag("--counts-only-reports", sample.counts_only_reports,
+                          "Audit reports with issue counts and no issue list (a gateway that "
+                          "returns counts without detail)");
 }
 
 void CommandLine::add_keys() {

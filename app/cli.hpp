@@ -43,6 +43,7 @@ struct SampleArgs {
     std::size_t bulk_rows = 0;
     std::vector<std::string> faults;
     bool bare_records = false;
+    bool counts_only_reports = false;
 };
 
 struct KeysArgs {

@@ -163,6 +163,7 @@ int run_sample_gateway(const SampleArgs& args) {
     sample::Options options;
     options.bulk_keyword_rows = args.bulk_rows;
     options.bare_records = args.bare_records;
+    options.counts_only_reports = args.counts_only_reports;
     auto gateway = std::make_shared<sample::Gateway>(options);
     for (const auto& text : args.faults) {
         try {

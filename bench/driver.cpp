@@ -59,6 +59,7 @@ struct Options {
     std::string args = R"({"client_id":"demo-plumbing","limit":100})";
     std::string path;  // gateway: path and query of one read, e.g. /api?resource=keywords&...
     bool scan = false;  // gateway: page on (offset += limit) until has_more is false
+    long scan_pages = 0;  // gateway --scan: stop after this many pages (0: at the end)
     long requests = 1000;
     long warmup = 0;
     int concurrency = 1;
@@ -103,6 +104,7 @@ Options parse_options(int argc, char** argv) {
         else if (a == "--args") o.args = value();
         else if (a == "--path") o.path = value();
         else if (a == "--scan") o.scan = true;
+        else if (a == "--scan-pages") o.scan_pages = std::stol(value());
         else if (a == "-n" || a == "--requests") o.requests = std::stol(value());
         else if (a == "--warmup") o.warmup = std::stol(value());
         else if (a == "-c" || a == "--concurrency") o.concurrency = std::stoi(value());
@@ -116,7 +118,7 @@ Options parse_options(int argc, char** argv) {
             std::puts(
                 "agency_bench_driver --transport stdio|http|gateway [-n N] [-c C] [--warmup W]\n"
                 "  [--tool NAME --args JSON]   ({i} in JSON: the request's index)\n"
-                "  [--url URL] [--path /api?...] [--scan] [--pid PID] [--rss-every K]\n"
+                "  [--url URL] [--path /api?...] [--scan] [--scan-pages N] [--pid PID] [--rss-every K]\n"
                 "  [--cold-start] [--tools-list] [--max-seconds S] [-- SERVER COMMAND...]");
             std::exit(0);
         } else die("unknown option " + a);
@@ -776,7 +778,7 @@ void run_http(Run& run) {
             if (!r) return {id, false, "no HTTP answer"};
             if (r->status != 200)
                 return {id, false, "HTTP " + std::to_string(r->status) + " " + r->body.substr(0, 200)};
-            if (!o.scan) return {id, true, ""};
+            if (!o.scan || (o.scan_pages > 0 && page + 1 >= o.scan_pages)) return {id, true, ""};
             auto more = r->body.rfind("\"has_more\":");
             if (more == std::string::npos) return {id, false, "no pagination"};
             if (r->body.compare(more + 11, 4, "true") != 0) return {id, true, ""};

@@ -127,6 +127,20 @@ class Bench:
             "scan": True,
             "n": {1: (30, 4), 16: (96, 16)},
         },
+        # The aggregate over one month of demo-bulk's history (500 keywords, 31 tracking dates:
+        # 16 gateway pages of 1000 rows); the direct baseline reads those same 16 pages. The
+        # peer has no such tool (an assistant would page list_rankings and group the rows).
+        "ranking_changes": {
+            "tool": "ranking_changes",
+            "args": {"client_id": "demo-bulk", "from": "2026-10-14", "to": "2026-11-14",
+                     "direction": "dropped", "limit": 25},
+            "path": "/api?resource=keywords&client_id=demo-bulk&limit=1000"
+                    "&order=tracked_at&direction=desc",
+            "scan": True,
+            "scan_pages": 16,
+            "peer": False,
+            "n": {1: (30, 0), 16: (96, 0)},
+        },
         "generate_article": {
             "tool": "generate_article",
             "args": {"client_id": "demo-dental", "keyword": "bench keyword {i}"},
@@ -139,17 +153,22 @@ class Bench:
     def count(self, n):
         return max(4, int(n * self.scale))
 
-    def run_scenarios(self):
+    def run_scenarios(self, only=None):
         """Each configuration --repeat times, the implementations interleaved within a round so
         that a burst of load elsewhere on the machine hits them alike; the run with the median
         calls/s of each configuration is the one reported (all runs are kept in results.json)."""
         all_runs = {}
         for rnd in range(self.args.repeat):
             for name, sc in self.SCENARIOS.items():
+                if only is not None and name not in only:
+                    continue
                 for c in (1, 16):
                     n_agency, n_peer = sc["n"][c]
                     for transport in ("stdio", "http"):
-                        for impl, n in (("agency", n_agency), ("peer", n_peer)):
+                        impls = [("agency", n_agency)]
+                        if sc.get("peer", True):
+                            impls.append(("peer", n_peer))
+                        for impl, n in impls:
                             n = self.count(n)
                             log(f"[round {rnd + 1}/{self.args.repeat}] {name} c={c} {transport} {impl} n={n}")
                             argv = ["--transport", transport, "-n", str(n), "-c", str(c),
@@ -172,6 +191,8 @@ class Bench:
                                 "--pid", str(self.gateway.pid), "--max-seconds", "240"]
                         if sc["scan"]:
                             argv.append("--scan")
+                        if sc.get("scan_pages"):
+                            argv += ["--scan-pages", str(sc["scan_pages"])]
                         r = self.drive(argv)
                         r.update(scenario=name, impl="direct", transport="http", c=c, round=rnd)
                         all_runs.setdefault((name, "direct", "http", c), []).append(r)
@@ -247,6 +268,58 @@ class Bench:
             "min_ms": min(times) if times else None, "reps": len(times)}
         log(f"spawn to initialize, sample gateway, fresh state: "
             f"{self.results['cold_start']['agency/initialize_sample_fresh']}")
+
+    # Calls whose answers an assistant reads: the structured answer's size and what the text
+    # block beside it adds, in each era (legacy: initialize first; modern: _meta per request).
+    ANSWERS = [
+        ("list_keywords, no limit (the default page)", "list_keywords", {"client_id": "demo-bulk"}),
+        ("list_keywords, limit 100", "list_keywords", {"client_id": "demo-bulk", "limit": 100}),
+        ("list_keywords, limit 1000", "list_keywords", {"client_id": "demo-bulk", "limit": 1000}),
+        ("list_keywords, limit 100, fields keyword+position", "list_keywords",
+         {"client_id": "demo-bulk", "limit": 100, "fields": ["keyword", "position"]}),
+        ("list_rankings, one keyword, limit 1000", "list_rankings",
+         {"client_id": "demo-bulk", "keyword": KEYWORD, "limit": 1000}),
+        ("ranking_changes, one month, dropped, top 25", "ranking_changes",
+         {"client_id": "demo-bulk", "from": "2026-10-14", "to": "2026-11-14",
+          "direction": "dropped", "limit": 25}),
+        ("latest_rankings, limit 100", "latest_rankings", {"client_id": "demo-bulk", "limit": 100}),
+    ]
+
+    def answer_sizes(self):
+        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}
+        out = []
+        for era in ("legacy", "modern"):
+            msgs = []
+            if era == "legacy":
+                msgs.append({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {},
+                    "clientInfo": {"name": "bench", "version": "1"}}})
+                msgs.append({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            for i, (_, tool, args) in enumerate(self.ANSWERS):
+                params = {"name": tool, "arguments": args}
+                if era == "modern":
+                    params["_meta"] = meta
+                msgs.append({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+                             "params": params})
+            proc = subprocess.run(self.server("agency", "stdio"), env=self.env(), text=True,
+                                  input="".join(json.dumps(m) + "\n" for m in msgs),
+                                  capture_output=True, timeout=300)
+            for line in proc.stdout.splitlines():
+                m = json.loads(line)
+                if not m.get("id"):
+                    continue
+                res = m.get("result", {})
+                sc = res.get("structuredContent")
+                text = "".join(c.get("text", "") for c in res.get("content", []))
+                out.append({"era": era, "label": self.ANSWERS[m["id"] - 1][0],
+                            "structured_bytes": len(json.dumps(sc, separators=(",", ":")))
+                            if sc is not None else 0,
+                            "text_bytes": len(text), "message_bytes": len(line),
+                            "rows": (sc or {}).get("returned"),
+                            "truncated": (sc or {}).get("truncated")})
+        self.results["answer_sizes"] = out
+        log(f"answer sizes: {len(out)} answers measured")
 
     def tools_list(self):
         for impl in ("agency", "peer"):
@@ -374,6 +447,27 @@ class Bench:
         if r.returncode != 0:
             log("held connections: FAILED " + r.stderr.strip())
 
+    def only(self, parts):
+        """Some parts again, merged into the last full run's results."""
+        with open(os.path.join(self.out, "results.json")) as f:
+            self.results = json.load(f)
+        scenarios = [p for p in parts if p in self.SCENARIOS]
+        self.start_gateway()
+        try:
+            if "answer_sizes" in parts:
+                self.answer_sizes()
+            if scenarios:
+                self.results["runs"] = [r for r in self.results["runs"]
+                                        if r["scenario"] not in scenarios]
+                self.run_scenarios(scenarios)
+        finally:
+            self.stop_gateway()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        self.results.setdefault("partial_reruns", []).append(
+            {"parts": parts, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+             "cpu": self.machine().get("cpu")})
+        self.write()
+
     def main(self):
         self.results["machine"] = self.machine()
         self.results["command"] = "make bench"
@@ -385,6 +479,7 @@ class Bench:
             self.cold_start()
             self.cold_start_out_of_the_box()
             self.run_scenarios()
+            self.answer_sizes()
             self.growth()
             self.held_connections()
             if not self.args.no_callgrind:
@@ -481,6 +576,27 @@ class Report:
             row(f"growth over {g.get('ok', 0):,} calls (second half)", "none (< 1 MiB)",
                 f"{growth:+.2f} MiB ({samples[0][1] / 1024:.1f} → {last / 1024:.1f} MiB)",
                 abs(growth) < 1 and g.get("failed", 1) == 0)
+        sizes = self.r.get("answer_sizes", [])
+        legacy = [a for a in sizes if a["era"] == "legacy"]
+        if legacy:
+            default = next((a for a in legacy if "default page" in a["label"]), None)
+            if default:
+                row("default page (list_keywords, no limit): structured answer", "≤ ~6k tokens "
+                    "(24,000 bytes)", f"{default['structured_bytes']:,} bytes",
+                    default["structured_bytes"] <= 24_500)
+            largest = max(a["structured_bytes"] for a in legacy)
+            row("largest structured answer of the answer-size calls (no max_bytes)",
+                "≤ ~25k tokens (100 KB)", f"{largest:,} bytes", largest <= 100_500)
+        for sc, c in (("ranking_changes", 1), ("ranking_changes", 16)):
+            for transport in ("stdio", "http"):
+                a = b.find(sc, "agency", transport, c)
+                d = b.find(sc, "direct", "http", c)
+                if a and d and a.get("p50_ms") and d.get("p50_ms"):
+                    t = self.ratio(a, d, "p50_ms")
+                    row(f"ranking_changes (one month of 100,000 rows) vs reading its 16 pages "
+                        f"({transport}, {c} in flight, p50)", "≤ 1.2×",
+                        f"{t:.2f}× ({fmt(a['p50_ms'])} vs {fmt(d['p50_ms'])} ms); peak RSS "
+                        f"{fmt(a.get('server_hwm_kib', 0) / 1024)} MiB", t <= 1.2)
         for transport in ("stdio", "http"):
             for c in (1, 16):
                 a = b.find("list_rankings", "agency", transport, c)
@@ -491,6 +607,30 @@ class Report:
                         "≤ 1.2×", f"{t:.2f}× ({fmt(a['p50_ms'])} vs {fmt(d['p50_ms'])} ms); "
                         f"peak RSS {fmt(a.get('server_hwm_kib', 0) / 1024)} MiB", t <= 1.2)
         return rows
+
+    def answer_table(self):
+        sizes = self.r.get("answer_sizes", [])
+        if not sizes:
+            return []
+        out = ["", "## Answer sizes", "",
+               "What an assistant reads (tokens ≈ bytes / 4): the structured answer, and the text "
+               "block beside it. Legacy eras (2025-06-18, 2025-11-25) carry the structured "
+               "answer again as text, as the spec asks for clients that ignore "
+               "structuredContent; the modern era (2026-07-28) carries a short summary "
+               "instead (docs/design.md, \"Text beside structured content\").", "",
+               "| call | rows | truncated | structured bytes | text bytes, legacy | "
+               "text bytes, modern | ~tokens (structured) |",
+               "|---|---:|---|---:|---:|---:|---:|"]
+        by_label = {}
+        for a in sizes:
+            by_label.setdefault(a["label"], {})[a["era"]] = a
+        for label, eras in by_label.items():
+            l, m = eras.get("legacy", {}), eras.get("modern", {})
+            sb = l.get("structured_bytes") or m.get("structured_bytes") or 0
+            out.append(f"| {label} | {l.get('rows', m.get('rows'))} | "
+                       f"{l.get('truncated', m.get('truncated'))} | {sb:,} | "
+                       f"{l.get('text_bytes', 0):,} | {m.get('text_bytes', 0):,} | {sb // 4:,} |")
+        return out
 
     def scenario_table(self):
         b = self.b
@@ -558,7 +698,9 @@ class Report:
             "ratios are the median of the per-round ratios (the two sides of a round ran "
             "within a minute of each other)",
             f"- run: {m['date']}, {r.get('duration_s', 0)} s"
-            + (" (**--quick**: a quarter of the requests)" if r.get("quick") else ""),
+            + (" (**--quick**: a quarter of the requests)" if r.get("quick") else "")
+            + "".join(f"; {', '.join(p['parts'])} run again on {p['date']} ({p.get('cpu')})"
+                      for p in r.get("partial_reruns", [])),
             "",
             "## Targets",
             "",
@@ -579,9 +721,14 @@ class Report:
             "direct baseline makes the same 100 reads). `generate_article`: a new keyword per "
             "call (no direct baseline: the issue's baseline is for reads).",
             "",
+            "`ranking_changes`: the keywords that dropped between 2026-10-14 and 2026-11-14 on "
+            "`demo-bulk` (500 keywords), top 25, computed while the gateway's pages stream past; "
+            "the direct baseline reads the same 16 pages of 1000 rows and does nothing with "
+            "them.",
+            "",
             "![throughput and p99 per scenario](benchmarks.png)",
             "",
-        ] + self.scenario_table() + [
+        ] + self.scenario_table() + self.answer_table() + [
             "",
             "## Start-up, memory, size",
             "",
@@ -694,6 +841,9 @@ def main():
     ap.add_argument("--no-callgrind", action="store_true")
     ap.add_argument("--repeat", type=int, default=3,
                     help="rounds per configuration; the median run is reported (default 3)")
+    ap.add_argument("--only", default="",
+                    help="comma-separated parts to run again (answer_sizes, or a scenario name), "
+                         "merged into bench/results/results.json; the rest is kept")
     ap.add_argument("--report-only", action="store_true",
                     help="regenerate docs/benchmarks.md and .png from bench/results/results.json")
     args = ap.parse_args()
@@ -702,6 +852,9 @@ def main():
         with open(os.path.join(bench.out, "results.json")) as f:
             bench.results = json.load(f)
         bench.write()
+        return
+    if args.only:
+        bench.only(args.only.split(","))
         return
     bench.main()
 

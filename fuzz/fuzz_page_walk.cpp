@@ -8,12 +8,15 @@
 //  - the must_contain walk hands over every one of the full walk's rows whose text holds the
 //    needle (ASCII case-insensitively) or a backslash, alike, and no row where the needle does
 //    not start, with the same count and pagination;
-//  - the must_contain walk on any page hands over only rows that can hold the needle.
+//  - the must_contain walk on any page hands over only rows that can hold the needle;
+//  - a walk with a RowSelection rewrites each row to a JSON object equal to the DOM's row with
+//    the selection applied.
 // A malformed page (one the DOM parser refuses) is not compared further: simdjson's on-demand
 // walk does not validate what it skips (a row {"a":tru} is handed over as it stands, and a row
 // handed over before the walk finds the page broken need not be an object's text; callers
 // drop the read when `problem` is set), and must_contain passes over rows unread by design.
 // Any mismatch aborts.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -173,6 +176,58 @@ std::string lower(std::string_view s) {
     return out;
 }
 
+// A walk with a RowSelection (drop "n", "id" renamed "key", then only some members kept):
+// each row's rewritten text is a JSON object, and on a valid page it equals the DOM's row with
+// those members dropped, renamed and kept, in the row's order.
+void check_selection(const std::string& page, bool valid, simdjson::dom::element doc) {
+    static constexpr std::string_view kDrop[] = {"n"};
+    static constexpr std::pair<std::string_view, std::string_view> kRename[] = {{"id", "key"}};
+    static constexpr std::string_view kKeep[] = {"key", "keyword", "data", "x"};
+    for (const bool keeping : {false, true}) {
+        const agency::gateway::RowSelection select{
+            .keep = keeping ? std::span<const std::string_view>(kKeep)
+                            : std::span<const std::string_view>(),
+            .drop = kDrop,
+            .rename = kRename};
+        std::vector<std::string> rows;
+        std::vector<bool> escaped;
+        const WalkResult result = agency::gateway::walk_rows(
+            page, {.select = &select}, [&](const Row& row) {
+                rows.emplace_back(row.selected);
+                escaped.push_back(row.json.find('\\') != std::string_view::npos);
+                return true;
+            });
+        if (!valid || result.problem != WalkProblem::none) continue;
+        simdjson::dom::object top;
+        if (doc.get_object().get(top)) continue;
+        const Expected want = expect(top);
+        if (rows.size() != want.rows.size()) fail("select: the number of rows differs", page);
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            const auto got = canonical_text(rows[i]);
+            if (!got) fail("select: a rewritten row is not JSON", page);
+            if (escaped[i]) continue;  // keys are matched as the page writes them
+            const simdjson::dom::object row = want.rows[i].get_object().value_unsafe();
+            bool has_key = false;
+            for (auto [key, value] : row) has_key |= key == "key";
+            std::string text = "{";
+            for (auto [key, value] : row) {
+                std::string name(key);
+                if (name == "id" && !has_key) name = "key";
+                if (key == "n") continue;
+                if (keeping && std::find(std::begin(kKeep), std::end(kKeep), name) ==
+                                   std::end(kKeep) &&
+                    std::find(std::begin(kKeep), std::end(kKeep), key) == std::end(kKeep))
+                    continue;
+                if (text.size() > 1) text += ',';
+                text += '"' + name + "\":" + canonical(value);
+            }
+            text += '}';
+            const auto expected = canonical_text(text);
+            if (!expected || *got != *expected) fail("select: a rewritten row differs", page);
+        }
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -223,6 +278,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             }
         }
     }
+
+    check_selection(page, valid, doc);
 
     // The must_contain walk: exactly the full walk's rows that can hold the needle.
     if (needle.empty()) return 0;

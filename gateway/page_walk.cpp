@@ -235,22 +235,102 @@ simdjson::error_code read_pagination(simdjson::ondemand::value value, Pagination
     return simdjson::SUCCESS;
 }
 
-// The wanted fields of one row into ws.fields; false when the row is not valid.
-bool read_fields(simdjson::ondemand::object& row, std::span<const std::string_view> names,
-                 Workspace& ws) {
+// A member's value as raw text, of any type (consumes containers); strings not unescaped.
+simdjson::error_code raw_value(simdjson::ondemand::value value, std::string_view& raw) {
+    using simdjson::ondemand::json_type;
+    json_type type;
+    if (auto e = value.type().get(type)) return e;
+    if (type == json_type::object) {
+        simdjson::ondemand::object object;
+        if (auto e = value.get_object().get(object)) return e;
+        if (auto e = object.raw_json().get(raw)) return e;
+    } else if (type == json_type::array) {
+        simdjson::ondemand::array array;
+        if (auto e = value.get_array().get(array)) return e;
+        if (auto e = array.raw_json().get(raw)) return e;
+    } else {
+        raw = value.raw_json_token();
+    }
+    raw = trim_end(raw);
+    return simdjson::SUCCESS;
+}
+
+// A key's text as the page holds it, escapes and all, without its quotes. The closing quote
+// is one of the page's structural characters, so the scan ends inside the page.
+std::string_view raw_key_text(simdjson::ondemand::raw_json_string key) {
+    const char* begin = key.raw();
+    const char* p = begin;
+    while (*p != '"') p += *p == '\\' ? 2 : 1;
+    return {begin, static_cast<std::size_t>(p - begin)};
+}
+
+bool named(std::string_view key, std::span<const std::string_view> names) {
+    return std::find(names.begin(), names.end(), key) != names.end();
+}
+
+// ws.members written as one object into ws.selected, as `select` says.
+void write_selected(const RowSelection& select, Workspace& ws) {
+    std::string& out = ws.selected;
+    out.assign("{");
+    for (const auto& [key, raw] : ws.members) {
+        std::string_view name = key;
+        for (const auto& [from, to] : select.rename) {
+            if (key != from) continue;
+            const bool has_own = std::any_of(ws.members.begin(), ws.members.end(),
+                                             [&](const auto& m) { return m.first == to; });
+            if (!has_own) name = to;
+            break;
+        }
+        if (!select.keep.empty() && !named(name, select.keep) && !named(key, select.keep))
+            continue;
+        if (named(key, select.drop)) continue;
+        if (out.size() > 1) out.push_back(',');
+        out.push_back('"');
+        out.append(name);
+        out.append("\":");
+        out.append(raw);
+    }
+    out.push_back('}');
+}
+
+// The wanted fields of one row into ws.fields, and with `select` the row rewritten into
+// ws.selected; false when the row is not valid.
+bool read_fields(simdjson::ondemand::object& row, const WalkOptions& options, Workspace& ws) {
+    const std::span<const std::string_view> names = options.fields;
     std::fill(ws.fields.begin(), ws.fields.end(), RowField{});
+    ws.members.clear();
     for (auto field : row) {
         // Keys are compared as they stand in the page (names are plain ASCII), not unescaped
         // first: this loop runs for every field of every row read.
         simdjson::ondemand::raw_json_string key;
         if (field.key().get(key)) return false;
+        std::size_t wanted = names.size();
         for (std::size_t i = 0; i < names.size(); ++i) {
-            if (!key.unsafe_is_equal(names[i])) continue;
-            if (read_field(field.value(), ws.fields[i])) return false;
-            break;
+            if (key.unsafe_is_equal(names[i])) {
+                wanted = i;
+                break;
+            }
         }
+        if (!options.select) {
+            if (wanted < names.size() && read_field(field.value(), ws.fields[wanted]))
+                return false;
+            continue;
+        }
+        std::string_view raw;
+        if (wanted < names.size()) {
+            if (read_field(field.value(), ws.fields[wanted])) return false;
+            raw = ws.fields[wanted].raw;
+        } else if (raw_value(field.value(), raw)) {
+            return false;
+        }
+        ws.members.emplace_back(raw_key_text(key), raw);
     }
+    if (options.select) write_selected(*options.select, ws);
     return true;
+}
+
+std::string_view selected_of(const WalkOptions& options, const Workspace& ws) {
+    return options.select ? std::string_view(ws.selected) : std::string_view();
 }
 
 // The rows of one "data" array.
@@ -275,11 +355,12 @@ void walk_data(simdjson::ondemand::array data, const char* body, const WalkOptio
             if (next_mark == ws.marks.size() || ws.marks[next_mark] >= begin + raw.size())
                 continue;  // neither the value nor an escape: it cannot match
         }
-        if (!names.empty() && (row.reset().error() || !read_fields(row, names, ws))) {
+        if ((!names.empty() || options.select) &&
+            (row.reset().error() || !read_fields(row, options, ws))) {
             result.problem = WalkProblem::bad_row;
             return;
         }
-        if (!on_row(Row{raw, ws.fields, index})) {
+        if (!on_row(Row{raw, ws.fields, index, selected_of(options, ws)})) {
             result.stopped = true;
             return;
         }
@@ -367,19 +448,19 @@ bool walk_marked_rows(simdjson::padded_string_view view, const WalkOptions& opti
         while (next_mark < ws.marks.size() && ws.marks[next_mark] < span.begin) ++next_mark;
         if (next_mark == ws.marks.size() || ws.marks[next_mark] >= span.end) continue;
         const std::string_view json = body.substr(span.begin, span.end - span.begin);
-        if (!options.fields.empty()) {
+        if (!options.fields.empty() || options.select) {
             // The row alone, in place: the rest of the page serves as simdjson's padding.
             simdjson::ondemand::document doc;
             simdjson::ondemand::object row;
             const simdjson::padded_string_view row_view(json.data(), json.size(),
                                                         view.capacity() - span.begin);
             if (ws.parser.iterate(row_view).get(doc) || doc.get_object().get(row) ||
-                !read_fields(row, options.fields, ws)) {
+                !read_fields(row, options, ws)) {
                 result.problem = WalkProblem::bad_row;
                 return true;
             }
         }
-        if (!on_row(Row{json, ws.fields, index})) {
+        if (!on_row(Row{json, ws.fields, index, selected_of(options, ws)})) {
             result.stopped = true;
             return true;
         }

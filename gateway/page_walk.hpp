@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace agency::gateway {
 
@@ -34,6 +35,17 @@ struct Row {
     std::string_view json;             // the row object's raw text
     std::span<const RowField> fields;  // WalkOptions::fields, in that order
     std::size_t index = 0;             // its position in the page's data array
+    std::string_view selected;         // WalkOptions::select: the row rewritten; else empty
+};
+
+// Which members of each row a walk writes into Row::selected, in the row's own order and with
+// their raw text: the rows of an answer without the heavy or unwanted members, built in the
+// same pass that reads the row (no DOM). Names are plain ASCII.
+struct RowSelection {
+    std::span<const std::string_view> keep{};  // empty: every member not dropped
+    std::span<const std::string_view> drop{};
+    // {from, to}: a member `from` is written as `to`, unless the row has a `to` of its own.
+    std::span<const std::pair<std::string_view, std::string_view>> rename{};
 };
 
 // Returns false to stop the walk.
@@ -41,6 +53,7 @@ using RowVisitor = std::function<bool(const Row& row)>;
 
 struct WalkOptions {
     std::span<const std::string_view> fields{};  // top-level fields read for each row (ASCII names)
+    const RowSelection* select = nullptr;         // set: each row's Row::selected
     // Rows whose text cannot hold this value (ASCII case-insensitively, and with no escape
     // anywhere in the row) are passed over without being read or handed to the visitor: the
     // cheap rejection behind scans that keep the rows whose field equals one value. Such a

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <simdjson.h>
@@ -25,6 +26,9 @@ struct Workspace {
     std::vector<RowField> fields;
     std::vector<RowSpan> rows;  // must_contain: every row of the data array
     std::string reduced;        // must_contain: the page with its data array emptied
+    // select: the row's members (raw key text without quotes, raw value) and the row rewritten
+    std::vector<std::pair<std::string_view, std::string_view>> members;
+    std::string selected;
 };
 
 inline bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }

@@ -108,14 +108,21 @@ TEST_F(ReadTools, EveryReadToolIsListedWithSchemas) {
     }
     for (const char* tool : {"list_clients", "get_client", "list_keywords", "list_rankings",
                              "list_audits", "get_audit_issues", "list_backlinks", "list_citations",
-                             "list_articles", "list_calls", "list_reports", "read_resource"})
+                             "list_articles", "list_calls", "list_reports", "read_resource",
+                             "ranking_changes", "latest_rankings"})
         EXPECT_TRUE(names.count(tool)) << tool;
 
-    // Every list tool pages with limit and cursor.
+    // Every list tool pages with limit and cursor (the aggregates answer their top `limit`),
+    // and takes fields and max_bytes.
     for (const auto& t : tools) {
         if (t["name"] == "get_client") continue;
-        EXPECT_TRUE(t["inputSchema"]["properties"].contains("limit")) << t["name"];
-        EXPECT_TRUE(t["inputSchema"]["properties"].contains("cursor")) << t["name"];
+        const json& props = t["inputSchema"]["properties"];
+        EXPECT_TRUE(props.contains("limit")) << t["name"];
+        EXPECT_TRUE(props.contains("fields")) << t["name"];
+        EXPECT_TRUE(props.contains("max_bytes")) << t["name"];
+        EXPECT_TRUE(t["outputSchema"]["properties"].contains("truncated")) << t["name"];
+        if (t["name"] == "ranking_changes" || t["name"] == "latest_rankings") continue;
+        EXPECT_TRUE(props.contains("cursor")) << t["name"];
     }
     agency::mcp::Server fresh;
     for (const auto& doc : agency::tools::register_read_tools(fresh, h().box))
@@ -174,7 +181,8 @@ TEST_F(ReadTools, GetClient) {
 
 TEST_F(ReadTools, ListKeywordsPagesToTheEndOnce) {
     const json stored = h().gw->rows("keywords", kPlumbing);
-    Paged all = page_all(h(), "list_keywords", {{"client_id", kPlumbing}, {"limit", 400}});
+    Paged all = page_all(h(), "list_keywords",
+                         {{"client_id", kPlumbing}, {"limit", 400}, {"max_bytes", 2000000}});
     EXPECT_EQ(all.pages.size(), 4u);
     EXPECT_EQ(all.rows.size(), stored.size());
     for (const auto& p : all.pages) EXPECT_EQ(p["total"].get<std::size_t>(), stored.size());
@@ -408,7 +416,7 @@ TEST_F(ReadTools, ListArticlesBlogsThenGeoArticles) {
             EXPECT_EQ(all.rows[i]["resource"], i < 12 ? "blogs" : "geo_articles") << i;
         EXPECT_EQ(all.pages.back()["rows"].size(), limit == 4 ? 4u : limit == 5 ? 5u : 20u);
     }
-    // Reduced rows: blogs' post_title becomes title.
+    // Every member passes through; blogs' post_title is named title as geo articles name it.
     ToolReply first = ok(h(), "list_articles", {{"client_id", kPlumbing}, {"limit", 1}});
     const json& row = first.structured()["rows"][0];
     const auto blog = std::find_if(blogs.begin(), blogs.end(),
@@ -416,7 +424,9 @@ TEST_F(ReadTools, ListArticlesBlogsThenGeoArticles) {
     ASSERT_NE(blog, blogs.end());
     EXPECT_EQ(row["title"], (*blog)["post_title"]);
     EXPECT_EQ(row["deployment_target"], "wordpress");
-    EXPECT_FALSE(row.contains("author_id"));
+    EXPECT_EQ(row["author_id"], (*blog)["author_id"]);
+    EXPECT_EQ(row["image_url"], (*blog)["image_url"]);
+    EXPECT_FALSE(row.contains("post_title"));
 
     // Filtered by status over both resources.
     std::size_t drafts = 0;
@@ -468,7 +478,8 @@ TEST_F(ReadTools, ListReportsWithShareLinks) {
     ASSERT_NE(report, llm.end());
     EXPECT_EQ(last["score"], (*report)["visibility_score"]);
     EXPECT_EQ(last["prompt"], (*report)["prompt"]);
-    EXPECT_FALSE(last.contains("engines"));
+    EXPECT_EQ(last["engines"], (*report)["engines"]);  // members beyond the spec pass through
+    EXPECT_FALSE(last.contains("visibility_score"));
 }
 
 TEST_F(ReadTools, ReadResourcePagesFiltersAndOrders) {

@@ -1,9 +1,12 @@
 // The read tools' entries: one ToolSpec each, with the page kind that answers it (list_page,
 // merged_page, scan_page) or its own handler, and the registration loop.
+#include "base/text.hpp"
+#include "tools/range_tools.hpp"
 #include "tools/read_tools.hpp"
 #include "tools/registry.hpp"
 
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -46,9 +49,14 @@ ReadEntry scan_entry(const std::shared_ptr<Toolbox>& box, ToolSpec tool, ScanSpe
     return {std::move(tool), std::move(resources)};
 }
 
-std::shared_ptr<const Projection> projection(
-    std::vector<std::pair<std::string, std::string>> members) {
-    return std::make_shared<const Projection>(std::move(members));
+// An audit report without its issue list (get_audit_issues pages through that).
+RowShape without_issues() { return {.drop = {"issues"}}; }
+
+// An article without its body (the names deployments use for it), titled alike whichever
+// resource it comes from.
+RowShape article_shape() {
+    return {.drop = {"content", "html", "body", "content_html", "post_content", "markdown"},
+            .rename = {{"post_title", "title"}}};
 }
 
 // Clients, keywords, rankings and audits.
@@ -99,6 +107,38 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                .fallback_field = "created_at",
                .match_field = "keyword"}));
 
+    tools.push_back({ToolSpec{.name = "ranking_changes",
+                      .title = "Ranking changes over a date range",
+                      .description =
+                          "Which keywords moved most between two dates, in one call: each "
+                          "keyword's position at from and at to (the nearest tracking dates on "
+                          "or before them, given as from_date and to_date), change = "
+                          "from_position - to_position (negative: dropped), top `limit`.",
+                      .input_schema = "ranking_changes.input",
+                      .output_schema = "ranking_changes.output",
+                      .mapping = "GET resource=keywords, order=tracked_at desc, limit=1000 pages "
+                                 "from the newest; stops past the tracking date on or before "
+                                 "`from`; one entry per keyword held",
+                      .handler = [box](const json& args, mcp::RequestContext& ctx) {
+                          return ranking_changes(*box, args, ctx);
+                      }},
+                     {"keywords"}});
+
+    tools.push_back({ToolSpec{.name = "latest_rankings",
+                      .title = "Latest position of each keyword",
+                      .description =
+                          "Each tracked keyword's newest ranking row (optionally as of a date, "
+                          "and for keywords or urls containing some text), best position first. "
+                          "total is the number of keywords.",
+                      .input_schema = "latest_rankings.input",
+                      .output_schema = "latest_rankings.output",
+                      .mapping = "GET resource=keywords, order=tracked_at desc, limit=1000 pages "
+                                 "through the history; the first row of each keyword kept",
+                      .handler = [box](const json& args, mcp::RequestContext& ctx) {
+                          return latest_rankings(*box, args, ctx);
+                      }},
+                     {"keywords"}});
+
     tools.push_back(merged_entry(box, {.name = "list_audits",
                  .title = "List SEO audits",
                  .description = "SEO audit reports of a client, newest first: url, score, issue "
@@ -106,24 +146,17 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                                 "get_audit_issues.",
                  .input_schema = "list_audits.input",
                  .output_schema = "list_audits.output",
-                 .mapping = "GET resource=seo_reports, order=created_at desc (rows reduced, "
-                            "issues left out)"},
+                 .mapping = "GET resource=seo_reports, order=created_at desc (every member "
+                            "passed through but the issue list)"},
                 {.label = "seo_reports",
-                 .sources = {{"seo_reports", "created_at",
-                              projection({{"id", "id"},
-                                          {"url", "url"},
-                                          {"score", "score"},
-                                          {"issues_found", "issues_found"},
-                                          {"issue_counts", "issue_counts"},
-                                          {"status", "status"},
-                                          {"created_at", "created_at"},
-                                          {"share_url", "share_url"}})}}}));
+                 .sources = {{"seo_reports", "created_at", without_issues()}}}));
 
     tools.push_back({ToolSpec{.name = "get_audit_issues",
                       .title = "Get audit issues",
-                      .description = "Issues found by one SEO audit (severity, page, "
-                                     "recommendation), optionally of one severity; audit_id "
-                                     "comes from list_audits.",
+                      .description = "Issues found by one SEO audit report (severity, page, "
+                                     "recommendation), optionally of one severity. report_id: "
+                                     "a list_audits row's id (audit_id, the old name, still "
+                                     "works). A gateway that gives counts only: note says so.",
                       .input_schema = "get_audit_issues.input",
                       .output_schema = "get_audit_issues.output",
                       .mapping = "GET resource=seo_reports, filter_field=id (the row's issues, "
@@ -167,32 +200,11 @@ std::vector<ReadEntry> content_tools(const std::shared_ptr<Toolbox>& box) {
                  .input_schema = "list_articles.input",
                  .output_schema = "list_articles.output",
                  .mapping = "GET resource=blogs, then resource=geo_articles; order=created_at "
-                            "desc, filter_field=status when given (rows reduced)"},
+                            "desc, filter_field=status when given (every member passed through but the "
+                            "body; post_title named title)"},
                 {.label = "blogs,geo_articles",
-                 .sources = {{"blogs", "created_at",
-                              projection({{"id", "id"},
-                                          {"title", "post_title"},
-                                          {"title", "title"},
-                                          {"keyword", "keyword"},
-                                          {"status", "status"},
-                                          {"url", "url"},
-                                          {"deployment_target", "deployment_target"},
-                                          {"word_count", "word_count"},
-                                          {"created_at", "created_at"},
-                                          {"deployed_at", "deployed_at"}})},
-                             {"geo_articles", "created_at",
-                              projection({{"id", "id"},
-                                          {"title", "title"},
-                                          {"title", "post_title"},
-                                          {"keyword", "keyword"},
-                                          {"status", "status"},
-                                          {"url", "url"},
-                                          {"deployment_target", "deployment_target"},
-                                          {"word_count", "word_count"},
-                                          {"city", "city"},
-                                          {"state", "state"},
-                                          {"created_at", "created_at"},
-                                          {"deployed_at", "deployed_at"}})}},
+                 .sources = {{"blogs", "created_at", article_shape()},
+                             {"geo_articles", "created_at", article_shape()}},
                  .filter_field = "status",
                  .filter_argument = "status",
                  .tag_rows = true}));
@@ -217,23 +229,13 @@ std::vector<ReadEntry> content_tools(const std::shared_ptr<Toolbox>& box) {
                  .input_schema = "list_reports.input",
                  .output_schema = "list_reports.output",
                  .mapping = "GET resource=seo_reports (order=created_at desc), then "
-                            "resource=llm_reports (order=scored_at desc); rows reduced"},
+                            "resource=llm_reports (order=scored_at desc); seo_reports without the "
+                            "issue list, llm_reports' visibility_score named score"},
                 {.label = "seo_reports,llm_reports",
-                 .sources = {{"seo_reports", "created_at",
-                              projection({{"id", "id"},
-                                          {"url", "url"},
-                                          {"score", "score"},
-                                          {"issues_found", "issues_found"},
-                                          {"created_at", "created_at"},
-                                          {"share_url", "share_url"}})},
+                 .sources = {{"seo_reports", "created_at", without_issues()},
                              {"llm_reports", "scored_at",
-                              projection({{"id", "id"},
-                                          {"prompt", "prompt"},
-                                          {"score", "visibility_score"},
-                                          {"mention_count", "mention_count"},
-                                          {"created_at", "scored_at"},
-                                          {"created_at", "created_at"},
-                                          {"share_url", "share_url"}})}},
+                              RowShape{.rename = {{"visibility_score", "score"},
+                                                  {"scored_at", "created_at"}}}}},
                  .tag_rows = true}));
     return tools;
 }
@@ -242,6 +244,67 @@ std::vector<ReadEntry> curated_entries(const std::shared_ptr<Toolbox>& box) {
     std::vector<ReadEntry> entries = client_and_audit_tools(box);
     for (ReadEntry& entry : content_tools(box)) entries.push_back(std::move(entry));
     return entries;
+}
+
+// The order and filter_field values the spec suggests per resource (the gateway accepts any
+// value of its two global lists; these are the ones that mean something for the resource).
+struct Suggested {
+    std::string_view resource, order, filter;
+};
+constexpr Suggested kSuggested[] = {
+    {"seo_tasks", "created_at", "status, category_id"},
+    {"blog_categories", "", "id"},
+    {"blog_authors", "", "id"},
+    {"topical_maps", "created_at", ""},
+    {"press_releases", "", "status"},
+    {"anchor_texts", "", "source_id"},
+    {"top_linked_pages", "linking_domains", ""},
+    {"domain_metrics", "fetched_at", ""},
+    {"backlink_outreach", "", "status"},
+    {"backlink_summaries", "", "status"},
+    {"gbp_profiles", "", "status"},
+    {"gbp_posts", "", "status"},
+    {"reviews", "created_at", "sentiment"},
+    {"locations", "", "id"},
+    {"grid_searches", "tracked_at", ""},
+    {"competitors", "appearances", ""},
+    {"ai_summaries", "", "source_id"},
+    {"ai_training", "", "source_id"},
+    {"call_scores", "", "lead_grade, quality_grade"},
+    {"call_transcriptions", "", "lead_grade, quality_grade"},
+    {"integrations", "", "status"},
+};
+
+// "value (resource, resource); ...": the useful values of one parameter for the discovered
+// resources, grouped by value so the list stays short in every model's context.
+std::string useful_values(const json& resources, bool order) {
+    std::map<std::string, std::vector<std::string>, std::less<>> by_value;
+    for (const auto& name : resources) {
+        const std::string resource = name.get<std::string>();
+        std::string_view values = order ? "created_at" : "id, status";
+        for (const Suggested& s : kSuggested)
+            if (s.resource == resource) values = order ? s.order : s.filter;
+        if (resource.ends_with("_calls")) values = order ? "created_at" : "";
+        if (values.empty()) values = order ? "created_at" : "";
+        if (!values.empty()) by_value[std::string(values)].push_back(resource);
+    }
+    std::string text;
+    for (const auto& [value, names] : by_value)
+        text += (text.empty() ? "" : "; ") + value + " (" + base::join(names) + ")";
+    return text;
+}
+
+json read_resource_patch(const json& resources) {
+    return {{"properties",
+             {{"resource", {{"enum", resources}}},
+              {"order",
+               {{"description", "Field to order by. Useful: " + useful_values(resources, true)}}},
+              {"direction",
+               {{"description", "asc: oldest or smallest first; desc (default): newest or "
+                                "largest first"}}},
+              {"filter_field",
+               {{"description", "Exact-match filter field (needs filter_value). Useful: " +
+                                    useful_values(resources, false)}}}}}};
 }
 
 }  // namespace
@@ -272,10 +335,11 @@ ToolCatalog register_read_tools(mcp::Server& server, const std::shared_ptr<Toolb
              {.name = "read_resource",
               .title = "Read any resource",
               .description = "Rows of another gateway resource (reviews, competitors, "
-                             "call_scores, ...), with optional order and exact-match filter. "
-                             "Prefer a dedicated list tool where one exists.",
+                             "call_scores, ...), with optional order, direction (asc or desc) "
+                             "and exact-match filter; the parameters list the useful values per "
+                             "resource. Prefer a dedicated list tool where one exists.",
               .input_schema = "read_resource.input",
-              .input_schema_patch = {{"properties", {{"resource", {{"enum", resources}}}}}},
+              .input_schema_patch = read_resource_patch(resources),
               .output_schema = "read_resource.output",
               .mapping = "GET resource=<resource> with order, direction, filter_field, "
                          "filter_value passed through",

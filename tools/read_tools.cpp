@@ -1,6 +1,6 @@
 // Read tools: gateway GET reads turned into pages of rows with signed cursors. Rows travel as
-// the gateway's raw JSON text (or a reduced row built from simdjson field views); no gateway
-// page is parsed into a DOM.
+// the gateway's raw JSON text (or rewritten by the page walk, members dropped or renamed); no
+// gateway page is parsed into a DOM.
 #include "tools/read_tools.hpp"
 
 #include <algorithm>
@@ -29,273 +29,70 @@ CursorPosition open_position(const Toolbox& box, const CursorBinding& binding, c
     return box.open_cursor(binding, c->get<std::string>());
 }
 
-// --- reduced rows ----------------------------------------------------------------------------
-
-// --- lists over one or more resources -------------------------------------------------------
-
 }  // namespace
 
-mcp::ToolResult merged_page(Toolbox& box, const MergedSpec& spec, const json& args,
-                            mcp::RequestContext& ctx) {
-    const std::string client_id = args.at("client_id").get<std::string>();
-    const json filters = filter_arguments(args);
-    const std::string principal = principal_of(ctx);
-    const CursorBinding binding{spec.tool, client_id, principal, &filters};
-    const CursorPosition start = open_position(box, binding, args);
-    const std::size_t first_source = start.extra.is_object() ? start.extra.value("s", 0u) : 0u;
-    const std::string filter_value =
-        spec.filter_argument.empty() ? "" : string_arg(args, spec.filter_argument.c_str());
+// --- row shapes, budgets, notes --------------------------------------------------------------
 
-    std::int64_t remaining = args.value("limit", 100);
-    RowWriter writer(client_id, spec.label, box.settings().page_budget_bytes);
-    std::int64_t total = 0;
-    std::string cursor;
-    bool collecting = true;
-    bool resume_at_next = false;  // the page filled up exactly at the end of a source
-    std::string scratch;
-    for (std::size_t s = 0; s < spec.sources.size(); ++s) {
-        const Source& source = spec.sources[s];
-        const bool read_rows = collecting && s >= first_source;
-        gateway::ReadQuery query{.resource = source.resource,
-                                 .client_id = client_id,
-                                 .order = source.order,
-                                 .direction = "desc"};
-        if (!filter_value.empty()) {
-            query.filter_field = spec.filter_field;
-            query.filter_value = filter_value;
-        }
-        const std::int64_t offset = s == first_source ? start.offset : 0;
-        // Sources not read for rows still count towards total: a one-row read gives it.
-        query.limit = read_rows ? static_cast<int>(remaining) : 1;
-        query.offset = read_rows ? offset : 0;
-        if (!read_rows) {
-            const gateway::Page page = box.gateway().read(query, ctx.stop);
-            total += page.pagination.total;
-            if (resume_at_next && cursor.empty() && page.pagination.total > 0)
-                cursor = box.issue_cursor(binding, 0, json{{"s", s}});
-            continue;
-        }
-        // Rows and pagination in one parse of the page.
-        gateway::Page page = box.gateway().read_body(query, ctx.stop);
-
-        std::int64_t written = 0;
-        bool cut = false;
-        auto add = [&](std::string_view row) {
-            if (!writer.add(row)) return !(cut = true);
-            ++written;
-            return true;
-        };
-        if (source.projection) {
-            const Projection& p = *source.projection;
-            const std::string_view tag = spec.tag_rows ? std::string_view(source.resource) : "";
-            box.gateway().walk(page, {.fields = p.names}, [&](const Row& row) {
-                p.write(scratch, row.fields, tag);
-                return add(scratch);
-            });
-        } else {
-            box.gateway().walk(page, {}, [&](const Row& row) { return add(row.json); });
-        }
-        total += page.pagination.total;
-        const std::int64_t next = offset + written;
-        remaining -= written;
-        if (cut || next < page.pagination.total) {
-            // Continue exactly at the first row left out.
-            cursor = box.issue_cursor(binding, next, json{{"s", s}});
-            collecting = false;
-        } else if (remaining <= 0) {
-            collecting = false;
-            resume_at_next = true;
-        }
+RowSelect::RowSelect(const RowShape* shape, const json& args) {
+    if (auto f = args.find("fields"); f != args.end() && f->is_array()) {
+        for (const auto& name : *f)
+            if (name.is_string()) keep_.push_back(name.get<std::string>());
+        keep_views_.assign(keep_.begin(), keep_.end());
+        selection_.keep = keep_views_;
+        active_ = !keep_.empty();
     }
-    return mcp::ToolResult::structured(writer.finish(total, cursor));
-}
-
-namespace {
-
-
-// --- date-range scans ------------------------------------------------------------------------
-
-constexpr int kScanPageRows = 1000;
-
-}  // namespace
-
-mcp::ToolResult scan_page(Toolbox& box, const ScanSpec& spec, const json& args,
-                          mcp::RequestContext& ctx) {
-    const std::string from = string_arg(args, "from");
-    const std::string to = string_arg(args, "to");
-    if (!from.empty() && !to.empty() && from > to)
-        return tool_error("validation", "\"from\" (" + from + ") is after \"to\" (" + to +
-                                            "); give from <= to, both YYYY-MM-DD and inclusive");
-    const std::string match =
-        spec.match_field.empty() ? "" : string_arg(args, spec.match_field.c_str());
-    const std::string client_id = args.at("client_id").get<std::string>();
-    const json filters = filter_arguments(args);
-    const std::string principal = principal_of(ctx);
-    const CursorBinding binding{spec.tool, client_id, principal, &filters};
-    const CursorPosition start = open_position(box, binding, args);
-    const std::int64_t earlier = start.extra.is_object() ? start.extra.value("n", 0) : 0;
-    const std::size_t limit = args.value("limit", 100u);
-
-    std::array<std::string_view, 3> names{
-        spec.order_field, spec.fallback_field,
-        spec.match_field.empty() ? spec.order_field : spec.match_field};
-    // Without `from` no row ends the scan early, so the rows that cannot hold the wanted value
-    // are passed over unread (most of them, when one keyword of many is asked for).
-    const gateway::WalkOptions walk{.fields = names,
-                                    .must_contain = from.empty() ? std::string_view(match) : ""};
-    RowWriter writer(client_id, spec.resource, box.settings().page_budget_bytes);
-    std::string cursor;
-    bool done = false;
-    std::int64_t offset = start.offset;
-    std::optional<std::int64_t> total_rows;  // the gateway's total, once a page has said it
-    gateway::PageReader pages(box.gateway(),
-                              {.resource = spec.resource,
-                               .client_id = client_id,
-                               .limit = kScanPageRows,
-                               .order = spec.order_field,
-                               .direction = "desc"},
-                              ctx.stop);
-    while (!done) {
-        if (ctx.stop.stop_requested())
-            throw gateway::Error(gateway::ErrorReason::cancelled, "the request was cancelled");
-        // The next pages are fetched while this one is walked, once a total says they exist.
-        gateway::Page page = pages.read(offset, total_rows);
-        const gateway::WalkResult walked = box.gateway().walk(page, walk, [&](const Row& row) {
-            const std::span<const RowField> f = row.fields;
-            const std::int64_t at = offset + static_cast<std::int64_t>(row.index);
-            const RowField& date_field = f[0].present() ? f[0] : f[1];
-            const std::string_view date = date_field.is_string && date_field.text.size() >= 10
-                                              ? date_field.text.substr(0, 10)
-                                              : std::string_view();
-            // Newest first: a dated row older than `from` means every later row is too. Rows
-            // lacking the order field sort last, so they do not prove it.
-            if (!from.empty() && f[0].present() && !date.empty() && date < from) {
-                done = true;
-                return false;
-            }
-            if ((!from.empty() || !to.empty()) && date.empty()) return true;
-            if (!to.empty() && date > to) return true;
-            if (!match.empty() && !(f[2].is_string && iequals(f[2].text, match))) return true;
-            if (writer.count() >= limit || !writer.add(row.json)) {
-                cursor = box.issue_cursor(
-                    binding, at, json{{"n", earlier + static_cast<std::int64_t>(writer.count())}});
-                done = true;
-                return false;
-            }
-            return true;
-        });
-        offset += static_cast<std::int64_t>(walked.rows);
-        total_rows = page.pagination.total;
-        if (walked.rows == 0 || offset >= page.pagination.total) break;
+    if (shape && (!shape->drop.empty() || !shape->rename.empty())) {
+        selection_.drop = shape->drop;
+        selection_.rename = shape->rename;
+        active_ = true;
     }
-    // The count is known once the scan has reached the end of the range.
-    std::optional<std::int64_t> total;
-    if (cursor.empty()) total = earlier + static_cast<std::int64_t>(writer.count());
-    return mcp::ToolResult::structured(writer.finish(total, cursor));
 }
 
-namespace {
-
-
-// --- single records --------------------------------------------------------------------------
-
-}  // namespace
-
-mcp::ToolResult get_client(Toolbox& box, const json& args, mcp::RequestContext& ctx) {
-    const std::string id = args.at("client_id").get<std::string>();
-    gateway::Page page = box.gateway().read_body(
-        {.resource = "clients", .limit = 1, .filter_field = "id", .filter_value = id}, ctx.stop);
-    std::string found;
-    box.gateway().walk(page, {}, [&](const Row& row) {
-        found.assign(row.json);
-        return false;
-    });
-    if (found.empty())
-        return tool_error("not_found", "no client with id \"" + id +
-                                           "\" is reachable with this key; list_clients gives "
-                                           "the ids it can reach");
-    return mcp::ToolResult::structured(std::move(found));
+std::string_view RowSelect::row(const Row& row, std::string_view tag, std::string& scratch) const {
+    const std::string_view body = active_ ? row.selected : row.json;
+    if (tag.empty()) return body;
+    scratch.assign(R"({"resource":)");
+    mcp::append_json_string(scratch, tag);
+    // body is an object's text: "{}" or "{...}".
+    const std::string_view rest = body.substr(1);
+    if (rest.find_first_not_of(" \t\r\n") != std::string_view::npos && rest.front() != '}')
+        scratch.push_back(',');
+    scratch.append(rest);
+    return scratch;
 }
 
-namespace {
-
-
-const Projection& audit_summary() {
-    static const Projection p({{"id", "id"},
-                               {"url", "url"},
-                               {"score", "score"},
-                               {"issues_found", "issues_found"},
-                               {"created_at", "created_at"},
-                               {"share_url", "share_url"}});
-    return p;
+std::size_t answer_budget(const Settings& settings, const json& args) {
+    if (auto m = args.find("max_bytes"); m != args.end() && m->is_number_integer())
+        return m->get<std::size_t>();
+    if (args.contains("limit")) return settings.page_budget_bytes;
+    return std::min(settings.default_page_bytes, settings.page_budget_bytes);
 }
 
-// One audit's issues, paged like a list: the cursor offset counts issues that match `severity`.
-}  // namespace
-
-mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestContext& ctx) {
-    const std::string client_id = args.at("client_id").get<std::string>();
-    const std::string audit_id = args.at("audit_id").get<std::string>();
-    const std::string severity = string_arg(args, "severity");
-    const json filters = filter_arguments(args);
-    const std::string principal = principal_of(ctx);
-    const CursorBinding binding{"get_audit_issues", client_id, principal, &filters};
-    const std::int64_t offset = open_position(box, binding, args).offset;
-    const std::size_t limit = args.value("limit", 100u);
-
-    gateway::Page page = box.gateway().read_body({.resource = "seo_reports",
-                                                   .client_id = client_id,
-                                                   .limit = 1,
-                                                   .filter_field = "id",
-                                                   .filter_value = audit_id},
-                                                  ctx.stop);
-    const Projection& p = audit_summary();
-    std::vector<std::string_view> names = p.names;
-    names.push_back("issues");  // last: the summary is written from the fields before it
-    std::string audit;          // the "audit" member: the report without its issues
-    std::string issues;         // the issues array, parsed once the page parse is over
-    bool found = false;
-    box.gateway().walk(page, {.fields = names}, [&](const Row& row) {
-        const std::span<const RowField> f = row.fields;
-        found = true;
-        std::string summary;
-        p.write(summary, f.first(f.size() - 1), "");
-        audit = R"("audit":)" + summary;
-        const RowField& list = f.back();
-        if (list.present() && list.raw.front() == '[') issues.assign(list.raw);
-        return false;
-    });
-    if (!found)
-        return tool_error("not_found", "no audit with id \"" + audit_id + "\" for client " +
-                                           client_id + "; list_audits gives the audit ids");
-
-    RowWriter writer(client_id, "seo_reports", box.settings().page_budget_bytes);
-    std::int64_t matched = 0;
-    std::string cursor;
-    if (!issues.empty()) {
-        static constexpr std::array<std::string_view, 1> kSeverity{"severity"};
-        gateway::Page list{.body = R"({"data":)" + issues + "}",
-                           .what = "issues of audit " + audit_id};
-        box.gateway().walk(list, {.fields = kSeverity}, [&](const Row& issue) {
-            const RowField& level = issue.fields[0];
-            if (!severity.empty() && !(level.is_string && iequals(level.text, severity)))
-                return true;
-            const std::int64_t at = matched++;
-            if (at < offset || !cursor.empty()) return true;  // before this page, or after it
-            if (writer.count() >= limit || !writer.add(issue.json))
-                cursor = box.issue_cursor(binding, at);
-            return true;  // keep counting for total
-        });
-    }
-    return mcp::ToolResult::structured(writer.finish(matched, cursor, audit));
+std::string empty_note(std::string_view client_id, std::string_view resource,
+                       std::string_view filter, std::int64_t total, std::int64_t offset) {
+    const std::string who = "client " + std::string(client_id);
+    const std::string what = std::string(resource) + " rows";
+    if (total > 0 && offset >= total)
+        return "no rows past the first " + std::to_string(total) + ": the list ends there";
+    if (total > 0)
+        return "the gateway counts " + std::to_string(total) + " " + what +
+               (filter.empty() ? "" : " matching " + std::string(filter)) +
+               " but returned none on this page";
+    if (!filter.empty())
+        return "no " + what + " of " + who + " match " + std::string(filter) +
+               " (an exact match); without it the list may have rows";
+    return client_id.empty() ? "the gateway returned no " + what
+                             : who + " has no " + what + " at this gateway";
 }
 
 json filter_arguments(const json& args) {
+    // What shapes the rows' selection and size, not which rows: a cursor survives a change.
     json filters = args;
-    filters.erase("limit");
-    filters.erase("cursor");
+    for (const char* name : {"limit", "cursor", "fields", "max_bytes"}) filters.erase(name);
     return filters;
 }
+
+// --- one resource ----------------------------------------------------------------------------
 
 mcp::ToolResult list_page(Toolbox& box, const ListSpec& spec, const json& args,
                           mcp::RequestContext& ctx) {
@@ -328,12 +125,223 @@ mcp::ToolResult list_page(Toolbox& box, const ListSpec& spec, const json& args,
     // Rows and pagination in one parse of the page.
     gateway::Page page = box.gateway().read_body(query, ctx.stop);
 
-    RowWriter writer(client_id, spec.resource, box.settings().page_budget_bytes);
-    box.gateway().walk(page, {}, [&](const Row& row) { return writer.add(row.json); });
+    const RowSelect select(nullptr, args);
+    RowWriter writer(client_id, spec.resource, answer_budget(box.settings(), args));
+    std::string scratch;
+    box.gateway().walk(page, {.select = select.selection()}, [&](const Row& row) {
+        return writer.add(select.row(row, "", scratch));
+    });
     // Continue exactly at the first row this answer left out (page end or size budget).
     const std::int64_t next = offset + static_cast<std::int64_t>(writer.count());
     std::string cursor = next < page.pagination.total ? box.issue_cursor(binding, next) : "";
+    if (writer.count() == 0) {
+        const std::string filter = query.filter_field.empty()
+                                       ? ""
+                                       : query.filter_field + " = " + query.filter_value;
+        writer.set_note(empty_note(client_id, spec.resource, filter, page.pagination.total,
+                                   offset));
+    }
     return mcp::ToolResult::structured(writer.finish(page.pagination.total, cursor));
+}
+
+// --- several resources, one after the other --------------------------------------------------
+
+mcp::ToolResult merged_page(Toolbox& box, const MergedSpec& spec, const json& args,
+                            mcp::RequestContext& ctx) {
+    const std::string client_id = args.at("client_id").get<std::string>();
+    const json filters = filter_arguments(args);
+    const std::string principal = principal_of(ctx);
+    const CursorBinding binding{spec.tool, client_id, principal, &filters};
+    const CursorPosition start = open_position(box, binding, args);
+    const std::size_t first_source = start.extra.is_object() ? start.extra.value("s", 0u) : 0u;
+    const std::string filter_value =
+        spec.filter_argument.empty() ? "" : string_arg(args, spec.filter_argument.c_str());
+
+    std::int64_t remaining = args.value("limit", 100);
+    RowWriter writer(client_id, spec.label, answer_budget(box.settings(), args));
+    std::int64_t total = 0;
+    std::string cursor;
+    bool collecting = true;
+    bool resume_at_next = false;  // the page filled up exactly at the end of a source
+    std::string scratch;
+    for (std::size_t s = 0; s < spec.sources.size(); ++s) {
+        const Source& source = spec.sources[s];
+        const bool read_rows = collecting && s >= first_source;
+        gateway::ReadQuery query{.resource = source.resource,
+                                 .client_id = client_id,
+                                 .order = source.order,
+                                 .direction = "desc"};
+        if (!filter_value.empty()) {
+            query.filter_field = spec.filter_field;
+            query.filter_value = filter_value;
+        }
+        const std::int64_t offset = s == first_source ? start.offset : 0;
+        // Sources not read for rows still count towards total: a one-row read gives it.
+        query.limit = read_rows ? static_cast<int>(remaining) : 1;
+        query.offset = read_rows ? offset : 0;
+        if (!read_rows) {
+            const gateway::Page page = box.gateway().read(query, ctx.stop);
+            total += page.pagination.total;
+            if (resume_at_next && cursor.empty() && page.pagination.total > 0)
+                cursor = box.issue_cursor(binding, 0, json{{"s", s}});
+            continue;
+        }
+        // Rows and pagination in one parse of the page.
+        gateway::Page page = box.gateway().read_body(query, ctx.stop);
+
+        std::int64_t written = 0;
+        const RowSelect select(&source.shape, args);
+        const std::string_view tag = spec.tag_rows ? std::string_view(source.resource) : "";
+        box.gateway().walk(page, {.select = select.selection()}, [&](const Row& row) {
+            if (!writer.add(select.row(row, tag, scratch))) return false;
+            ++written;
+            return true;
+        });
+        total += page.pagination.total;
+        const std::int64_t next = offset + written;
+        remaining -= written;
+        if (writer.truncated() || next < page.pagination.total) {
+            // Continue exactly at the first row left out.
+            cursor = box.issue_cursor(binding, next, json{{"s", s}});
+            collecting = false;
+        } else if (remaining <= 0) {
+            collecting = false;
+            resume_at_next = true;
+        }
+    }
+    if (writer.count() == 0) {
+        const std::string filter =
+            filter_value.empty() ? "" : spec.filter_field + " = " + filter_value;
+        writer.set_note(empty_note(client_id, spec.label, filter, total, 0));
+    }
+    return mcp::ToolResult::structured(writer.finish(total, cursor));
+}
+
+// --- single records --------------------------------------------------------------------------
+
+mcp::ToolResult get_client(Toolbox& box, const json& args, mcp::RequestContext& ctx) {
+    const std::string id = args.at("client_id").get<std::string>();
+    gateway::Page page = box.gateway().read_body(
+        {.resource = "clients", .limit = 1, .filter_field = "id", .filter_value = id}, ctx.stop);
+    std::string found;
+    box.gateway().walk(page, {}, [&](const Row& row) {
+        found.assign(row.json);
+        return false;
+    });
+    if (found.empty())
+        return tool_error("not_found", "no client with id \"" + id +
+                                           "\" is reachable with this key; list_clients gives "
+                                           "the ids it can reach");
+    return mcp::ToolResult::structured(std::move(found));
+}
+
+// --- one audit's issues ----------------------------------------------------------------------
+
+namespace {
+
+// report_id, or its old name audit_id; "" with `error` set when neither or two differ.
+std::string report_id_of(const json& args, std::string& error) {
+    const std::string report = string_arg(args, "report_id");
+    const std::string old = string_arg(args, "audit_id");
+    if (report.empty() && old.empty())
+        error = "missing required argument \"report_id\" (the id of a list_audits row)";
+    else if (!report.empty() && !old.empty() && report != old)
+        error = "report_id (\"" + report + "\") and its old name audit_id (\"" + old +
+                "\") differ; give report_id alone";
+    return report.empty() ? old : report;
+}
+
+// The note of a report that holds counts but no issue list, or "" when it has the list.
+std::string counts_only_note(std::span<const RowField> f) {
+    const RowField& list = f[0];
+    const bool has_list = list.present() && list.raw.front() == '[';
+    const bool counts = f[1].present() ? f[1].raw != "0"
+                                       : f[2].raw.find_first_of("123456789") != std::string_view::npos;
+    if (has_list && (list.raw.find('{') != std::string_view::npos || !counts)) return "";
+    if (!counts && !has_list) return "this report carries no issue list and no issue counts";
+    std::string note = "this gateway returns issue counts for its audit reports, not the issues "
+                       "themselves";
+    if (f[1].present()) note += " (issues_found: " + std::string(f[1].raw) + ")";
+    return note + "; the counts are in \"audit\"";
+}
+
+}  // namespace
+
+mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestContext& ctx) {
+    const std::string client_id = args.at("client_id").get<std::string>();
+    std::string bad;
+    const std::string report_id = report_id_of(args, bad);
+    if (!bad.empty()) return tool_error("validation", bad);
+    const std::string severity = string_arg(args, "severity");
+    json filters = filter_arguments(args);
+    filters.erase("audit_id");
+    filters["report_id"] = report_id;  // either name continues the other's cursor
+    const std::string principal = principal_of(ctx);
+    const CursorBinding binding{"get_audit_issues", client_id, principal, &filters};
+    const std::int64_t offset = open_position(box, binding, args).offset;
+    const std::size_t limit = args.value("limit", 100u);
+
+    gateway::Page page = box.gateway().read_body({.resource = "seo_reports",
+                                                   .client_id = client_id,
+                                                   .limit = 1,
+                                                   .filter_field = "id",
+                                                   .filter_value = report_id},
+                                                  ctx.stop);
+    static constexpr std::array<std::string_view, 3> kNames{"issues", "issues_found",
+                                                            "issue_counts"};
+    static constexpr std::array<std::string_view, 1> kDrop{"issues"};
+    const gateway::RowSelection without_issues{.drop = kDrop};
+    std::string audit;   // the "audit" member: the report without its issues
+    std::string issues;  // the issues array, walked once the page walk is over
+    std::string counts_note;
+    bool found = false;
+    box.gateway().walk(page, {.fields = kNames, .select = &without_issues}, [&](const Row& row) {
+        found = true;
+        audit = R"("audit":)" + std::string(row.selected);
+        counts_note = counts_only_note(row.fields);
+        const RowField& list = row.fields[0];
+        if (list.present() && list.raw.front() == '[') issues.assign(list.raw);
+        return false;
+    });
+    if (!found)
+        return tool_error("not_found", "no audit report with id \"" + report_id +
+                                           "\" for client " + client_id +
+                                           "; list_audits gives the report ids");
+
+    RowWriter writer(client_id, "seo_reports", answer_budget(box.settings(), args));
+    const RowSelect select(nullptr, args);
+    std::string scratch;
+    std::int64_t matched = 0;
+    std::string cursor;
+    if (!issues.empty()) {
+        static constexpr std::array<std::string_view, 1> kSeverity{"severity"};
+        gateway::Page list{.body = R"({"data":)" + issues + "}",
+                           .what = "issues of audit report " + report_id};
+        box.gateway().walk(list, {.fields = kSeverity, .select = select.selection()},
+                           [&](const Row& issue) {
+            const RowField& level = issue.fields[0];
+            if (!severity.empty() && !(level.is_string && iequals(level.text, severity)))
+                return true;
+            const std::int64_t at = matched++;
+            if (at < offset || !cursor.empty()) return true;  // before this page, or after it
+            if (writer.count() >= limit || !writer.add(select.row(issue, "", scratch)))
+                cursor = box.issue_cursor(binding, at);
+            return true;  // keep counting for total
+        });
+    }
+    if (!counts_note.empty()) {
+        writer.set_note(counts_note);
+        // Inside "audit": the report says it has no issue detail.
+        const bool bare = audit.ends_with("{}");
+        audit.insert(audit.size() - 1, bare ? R"("detail_available":false)"
+                                            : R"(,"detail_available":false)");
+    } else if (writer.count() == 0) {
+        writer.set_note(severity.empty() ? "this audit report lists no issues"
+                                         : "no issues of severity \"" + severity +
+                                               "\" in this report; without severity, all of its "
+                                               "issues");
+    }
+    return mcp::ToolResult::structured(writer.finish(matched, cursor, audit));
 }
 
 }  // namespace agency::tools

@@ -1,7 +1,6 @@
 // Shared pieces of the read tools.
 #pragma once
 
-#include <algorithm>
 #include <memory>
 #include <span>
 #include <string>
@@ -33,61 +32,48 @@ json filter_arguments(const json& args);
 mcp::ToolResult list_page(Toolbox& box, const ListSpec& spec, const json& args,
                           mcp::RequestContext& ctx);
 
-// --- reduced rows and the other page kinds (tools/read_tools.cpp), for the entries
+// --- row shapes and the other page kinds (tools/read_tools.cpp), for the entries
 
-// An output row built from some top-level fields of a gateway row: {out, from} pairs. Adjacent
-// pairs with the same `out` are alternatives: the first field present wins. Fields absent from
-// the row are left out of the output row.
-struct Projection {
-    std::vector<std::pair<std::string, std::string>> members;
-    std::vector<std::string> sources;  // distinct `from` names: what the scan extracts
-    std::vector<std::string_view> names;
-
-    explicit Projection(std::vector<std::pair<std::string, std::string>> m)
-        : members(std::move(m)) {
-        for (const auto& [out, from] : members)
-            if (std::find(sources.begin(), sources.end(), from) == sources.end())
-                sources.push_back(from);
-        names.assign(sources.begin(), sources.end());
-    }
-    Projection(const Projection&) = delete;
-    Projection& operator=(const Projection&) = delete;
-
-    std::size_t index(const std::string& from) const {
-        return static_cast<std::size_t>(std::find(sources.begin(), sources.end(), from) -
-                                        sources.begin());
-    }
-
-    // Writes the reduced row into `out` (replacing its contents); `tag`, when given, becomes
-    // a leading "resource" member.
-    void write(std::string& out, std::span<const RowField> fields, std::string_view tag) const {
-        out.assign("{");
-        if (!tag.empty()) {
-            out += R"("resource":)";
-            mcp::append_json_string(out, tag);
-        }
-        std::string_view last_out;
-        bool last_written = false;
-        for (const auto& [name, from] : members) {
-            if (name == last_out && last_written) continue;  // an earlier alternative won
-            if (name != last_out) last_written = false;
-            last_out = name;
-            const RowField& f = fields[index(from)];
-            if (!f.present()) continue;
-            if (out.size() > 1) out.push_back(',');
-            mcp::append_json_string(out, name);
-            out.push_back(':');
-            out.append(f.raw);
-            last_written = true;
-        }
-        out.push_back('}');
-    }
+// How a list's rows differ from the gateway's: members left out (the heavy ones an answer should
+// not carry: an audit's issue list, an article's body) and members renamed so that one list over
+// several resources reads alike. Every other member passes through as the gateway sent it: the
+// spec's fields are the floor, and a deployment's extra fields (a report's severity split, an
+// article's url) reach the caller.
+struct RowShape {
+    std::vector<std::string_view> drop;
+    std::vector<std::pair<std::string_view, std::string_view>> rename;  // {from, to}
 };
+
+// What one call's rows become: the shape and the `fields` argument, applied by the page walk.
+class RowSelect {
+public:
+    RowSelect(const RowShape* shape, const json& args);
+    RowSelect(const RowSelect&) = delete;
+    RowSelect& operator=(const RowSelect&) = delete;
+    // Null: rows pass as the gateway sent them (the walk reads no member).
+    const gateway::RowSelection* selection() const { return active_ ? &selection_ : nullptr; }
+    // The row as the answer carries it; `tag`, when given, becomes a leading "resource" member.
+    std::string_view row(const Row& row, std::string_view tag, std::string& scratch) const;
+
+private:
+    std::vector<std::string> keep_;
+    std::vector<std::string_view> keep_views_;
+    gateway::RowSelection selection_;
+    bool active_ = false;
+};
+
+// An answer's size budget: max_bytes when given; else the settings' budget for a call that
+// names its limit, or the smaller default page for one that does not.
+std::size_t answer_budget(const Settings& settings, const json& args);
+
+// Why a list page has no rows, in one sentence.
+std::string empty_note(std::string_view client_id, std::string_view resource,
+                       std::string_view filter, std::int64_t total, std::int64_t offset);
 
 struct Source {
     std::string resource;
     std::string order;
-    std::shared_ptr<const Projection> projection;  // null: rows as the gateway sends them
+    RowShape shape;
 };
 
 // Pages through `sources` one after the other (each in its own order), optionally filtered by
@@ -98,7 +84,7 @@ struct MergedSpec {
     std::vector<Source> sources;
     std::string filter_field;
     std::string filter_argument;
-    bool tag_rows = false;  // reduced rows name their resource
+    bool tag_rows = false;  // rows name their resource
 };
 
 // A list the gateway cannot filter: pages through `resource` newest first (limit 1000) and keeps

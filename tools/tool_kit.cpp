@@ -429,7 +429,10 @@ RowWriter::RowWriter(std::string_view client_id, std::string_view resource, std:
 }
 
 bool RowWriter::add(std::string_view row) {
-    if (count_ > 0 && out_.size() + row.size() + 1 > budget_) return false;
+    if (count_ > 0 && out_.size() + row.size() + 1 > budget_) {
+        truncated_ = true;
+        return false;
+    }
     if (count_ > 0) out_.push_back(',');
     out_.append(row);
     ++count_;
@@ -444,9 +447,14 @@ std::string RowWriter::finish(std::optional<std::int64_t> total, const std::stri
         out_ += R"(,"total":)";
         out_ += std::to_string(*total);
     }
+    out_ += truncated_ ? R"(,"truncated":true)" : R"(,"truncated":false)";
     if (!next_cursor.empty()) {
         out_ += R"(,"next_cursor":)";
         mcp::append_json_string(out_, next_cursor);
+    }
+    if (!note_.empty()) {
+        out_ += R"(,"note":)";
+        mcp::append_json_string(out_, note_);
     }
     if (!extra_members.empty()) {
         out_.push_back(',');

@@ -23,7 +23,11 @@ using mcp::json;
 
 struct Settings {
     std::string secret;  // seals cursors; random per start when empty
-    std::size_t page_budget_bytes = 256 * 1024;  // rows per answer stop before this size
+    // Rows of an answer stop before its size budget (tools/read_tools.hpp answer_budget): at
+    // page_budget_bytes when the caller names a limit (no answer over ~25k tokens unless it
+    // raises max_bytes), at the smaller default_page_bytes (~6k tokens) when it does not.
+    std::size_t page_budget_bytes = 100'000;
+    std::size_t default_page_bytes = 24'000;
     std::chrono::seconds cursor_ttl{3600};
 };
 
@@ -129,14 +133,21 @@ class RowWriter {
 public:
     // Opens {"client_id":..,"resource":..,"rows":[
     RowWriter(std::string_view client_id, std::string_view resource, std::size_t budget);
-    // false when the row would exceed the budget (and at least one row is written).
+    // false when the row would exceed the budget (and at least one row is written); the
+    // answer then says truncated.
     bool add(std::string_view row_json);
     std::size_t count() const { return count_; }
     // Whether a row of `size` bytes would still fit (always true before the first row).
     bool fits(std::size_t size) const { return count_ == 0 || out_.size() + size + 1 <= budget_; }
+    // The budget cut the page (set by add; a caller whose own loop stops at the budget says so).
+    bool truncated() const { return truncated_; }
+    void set_truncated() { truncated_ = true; }
+    // A sentence the answer carries as "note" (why it is empty, or what else to know).
+    void set_note(std::string note) { note_ = std::move(note); }
+    bool has_note() const { return !note_.empty(); }
     // Closes the object with total (omitted when unknown, as for tools that scan and filter
-    // what the gateway cannot), next_cursor (omitted when empty) and any extra fields (a JSON
-    // object's members, spliced).
+    // what the gateway cannot), truncated, next_cursor (omitted when empty), note (when set)
+    // and any extra fields (a JSON object's members, spliced).
     std::string finish(std::optional<std::int64_t> total, const std::string& next_cursor,
                        std::string_view extra_members = {});
 
@@ -144,6 +155,8 @@ private:
     std::string out_;
     std::size_t budget_;
     std::size_t count_ = 0;
+    bool truncated_ = false;
+    std::string note_;
 };
 
 // Rows as the gateway's page walker hands them over (gateway/page_walk.hpp).

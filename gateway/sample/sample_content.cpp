@@ -130,6 +130,9 @@ ojson audit_fields(const ClientProfile& client, const std::string& url, Rng& rng
             {"score", score},
             {"issues_found", count},
             {"issue_counts", {{"critical", critical}, {"warning", warning}, {"notice", notice}}},
+            // The same split as flat members, the shape other deployments send it in.
+            {"critical_issues", critical},
+            {"warnings", warning},
             {"pages_crawled", pages_crawled},
             {"status", "completed"},
             {"issues", issues}};

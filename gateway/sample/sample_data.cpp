@@ -220,6 +220,16 @@ private:
         return page_url("/services/" + slugify(service));
     }
 
+    // A field beyond the spec's keyword row, as real deployments add (the spec's tool
+    // descriptions name a keyword's intent).
+    static const char* intent_of(std::string_view keyword) {
+        if (keyword.find("near me") != std::string_view::npos) return "local";
+        if (keyword.find("cost") != std::string_view::npos ||
+            keyword.find("affordable") != std::string_view::npos)
+            return "commercial";
+        return keyword.starts_with("best ") ? "commercial" : "transactional";
+    }
+
     void keyword_row(std::size_t seq, const std::string& keyword, int position,
                      const std::string& url, int volume, int difficulty, const std::string& created,
                      const std::string& tracked, bool paused) {
@@ -233,7 +243,8 @@ private:
                         {"difficulty", difficulty},
                         {"created_at", created},
                         {"tracked_at", tracked},
-                        {"status", paused ? "paused" : "active"}};
+                        {"status", paused ? "paused" : "active"},
+                        {"intent", intent_of(keyword)}};
         store_.table("keywords", c_.id).append(make_row(row));
     }
 
@@ -260,11 +271,14 @@ private:
     }
 
     // Rank histories: one row per keyword per date, stored date by date.
-    void track(std::vector<TrackedKeyword>& keywords, int dates, std::size_t max_rows, Rng& r) {
-        const Days first = kDataEnd - days{dates - 1};
+    // `every` days apart: real deployments track weekly as often as daily, so a date between
+    // two tracking dates holds no rows.
+    void track(std::vector<TrackedKeyword>& keywords, int dates, std::size_t max_rows, Rng& r,
+               int every = 1) {
+        const Days first = kDataEnd - days{(dates - 1) * every};
         std::size_t seq = 0;
         for (int d = 0; d < dates; ++d) {
-            const std::string tracked = iso_date(first + days{d});
+            const std::string tracked = iso_date(first + days{d * every});
             for (auto& k : keywords) {
                 if (seq == max_rows) return;
                 if (d > 0) {
@@ -279,7 +293,9 @@ private:
     }
 
     void keywords() {
-        static constexpr int kDates = 60;
+        // Summit Law Group is tracked weekly (26 dates), the others daily (60 dates).
+        const int every = c_.id == "demo-law" ? 7 : 1;
+        const int kDates = every == 1 ? 60 : 26;
         auto r = rng("keywords");
         const std::string city = lower(c_.city);
         std::vector<TrackedKeyword> list;
@@ -293,10 +309,11 @@ private:
                 {"affordable " + s, url},
             }};
             for (const auto& [keyword, page] : variants) {
-                list.push_back(tracked_keyword(keyword, page, kDataEnd - days{kDates - 1}, r));
+                list.push_back(
+                    tracked_keyword(keyword, page, kDataEnd - days{(kDates - 1) * every}, r));
             }
         }
-        track(list, kDates, std::size_t(-1), r);
+        track(list, kDates, std::size_t(-1), r, every);
     }
 
     void bulk_keywords(std::size_t rows) {
@@ -390,6 +407,7 @@ private:
         std::vector<ojson> rows;
         for (const auto& path : paths) {
             ojson row = audit_fields(c_, page_url(path), r);
+            if (store_.counts_only_reports) row.erase("issues");
             const Seconds created = moment(r.between(2, 200), r);
             row["created_at"] = iso_time(created);
             row["updated_at"] = iso_time(shifted(created, minutes{r.between(3, 40)}));

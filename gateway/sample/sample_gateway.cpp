@@ -26,6 +26,7 @@ Gateway::Impl::Impl(Options opts) : options(std::move(opts)) {
     store.vendor_resource = options.call_vendor + "_calls";
     store.resources = detail::resource_names(options.call_vendor);
     store.bare_records = options.bare_records;
+    store.counts_only_reports = options.counts_only_reports;
     resource_list = base::join(store.resources);
     build_discovery();
 }

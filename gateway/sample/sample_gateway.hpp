@@ -37,6 +37,9 @@ struct Options {
     // sent_at, and index_url records nothing readable (it only submits the URL). A client must
     // then check what each action changes, never the sample's extra fields.
     bool bare_records = false;
+    // Audit reports with their counts (issues_found, issue_counts) and no `issues` list: a
+    // gateway that returns counts without issue detail.
+    bool counts_only_reports = false;
 };
 
 // Keyed mode: keys carry an agency and scopes; clients are linked to agencies.

@@ -181,6 +181,8 @@ struct Store {
     std::map<std::string, std::size_t> counters;  // ids of things without a table (images)
     // Options::bare_records: actions write only what the spec names (see sample_gateway.hpp).
     bool bare_records = false;
+    // Options::counts_only_reports: audit reports carry counts, no issue list.
+    bool counts_only_reports = false;
 
     Table& table(const std::string& resource, const std::string& client_id);
     const Table* find_table(const std::string& resource, const std::string& client_id) const;

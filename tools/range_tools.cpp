@@ -1,0 +1,176 @@
+// Date-range reads: list_rankings and list_calls (rows in a range, paged), and the aggregates
+// over the ranking history computed while its pages stream past (ranking_changes,
+// latest_rankings). Each walks the gateway's rows newest first and stops as soon as the
+// rows are older than the range; memory holds one entry per keyword, never the rows.
+#include "tools/range_tools.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+#include "gateway/page_reader.hpp"
+
+namespace agency::tools {
+
+namespace {
+
+constexpr int kScanPageRows = 1000;
+
+bool iequals(std::string_view a, std::string_view b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+        auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+        return lower(x) == lower(y);
+    });
+}
+
+// The YYYY-MM-DD a row is dated by: its order field, else the fallback; "" when neither.
+std::string_view row_date(const RowField& primary, const RowField& fallback) {
+    const RowField& f = primary.present() ? primary : fallback;
+    return f.is_string && f.text.size() >= 10 ? f.text.substr(0, 10) : std::string_view();
+}
+
+std::string quoted_or_none(const std::string& s) { return s.empty() ? "" : " " + s; }
+
+}  // namespace
+
+bool icontains(std::string_view haystack, std::string_view needle) {
+    if (needle.empty()) return true;
+    if (needle.size() > haystack.size()) return false;
+    for (std::size_t i = 0; i + needle.size() <= haystack.size(); ++i)
+        if (iequals(haystack.substr(i, needle.size()), needle)) return true;
+    return false;
+}
+
+void DatesSeen::see(std::string_view date, std::string_view from, std::string_view to) {
+    if (date.empty()) return;
+    if (newest.empty()) newest = date;
+    oldest = date;
+    if (!to.empty() && date > to) after_to = date;  // newest first: the last one is the oldest
+    if (!from.empty() && date < from && before_from.empty()) before_from = date;
+}
+
+std::string range_note(Toolbox& box, const RangeRead& read, const DatesSeen& seen,
+                       std::string_view matching, mcp::RequestContext& ctx) {
+    const std::string what = read.resource + " rows";
+    const std::string range = (read.from.empty() ? std::string("the start") : read.from) +
+                              " to " + (read.to.empty() ? std::string("now") : read.to);
+    if (seen.newest.empty())
+        return "client " + read.client_id + " has no dated " + what + " at this gateway";
+    std::string oldest = seen.oldest;
+    if (!seen.reached_end) {
+        // The walk stopped at `from`: one row read oldest first says where the data begins.
+        const std::array<std::string_view, 2> names{read.order_field, read.fallback_field};
+        gateway::Page first = box.gateway().read_body({.resource = read.resource,
+                                                        .client_id = read.client_id,
+                                                        .limit = 1,
+                                                        .order = read.order_field,
+                                                        .direction = "asc"},
+                                                       ctx.stop);
+        box.gateway().walk(first, {.fields = names}, [&](const Row& row) {
+            const std::string_view d = row_date(row.fields[0], row.fields[1]);
+            if (!d.empty() && d < oldest) oldest = d;
+            return false;
+        });
+    }
+    std::string note = "no " + what + quoted_or_none(std::string(matching)) + " dated " + range +
+                       "; this client's " + read.resource + " data covers " + oldest + " to " +
+                       seen.newest;
+    if (!seen.before_from.empty() && !seen.after_to.empty())
+        note += "; the nearest dates with data are " + seen.before_from + " and " + seen.after_to;
+    return note;
+}
+
+mcp::ToolResult scan_page(Toolbox& box, const ScanSpec& spec, const json& args,
+                          mcp::RequestContext& ctx) {
+    const std::string from = string_arg(args, "from");
+    const std::string to = string_arg(args, "to");
+    if (!from.empty() && !to.empty() && from > to)
+        return tool_error("validation", "\"from\" (" + from + ") is after \"to\" (" + to +
+                                            "); give from <= to, both YYYY-MM-DD and inclusive");
+    const std::string match =
+        spec.match_field.empty() ? "" : string_arg(args, spec.match_field.c_str());
+    const std::string client_id = args.at("client_id").get<std::string>();
+    const json filters = filter_arguments(args);
+    const std::string principal = principal_of(ctx);
+    const CursorBinding binding{spec.tool, client_id, principal, &filters};
+    const CursorPosition start = args.contains("cursor")
+                                     ? box.open_cursor(binding, args["cursor"].get<std::string>())
+                                     : CursorPosition{};
+    const std::int64_t earlier = start.extra.is_object() ? start.extra.value("n", 0) : 0;
+    const std::size_t limit = args.value("limit", 100u);
+
+    std::array<std::string_view, 3> names{
+        spec.order_field, spec.fallback_field,
+        spec.match_field.empty() ? spec.order_field : spec.match_field};
+    const RowSelect select(nullptr, args);
+    // Without `from` no row ends the scan early, so the rows that cannot hold the wanted value
+    // are passed over unread (most of them, when one keyword of many is asked for).
+    const gateway::WalkOptions walk{.fields = names,
+                                    .select = select.selection(),
+                                    .must_contain = from.empty() ? std::string_view(match) : ""};
+    RowWriter writer(client_id, spec.resource, answer_budget(box.settings(), args));
+    std::string cursor;
+    std::string scratch;
+    DatesSeen seen;
+    bool done = false;
+    std::int64_t offset = start.offset;
+    std::optional<std::int64_t> total_rows;  // the gateway's total, once a page has said it
+    gateway::PageReader pages(box.gateway(),
+                              {.resource = spec.resource,
+                               .client_id = client_id,
+                               .limit = kScanPageRows,
+                               .order = spec.order_field,
+                               .direction = "desc"},
+                              ctx.stop);
+    while (!done) {
+        if (ctx.stop.stop_requested())
+            throw gateway::Error(gateway::ErrorReason::cancelled, "the request was cancelled");
+        // The next pages are fetched while this one is walked, once a total says they exist.
+        gateway::Page page = pages.read(offset, total_rows);
+        const gateway::WalkResult walked = box.gateway().walk(page, walk, [&](const Row& row) {
+            const std::span<const RowField> f = row.fields;
+            const std::int64_t at = offset + static_cast<std::int64_t>(row.index);
+            const std::string_view date = row_date(f[0], f[1]);
+            seen.see(date, from, to);
+            // Newest first: a dated row older than `from` means every later row is too. Rows
+            // lacking the order field sort last, so they do not prove it.
+            if (!from.empty() && f[0].present() && !date.empty() && date < from) {
+                done = true;
+                return false;
+            }
+            if ((!from.empty() || !to.empty()) && date.empty()) return true;
+            if (!to.empty() && date > to) return true;
+            if (!match.empty() && !(f[2].is_string && iequals(f[2].text, match))) return true;
+            if (writer.count() >= limit || !writer.add(select.row(row, "", scratch))) {
+                cursor = box.issue_cursor(
+                    binding, at, json{{"n", earlier + static_cast<std::int64_t>(writer.count())}});
+                done = true;
+                return false;
+            }
+            return true;
+        });
+        offset += static_cast<std::int64_t>(walked.rows);
+        total_rows = page.pagination.total;
+        if (walked.rows == 0 || offset >= page.pagination.total) {
+            seen.reached_end = !done;
+            break;
+        }
+    }
+    // The count is known once the scan has reached the end of the range.
+    std::optional<std::int64_t> total;
+    if (cursor.empty()) total = earlier + static_cast<std::int64_t>(writer.count());
+    if (writer.count() == 0 && start.offset == 0) {
+        const RangeRead read{client_id, spec.resource, spec.order_field, spec.fallback_field,
+                             from, to};
+        writer.set_note(range_note(box, read, seen,
+                                   match.empty() ? "" : "for " + spec.match_field + " \"" +
+                                                            match + "\"",
+                                   ctx));
+    }
+    return mcp::ToolResult::structured(writer.finish(total, cursor));
+}
+
+}  // namespace agency::tools

@@ -1,0 +1,44 @@
+// Date-range reads over one resource (tools/range_tools.cpp, tools/ranking_tools.cpp): what
+// they share to walk rows newest first and to explain an empty answer by the dates the data
+// actually covers.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "tools/read_tools.hpp"
+
+namespace agency::tools {
+
+// ASCII case-insensitive substring test.
+bool icontains(std::string_view haystack, std::string_view needle);
+
+// The dates a newest-first walk saw around a [from, to] range.
+struct DatesSeen {
+    std::string newest;       // the first dated row's date
+    std::string oldest;       // the last dated row's date the walk reached
+    std::string after_to;     // the oldest date later than `to`
+    std::string before_from;  // the newest date earlier than `from`
+    bool reached_end = false; // the walk saw every row (oldest is the data's first date)
+    void see(std::string_view date, std::string_view from, std::string_view to);
+};
+
+struct RangeRead {
+    std::string client_id;
+    std::string resource;
+    std::string order_field;     // the date field the gateway orders by
+    std::string fallback_field;  // a row's date when it lacks order_field
+    std::string from, to;        // "" = open
+};
+
+// Why a range read found nothing: "no keywords rows dated A to B; this client's keywords data
+// covers X to Y; the nearest dates with data are P and Q". Reads the oldest row when the walk
+// did not reach it (one request).
+std::string range_note(Toolbox& box, const RangeRead& read, const DatesSeen& seen,
+                       std::string_view matching, mcp::RequestContext& ctx);
+
+// The aggregate reads over keyword rankings (tools/ranking_tools.cpp).
+mcp::ToolResult ranking_changes(Toolbox& box, const json& args, mcp::RequestContext& ctx);
+mcp::ToolResult latest_rankings(Toolbox& box, const json& args, mcp::RequestContext& ctx);
+
+}  // namespace agency::tools

@@ -1,0 +1,330 @@
+// The aggregate reads agencies ask for most, computed in the server while the keyword history
+// streams past newest first: ranking_changes (each keyword's position at the start and the end
+// of a range) and latest_rankings (each keyword's newest row). Memory holds one entry per
+// keyword (capped), never the history.
+#include "tools/range_tools.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+#include "gateway/page_reader.hpp"
+
+namespace agency::tools {
+
+namespace {
+
+constexpr int kPageRows = 1000;
+// Keywords held at once; a history with more is answered for the first ones met, and says so.
+constexpr std::size_t kMaxKeywords = 50'000;
+
+// Fields read from each keyword row, in this order.
+enum Field : std::size_t { kTracked, kCreated, kKeyword, kPosition, kUrl, kFieldCount };
+constexpr std::array<std::string_view, kFieldCount> kFields{"tracked_at", "created_at",
+                                                            "keyword", "position", "url"};
+
+std::optional<double> number_of(const RowField& f) {
+    if (!f.present() || f.is_string) return std::nullopt;
+    const std::string text(f.raw);
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || !std::isfinite(value)) return std::nullopt;
+    return value;
+}
+
+std::string_view date_of(std::span<const RowField> f) {
+    const RowField& d = f[kTracked].present() ? f[kTracked] : f[kCreated];
+    return d.is_string && d.text.size() >= 10 ? d.text.substr(0, 10) : std::string_view();
+}
+
+// A keyword row's filters: `keyword` and `url` as case-insensitive substrings.
+struct RowFilter {
+    std::string keyword, url;
+    bool passes(std::span<const RowField> f) const {
+        if (!keyword.empty() && !(f[kKeyword].is_string && icontains(f[kKeyword].text, keyword)))
+            return false;
+        return url.empty() || (f[kUrl].is_string && icontains(f[kUrl].text, url));
+    }
+};
+
+// Walks the keyword history newest first from the newest page; `visit` returns false to stop.
+// Fills `seen` with the dates met (for an empty answer's note).
+template <typename Visit>
+void stream_keywords(Toolbox& box, const std::string& client_id, const RowFilter& filter,
+                     const std::string& from, const std::string& to, DatesSeen& seen,
+                     const gateway::RowSelection* select, mcp::RequestContext& ctx, Visit visit) {
+    gateway::PageReader pages(box.gateway(),
+                              {.resource = "keywords",
+                               .client_id = client_id,
+                               .limit = kPageRows,
+                               .order = "tracked_at",
+                               .direction = "desc"},
+                              ctx.stop);
+    std::int64_t offset = 0;
+    std::optional<std::int64_t> total;
+    bool done = false;
+    const gateway::WalkOptions walk{.fields = kFields, .select = select};
+    while (!done) {
+        if (ctx.stop.stop_requested())
+            throw gateway::Error(gateway::ErrorReason::cancelled, "the request was cancelled");
+        gateway::Page page = pages.read(offset, total);
+        const gateway::WalkResult walked = box.gateway().walk(page, walk, [&](const Row& row) {
+            const std::string_view date = date_of(row.fields);
+            seen.see(date, from, to);
+            if (date.empty() || !filter.passes(row.fields)) return true;
+            if (!visit(row, date)) {
+                done = true;
+                return false;
+            }
+            return true;
+        });
+        offset += static_cast<std::int64_t>(walked.rows);
+        total = page.pagination.total;
+        if (walked.rows == 0 || offset >= page.pagination.total) {
+            seen.reached_end = !done;
+            break;
+        }
+    }
+}
+
+struct Point {
+    std::string date;
+    std::optional<double> position;
+    std::string url;
+};
+
+struct Change {
+    std::string keyword;
+    Point start, end;
+    bool start_fixed = false;  // start is the newest row on or before `from`
+};
+
+double delta(const Change* c) { return *c->start.position - *c->end.position; }
+
+// The keywords compared (a position on two dates), the counts, and the top `limit` of those
+// that moved in `direction`, biggest move first.
+struct Picked {
+    std::vector<const Change*> compared, shown;
+    std::size_t matching = 0, improved = 0, dropped = 0, unchanged = 0;
+};
+
+Picked pick(const std::unordered_map<std::string, Change>& changes, const std::string& direction,
+            std::size_t limit) {
+    Picked p;
+    for (const auto& [keyword, c] : changes) {
+        if (!c.start.position || !c.end.position || c.start.date == c.end.date) continue;
+        p.compared.push_back(&c);
+        const double d = delta(&c);
+        (d > 0 ? p.improved : d < 0 ? p.dropped : p.unchanged)++;
+        if ((direction == "dropped" && d >= 0) || (direction == "improved" && d <= 0)) continue;
+        p.shown.push_back(&c);
+    }
+    auto size = [&](const Change* c) {
+        return direction == "dropped" ? -delta(c) : direction == "improved" ? delta(c)
+                                                                            : std::fabs(delta(c));
+    };
+    auto order = [&](const Change* a, const Change* b) {
+        const double x = size(a), y = size(b);
+        return x != y ? x > y : a->keyword < b->keyword;
+    };
+    p.matching = p.shown.size();
+    const std::size_t shown = std::min(limit, p.matching);
+    std::partial_sort(p.shown.begin(), p.shown.begin() + static_cast<std::ptrdiff_t>(shown),
+                      p.shown.end(), order);
+    p.shown.resize(shown);
+    return p;
+}
+
+using ojson = nlohmann::ordered_json;
+
+void put_number(ojson& row, const char* name, const std::optional<double>& v) {
+    if (!v) {
+        row[name] = nullptr;
+    } else if (*v == std::floor(*v) && std::fabs(*v) < 1e15) {
+        row[name] = static_cast<std::int64_t>(*v);
+    } else {
+        row[name] = *v;
+    }
+}
+
+// The date most keywords share, so rows need their own dates only where they differ.
+std::string common_date(const std::vector<const Change*>& rows, bool start) {
+    std::map<std::string, std::size_t> counts;
+    for (const Change* c : rows) ++counts[start ? c->start.date : c->end.date];
+    std::string best;
+    std::size_t most = 0;
+    for (const auto& [date, n] : counts)
+        if (n > most) best = date, most = n;
+    return best;
+}
+
+// Rows kept per the `fields` argument, and written until the size budget.
+std::size_t write_rows(RowWriter& writer, const std::vector<ojson>& rows, const json& args) {
+    std::vector<std::string> keep;
+    if (auto f = args.find("fields"); f != args.end() && f->is_array())
+        for (const auto& name : *f) keep.push_back(name.get<std::string>());
+    std::size_t written = 0;
+    for (const ojson& row : rows) {
+        ojson out = row;
+        if (!keep.empty())
+            for (auto it = out.begin(); it != out.end();)
+                it = std::find(keep.begin(), keep.end(), it.key()) == keep.end() ? out.erase(it)
+                                                                                  : ++it;
+        if (!writer.add(out.dump())) break;
+        ++written;
+    }
+    return written;
+}
+
+}  // namespace
+
+mcp::ToolResult ranking_changes(Toolbox& box, const json& args, mcp::RequestContext& ctx) {
+    const std::string client_id = args.at("client_id").get<std::string>();
+    const std::string from = args.at("from").get<std::string>();
+    const std::string to = args.at("to").get<std::string>();
+    if (from > to)
+        return tool_error("validation", "\"from\" (" + from + ") is after \"to\" (" + to +
+                                            "); give from <= to, both YYYY-MM-DD");
+    const std::string direction = args.value("direction", std::string("all"));
+    const std::size_t limit = args.value("limit", 25u);
+    const RowFilter filter{string_arg(args, "keyword"), string_arg(args, "url")};
+
+    std::unordered_map<std::string, Change> changes;
+    bool capped = false;
+    std::string stop_date;  // the newest tracking date on or before `from`, once met
+    DatesSeen seen;
+    stream_keywords(box, client_id, filter, from, to, seen, nullptr, ctx,
+                    [&](const Row& row, std::string_view date) {
+        if (date > to) return true;
+        if (date <= from) {
+            if (stop_date.empty()) stop_date = date;
+            if (date < stop_date) return false;  // every start is known
+        }
+        const std::span<const RowField> f = row.fields;
+        if (!f[kKeyword].is_string) return true;
+        auto it = changes.find(std::string(f[kKeyword].text));
+        const Point point{std::string(date), number_of(f[kPosition]),
+                          f[kUrl].is_string ? std::string(f[kUrl].text) : std::string()};
+        if (it == changes.end()) {
+            if (changes.size() >= kMaxKeywords) {
+                capped = true;
+                return true;
+            }
+            it = changes.emplace(std::string(f[kKeyword].text),
+                                 Change{std::string(f[kKeyword].text), point, point}).first;
+        }
+        Change& c = it->second;
+        if (!c.start_fixed) c.start = point;  // the oldest so far in the range, until...
+        if (date <= from) c.start_fixed = true;  // ...the newest on or before `from`
+        return true;
+    });
+
+    const Picked p = pick(changes, direction, limit);
+    const std::vector<const Change*>& compared = p.compared;
+    const std::vector<const Change*>& picked = p.shown;
+    const std::size_t matching = p.matching;
+    const std::size_t improved = p.improved, dropped = p.dropped, unchanged = p.unchanged;
+    const std::string from_date = common_date(compared, true);
+    const std::string to_date = common_date(compared, false);
+    std::vector<ojson> rows;
+    for (const Change* c : picked) {
+        ojson row = {{"keyword", c->keyword}, {"url", c->end.url}};
+        put_number(row, "from_position", c->start.position);
+        put_number(row, "to_position", c->end.position);
+        put_number(row, "change", delta(c));
+        if (c->start.date != from_date) row["from_date"] = c->start.date;
+        if (c->end.date != to_date) row["to_date"] = c->end.date;
+        rows.push_back(std::move(row));
+    }
+    RowWriter writer(client_id, "keywords", answer_budget(box.settings(), args));
+    write_rows(writer, rows, args);
+    if (compared.empty()) {
+        const RangeRead read{client_id, "keywords", "tracked_at", "created_at", from, to};
+        std::string which;
+        if (!filter.keyword.empty()) which += "for keywords containing \"" + filter.keyword + "\"";
+        if (!filter.url.empty())
+            which += (which.empty() ? "" : " and ") + std::string("for urls containing \"") +
+                     filter.url + "\"";
+        writer.set_note(changes.empty()
+                            ? range_note(box, read, seen, which, ctx)
+                            : "no keyword has positions on two tracking dates between " + from +
+                                  " and " + to + " (one tracking date in the range); widen it");
+    } else if (picked.empty()) {
+        writer.set_note("no keyword " + direction + " between " + from_date + " and " + to_date +
+                        " (" + std::to_string(compared.size()) + " keywords compared)");
+    } else if (capped) {
+        writer.set_note("more than " + std::to_string(kMaxKeywords) +
+                        " keywords: the first met were compared; narrow with keyword or url");
+    }
+    ojson extra = {{"from", from},          {"to", to},
+                  {"direction", direction}, {"keywords_compared", compared.size()},
+                  {"improved", improved},   {"dropped", dropped},
+                  {"unchanged", unchanged}};
+    if (!from_date.empty()) extra["from_date"] = from_date;
+    if (!to_date.empty()) extra["to_date"] = to_date;
+    const std::string members = extra.dump();
+    return mcp::ToolResult::structured(
+        writer.finish(static_cast<std::int64_t>(matching), "",
+                      std::string_view(members).substr(1, members.size() - 2)));
+}
+
+mcp::ToolResult latest_rankings(Toolbox& box, const json& args, mcp::RequestContext& ctx) {
+    const std::string client_id = args.at("client_id").get<std::string>();
+    const std::string as_of = string_arg(args, "as_of");
+    const std::size_t limit = args.value("limit", 100u);
+    const RowFilter filter{string_arg(args, "keyword"), string_arg(args, "url")};
+
+    struct Latest {
+        std::optional<double> position;
+        std::string keyword;
+        std::string row;  // the gateway's row, every member
+    };
+    std::unordered_map<std::string, Latest> latest;
+    bool capped = false;
+    DatesSeen seen;
+    const RowSelect select(nullptr, args);
+    std::string scratch;
+    stream_keywords(box, client_id, filter, "", as_of, seen, select.selection(), ctx,
+                    [&](const Row& row, std::string_view date) {
+        if (!as_of.empty() && date > as_of) return true;
+        const std::span<const RowField> f = row.fields;
+        if (!f[kKeyword].is_string) return true;
+        const std::string keyword(f[kKeyword].text);
+        if (latest.contains(keyword)) return true;
+        if (latest.size() >= kMaxKeywords) {
+            capped = true;
+            return true;
+        }
+        latest.emplace(keyword, Latest{number_of(f[kPosition]), keyword,
+                                       std::string(select.row(row, "", scratch))});
+        return true;
+    });
+
+    std::vector<const Latest*> sorted;
+    for (const auto& [k, v] : latest) sorted.push_back(&v);
+    // Best position first; unranked (no number) last.
+    std::sort(sorted.begin(), sorted.end(), [](const Latest* a, const Latest* b) {
+        if (a->position.has_value() != b->position.has_value()) return a->position.has_value();
+        if (a->position && *a->position != *b->position) return *a->position < *b->position;
+        return a->keyword < b->keyword;
+    });
+    RowWriter writer(client_id, "keywords", answer_budget(box.settings(), args));
+    for (std::size_t i = 0; i < sorted.size() && i < limit; ++i)
+        if (!writer.add(sorted[i]->row)) break;
+    if (latest.empty()) {
+        const RangeRead read{client_id, "keywords", "tracked_at", "created_at", "", as_of};
+        writer.set_note(range_note(box, read, seen, filter.keyword.empty() ? "" :
+                                   "for keywords containing \"" + filter.keyword + "\"", ctx));
+    } else if (capped) {
+        writer.set_note("more than " + std::to_string(kMaxKeywords) +
+                        " keywords: the first met are listed; narrow with keyword or url");
+    }
+    return mcp::ToolResult::structured(
+        writer.finish(static_cast<std::int64_t>(latest.size()), ""));
+}
+
+}  // namespace agency::tools
