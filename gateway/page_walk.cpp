@@ -274,8 +274,9 @@ void write_selected(const RowSelection& select, Workspace& ws) {
     out.assign("{");
     for (const auto& [key, raw] : ws.members) {
         std::string_view name = key;
-        for (const auto& [from, to] : select.rename) {
-            if (key != from) continue;
+        for (const auto& rename : select.rename) {
+            if (key != rename.first) continue;
+            const std::string_view to = rename.second;
             const bool has_own = std::any_of(ws.members.begin(), ws.members.end(),
                                              [&](const auto& m) { return m.first == to; });
             if (!has_own) name = to;
