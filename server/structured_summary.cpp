@@ -102,7 +102,8 @@ std::string rows_summary(const std::vector<Member>& members, const Member& rows)
     const std::string n = counted ? returned->text : std::to_string(rows.items);
     out += n + (n == "1" ? " row" : " rows");
     if (const Member* r = find(members, "resource"); r && r->is_string) out += " of " + r->text;
-    if (const Member* c = find(members, "client_id"); c && c->is_string) out += " for " + c->text;
+    if (const Member* c = find(members, "client_id"); c && c->is_string && !c->text.empty())
+        out += " for " + c->text;
     if (const Member* t = find(members, "total"); t && t->kind == Member::Kind::scalar && !t->is_null)
         out += " (total " + t->text + ")";
     if (const Member* next = find(members, "next_cursor"); next && !next->is_null)

@@ -1024,7 +1024,7 @@ TEST(GatewayClient, SilentGatewayReadEndsWithinTheCallBudget) {
     auto config = h.config();  // 4 attempts of 5 s each: 20 s without a budget
     config.call_timeout = 1200ms;
     Client c(config);
-    h.gw->inject({.target = "blogs", .mode = FaultMode::slow, .delay_ms = 2500});
+    h.gw->inject({.target = "blogs", .mode = FaultMode::slow, .count = 5, .delay_ms = 2500});
     const auto started = Clock::now();
     const auto e = expect_error([&] { c.read(blogs_query()); });
     EXPECT_LT(Clock::now() - started, 4s) << "generous: the budget is 1.2 s";

@@ -308,7 +308,7 @@ TEST_F(ServeCli, StructuredTextOptionAndVariable) {
 // A gateway that never answers: the call ends inside --call-timeout, says the real figures,
 // and a caller that asked for progress hears each retry.
 TEST_F(ServeCli, CallTimeoutBoundsASilentGatewayAndRetriesAreProgress) {
-    gw->inject({.target = "clients", .mode = FaultMode::slow, .delay_ms = 3000});
+    gw->inject({.target = "clients", .mode = FaultMode::slow, .count = 10, .delay_ms = 3000});
     json params = {{"name", "list_clients"},
                    {"arguments", json::object()},
                    {"_meta", modern_meta()}};
@@ -317,6 +317,7 @@ TEST_F(ServeCli, CallTimeoutBoundsASilentGatewayAndRetriesAreProgress) {
                        {line_of(1, "tools/call", params).dump()});
     ASSERT_EQ(run.replies.size(), 1u) << run.err;
     const json error = tool_error(run.replies[1]);
+    ASSERT_TRUE(error.is_object()) << run.replies[1].dump() << run.err;
     EXPECT_EQ(error.value("reason", ""), "unavailable") << run.replies[1].dump();
     const std::string message = error.value("message", "");
     EXPECT_NE(message.find("the call's budget of 2.5 s"), std::string::npos) << message;
