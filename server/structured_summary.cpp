@@ -1,7 +1,7 @@
 // The short text that stands beside structuredContent when the whole JSON is not repeated in
-// the text block (docs/design.md, "Text beside structuredContent"). Read with nlohmann's SAX
-// parser: only the top-level members are kept (a row count, scalars), never a DOM of the rows.
-#include <cstdint>
+// the text block (docs/design.md, "Text beside structuredContent"): made from the answer's
+// top-level members only (a row count, scalars), never from a DOM of the rows.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,59 +24,109 @@ struct Member {
     std::size_t items = 0;   // arrays: elements
 };
 
-// Collects the top-level members of an object; deeper values only count as array elements.
+// Reads the top-level members of an object in one pass over the bytes: nested values are
+// skipped (an array's items only counted), so a 256 KB page costs a byte loop, not a parse
+// (nlohmann's SAX parser took ~3 ms for one). The text is the tool's own serialized JSON;
+// anything unexpected gives up (nullopt) and the summary says less.
 class TopLevel {
 public:
-    using json_t = json;
-    std::vector<Member> members;
-    bool object = false;
+    explicit TopLevel(std::string_view text) : s_(text) {}
 
-    bool null() { return scalar("null", true, false); }
-    bool boolean(bool v) { return scalar(v ? "true" : "false", false, false); }
-    bool number_integer(json::number_integer_t v) { return scalar(std::to_string(v), false, false); }
-    bool number_unsigned(json::number_unsigned_t v) { return scalar(std::to_string(v), false, false); }
-    bool number_float(json::number_float_t, const std::string& s) { return scalar(s, false, false); }
-    bool string(std::string& v) { return scalar(v, false, true); }
-    bool binary(json::binary_t&) { return scalar("(binary)", false, false); }
-    bool start_object(std::size_t) { return open(Member::Kind::object); }
-    bool end_object() { return close(); }
-    bool start_array(std::size_t) { return open(Member::Kind::array); }
-    bool end_array() { return close(); }
-    bool key(std::string& k) {
-        if (depth_ == 1) members.push_back({.key = k});
-        return true;
-    }
-    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
-        return false;
+    std::optional<std::vector<Member>> read() {
+        std::vector<Member> members;
+        if (!skip_ws() || s_[i_++] != '{') return std::nullopt;
+        if (!skip_ws()) return std::nullopt;
+        if (s_[i_] == '}') return members;
+        for (;;) {
+            Member m;
+            if (!skip_ws() || s_[i_] != '"') return std::nullopt;
+            const auto key = string_token();
+            if (!key || !skip_ws() || s_[i_++] != ':' || !skip_ws()) return std::nullopt;
+            m.key = unquote(*key);
+            if (!value(m)) return std::nullopt;
+            members.push_back(std::move(m));
+            if (!skip_ws()) return std::nullopt;
+            const char c = s_[i_++];
+            if (c == '}') return members;
+            if (c != ',') return std::nullopt;
+        }
     }
 
 private:
-    int depth_ = 0;
+    std::string_view s_;
+    std::size_t i_ = 0;
 
-    // A value directly inside a top-level array counts as one of its items.
-    void count_item() {
-        if (depth_ == 2 && !members.empty() && members.back().kind == Member::Kind::array)
-            ++members.back().items;
+    bool skip_ws() {
+        while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t'))
+            ++i_;
+        return i_ < s_.size();
     }
-    bool scalar(std::string text, bool is_null, bool is_string) {
-        count_item();
-        if (depth_ == 1 && !members.empty()) {
-            members.back().text = std::move(text);
-            members.back().is_null = is_null;
-            members.back().is_string = is_string;
+    // A string token with its quotes, starting at s_[i_] == '"'.
+    std::optional<std::string_view> string_token() {
+        const std::size_t from = i_++;
+        for (; i_ < s_.size(); ++i_) {
+            if (s_[i_] == '\\') {
+                ++i_;
+            } else if (s_[i_] == '"') {
+                ++i_;
+                return s_.substr(from, i_ - from);
+            }
         }
-        return true;
+        return std::nullopt;
     }
-    bool open(Member::Kind kind) {
-        count_item();
-        if (depth_ == 0) object = kind == Member::Kind::object;
-        if (depth_ == 1 && !members.empty()) members.back().kind = kind;
-        ++depth_;
-        return true;
+    static std::string unquote(std::string_view token) {
+        if (token.find('\\') == std::string_view::npos)
+            return std::string(token.substr(1, token.size() - 2));
+        const json value = json::parse(token, nullptr, false);
+        return value.is_string() ? value.get<std::string>() : std::string();
     }
-    bool close() {
-        --depth_;
-        return true;
+    // Skips an array or object starting at s_[i_]; counts the items directly inside it.
+    bool container(std::size_t& items) {
+        int depth = 0;
+        bool any = false;
+        while (i_ < s_.size()) {
+            const char c = s_[i_];
+            if (c == '"') {
+                if (!string_token()) return false;
+                any = true;
+                continue;
+            }
+            ++i_;
+            if (c == '[' || c == '{') {
+                if (depth++ == 1) any = true;
+            } else if (c == ']' || c == '}') {
+                if (--depth == 0) {
+                    items = any ? items + 1 : 0;
+                    return true;
+                }
+            } else if (c == ',' && depth == 1) {
+                ++items;
+            } else if (depth == 1 && c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+                any = true;
+            }
+        }
+        return false;
+    }
+    bool value(Member& m) {
+        const char c = s_[i_];
+        if (c == '"') {
+            const auto token = string_token();
+            if (!token) return false;
+            m.text = unquote(*token);
+            m.is_string = true;
+            return true;
+        }
+        if (c == '[' || c == '{') {
+            m.kind = c == '[' ? Member::Kind::array : Member::Kind::object;
+            return container(m.items);
+        }
+        const std::size_t from = i_;
+        while (i_ < s_.size() && s_[i_] != ',' && s_[i_] != '}' && s_[i_] != ' ' &&
+               s_[i_] != '\n' && s_[i_] != '\r' && s_[i_] != '\t')
+            ++i_;
+        m.text = std::string(s_.substr(from, i_ - from));
+        m.is_null = m.text == "null";
+        return !m.text.empty();
     }
 };
 
@@ -156,12 +206,12 @@ void summarize_structured_text(ToolResult& result, const ServerOptions& options,
 }
 
 std::string structured_summary(std::string_view json_text) {
-    TopLevel top;
-    const bool parsed = json::sax_parse(json_text.begin(), json_text.end(), &top);
-    if (!parsed || !top.object) return "Result in structuredContent.";
-    if (const Member* rows = find(top.members, "rows"); rows && rows->kind == Member::Kind::array)
-        return rows_summary(top.members, *rows);
-    return members_summary(top.members);
+    const auto members = TopLevel(json_text).read();
+    if (!members) return "Result in structuredContent.";
+    if (members->empty()) return "Result in structuredContent: an empty object.";
+    if (const Member* rows = find(*members, "rows"); rows && rows->kind == Member::Kind::array)
+        return rows_summary(*members, *rows);
+    return members_summary(*members);
 }
 
 }  // namespace agency::mcp

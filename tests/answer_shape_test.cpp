@@ -10,6 +10,7 @@
 
 #include "base/progress_notes.hpp"
 #include "server/mcp_server.hpp"
+#include "server/server_impl.hpp"
 
 namespace {
 
@@ -217,6 +218,32 @@ TEST_F(AnswerShape, ProgressNotesReachACallerThatAskedForProgress) {
     RecordingChannel silent;
     modern("tools/call", {{"name", "retrying"}}, &silent);
     EXPECT_TRUE(silent.messages().empty());
+}
+
+// The summary reads only the top level: brackets, commas and quotes inside strings or nested
+// values do not confuse the count, and whatever is not an object says less, never throws.
+TEST(StructuredSummary, CountsRowsPastTrickyStringsAndNesting) {
+    const json page = {{"rows", json::array({{{"t", "a,b]}\"{["}, {"n", {1, 2, {{"x", "]"}}}}},
+                                             {{"t", "\\"}},
+                                             json::array({1, 2})})},
+                       {"truncated", true},
+                       {"note", "rows past 256 KB were left out"},
+                       {"next_cursor", nullptr}};
+    EXPECT_EQ(agency::mcp::structured_summary(page.dump()),
+              "3 rows; truncated to fit the answer. Note: rows past 256 KB were left out. Full "
+              "rows in structuredContent.");
+    EXPECT_EQ(agency::mcp::structured_summary(page.dump(2)),
+              agency::mcp::structured_summary(page.dump()))
+        << "whitespace changes nothing";
+    EXPECT_EQ(agency::mcp::structured_summary(R"({"rows":[],"total":0})"),
+              "0 rows (total 0). Full rows in structuredContent.");
+    EXPECT_EQ(agency::mcp::structured_summary(R"({"rows":[{}]})"),
+              "1 row. Full rows in structuredContent.");
+    EXPECT_EQ(agency::mcp::structured_summary(R"({"title":"say \"hi\"","meta":{"a":[1,2]}})"),
+              "Result in structuredContent: title=\"say \"hi\"\", meta {...}.");
+    for (const char* odd : {"[1,2]", "\"text\"", "{\"a\":", "", "{\"a\" 1}", "{}"})
+        EXPECT_EQ(agency::mcp::structured_summary(odd).rfind("Result in structuredContent", 0), 0u)
+            << odd;
 }
 
 }  // namespace
