@@ -146,8 +146,19 @@ std::string diagnose_connect(const std::string& host, int port, milliseconds tim
 
 ConnectionPool::Lease ConnectionPool::acquire(const std::stop_token& stop) {
     std::unique_lock lock(mu_);
-    if (!cv_.wait(lock, stop, [&] { return !idle_.empty() || open_ < kMaxConnections; })) {
-        throw Error(ErrorReason::cancelled, "cancelled while waiting for a connection");
+    const auto free = [&] { return !idle_.empty() || open_ < kMaxConnections; };
+    // Waiting for a free connection counts against the call's budget too.
+    const auto* deadline = DeadlineScope::current();
+    const auto wait = deadline != nullptr ? std::max(deadline->left(), milliseconds(0))
+                                          : milliseconds::max();
+    if (deadline != nullptr ? !cv_.wait_for(lock, stop, wait, free) : !cv_.wait(lock, stop, free)) {
+        if (stop.stop_requested())
+            throw Error(ErrorReason::cancelled, "cancelled while waiting for a connection");
+        throw Error(ErrorReason::unavailable,
+                    "all " + std::to_string(kMaxConnections) +
+                        " gateway connections stayed busy for " + ms_text(wait) +
+                        ", the rest of the call's budget of " + ms_text(deadline->budget()) +
+                        "; nothing was sent");
     }
     if (!idle_.empty()) {  // the most recently used one: the least likely to be closed
         close_stale(clock_.steady());  // this one too, when it has been idle that long
