@@ -60,6 +60,7 @@ CommandLine::CommandLine()
     add_http_limits();
     add_sample_gateway();
     add_keys();
+    add_answer_options();
     tools_doc_cmd_ = app_->add_subcommand(
         "tools-doc",
         "Print the Markdown tool reference generated from the tool definitions "
@@ -191,6 +192,23 @@ void CommandLine::add_http_limits() {
                      "sampling, roots); one more gets an error at once (default 64)")
         ->envname("AGENCY_MAX_WAITING_ON_CLIENTS")
         ->check(positive_count("AGENCY_MAX_WAITING_ON_CLIENTS"));
+}
+
+// How long and in what form answers come back.
+void CommandLine::add_answer_options() {
+    serve_cmd_
+        ->add_option("--call-timeout", serve.call_timeout_s,
+                     "Seconds one gateway operation may take in all, retries and their waits "
+                     "included; keep it under your MCP client's request timeout (default 30)")
+        ->envname("AGENCY_CALL_TIMEOUT")
+        ->check(CLI::Range(1.0, 3600.0));
+    serve_cmd_
+        ->add_option("--structured-text", serve.structured_text,
+                     "The text beside a tool's structuredContent: auto (a short summary for "
+                     "2026-07-28 clients, the whole JSON for older ones), full, or summary "
+                     "(default auto)")
+        ->envname("AGENCY_STRUCTURED_TEXT")
+        ->check(CLI::IsMember({"auto", "full", "summary"}));
 }
 
 void CommandLine::add_sample_gateway() {

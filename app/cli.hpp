@@ -36,6 +36,10 @@ struct ServeArgs {
     // What HTTP clients may hold: each bound refuses cleanly and keeps serving.
     mcp::HttpOptions http_limits;
     int max_waiting_on_clients = 64;
+    // One gateway operation's whole time (attempts and waits), under common client timeouts.
+    double call_timeout_s = 30;
+    // The text block beside structuredContent: "auto", "full" or "summary".
+    std::string structured_text = "auto";
 };
 
 struct SampleArgs {
@@ -75,6 +79,7 @@ private:
     void add_http_limits();
     void add_sample_gateway();
     void add_keys();
+    void add_answer_options();
 
     std::unique_ptr<CLI::App> app_;
     int exit_code_ = 0;

@@ -1,6 +1,7 @@
 #include "app/commands.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -46,10 +47,12 @@ std::chrono::milliseconds seconds_env(const char* name, std::chrono::millisecond
 // The gateway client, checked: an unreachable host or a rejected key fails here with one clear
 // line, before the retry warnings of a normal read could bury it.
 std::shared_ptr<gateway::Client> connect_gateway(const std::string& url,
-                                                 const std::string& api_key) {
+                                                 const std::string& api_key,
+                                                 std::chrono::milliseconds call_timeout) {
     gateway::Config config;
     config.base_url = url;
     config.api_key = api_key;
+    config.call_timeout = call_timeout;
     // Waits for the gateway's answers (the spec suggests 10-30 s for generation actions).
     config.read_timeout = seconds_env("AGENCY_GATEWAY_READ_TIMEOUT_S", config.read_timeout);
     config.action_timeout = seconds_env("AGENCY_GATEWAY_ACTION_TIMEOUT_S", config.action_timeout);
@@ -73,18 +76,34 @@ struct ToolServerSetup {
     std::chrono::seconds discovery_refresh{0};
     std::size_t max_waiting_on_clients = mcp::ServerOptions{}.max_waiting_on_clients;
     tools::ToolCatalog* catalog = nullptr;  // when set, receives what was registered
+    std::chrono::milliseconds call_timeout = gateway::Config{}.call_timeout;
+    mcp::StructuredText structured_text = mcp::StructuredText::automatic;
+    bool mark_sample_data = true;  // false for tools-doc: the reference is not an answer
 };
+
+// Sample data must not pass for a real agency's: said where the assistant sees it (title,
+// instructions, every answer's _meta), not only in a log line on stderr.
+void mark_sample_data(mcp::ServerOptions& options) {
+    options.info.title += " (sample data: no gateway configured)";
+    options.info.instructions =
+        "Every answer from this server is built-in sample data, not a real agency's: no gateway "
+        "is configured (set AGENCY_GATEWAY_URL, and AGENCY_API_KEY if the gateway needs a key, "
+        "then restart the server). " +
+        options.info.instructions;
+    options.result_meta = {{"agency-mcp/sample-data", true}};
+}
 
 // The MCP server with every tool registered over the gateway; without a gateway URL, over the
 // built-in sample gateway, started into `sample` (which must outlive the server).
 std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
                                               std::unique_ptr<sample::Server>& sample) {
-    if (setup.gateway_url.empty()) {
+    const bool sample_data = setup.gateway_url.empty();
+    if (sample_data) {
         sample = std::make_unique<sample::Server>(std::make_shared<sample::Gateway>());
         sample->start("127.0.0.1", 0);
         setup.gateway_url = sample->base_url();
     }
-    auto gateway = connect_gateway(setup.gateway_url, setup.api_key);
+    auto gateway = connect_gateway(setup.gateway_url, setup.api_key, setup.call_timeout);
 
     mcp::ServerOptions options;
     options.state_secret = env_or("AGENCY_SERVER_SECRET");
@@ -95,6 +114,8 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
         "Tools over an SEO agency's platform: read a client's rankings, audits, backlinks, "
         "citations, articles, calls and reports; run audits and generate content. Start with "
         "list_clients to find a client_id.";
+    options.structured_text = setup.structured_text;
+    if (sample_data && setup.mark_sample_data) mark_sample_data(options);
     auto server = std::make_unique<mcp::Server>(options);
     tools::Settings tool_settings;
     tool_settings.secret = options.state_secret;
@@ -141,6 +162,10 @@ int run_serve(const ServeArgs& args) {
     spdlog::info("state database: {}", action_settings.state_db);
     setup.discovery_refresh = std::chrono::seconds(args.discovery_refresh_s);
     setup.max_waiting_on_clients = static_cast<std::size_t>(args.max_waiting_on_clients);
+    setup.call_timeout = std::chrono::milliseconds(std::llround(args.call_timeout_s * 1000));
+    setup.structured_text = args.structured_text == "full"      ? mcp::StructuredText::full
+                            : args.structured_text == "summary" ? mcp::StructuredText::summary
+                                                                : mcp::StructuredText::automatic;
 
     std::unique_ptr<sample::Server> sample_server;
     auto server = make_tool_server(std::move(setup), sample_server);
@@ -197,6 +222,7 @@ int run_tools_doc() {
     setup.api_key = env_or("AGENCY_API_KEY");
     tools::ToolCatalog catalog;
     setup.catalog = &catalog;
+    setup.mark_sample_data = false;
     std::unique_ptr<sample::Server> sample_server;
     auto server = make_tool_server(std::move(setup), sample_server);
     std::cout << tools::tools_markdown(*server, mcp::Principal{}, catalog) << std::flush;

@@ -44,7 +44,7 @@ detail::BaseUrl validate(const Config& config) {
     const auto bad = [](const std::string& message) { return Error(ErrorReason::config, message); };
     if (config.max_attempts < 1) throw bad("max_attempts must be at least 1");
     if (config.read_timeout.count() <= 0 || config.action_timeout.count() <= 0 ||
-        config.connect_timeout.count() <= 0) {
+        config.connect_timeout.count() <= 0 || config.call_timeout.count() <= 0) {
         throw bad("the gateway timeouts must be positive");
     }
     if (config.backoff_base.count() < 0 || config.max_retry_after.count() < 0 ||
@@ -70,11 +70,15 @@ const Config& Client::config() const {
     return impl_->config;
 }
 
+// Each public call is one operation with one deadline (Config::call_timeout): its attempts,
+// waits and (for an action) the reads before and after the POST all stay inside it.
 Page Client::read(const ReadQuery& query, std::stop_token stop) {
+    const DeadlineScope deadline(impl_->clock, impl_->config.call_timeout);
     return impl_->read(query, stop);
 }
 
 Page Client::read_body(const ReadQuery& query, std::stop_token stop) {
+    const DeadlineScope deadline(impl_->clock, impl_->config.call_timeout);
     return impl_->read(query, stop, false);
 }
 
@@ -90,17 +94,20 @@ Pagination Client::for_each_row(ReadQuery query,
 
 ActionResult Client::act(std::string_view action, std::string_view client_id,
                          const nlohmann::json& fields, std::stop_token stop) {
+    const DeadlineScope deadline(impl_->clock, impl_->config.call_timeout);
     return impl_->act(action, client_id, fields, stop);
 }
 
 std::shared_ptr<const Discovery> Client::discovery(std::stop_token stop) {
     if (auto cached = impl_->cached_discovery()) return cached;
+    const DeadlineScope deadline(impl_->clock, impl_->config.call_timeout);
     auto fresh = impl_->fetch_discovery(stop, impl_->config.max_attempts);
     impl_->store_discovery(fresh);
     return fresh;
 }
 
 bool Client::refresh_discovery(std::stop_token stop) {
+    const DeadlineScope deadline(impl_->clock, impl_->config.call_timeout);
     return impl_->store_discovery(impl_->fetch_discovery(stop, impl_->config.max_attempts));
 }
 
@@ -135,7 +142,9 @@ void Client::check() {
     auto& impl = *impl_;
     const auto& at = impl.url.display;
     const int attempts = std::min(impl.config.max_attempts, 2);  // fail fast at start-up
+    const auto started = impl.clock.steady();
     try {
+        const DeadlineScope deadline(impl.clock, impl.config.call_timeout);
         impl.store_discovery(impl.fetch_discovery({}, attempts));
     } catch (const Error& e) {
         const auto text = e.gateway_error().empty() ? std::string{} : ": " + e.gateway_error();
@@ -150,8 +159,14 @@ void Client::check() {
                     why =
                         internal::diagnose_connect(impl.url.host, impl.url.port, impl.config.connect_timeout);
                 }
+                // What start-up really waited, measured, not the timeout of one attempt.
+                const int made = data.is_object() ? data.value("attempts", attempts) : attempts;
+                const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    impl.clock.steady() - started);
                 throw impl.error(ErrorReason::unavailable,
-                                 "cannot reach the gateway at " + at + ": " + why);
+                                 "cannot reach the gateway at " + at + ": " + why + " (" +
+                                     std::to_string(made) + (made == 1 ? " attempt" : " attempts") +
+                                     ", " + ms_text(waited) + " in all)");
             }
             case ErrorReason::auth:
                 throw impl.error(

@@ -69,9 +69,14 @@ private:
 struct Config {
     std::string base_url{};  // http(s)://host[:port][/path]
     std::string api_key{};   // sent as Authorization: Bearer; "" for the API explorer
+    // Per attempt; each is cut to what is left of call_timeout. An action's 20 s (the spec
+    // suggests 10-30 s for generation) leaves time for the check after a timeout.
     std::chrono::milliseconds read_timeout{10'000};
-    std::chrono::milliseconds action_timeout{30'000};
+    std::chrono::milliseconds action_timeout{20'000};
     std::chrono::milliseconds connect_timeout{5'000};
+    // The whole of one operation (a read, an action with its checks, discovery): every attempt
+    // and backoff wait, under the common MCP client timeout so an answer comes back in time.
+    std::chrono::milliseconds call_timeout{30'000};
     int max_attempts = 6;                         // reads and retry-safe actions
     std::chrono::milliseconds backoff_base{250};  // delay = base * 2^attempt, with jitter
     std::chrono::milliseconds max_retry_after{60'000};  // cap on a 429's Retry-After wait

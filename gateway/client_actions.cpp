@@ -110,6 +110,7 @@ std::optional<Retry> Client::Impl::post_once(ActionRun& run, int attempt, bool l
                         ex.status, failed.gw_text);
         }
         Retry retry{failure + "; not run, sending again"};
+        retry.http_status = ex.status;
         if (ex.status == 429) retry.retry_after = ex.retry_after;
         return retry;
     }
@@ -129,7 +130,7 @@ std::optional<Retry> Client::Impl::post_once(ActionRun& run, int attempt, bool l
                             " attempts: " + failure,
                         ex.status, failed.gw_text);
         }
-        return Retry{failure + "; repeating it is harmless, retrying"};
+        return Retry{failure + "; repeating it is harmless, retrying", std::nullopt, ex.status};
     }
     if (run.rule == ResendRule::unknown) {
         throw outcome_unknown(what, failure, ex.status, failed.gw_text,

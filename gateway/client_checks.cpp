@@ -172,7 +172,8 @@ std::optional<Retry> Client::Impl::check_after_failure(ActionRun& run,
                         " attempts: " + failure + "; " + found.detail + ", so it did not run",
                     ex.status, failed.gw_text);
     }
-    return Retry{failure + "; " + found.detail + ", so it did not run: sending again"};
+    return Retry{failure + "; " + found.detail + ", so it did not run: sending again", std::nullopt,
+                 ex.status};
 }
 
 }  // namespace agency::gateway

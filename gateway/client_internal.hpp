@@ -44,6 +44,7 @@ struct Exchange {
     bool timed_out = false;
     std::string retry_after;
     milliseconds elapsed{0};
+    milliseconds timeout{0};  // the read timeout it had: the nominal one cut to the deadline
 
     bool ok() const { return status >= 200 && status < 300; }
 };
@@ -178,7 +179,9 @@ struct Client::Impl {
                      std::string& out, std::chrono::milliseconds timeout, const std::stop_token& stop);
     // The schedule every request follows, with `max_attempts` attempts at most.
     RetrySchedule schedule(int max_attempts) const;
-    // run_with_retries with this client's log and cancellation.
+    // The error ending a run_with_retries whose next attempt would cross the call's deadline.
+    Error out_of_time(const std::string& what, const Retry& retry, const RetryEnd& end) const;
+    // run_with_retries with this client's log, cancellation, deadline and progress notes.
     void with_retries(int max_attempts, const std::string& what, const std::stop_token& stop,
                       const std::function<std::optional<Retry>(int, bool)>& attempt);
 

@@ -77,6 +77,7 @@ std::string Client::Impl::describe_read(const ReadQuery& q) {
 Exchange Client::Impl::get(const std::string& target, const std::string& what, std::string& out,
                            const std::stop_token& stop, int max_attempts) {
     Exchange ok;
+    const auto started = clock.steady();
     with_retries(max_attempts, what, stop, [&](int attempt, bool last) -> std::optional<Retry> {
         auto ex = perform("GET", target, nullptr, out, config.read_timeout, stop);
         if (stop.stop_requested()) throw cancelled(what);
@@ -95,20 +96,26 @@ Exchange Client::Impl::get(const std::string& target, const std::string& what, s
             const auto reason = ex.status == 0     ? ErrorReason::unavailable
                                 : ex.status == 429 ? ErrorReason::rate_limited
                                                    : ErrorReason::upstream;
-            log_line(spdlog::level::err, "gateway {} failed after {} attempts: {}", what,
-                     attempt + 1, failure);
+            // The real figures: the attempts made and the time they took in all.
+            const auto elapsed =
+                std::chrono::duration_cast<std::chrono::milliseconds>(clock.steady() - started);
             std::string message = "the gateway " + what + " failed after " +
-                                  std::to_string(attempt + 1) + " attempts: " + failure;
+                                  std::to_string(attempt + 1) + " attempts over " +
+                                  ms_text(elapsed) + ": " + failure;
+            log_line(spdlog::level::err, "{}", message);
             nlohmann::json data = nullptr;
             if (ex.status == 0) {
                 message += " (gateway at " + url.display + ")";
                 data = {{"failure", failure},
-                        {"connect_failed", ex.error == httplib::Error::Connection}};
+                        {"connect_failed", ex.error == httplib::Error::Connection},
+                        {"attempts", attempt + 1},
+                        {"elapsed_ms", elapsed.count()}};
             }
             throw error(reason, std::move(message), ex.status, gw_text, std::nullopt,
                         std::move(data));
         }
         Retry retry{failure + "; retrying"};
+        retry.http_status = ex.status;
         if (ex.status == 429) retry.retry_after = ex.retry_after;
         return retry;
     });

@@ -11,6 +11,7 @@
 
 #include <simdjson.h>
 
+#include "base/progress_notes.hpp"
 #include "gateway/client_internal.hpp"
 #include "gateway/json_parse.hpp"
 #include "gateway/plain_client.hpp"
@@ -60,7 +61,8 @@ ErrorReason reason_for_status(int status) {
 
 std::string describe_network_failure(const Exchange& ex, milliseconds timeout,
                                      milliseconds connect_timeout) {
-    if (ex.timed_out) return "no answer within " + ms_text(timeout);
+    // The timeout the attempt really had (cut to the call's deadline), not the nominal one.
+    if (ex.timed_out) return "no answer within " + ms_text(ex.timeout.count() > 0 ? ex.timeout : timeout);
     switch (ex.error) {
         case httplib::Error::Connection: return "could not connect";
         case httplib::Error::ConnectionTimeout:
@@ -144,8 +146,19 @@ std::string diagnose_connect(const std::string& host, int port, milliseconds tim
 
 ConnectionPool::Lease ConnectionPool::acquire(const std::stop_token& stop) {
     std::unique_lock lock(mu_);
-    if (!cv_.wait(lock, stop, [&] { return !idle_.empty() || open_ < kMaxConnections; })) {
-        throw Error(ErrorReason::cancelled, "cancelled while waiting for a connection");
+    const auto free = [&] { return !idle_.empty() || open_ < kMaxConnections; };
+    // Waiting for a free connection counts against the call's budget too.
+    const auto* deadline = DeadlineScope::current();
+    const auto wait = deadline != nullptr ? std::max(deadline->left(), milliseconds(0))
+                                          : milliseconds::max();
+    if (deadline != nullptr ? !cv_.wait_for(lock, stop, wait, free) : !cv_.wait(lock, stop, free)) {
+        if (stop.stop_requested())
+            throw Error(ErrorReason::cancelled, "cancelled while waiting for a connection");
+        throw Error(ErrorReason::unavailable,
+                    "all " + std::to_string(kMaxConnections) +
+                        " gateway connections stayed busy for " + ms_text(wait) +
+                        ", the rest of the call's budget of " + ms_text(deadline->budget()) +
+                        "; nothing was sent");
     }
     if (!idle_.empty()) {  // the most recently used one: the least likely to be closed
         close_stale(clock_.steady());  // this one too, when it has been idle that long
@@ -249,16 +262,55 @@ std::string Client::Impl::failure_text(const Exchange& ex, const std::string& bo
 }
 
 RetrySchedule Client::Impl::schedule(int max_attempts) const {
-    return {max_attempts, config.backoff_base, config.max_retry_after};
+    return {max_attempts, config.backoff_base, config.max_retry_after, DeadlineScope::current()};
+}
+
+Error Client::Impl::out_of_time(const std::string& what, const Retry& retry,
+                                const RetryEnd& end) const {
+    const auto reason = retry.http_status == 0     ? ErrorReason::unavailable
+                        : retry.http_status == 429 ? ErrorReason::rate_limited
+                                                   : ErrorReason::upstream;
+    const auto failure = retry.situation.substr(0, retry.situation.find(';'));
+    const auto attempts = std::to_string(end.attempts) +
+                          (end.attempts == 1 ? " attempt" : " attempts");
+    std::string message =
+        retry.http_status == 0
+            ? "the gateway did not answer the " + what + " within " + ms_text(end.elapsed) +
+                  " over " + attempts + " (" + failure + ")"
+            : "the gateway " + what + " failed after " + attempts + " over " +
+                  ms_text(end.elapsed) + ": " + failure;
+    message += "; another attempt (after " + ms_text(end.wait) +
+               ") would not fit the call's budget of " + ms_text(end.budget);
+    // An action's Retry says so when it did not run ("not run, sending again").
+    if (retry.situation.find("not run") != std::string::npos) {
+        message += "; the action was not run";
+    }
+    if (retry.http_status == 0) message += " (gateway at " + url.display + ")";
+    log_line(spdlog::level::err, "{}", message);
+    nlohmann::json data = {{"failure", failure},
+                           {"attempts", end.attempts},
+                           {"elapsed_ms", end.elapsed.count()},
+                           {"budget_ms", end.budget.count()}};
+    return error(reason, std::move(message), retry.http_status, {}, std::nullopt,
+                 std::move(data));
 }
 
 void Client::Impl::with_retries(int max_attempts, const std::string& what,
                                 const std::stop_token& stop,
                                 const std::function<std::optional<Retry>(int, bool)>& attempt) {
+    // A request outside any public call (none should be) still gets the call's budget.
+    std::optional<DeadlineScope> own;
+    if (DeadlineScope::current() == nullptr) own.emplace(clock, config.call_timeout);
     run_with_retries(schedule(max_attempts), what, stop, attempt,
                      {.throw_cancelled = [&] { throw cancelled(what); },
                       .warn = [&](const std::string& line) {
                           log_line(spdlog::level::warn, "{}", line);
+                      },
+                      .throw_out_of_time = [&](const Retry& retry, const RetryEnd& end) {
+                          throw out_of_time(what, retry, end);
+                      },
+                      .on_retry = [&](std::string_view note) {
+                          base::ProgressNotes::report(safe(std::string(note)));
                       }});
 }
 
@@ -266,9 +318,16 @@ void Client::Impl::with_retries(int max_attempts, const std::string& what,
 // connection is shut down, which fails the blocking read at once.
 Exchange Client::Impl::perform(const char* method, const std::string& target, const std::string* body,
                  std::string& out, milliseconds timeout, const std::stop_token& stop) {
+    // Inside the call's deadline: this attempt gets at most what is left of it.
+    auto connect_timeout = config.connect_timeout;
+    if (const auto* deadline = DeadlineScope::current()) {
+        timeout = deadline->cap(timeout);
+        connect_timeout = deadline->cap(connect_timeout);
+    }
     auto lease = pool.acquire(stop);
     auto& client = lease.client();
     auto* plain = dynamic_cast<PlainClient*>(&client);
+    client.set_connection_timeout(connect_timeout);
     client.set_read_timeout(timeout);
     client.set_write_timeout(timeout);
 
@@ -301,6 +360,7 @@ Exchange Client::Impl::perform(const char* method, const std::string& target, co
     };
 
     Exchange ex;
+    ex.timeout = timeout;
     if (stop.stop_requested()) {  // nothing went out
         ex.error = httplib::Error::Canceled;
         return ex;

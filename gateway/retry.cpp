@@ -17,12 +17,47 @@ using std::chrono::milliseconds;
 
 constexpr auto kMaxBackoff = milliseconds(30'000);
 
+thread_local const DeadlineScope* t_deadline = nullptr;
+
 [[noreturn]] void cancel(const RetryHooks& hooks) {
     hooks.throw_cancelled();
     throw std::logic_error("RetryHooks::throw_cancelled returned");
 }
 
+// "HTTP 503: boom; retrying" -> "gateway answered 503"; a failure without an answer keeps its
+// own words up to the first ';' ("gateway: no answer within 10 s").
+std::string retry_note(const Retry& retry) {
+    if (retry.http_status != 0) return "gateway answered " + std::to_string(retry.http_status);
+    return "gateway: " + retry.situation.substr(0, retry.situation.find(';'));
+}
+
 }  // namespace
+
+DeadlineScope::DeadlineScope(const base::Clock& clock, milliseconds budget)
+    : clock_(&clock), deadline_(clock.steady() + budget), budget_(budget), outer_(t_deadline) {
+    if (outer_ != nullptr && outer_->deadline_ <= deadline_) {
+        clock_ = outer_->clock_;
+        deadline_ = outer_->deadline_;
+        budget_ = outer_->budget_;
+    }
+    t_deadline = this;
+}
+
+DeadlineScope::~DeadlineScope() {
+    t_deadline = outer_;
+}
+
+const DeadlineScope* DeadlineScope::current() {
+    return t_deadline;
+}
+
+milliseconds DeadlineScope::left() const {
+    return std::chrono::duration_cast<milliseconds>(deadline_ - clock_->steady());
+}
+
+milliseconds DeadlineScope::cap(milliseconds timeout, milliseconds floor) const {
+    return std::max(std::min(timeout, left()), std::min(floor, timeout));
+}
 
 bool is_retryable_status(int http_status) {
     return http_status == 0 || http_status == 429 || http_status >= 500;
@@ -59,13 +94,21 @@ bool sleep_for(milliseconds delay, const std::stop_token& stop) {
 }
 
 std::string ms_text(milliseconds delay) {
-    return std::to_string(delay.count()) + " ms";
+    if (delay < milliseconds(1000)) return std::to_string(delay.count()) + " ms";
+    const long long tenths = (delay.count() + 50) / 100;
+    if (tenths % 10 == 0) return std::to_string(tenths / 10) + " s";
+    return fmt::format("{}.{} s", tenths / 10, tenths % 10);
 }
 
 void run_with_retries(const RetrySchedule& schedule, std::string_view what,
                       const std::stop_token& stop,
                       const std::function<std::optional<Retry>(int attempt, bool last)>& attempt,
                       const RetryHooks& hooks) {
+    const DeadlineScope* deadline = schedule.deadline;
+    const auto now = [&] {
+        return deadline != nullptr ? deadline->clock().steady() : std::chrono::steady_clock::now();
+    };
+    const auto started = now();
     for (int n = 0;; ++n) {
         if (stop.stop_requested()) cancel(hooks);
         const bool last = n + 1 >= schedule.max_attempts;
@@ -76,8 +119,22 @@ void run_with_retries(const RetrySchedule& schedule, std::string_view what,
         if (retry->retry_after) {
             delay = retry_after_delay(*retry->retry_after, schedule.max_retry_after).value_or(delay);
         }
+        // No attempt may start past the deadline: one that would is not made at all.
+        if (deadline != nullptr && now() + delay + kMinAttemptTime > deadline->deadline()) {
+            const RetryEnd end{
+                .attempts = n + 1,
+                .elapsed = std::chrono::duration_cast<milliseconds>(now() - started),
+                .budget = deadline->budget(),
+                .wait = delay};
+            if (hooks.throw_out_of_time) hooks.throw_out_of_time(*retry, end);
+            throw std::logic_error("RetryHooks::throw_out_of_time returned");
+        }
         hooks.warn(fmt::format("gateway {}: {} in {} (attempt {} of {})", what, retry->situation,
                                ms_text(delay), n + 2, schedule.max_attempts));
+        if (hooks.on_retry) {
+            hooks.on_retry(fmt::format("{}; attempt {} of {} in {}", retry_note(*retry), n + 2,
+                                       schedule.max_attempts, ms_text(delay)));
+        }
         if (!sleep_for(delay, stop)) cancel(hooks);
     }
 }

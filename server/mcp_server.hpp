@@ -223,8 +223,18 @@ struct ServerInfo {
     std::string instructions;
 };
 
+// What a tool result's text block holds beside structuredContent (docs/design.md, "Text beside
+// structuredContent"). automatic: a short summary in the 2026-07-28 era, the whole JSON in the
+// legacy eras (their spec asks for it, for clients that ignore structuredContent); full or
+// summary: that in every era. Tool errors keep their text either way.
+enum class StructuredText { automatic, full, summary };
+
 struct ServerOptions {
     ServerInfo info;
+    // Merged into the _meta of every tools/call result (success or tool error, tasks' too) and
+    // resources/read result; e.g. a flag saying the answers are sample data. Null: none.
+    json result_meta;
+    StructuredText structured_text = StructuredText::automatic;
     // What stamps and expires tasks, sessions and requestStates; null: base::Clock::system().
     // Must outlive the server.
     const base::Clock* clock = nullptr;

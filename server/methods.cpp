@@ -261,6 +261,8 @@ std::optional<std::string> Methods::resources_read(Server& server, const Request
         throw RpcError(legacy ? error_code::resource_not_found_legacy : error_code::invalid_params,
                        "resource not found: " + uri, {{"uri", uri}});
     json result = {{"contents", std::move(*contents)}};
+    if (const json& extra = server.impl_->options.result_meta; extra.is_object() && !extra.empty())
+        add_result_meta(result["_meta"], server.impl_->options);
     if (!legacy) {
         result["ttlMs"] = 0;  // tool data changes; don't let clients cache reads
         result["cacheScope"] = "private";

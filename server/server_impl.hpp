@@ -53,6 +53,15 @@ void task_progress(LiveTask& task, std::string message);
 json task_wait_for_answers(LiveTask& task, const json& questions,
                            std::chrono::milliseconds timeout,
                            const std::function<bool(const std::string&, const json&)>& fits);
+// The short text that replaces the whole structuredContent in the text block:
+// "25 rows of keywords for demo-plumbing (total 300); more with next_cursor. Full rows in
+// structuredContent." or "Result in structuredContent: ok=true, ...".
+std::string structured_summary(std::string_view json_text);
+// Gives a structured, successful result the summary as its text block when `options` asks for
+// it in this era; anything else is left as it is (the full JSON is then echoed as text).
+void summarize_structured_text(ToolResult& result, const ServerOptions& options, Era era);
+// Merges options.result_meta into `meta` (an object, or null to become one).
+void add_result_meta(json& meta, const ServerOptions& options);
 // The body of a CallToolResult without braces: "content":..,"structuredContent":..,"isError":..
 // text_size: json_string_size(structured_text) when the caller knows it, else 0.
 void append_tool_result_fields(std::string& out, const ToolResult& result,

@@ -7,6 +7,7 @@
 
 #include "base/clock.hpp"
 #include "base/crypto.hpp"
+#include "base/progress_notes.hpp"
 #include "server/server_impl.hpp"
 
 namespace agency::mcp {
@@ -289,9 +290,17 @@ void Server::launch_task(std::shared_ptr<LiveTask> task, const ToolDef* tool, Re
         return true;
     });
     std::erase_if(impl.tasks, [](const auto& entry) { return entry.second->finished.load(); });
-    std::jthread worker([task, tool, ctx = std::move(ctx), resumed]() mutable {
+    const ServerOptions* options = &impl.options;
+    std::jthread worker([task, tool, ctx = std::move(ctx), resumed, options]() mutable {
         ToolResult result;
         std::optional<RpcError> failure;
+        // How the work below goes (the gateway's retries) becomes the task's statusMessage,
+        // and progress when the call carried a token.
+        const base::ProgressNotes::Listener listener = [&ctx, step = 0.0](
+                                                           std::string_view note) mutable {
+            ctx.progress(++step, std::nullopt, note);
+        };
+        const base::ProgressNotes::Scope notes(listener);
         try {
             const json& args = task->record.arguments;
             if (resumed)
@@ -330,8 +339,13 @@ void Server::launch_task(std::shared_ptr<LiveTask> task, const ToolDef* tool, Re
                     // whose result says isError. Either way the result is kept.
                     const bool legacy_failure = r.era == "legacy" && result.is_error;
                     r.status = legacy_failure ? TaskStatus::failed : TaskStatus::completed;
+                    summarize_structured_text(
+                        result, *options, r.era == "legacy" ? Era::legacy : Era::modern);
+                    add_result_meta(result.meta, *options);
                     r.result = "{";
                     append_tool_result_fields(r.result, result);
+                    if (result.meta.is_object() && !result.meta.empty())
+                        r.result += R"(,"_meta":)" + dump(result.meta);
                     r.result += "}";
                     r.status_message = legacy_failure ? "the tool reported an error" : "";
                 }
@@ -542,7 +556,7 @@ std::optional<std::string> Methods::tasks_result(Server& server, const Request& 
     json related = {{std::string(kRelatedTaskMeta), {{"taskId", task.id}}}};
     if (!record.result.empty()) {
         json result = json::parse(record.result);
-        result["_meta"] = related;
+        result["_meta"].update(related);
         return dump({{"jsonrpc", "2.0"}, {"id", r.id}, {"result", std::move(result)}});
     }
     std::string message = record.status == TaskStatus::cancelled ? "the task was cancelled"

@@ -2,6 +2,7 @@
 // run itself (inline, as a task, or a modern round), and the CallToolResult's text.
 #include <spdlog/spdlog.h>
 
+#include "base/progress_notes.hpp"
 #include "server/server_impl.hpp"
 
 namespace agency::mcp {
@@ -59,6 +60,15 @@ std::optional<std::string> Server::call_tool(const json& id, const json& params,
     }
 
     if (!done) {
+        // A caller that asked for progress hears how the work below goes (the gateway's
+        // retries), each note one step further.
+        base::ProgressNotes::Listener listener;
+        if (!ctx.progress_token.is_null()) {
+            listener = [&ctx, step = 0.0](std::string_view note) mutable {
+                ctx.progress(++step, std::nullopt, note);
+            };
+        }
+        const base::ProgressNotes::Scope notes(listener);
         try {
             result = tool.handler(arguments, ctx);
         } catch (const InputRequired& question) {
@@ -75,6 +85,7 @@ std::optional<std::string> Server::call_tool(const json& id, const json& params,
     // A legacy request cancelled by notifications/cancelled gets no answer.
     if (!modern && ctx.stop.stop_requested() && ctx.session) return std::nullopt;
 
+    summarize_structured_text(result, impl_->options, ctx.era);
     // Reserved once: the answer carries the structured text twice (once escaped), and growing
     // a ~50 KB string on the way copies it.
     const bool text_copy = result.content.empty() && !result.structured_text.empty();
@@ -87,6 +98,7 @@ std::optional<std::string> Server::call_tool(const json& id, const json& params,
     if (modern) out += R"("resultType":"complete",)";
     append_tool_result_fields(out, result, text_size);
     json meta = result.meta.is_object() ? result.meta : json::object();
+    add_result_meta(meta, impl_->options);
     if (modern) impl_->add_server_info(meta);
     if (!meta.empty()) {
         out += R"(,"_meta":)";
@@ -94,6 +106,12 @@ std::optional<std::string> Server::call_tool(const json& id, const json& params,
     }
     out += "}}";
     return out;
+}
+
+void add_result_meta(json& meta, const ServerOptions& options) {
+    if (!options.result_meta.is_object() || options.result_meta.empty()) return;
+    if (!meta.is_object()) meta = json::object();
+    for (const auto& [key, value] : options.result_meta.items()) meta[key] = value;
 }
 
 void append_tool_result_fields(std::string& out, const ToolResult& result,

@@ -22,9 +22,12 @@
 
 #include "base/clock.hpp"
 #include "gateway/client.hpp"
+#include "base/progress_notes.hpp"
 #include "gateway/client_detail.hpp"
+#include "gateway/retry.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "loopback_server.hpp"
+#include "tests/support/manual_clock.hpp"
 
 namespace {
 
@@ -292,8 +295,10 @@ TEST(GatewayClient, CheckNamesUnreachableGateway) {
     Client client(c);
     const auto e = expect_error([&] { client.check(); });
     EXPECT_EQ(e.reason(), ErrorReason::unavailable);
-    EXPECT_EQ(std::string(e.what()),
-              "cannot reach the gateway at " + c.base_url + ": connection refused");
+    // The real figures: what start-up waited in all, not one attempt's timeout.
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("cannot reach the gateway at " + c.base_url + ": connection refused (2 attempts, ", 0), 0u) << what;
+    EXPECT_NE(what.find(" in all)"), std::string::npos) << what;
 }
 
 TEST(GatewayClient, CheckRejectsNonGatewayAnswers) {
@@ -916,6 +921,158 @@ TEST(GatewayClient, UnreachableActionIsUnavailableAndNotRun) {
     });
     EXPECT_EQ(e.reason(), ErrorReason::unavailable);
     EXPECT_NE(std::string(e.what()).find("not run"), std::string::npos) << e.what();
+}
+
+// --- the call's budget (Config::call_timeout) ----------------------------------------------
+
+using agency::gateway::DeadlineScope;
+using agency::gateway::Retry;
+using agency::gateway::RetryEnd;
+using agency::gateway::RetryHooks;
+using agency::gateway::RetrySchedule;
+using agency::gateway::run_with_retries;
+
+// Attempts that each take 10 s on the test's clock: a 30 s budget has room for three, and the
+// fourth is never started (its wait would cross the deadline).
+TEST(RetryBudget, NoAttemptStartsPastTheDeadline) {
+    agency::testing::ManualClock clock;
+    const DeadlineScope deadline(clock, 30s);
+    int attempts = 0;
+    std::optional<RetryEnd> ended;
+    std::vector<std::string> notes;
+    const RetryHooks hooks{
+        .throw_cancelled = [] { throw std::runtime_error("cancelled"); },
+        .warn = [](const std::string&) {},
+        .throw_out_of_time =
+            [&](const Retry& retry, const RetryEnd& end) {
+                ended = end;
+                throw Error(ErrorReason::upstream, retry.situation);
+            },
+        .on_retry = [&](std::string_view note) { notes.emplace_back(note); }};
+    RetrySchedule schedule{.max_attempts = 6, .backoff_base = 1ms, .deadline = &deadline};
+    EXPECT_THROW(run_with_retries(schedule, "read of x", {},
+                                  [&](int, bool last) -> std::optional<Retry> {
+                                      EXPECT_FALSE(last);
+                                      ++attempts;
+                                      clock.advance(10s);
+                                      return Retry{"HTTP 503; retrying", std::nullopt, 503};
+                                  },
+                                  hooks),
+                 Error);
+    EXPECT_EQ(attempts, 3);
+    ASSERT_TRUE(ended.has_value());
+    EXPECT_EQ(ended->attempts, 3);
+    EXPECT_EQ(ended->elapsed, 30s);
+    EXPECT_EQ(ended->budget, 30s);
+    ASSERT_EQ(notes.size(), 2u);
+    EXPECT_EQ(notes[0].rfind("gateway answered 503; attempt 2 of 6 in ", 0), 0u) << notes[0];
+    EXPECT_EQ(notes[1].rfind("gateway answered 503; attempt 3 of 6 in ", 0), 0u) << notes[1];
+}
+
+// A Retry-After longer than what is left ends the retries at once instead of overrunning.
+TEST(RetryBudget, RetryAfterBeyondTheDeadlineEndsAtOnce) {
+    agency::testing::ManualClock clock;
+    const DeadlineScope deadline(clock, 30s);
+    int attempts = 0;
+    bool ended = false;
+    RetrySchedule schedule{.max_attempts = 6, .deadline = &deadline};
+    const auto started = Clock::now();
+    EXPECT_THROW(run_with_retries(
+                     schedule, "read of x", {},
+                     [&](int, bool) -> std::optional<Retry> {
+                         ++attempts;
+                         return Retry{"HTTP 429; retrying", std::string("40"), 429};
+                     },
+                     {.throw_cancelled = [] {},
+                      .warn = [](const std::string&) {},
+                      .throw_out_of_time =
+                          [&](const Retry&, const RetryEnd& end) {
+                              ended = true;
+                              EXPECT_EQ(end.wait, 40s);
+                              throw Error(ErrorReason::rate_limited, "out of time");
+                          }}),
+                 Error);
+    EXPECT_TRUE(ended);
+    EXPECT_EQ(attempts, 1);
+    EXPECT_LT(Clock::now() - started, 5s) << "the 40 s were not waited";
+}
+
+// Each attempt's timeout is cut to what is left; an inner scope keeps the outer, earlier end.
+TEST(RetryBudget, AttemptsGetWhatIsLeftAndInnerScopesKeepTheOuterEnd) {
+    agency::testing::ManualClock clock;
+    const DeadlineScope outer(clock, 30s);
+    clock.advance(25s);
+    EXPECT_EQ(outer.cap(10s), 5s);
+    {
+        const DeadlineScope inner(clock, 30s);
+        EXPECT_EQ(DeadlineScope::current(), &inner);
+        EXPECT_EQ(inner.deadline(), outer.deadline());
+        EXPECT_EQ(inner.cap(10s), 5s);
+    }
+    EXPECT_EQ(DeadlineScope::current(), &outer);
+    clock.advance(10s);
+    EXPECT_EQ(outer.cap(10s), agency::gateway::kMinAttemptTime) << "never below the floor";
+    EXPECT_EQ(agency::gateway::ms_text(250ms), "250 ms");
+    EXPECT_EQ(agency::gateway::ms_text(28'420ms), "28.4 s");
+    EXPECT_EQ(agency::gateway::ms_text(30s), "30 s");
+}
+
+// A gateway that never answers: the read ends inside its budget (not after 4 attempts of 5 s
+// each), and says what it really waited.
+TEST(GatewayClient, SilentGatewayReadEndsWithinTheCallBudget) {
+    Harness h;
+    auto config = h.config();  // 4 attempts of 5 s each: 20 s without a budget
+    config.call_timeout = 1200ms;
+    Client c(config);
+    h.gw->inject({.target = "blogs", .mode = FaultMode::slow, .count = 5, .delay_ms = 2500});
+    const auto started = Clock::now();
+    const auto e = expect_error([&] { c.read(blogs_query()); });
+    EXPECT_LT(Clock::now() - started, 4s) << "generous: the budget is 1.2 s";
+    EXPECT_EQ(e.reason(), ErrorReason::unavailable) << e.what();
+    const std::string what = e.what();
+    EXPECT_NE(what.find("the call's budget of 1.2 s"), std::string::npos) << what;
+    EXPECT_NE(what.find("did not answer the read of blogs"), std::string::npos) << what;
+    EXPECT_EQ(e.data().value("budget_ms", 0), 1200);
+    EXPECT_LE(h.gw->count_requests("GET", "blogs"), 2u);
+}
+
+// Retries are told to whoever listens on the calling thread (the MCP core's progress).
+TEST(GatewayClient, RetriesAreReportedAsProgressNotes) {
+    Harness h;
+    Client c(h.config());
+    h.gw->inject({.target = "blogs", .mode = FaultMode::fail_before, .count = 2});
+    std::vector<std::string> notes;
+    const agency::base::ProgressNotes::Listener listener = [&](std::string_view note) {
+        notes.emplace_back(note);
+    };
+    {
+        const agency::base::ProgressNotes::Scope scope(listener);
+        EXPECT_NO_THROW(c.read(blogs_query()));
+    }
+    ASSERT_EQ(notes.size(), 2u);
+    EXPECT_EQ(notes[0].rfind("gateway answered 500; attempt 2 of 4 in ", 0), 0u) << notes[0];
+    EXPECT_EQ(notes[1].rfind("gateway answered 500; attempt 3 of 4 in ", 0), 0u) << notes[1];
+}
+
+// An action whose POST outlives the budget is never sent twice: the check after it runs in
+// what is left, and the outcome is known or said to be unknown.
+TEST(GatewayClient, SlowActionInsideTheBudgetIsSentOnce) {
+    Harness h;
+    auto config = h.config();
+    config.action_timeout = 20s;
+    config.call_timeout = 1500ms;
+    Client c(config);
+    h.gw->inject({.target = "generate_blog", .mode = FaultMode::slow, .delay_ms = 2500});
+    const auto started = Clock::now();
+    try {
+        const auto r = c.act("generate_blog", "demo-dental", {{"keyword", "budget"}});
+        EXPECT_TRUE(r.recovered);
+    } catch (const Error& e) {
+        EXPECT_EQ(e.reason(), ErrorReason::outcome_unknown) << e.what();
+    }
+    EXPECT_LT(Clock::now() - started, 5s) << "generous: the budget is 1.5 s";
+    std::this_thread::sleep_for(1500ms);  // the slow POST finishes on the gateway
+    EXPECT_EQ(h.gw->count_requests("POST", "generate_blog"), 1u);
 }
 
 }  // namespace

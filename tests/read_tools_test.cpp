@@ -53,9 +53,11 @@ protected:
         EXPECT_FALSE(r.is_error()) << r.response.dump().substr(0, 800);
         if (r.result.is_object() && !r.is_error()) {
             expect_conforms(tool, r.structured());
-            // The core echoes structuredContent as the text block.
-            EXPECT_EQ(json::parse(r.result["content"][0]["text"].get<std::string>()),
-                      r.structured());
+            // A modern answer's text is a short summary pointing at structuredContent, not
+            // the whole JSON again (docs/design.md, "Text beside structuredContent").
+            const std::string text = r.result["content"][0]["text"];
+            EXPECT_NE(text.find("structuredContent"), std::string::npos) << text;
+            EXPECT_LT(text.size(), 1000u) << text;
         }
         return r;
     }

@@ -25,6 +25,7 @@ using agency::sample::FaultMode;
 struct Served {
     int exit_code = -1;
     std::map<int, json> replies;  // by JSON-RPC id
+    std::vector<json> notifications;
     std::string err;
 };
 
@@ -60,6 +61,17 @@ protected:
     // Runs `env ENV agency-mcp serve ARGS` with `lines` on stdin until it ends.
     Served serve(const std::string& env, const std::string& args,
               const std::vector<std::string>& lines) {
+        return run_binary(env, "--gateway-url " + gateway_server.base_url() + " " + args, lines);
+    }
+
+    // Without any gateway configured: the built-in sample gateway answers.
+    Served serve_sample(const std::string& env, const std::string& args,
+                        const std::vector<std::string>& lines) {
+        return run_binary("-u AGENCY_GATEWAY_URL -u AGENCY_STRUCTURED_TEXT " + env, args, lines);
+    }
+
+    Served run_binary(const std::string& env, const std::string& args,
+                      const std::vector<std::string>& lines) {
         const fs::path in = dir / "in.jsonl";
         const fs::path err = dir / "err.txt";
         {
@@ -68,9 +80,8 @@ protected:
         }
         const std::string command =
             "env -u AGENCY_MAX_ACTIONS_IN_FLIGHT -u AGENCY_MAX_ACTIONS_PER_MINUTE " + env + " '" +
-            AGENCY_BINARY + "' serve --state-db :memory: --gateway-url " +
-            gateway_server.base_url() + " " + args + " < '" + in.string() + "' 2> '" +
-            err.string() + "'";
+            AGENCY_BINARY + "' serve --state-db :memory: " + args + " < '" + in.string() +
+            "' 2> '" + err.string() + "'";
         Served run;
         FILE* pipe = popen(command.c_str(), "r");
         if (!pipe) return run;
@@ -84,6 +95,8 @@ protected:
             json reply = json::parse(line, nullptr, false);
             if (reply.is_object() && reply["id"].is_number_integer())
                 run.replies[reply["id"].get<int>()] = reply;
+            else if (reply.is_object() && reply.contains("method"))
+                run.notifications.push_back(reply);
         }
         std::ifstream err_in(err);
         run.err.assign(std::istreambuf_iterator<char>(err_in), {});
@@ -197,4 +210,125 @@ TEST_F(ServeCli, ReadOnlyHidesAndRefusesActionToolsWithoutAnyPost) {
     EXPECT_EQ(tool_error(run.replies[2]).value("reason", ""), "scope") << run.replies[2].dump();
     EXPECT_TRUE(tool_error(run.replies[3]).is_null()) << "reads still work";
     for (const auto& r : gw->request_log()) EXPECT_NE(r.method, "POST") << r.target;
+}
+
+namespace {
+
+const char* kSampleKey = "agency-mcp/sample-data";
+
+json line_of(int id, const std::string& method, json params) {
+    return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}};
+}
+
+json modern_meta() {
+    return {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+            {"io.modelcontextprotocol/clientCapabilities", json::object()}};
+}
+
+// A legacy session over stdio: initialize, initialized, then `more`.
+std::vector<std::string> legacy_lines(const std::vector<json>& more) {
+    std::vector<std::string> lines = {
+        line_of(1, "initialize",
+                {{"protocolVersion", "2025-06-18"},
+                 {"capabilities", json::object()},
+                 {"clientInfo", {{"name", "t"}, {"version", "1"}}}})
+            .dump(),
+        R"({"jsonrpc":"2.0","method":"notifications/initialized"})"};
+    for (const auto& m : more) lines.push_back(m.dump());
+    return lines;
+}
+
+}  // namespace
+
+// With no gateway configured, the assistant is told the answers are sample data: in the
+// title, first in the instructions (both eras), and in every answer's _meta.
+TEST_F(ServeCli, SampleDataIsSaidWhereTheAssistantSeesIt) {
+    std::vector<std::string> lines = legacy_lines(
+        {line_of(2, "tools/call", {{"name", "list_clients"}, {"arguments", json::object()}}),
+         line_of(3, "tools/call",
+                 {{"name", "get_client"}, {"arguments", {{"client_id", "no-such-client"}}}})});
+    lines.push_back(line_of(4, "server/discover", {{"_meta", modern_meta()}}).dump());
+    lines.push_back(call_line(5, "list_clients", json::object()));
+    Served run = serve_sample("", "", lines);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    ASSERT_EQ(run.replies.size(), 5u) << run.err;
+    const json& init = run.replies[1]["result"];
+    EXPECT_EQ(init["serverInfo"]["title"], "Agency MCP (sample data: no gateway configured)");
+    const std::string instructions = init["instructions"];
+    EXPECT_EQ(instructions.rfind("Every answer from this server is built-in sample data, not a "
+                                 "real agency's",
+                                 0),
+              0u)
+        << instructions;
+    EXPECT_NE(instructions.find("AGENCY_GATEWAY_URL"), std::string::npos);
+    EXPECT_NE(instructions.find("AGENCY_API_KEY"), std::string::npos);
+    EXPECT_EQ(run.replies[4]["result"]["instructions"], instructions);
+    EXPECT_EQ(run.replies[4]["result"]["serverInfo"]["title"], init["serverInfo"]["title"]);
+    for (int id : {2, 3, 5}) {
+        EXPECT_EQ(run.replies[id]["result"]["_meta"][kSampleKey], true) << run.replies[id].dump();
+    }
+    EXPECT_TRUE(run.replies[3]["result"]["isError"].get<bool>()) << "a tool error carries it too";
+    // Legacy: the whole JSON as text; modern: a summary.
+    const json& legacy_call = run.replies[2]["result"];
+    EXPECT_EQ(json::parse(legacy_call["content"][0]["text"].get<std::string>()),
+              legacy_call["structuredContent"]);
+    const std::string summary = run.replies[5]["result"]["content"][0]["text"];
+    EXPECT_NE(summary.find("rows of clients"), std::string::npos) << summary;
+}
+
+TEST_F(ServeCli, ConfiguredGatewayAnswersCarryNoSampleFlag) {
+    Served run = serve("", "",
+                       legacy_lines({line_of(2, "tools/call",
+                                             {{"name", "list_clients"},
+                                              {"arguments", json::object()}})}));
+    ASSERT_EQ(run.replies.size(), 2u) << run.err;
+    EXPECT_EQ(run.replies[1]["result"]["serverInfo"]["title"], "Agency MCP");
+    EXPECT_EQ(run.replies[1]["result"]["instructions"].get<std::string>().find("sample data"),
+              std::string::npos);
+    EXPECT_FALSE(run.replies[2]["result"].contains("_meta")) << run.replies[2].dump();
+}
+
+TEST_F(ServeCli, StructuredTextOptionAndVariable) {
+    const auto legacy_call = legacy_lines(
+        {line_of(2, "tools/call", {{"name", "list_clients"}, {"arguments", json::object()}})});
+    Served summary = serve("", "--structured-text summary", legacy_call);
+    ASSERT_EQ(summary.replies.size(), 2u) << summary.err;
+    EXPECT_NE(summary.replies[2]["result"]["content"][0]["text"].get<std::string>().find(
+                  "Full rows in structuredContent"),
+              std::string::npos);
+    Served full = serve("AGENCY_STRUCTURED_TEXT=full", "",
+                        {call_line(1, "list_clients", json::object())});
+    ASSERT_EQ(full.replies.size(), 1u) << full.err;
+    const json& r = full.replies[1]["result"];
+    EXPECT_EQ(json::parse(r["content"][0]["text"].get<std::string>()), r["structuredContent"]);
+    Served bad = serve("", "--structured-text everything", {});
+    EXPECT_NE(bad.exit_code, 0);
+}
+
+// A gateway that never answers: the call ends inside --call-timeout, says the real figures,
+// and a caller that asked for progress hears each retry.
+TEST_F(ServeCli, CallTimeoutBoundsASilentGatewayAndRetriesAreProgress) {
+    gw->inject({.target = "clients", .mode = FaultMode::slow, .count = 10, .delay_ms = 3000});
+    json params = {{"name", "list_clients"},
+                   {"arguments", json::object()},
+                   {"_meta", modern_meta()}};
+    params["_meta"]["progressToken"] = "t1";
+    Served run = serve("AGENCY_GATEWAY_READ_TIMEOUT_S=1", "--call-timeout 2.5",
+                       {line_of(1, "tools/call", params).dump()});
+    ASSERT_EQ(run.replies.size(), 1u) << run.err;
+    const json error = tool_error(run.replies[1]);
+    ASSERT_TRUE(error.is_object()) << run.replies[1].dump() << run.err;
+    EXPECT_EQ(error.value("reason", ""), "unavailable") << run.replies[1].dump();
+    const std::string message = error.value("message", "");
+    EXPECT_NE(message.find("the call's budget of 2.5 s"), std::string::npos) << message;
+    EXPECT_NE(message.find("no answer within 1 s"), std::string::npos) << message;
+    ASSERT_FALSE(run.notifications.empty()) << run.err;
+    const json& note = run.notifications.front();
+    EXPECT_EQ(note["method"], "notifications/progress");
+    EXPECT_EQ(note["params"]["progressToken"], "t1");
+    EXPECT_NE(note["params"]["message"].get<std::string>().find("attempt 2 of"),
+              std::string::npos)
+        << note.dump();
+    Served env = serve("AGENCY_CALL_TIMEOUT=0", "", {});
+    EXPECT_NE(env.exit_code, 0) << "the variable is checked like the option";
 }
