@@ -1,7 +1,8 @@
 // The confirmation stage of a confirmed action: a client with elicitation is asked (legacy:
 // mid-call; modern: input_required); any other gets a preview and a single-use
 // confirmation_id bound to the caller, the tool and the exact arguments, and acts only when
-// called again with it.
+// called again with it. With ActionSettings::elicitation_only, only the elicitation answer
+// confirms: the model relays a confirmation_id, so it proves no person saw the preview.
 #include <chrono>
 
 #include <spdlog/spdlog.h>
