@@ -124,6 +124,14 @@ void CommandLine::add_serve() {
         ->envname("AGENCY_DISCOVERY_REFRESH_S")
         ->check(CLI::Range(0, 86400));
     serve_cmd_
+        ->add_option("--confirm", serve.confirm,
+                     "How a deploy or send is confirmed: any (an elicitation answer, or the "
+                     "confirmation_id of a preview, default) or elicitation-only (only a "
+                     "person's answer to the form; a confirmation_id, which the model relays, "
+                     "is refused)")
+        ->envname("AGENCY_CONFIRM")
+        ->check(CLI::IsMember({"any", "elicitation-only"}));
+    serve_cmd_
         ->add_option("--max-actions-in-flight-per-client", serve.credits.max_in_flight_per_client,
                      "Generation actions running at once for one client; more are refused "
                      "with reason rate_limited (default 2)")

@@ -32,6 +32,7 @@ struct ServeArgs {
     std::vector<std::string> allowed_origins;
     std::string state_db;
     int discovery_refresh_s = 60;
+    std::string confirm = "any";  // "elicitation-only": no confirmation_id confirms
     tools::CreditSettings credits;
     // What HTTP clients may hold: each bound refuses cleanly and keeps serving.
     mcp::HttpOptions http_limits;

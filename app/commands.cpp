@@ -158,6 +158,7 @@ int run_serve(const ServeArgs& args) {
     action_settings.state_db =
         args.state_db.empty() ? state::SqliteStore::default_path() : args.state_db;
     action_settings.credits = args.credits;
+    action_settings.elicitation_only = args.confirm == "elicitation-only";
     setup.actions = std::make_shared<tools::ActionRuntime>(action_settings);
     spdlog::info("state database: {}", action_settings.state_db);
     setup.discovery_refresh = std::chrono::seconds(args.discovery_refresh_s);

@@ -123,6 +123,9 @@ struct DiscoveredAction {
 struct Discovery {
     std::vector<std::string> resources;
     std::vector<DiscoveredAction> actions;
+    // The key's scopes when discovery tells them (the spec names no such member; accepted:
+    // `"scopes": [...]` or `"key": {"scopes": [...]}` at the top level), nullopt when it does not.
+    std::optional<std::vector<std::string>> key_scopes;
     bool has_resource(std::string_view name) const;
     const DiscoveredAction* find_action(std::string_view name) const;
     bool operator==(const Discovery&) const = default;
@@ -175,6 +178,14 @@ public:
     void start_discovery_refresh(std::chrono::milliseconds period, std::function<void()> on_change);
     // Stops and joins the refresher (before whatever on_change uses goes away).
     void stop_discovery_refresh();
+
+    // Whether the gateway refused a POST because the key lacks the write scope (a 403 whose
+    // text says so; a 403 for a client not linked to the agency is not one). Learned once, kept
+    // for the life of the client: a key's scope does not grow without a new key.
+    bool write_denied() const;
+    // Called (from the thread whose POST learned it) when write_denied() turns true; one
+    // listener, replaced by the next call; an empty function removes it.
+    void on_write_denied(std::function<void()> listener);
 
     // Start-up check: fetches discovery and turns any failure into one clear Error{config or
     // unavailable or auth} message naming the URL (never the key).

@@ -1,5 +1,7 @@
 // Action POSTs: never sent again unless the action's ResendRule and what the client can see
 // allow it (actions.hpp); the repeats themselves follow the RetrySchedule (retry.hpp).
+#include <cctype>
+
 #include "gateway/client_internal.hpp"
 #include "gateway/json_parse.hpp"
 
@@ -7,6 +9,38 @@ namespace agency::gateway {
 
 using internal::ActionRun;
 using internal::Exchange;
+
+namespace {
+
+// A 403 on a POST is either the key's missing write scope or a client not linked to the agency
+// (spec, Errors). Only a text that speaks of scope, write or permission and names no client is
+// taken for the scope: in doubt it is the client's access, which says nothing about other
+// clients.
+bool says_write_scope_missing(const std::string& gateway_text) {
+    std::string text = gateway_text.substr(0, 4096);
+    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const auto has = [&](std::string_view word) { return text.find(word) != std::string::npos; };
+    return (has("scope") || has("write") || has("permission")) && !has("client") &&
+           !has("link");
+}
+
+}  // namespace
+
+bool Client::write_denied() const { return impl_->write_denied.load(); }
+
+void Client::on_write_denied(std::function<void()> listener) {
+    std::lock_guard lock(impl_->write_denied_mu);
+    impl_->on_write_denied = std::move(listener);
+}
+
+void Client::Impl::learn_write_denied() {
+    if (write_denied.exchange(true)) return;
+    log_line(spdlog::level::warn,
+             "the gateway key lacks the write scope: action tools are withdrawn until the "
+             "server runs with a key that has it");
+    std::lock_guard lock(write_denied_mu);
+    if (on_write_denied) on_write_denied();
+}
 
 internal::ActionRun Client::Impl::plan_action(std::string_view action, std::string_view client_id,
                                               const nlohmann::json& fields,
@@ -116,8 +150,15 @@ std::optional<Retry> Client::Impl::post_once(ActionRun& run, int attempt, bool l
     }
     if (ex.status != 0 && ex.status < 500) {
         log_line(spdlog::level::warn, "gateway {}: {}", what, failure);
-        throw error(internal::reason_for_status(ex.status),
-                    "the gateway refused the " + what + ": " + failure, ex.status, failed.gw_text);
+        std::string message = "the gateway refused the " + what + ": " + failure;
+        if (ex.status == 403 && says_write_scope_missing(failed.gw_text)) {
+            learn_write_denied();
+            message += ". The gateway API key lacks the write scope: issue a key with the "
+                       "write scope in the agency's app settings and give it to this server "
+                       "(AGENCY_API_KEY)";
+        }
+        throw error(internal::reason_for_status(ex.status), std::move(message), ex.status,
+                    failed.gw_text);
     }
 
     // Ambiguous: a 5xx, a timeout or a dropped connection after the request went out.
@@ -201,7 +242,11 @@ ActionResult Client::Impl::success(const ActionRun& run, const Exchange& ex) {
             "the " + what + " did not complete: the gateway reported status \"" + status + "\"";
         if (status_code) message += " with status_code " + std::to_string(*status_code);
         if (!gw_text.empty()) message += ": " + gw_text;
-        message += "; nothing was billed, and it was not re-sent";
+        // Only status "error" is promised not to be billed (spec, Errors rule 4).
+        message += status == "error"
+                       ? "; the gateway does not bill work that did not complete, and it was "
+                         "not re-sent"
+                       : "; whether it was billed is not known, and it was not re-sent";
         log_line(spdlog::level::warn, "gateway: {}", message);
         throw error(ErrorReason::upstream, std::move(message), ex.status, std::move(gw_text),
                     status_code, std::move(data));

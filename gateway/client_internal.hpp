@@ -4,7 +4,9 @@
 // ambiguous failure). Private to gateway/.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <cstddef>
 #include <deque>
 #include <memory>
@@ -153,10 +155,18 @@ struct Client::Impl {
     std::deque<std::string> claimed_order;
     std::unordered_set<std::string> claimed;
 
+    // The key's missing write scope, learned from a POST's 403 (client_actions.cpp).
+    std::atomic<bool> write_denied{false};
+    std::mutex write_denied_mu;
+    std::function<void()> on_write_denied;
+
     std::mutex refresher_mu;
     std::jthread refresher;  // last member: stopped and joined before the rest goes away
 
     Impl(Config c, detail::BaseUrl u, const base::Clock& clock);
+
+    // Marks the key read-only and tells the listener, once (client_actions.cpp).
+    void learn_write_denied();
 
     // --- messages (client_transport.cpp) ----------------------------------------------------
     // Every message, log line and gateway text passes through here: a gateway may echo the key.

@@ -39,6 +39,18 @@ std::optional<Discovery> parse_discovery(const std::string& body, std::string& p
         }
         out.actions.push_back(std::move(action));
     }
+    // Optional, not in the spec: the key's scopes, at the top level or under `key`.
+    const auto* scopes = json.contains("scopes") ? &json["scopes"] : nullptr;
+    if (scopes == nullptr && json.contains("key") && json["key"].is_object() &&
+        json["key"].contains("scopes"))
+        scopes = &json["key"]["scopes"];
+    if (scopes != nullptr && scopes->is_array() && scopes->size() <= 64) {
+        std::vector<std::string> names;
+        for (const auto& scope : *scopes)
+            if (scope.is_string() && scope.get_ref<const std::string&>().size() <= 64)
+                names.push_back(scope.get<std::string>());
+        out.key_scopes = std::move(names);
+    }
     return out;
 }
 

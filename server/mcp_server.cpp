@@ -138,6 +138,10 @@ void Server::set_tool_filter(std::function<bool(const ToolDef&)> visible) {
     impl_->tool_filter = std::move(visible);
 }
 
+void Server::set_tool_list_filter(std::function<bool(const ToolDef&)> listed) {
+    impl_->tool_list_filter = std::move(listed);
+}
+
 void Server::on_shutdown(std::function<void()> stop) {
     impl_->shutdown_hooks.push_back(std::move(stop));
 }
@@ -201,6 +205,7 @@ std::vector<const ToolDef*> Server::visible_tools(const Principal& principal) co
     out.reserve(impl_->tools.size());
     for (const auto& tool : impl_->tools) {
         if (!impl_->tool_visible(tool)) continue;
+        if (impl_->tool_list_filter && !impl_->tool_list_filter(tool)) continue;
         bool allowed = std::all_of(tool.required_scopes.begin(), tool.required_scopes.end(),
                                    [&](const std::string& s) { return principal.has_scope(s); });
         if (allowed) out.push_back(&tool);

@@ -286,6 +286,9 @@ public:
                                            const json& context)> handler);
     // Hides tools (e.g. an action absent from the gateway's discovery); evaluated per list.
     void set_tool_filter(std::function<bool(const ToolDef&)> visible);
+    // Hides tools from tools/list only: a call still reaches the tool, which says why it cannot
+    // run (e.g. the gateway key lacks the write scope).
+    void set_tool_list_filter(std::function<bool(const ToolDef&)> listed);
     // Tells every legacy session with a notification path that the tool list changed.
     void notify_tools_changed();
     // Runs first when the server is destroyed, before anything it owns goes away: stops what

@@ -109,6 +109,7 @@ struct Server::Impl {
     std::vector<PromptDef> prompts;
     std::function<json(const json&, const json&, const json&)> completion;
     std::function<bool(const ToolDef&)> tool_filter;
+    std::function<bool(const ToolDef&)> tool_list_filter;  // tools/list only
     std::vector<std::function<void()>> shutdown_hooks;
 
     std::mutex mutex;  // guards everything below

@@ -8,6 +8,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tools/action_tools.hpp"
@@ -46,6 +47,16 @@ json first_string(const json& data, std::initializer_list<const char*> fields);
 // result.title from the first of `fields` that holds a string.
 void set_title(json& result, const json& data, std::initializer_list<const char*> fields);
 
+// HTML as the plain text a person reads (tags dropped, script and style skipped, common
+// entities decoded, blanks folded), at most `max_chars` characters, a UTF-8 character never
+// split; `cut` says whether there was more. Reads at most 256 KiB of `html`.
+std::string plain_text(std::string_view html, std::size_t max_chars, bool* cut = nullptr);
+// The first ~300 characters of an article's body as plain text (the body under any of the
+// names gateways use: post_content, content, html, body, ...), null when the row has none.
+json article_excerpt(const json& article);
+// The first of `fields` holding a non-empty string, else null.
+json first_text(const json& data, std::initializer_list<const char*> fields);
+
 // One action tool's entry: what tools/list shows (spec), and the facts the pipeline runs.
 struct ActionEntry {
     ToolSpec spec;  // name, title, description, annotations, gateway_action, mapping
@@ -66,7 +77,8 @@ struct ActionEntry {
 };
 
 // The families of action tools, in the order tools/list shows them.
-std::vector<ToolSpec> audit_tools(const std::shared_ptr<ActionRuntime>& rt);
+std::vector<ToolSpec> audit_tools(const std::shared_ptr<Toolbox>& box,
+                                  const std::shared_ptr<ActionRuntime>& rt);
 std::vector<ActionEntry> generation_tools(const std::shared_ptr<Toolbox>& box);
 std::vector<ActionEntry> draft_tools(const std::shared_ptr<Toolbox>& box,
                                      const std::shared_ptr<ActionRuntime>& rt);

@@ -4,6 +4,7 @@
 // generation_tools.cpp and draft_tools.cpp.
 #include "tools/action_tools.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -145,13 +146,46 @@ void ActionRuntime::wait_audit_change(std::uint64_t& seen, std::stop_token stop,
 
 namespace {
 
+// How it is known that the gateway key lacks the write scope ("" when it is not known).
+std::string write_denial(Toolbox& box) {
+    if (box.gateway().write_denied())
+        return "the gateway answered a POST with 403, saying the key lacks the write scope";
+    try {
+        const auto discovery = box.gateway().discovery();
+        if (discovery->key_scopes &&
+            std::find(discovery->key_scopes->begin(), discovery->key_scopes->end(), "write") ==
+                discovery->key_scopes->end())
+            return "the gateway's discovery lists the key's scopes without write";
+    } catch (const std::exception& e) {
+        // Not known then: the call reports the gateway's failure itself.
+        spdlog::debug("discovery unavailable while checking the key's scope: {}", e.what());
+    }
+    return {};
+}
+
+}  // namespace
+
+std::optional<Refused> write_scope_refusal(Toolbox& box, const std::string& tool) {
+    const std::string how = write_denial(box);
+    if (how.empty()) return std::nullopt;
+    return Refused{"scope",
+                   tool + " cannot run: the gateway API key this server uses lacks the write "
+                          "scope (" + how + "). Nothing was sent. An operator must issue a key "
+                          "with the write scope in the agency's app settings, set it as "
+                          "AGENCY_API_KEY and restart the server; the read tools work "
+                          "meanwhile."};
+}
+
+namespace {
+
 // The one POST of an entry without its own execute: fields → act → the result object.
 std::function<json(const json&, const Preview&, mcp::RequestContext&)> one_post(
     const std::shared_ptr<Toolbox>& box, const std::shared_ptr<ActionRuntime>& rt,
     const std::string& action, const ActionEntry& entry) {
     return [box, rt, action, id_field = entry.id_field,
             default_status = entry.default_status, fields = entry.fields,
-            finish = entry.finish](const json& args, const Preview&, mcp::RequestContext& ctx) {
+            finish = entry.finish](const json& args, const Preview& preview,
+                                   mcp::RequestContext& ctx) {
         const std::string client_id = args.at("client_id").get<std::string>();
         const json body = fields ? fields(*box, args, ctx) : json::object();
         gateway::ActionResult r = box->gateway().act(action, client_id, body, ctx.stop);
@@ -160,6 +194,9 @@ std::function<json(const json&, const Preview&, mcp::RequestContext&)> one_post(
                        {"client_id", client_id},
                        {id_field, id_text(data)},
                        {"status", normalize_status(data, default_status)}};
+        // What the confirmation said acting would do (generate_article: publish at once).
+        if (preview.needed && preview.details.value("auto_deploy", false))
+            result["auto_deploy"] = true;
         if (finish) finish(*rt, args, data, result);
         if (!result.contains("data")) result["data"] = std::move(data);
         if (r.recovered) result["note"] = r.note;
@@ -179,6 +216,7 @@ ToolSpec action_spec(const std::shared_ptr<Toolbox>& box,
     spec.input_schema = spec.name + ".input";
     auto call = std::make_shared<ActionCall>(ActionCall{
         .tool = spec.name,
+        .box = box,
         .title = spec.title,
         .spends_credits = entry.spends_credits,
         .preview = std::move(entry.preview),
@@ -193,7 +231,7 @@ ToolSpec action_spec(const std::shared_ptr<Toolbox>& box,
 
 ToolCatalog register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
                                   const std::shared_ptr<ActionRuntime>& rt) {
-    std::vector<ToolSpec> specs = audit_tools(rt);
+    std::vector<ToolSpec> specs = audit_tools(box, rt);
     for (ActionEntry& e : generation_tools(box)) specs.push_back(action_spec(box, rt, std::move(e)));
     for (ActionEntry& e : draft_tools(box, rt)) specs.push_back(action_spec(box, rt, std::move(e)));
 
@@ -217,6 +255,20 @@ ToolCatalog register_action_tools(mcp::Server& server, const std::shared_ptr<Too
             return true;
         }
     });
+
+    // A key without the write scope: the action tools leave tools/list (a call still hears
+    // why, reason scope), and legacy sessions are told the list changed.
+    server.set_tool_list_filter([box](const mcp::ToolDef& def) {
+        return std::find(def.required_scopes.begin(), def.required_scopes.end(), "write") ==
+                   def.required_scopes.end() ||
+               write_denial(*box).empty();
+    });
+    box->gateway().on_write_denied([&server] {
+        spdlog::info("the gateway key lacks the write scope: telling clients the tool list "
+                     "changed");
+        server.notify_tools_changed();
+    });
+    server.on_shutdown([box] { box->gateway().on_write_denied({}); });
 
     rt->audits().start(box);
     return docs;

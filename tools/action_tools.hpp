@@ -25,6 +25,10 @@ struct ActionSettings {
     // A claimed idempotency key whose call never finished (the process died) is reusable after
     // this long.
     std::chrono::seconds stale_claim{600};
+    // Only a person's answer to the elicitation form confirms a deploy or send: a
+    // confirmation_id (which the model relays) is refused, and so is a client that cannot
+    // elicit (--confirm elicitation-only, AGENCY_CONFIRM=elicitation-only).
+    bool elicitation_only = false;
 };
 
 // The state the action tools share: the store, the credit limiter and the audit workers.

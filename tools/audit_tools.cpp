@@ -56,12 +56,14 @@ mcp::ToolResult await_audit(ActionRuntime& rt, const std::string& audit_id,
 
 }  // namespace
 
-std::vector<ToolSpec> audit_tools(const std::shared_ptr<ActionRuntime>& rt) {
+std::vector<ToolSpec> audit_tools(const std::shared_ptr<Toolbox>& box,
+                                  const std::shared_ptr<ActionRuntime>& rt) {
     std::vector<ToolSpec> tools;
     // run_seo_audit: a durable job; the worker POSTs. Queuing spends nothing; the workers bound
     // how many audits run at once.
     auto submit = std::make_shared<ActionCall>(ActionCall{
         .tool = "run_seo_audit",
+        .box = box,  // a key known to lack write is refused here, never queued
         .spends_credits = false,
         .execute = [rt](const json& args, const Preview&, mcp::RequestContext& ctx) {
             const std::string client_id = args.at("client_id").get<std::string>();

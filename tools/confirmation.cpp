@@ -1,7 +1,8 @@
 // The confirmation stage of a confirmed action: a client with elicitation is asked (legacy:
 // mid-call; modern: input_required); any other gets a preview and a single-use
 // confirmation_id bound to the caller, the tool and the exact arguments, and acts only when
-// called again with it.
+// called again with it. With ActionSettings::elicitation_only, only the elicitation answer
+// confirms: the model relays a confirmation_id, so it proves no person saw the preview.
 #include <chrono>
 
 #include <spdlog/spdlog.h>
@@ -116,6 +117,23 @@ mcp::ToolResult issue_confirmation(ActionRuntime& rt, const std::string& tool,
     return mcp::ToolResult::structured(out.dump());
 }
 
+// The elicitation-only mode's refusal: a confirmation_id proves only that the model relayed it,
+// so this server takes a person's answer to its form and nothing else.
+mcp::ToolResult elicitation_required(const std::string& tool, const Preview& preview,
+                                     bool had_id) {
+    spdlog::info("{}: refused, this server confirms by elicitation only ({})", tool,
+                 had_id ? "a confirmation_id was passed" : "the client cannot elicit");
+    return tool_error(
+        "confirmation_required",
+        std::string(had_id ? "a confirmation_id is not accepted here: "
+                           : "this client cannot show a confirmation form: ") +
+            "this server accepts only a person's answer to its elicitation form as the "
+            "confirmation of " + tool + " (the operator chose --confirm elicitation-only). Use "
+            "an MCP client that supports elicitation and call " + tool +
+            " without confirmation_id. Nothing was done. What it would do: " + preview.message,
+        {{"preview", preview.details}});
+}
+
 }  // namespace
 
 std::optional<mcp::ToolResult> confirm(ActionRuntime& rt, const ActionCall& call,
@@ -123,10 +141,14 @@ std::optional<mcp::ToolResult> confirm(ActionRuntime& rt, const ActionCall& call
                                        const std::string& confirmation_id,
                                        const Preview& preview, mcp::RequestContext& ctx) {
     const std::string principal = principal_of(ctx);
-    if (!confirmation_id.empty())
+    const bool only_a_person = rt.settings().elicitation_only;
+    if (!confirmation_id.empty()) {
+        if (only_a_person) return elicitation_required(call.tool, preview, true);
         return confirm_with_id(rt, call.tool, call_args, confirmation_id, principal);
+    }
     if (ctx.client_supports("elicitation"))
         return confirm_by_elicitation(call, preview, principal, ctx);
+    if (only_a_person) return elicitation_required(call.tool, preview, false);
     return issue_confirmation(rt, call.tool, call_args, preview, principal);
 }
 

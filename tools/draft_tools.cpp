@@ -7,14 +7,101 @@ namespace agency::tools {
 
 namespace {
 
+constexpr std::size_t kEmailBodyChars = 1500;
+
+// What a person approves before an article goes live: its title, an excerpt of its text and
+// where it will be published, read from the article and the client records.
+Preview deploy_preview(Toolbox& box, const json& args, mcp::RequestContext& ctx) {
+    const std::string client_id = args.at("client_id").get<std::string>();
+    const std::string article_id = args.at("article_id").get<std::string>();
+    const json article = first_row(box,
+                                   {.resource = "blogs",
+                                    .client_id = client_id,
+                                    .filter_field = "id",
+                                    .filter_value = article_id},
+                                   "unknown article_id " + article_id + " for client_id " +
+                                       client_id + "; list_articles shows the ids",
+                                   ctx.stop);
+    const json client = client_record(box, client_id, ctx.stop);
+    const json title = first_text(article, {"post_title", "title", "keyword"});
+    const json site = first_text(client, {"website", "domain", "name"});
+    json target = first_text(article, {"deployment_target"});
+    if (target.is_null()) target = first_text(client, {"deployment_target"});
+    const json url = first_text(article, {"url", "permalink", "link"});
+    const json status = first_text(article, {"status"});
+    const json excerpt = article_excerpt(article);
+    const std::string title_text = title.is_null() ? article_id : title.get<std::string>();
+    std::string where = site.is_null() ? "client " + client_id : site.get<std::string>();
+    if (!target.is_null()) where += " via " + target.get<std::string>();
+    std::string message = "Publish the article \"" + title_text + "\" (" + article_id +
+                          ") on " + where + ".";
+    if (!url.is_null()) message += "\nAddress: " + url.get<std::string>();
+    message += "\nExcerpt: " + (excerpt.is_null()
+                                    ? std::string("(the gateway's record carries no article "
+                                                  "text; list_articles shows the record)")
+                                    : excerpt.get<std::string>());
+    if (status == "published")
+        message += "\nIt is already published; deploying again republishes it.";
+    return Preview{message,
+                   {{"action", "deploy_blog"},
+                    {"article_id", article_id},
+                    {"title", title},
+                    {"excerpt", excerpt},
+                    {"site", site},
+                    {"deployment_target", target},
+                    {"url", url},
+                    {"current_status", status}}};
+}
+
+// The address a send goes to: the recipient argument, else the draft's own.
+std::string recipient_of(const json& args, const Draft& draft) {
+    const std::string given = string_arg(args, "recipient");
+    return given.empty() ? draft.recipient : given;
+}
+
+// What a person approves before an e-mail goes out: recipient, subject and the body's text.
+Preview send_preview(ActionRuntime& rt, const json& args) {
+    const std::string client_id = args.at("client_id").get<std::string>();
+    const std::string email_id = args.at("email_id").get<std::string>();
+    auto draft = rt.store().draft(email_id);
+    if (!draft || draft->client_id != client_id)
+        throw Refused{"not_found", "unknown email_id " + email_id + " for client_id " +
+                                       client_id + "; generate_outreach_email returns it"};
+    if (draft->status != "draft")
+        throw Refused{"already_sent",
+                      "email " + email_id +
+                          (draft->recipient.empty() ? std::string() : " to " + draft->recipient) +
+                          " was already sent; nothing was sent again"};
+    const std::string to = recipient_of(args, *draft);
+    if (to.empty())
+        throw Refused{"validation",
+                      "the draft " + email_id + " has no recipient address (the gateway drafted "
+                      "it without one): pass recipient, the prospect's e-mail address, to "
+                      "send_prospect_email. Nothing was sent."};
+    bool cut = false;
+    const std::string body = plain_text(draft->html, kEmailBodyChars, &cut);
+    std::string message = "Send this e-mail to " + to + " (draft " + email_id + ").\nSubject: " +
+                          draft->subject + "\n\n" + body;
+    if (cut) message += "\n[Shown up to 1,500 characters; the whole text is sent.]";
+    return Preview{message,
+                   {{"action", "send_prospect_email"},
+                    {"email_id", email_id},
+                    {"to", to},
+                    {"recipient_from", string_arg(args, "recipient").empty() ? "draft" : "argument"},
+                    {"subject", draft->subject},
+                    {"body", body},
+                    {"body_truncated", cut},
+                    {"prospect_url", draft->prospect_url}}};
+}
+
 ActionEntry deploy_article(const std::shared_ptr<Toolbox>& box) {
     return {.spec = {.name = "deploy_article",
                   .title = "Deploy article",
                   .description =
-                      "Publishes a drafted article to the client's site. Asks for confirmation "
-                      "first: by elicitation when the client supports it, otherwise the first "
-                      "call returns a preview and a confirmation_id, and only a second call with "
-                      "the same arguments and that confirmation_id deploys.",
+                      "Publishes a drafted article to the client's site after a person confirms, "
+                      "shown its title, an excerpt and where: by elicitation, or else a preview "
+                      "and a confirmation_id that a second call with the same arguments passes "
+                      "back.",
                   .destructive = true,
                   .idempotent = false,
                   .gateway_action = "deploy_blog",
@@ -22,40 +109,7 @@ ActionEntry deploy_article(const std::shared_ptr<Toolbox>& box) {
                              "the preview reads resource=blogs by id and resource=clients"},
          .spends_credits = false,
          .preview = [box](const json& args, mcp::RequestContext& ctx) {
-             const std::string client_id = args.at("client_id").get<std::string>();
-             const std::string article_id = args.at("article_id").get<std::string>();
-             const json article = first_row(
-                 *box,
-                 {.resource = "blogs",
-                  .client_id = client_id,
-                  .filter_field = "id",
-                  .filter_value = article_id},
-                 "unknown article_id " + article_id + " for client_id " + client_id +
-                     "; list_articles shows the ids",
-                 ctx.stop);
-             const json client = client_record(*box, client_id, ctx.stop);
-             json title = first_string(article, {"post_title", "title", "keyword"});
-             json site = first_string(client, {"website", "domain", "name"});
-             json target = first_string(article, {"deployment_target"});
-             if (target.is_null()) target = first_string(client, {"deployment_target"});
-             json status = first_string(article, {"status"});
-             const std::string title_text = title.is_null() ? article_id : title.get<std::string>();
-             std::string message = "Deploy article \"" + title_text + "\" (" + article_id +
-                                   ") to " +
-                                   (site.is_null() ? "client " + client_id
-                                                   : site.get<std::string>()) +
-                                   (target.is_null() ? std::string()
-                                                     : " via " + target.get<std::string>()) +
-                                   ".";
-             if (status.is_string() && status == "published")
-                 message += " It is already published; deploying again republishes it.";
-             return Preview{message,
-                            {{"action", "deploy_blog"},
-                             {"article_id", article_id},
-                             {"title", title},
-                             {"site", site},
-                             {"deployment_target", target},
-                             {"current_status", status}}};
+             return deploy_preview(*box, args, ctx);
          },
          .execute = [box](const json& args, const Preview& preview, mcp::RequestContext& ctx) {
              const std::string client_id = args.at("client_id").get<std::string>();
@@ -83,38 +137,19 @@ ActionEntry send_prospect_email(const std::shared_ptr<Toolbox>& box, const std::
     return {.spec = {.name = "send_prospect_email",
                   .title = "Send outreach email",
                   .description =
-                      "Sends a draft from generate_outreach_email (email_id) to its recipient, "
-                      "once. Confirmation first: by elicitation when the client supports it, "
-                      "else the first call returns a preview and a confirmation_id; a second "
-                      "call with the same arguments and that confirmation_id sends.",
+                      "Sends a draft from generate_outreach_email (email_id) once, to recipient "
+                      "if given, else to the draft's address. A person confirms first, shown "
+                      "recipient, subject and text: by elicitation, or else a preview and a "
+                      "confirmation_id that a second call with the same arguments passes back.",
                   .destructive = true,
                   .idempotent = false,
                   .gateway_action = "send_prospect_email",
-                  .mapping = "POST action=send_prospect_email {to, subject, html, email_id} from "
-                             "the stored draft, after confirmation; the draft is then marked "
-                             "sent"},
+                  .mapping = "POST action=send_prospect_email {to: recipient or the draft's "
+                             "address, subject, html, email_id} from the stored draft, after "
+                             "confirmation; the draft is then marked sent"},
          .spends_credits = false,
          .preview = [rt](const json& args, mcp::RequestContext&) {
-             const std::string client_id = args.at("client_id").get<std::string>();
-             const std::string email_id = args.at("email_id").get<std::string>();
-             auto draft = rt->store().draft(email_id);
-             if (!draft || draft->client_id != client_id)
-                 throw Refused{"not_found",
-                                      "unknown email_id " + email_id + " for client_id " +
-                                          client_id + "; generate_outreach_email returns it"};
-             if (draft->status != "draft")
-                 throw Refused{"already_sent",
-                                      "email " + email_id + " to " + draft->recipient +
-                                          " was already sent; nothing was sent again"};
-             if (draft->recipient.empty())
-                 throw Refused{"validation", "draft " + email_id + " has no recipient address"};
-             return Preview{"Send the email \"" + draft->subject + "\" to " + draft->recipient +
-                                " (draft " + email_id + ").",
-                            {{"action", "send_prospect_email"},
-                             {"email_id", email_id},
-                             {"to", draft->recipient},
-                             {"subject", draft->subject},
-                             {"prospect_url", draft->prospect_url}}};
+             return send_preview(*rt, args);
          },
          .execute = [box, rt](const json& args, const Preview&, mcp::RequestContext& ctx) {
              const std::string client_id = args.at("client_id").get<std::string>();
@@ -123,7 +158,8 @@ ActionEntry send_prospect_email(const std::shared_ptr<Toolbox>& box, const std::
              auto draft = rt->store().draft(email_id);
              if (!draft || draft->status != "draft")
                  throw Refused{"already_sent", "email " + email_id + " was already sent"};
-             json body = {{"to", draft->recipient},
+             const std::string to = recipient_of(args, *draft);
+             json body = {{"to", to},
                           {"subject", draft->subject},
                           {"html", draft->html}};
              if (!draft->gateway_id.empty()) body["email_id"] = draft->gateway_id;
@@ -150,7 +186,7 @@ ActionEntry send_prospect_email(const std::shared_ptr<Toolbox>& box, const std::
                          {"client_id", client_id},
                          {"email_id", email_id},
                          {"status", normalize_status(data, "sent")},
-                         {"recipient", draft->recipient},
+                         {"recipient", to},
                          {"title", draft->subject},
                          {"data", data}};
              if (r.recovered) result["note"] = r.note;

@@ -59,6 +59,30 @@ ActionEntry generate_topical_map() {
             }};
 }
 
+// generate_article's status, from what the gateway says: published (or deployed, live) and its
+// address when it went live, drafted when it says draft. An auto-deploy client's article the
+// gateway says nothing of is not called a draft: it may be live.
+void article_outcome(const json& data, json& result) {
+    const json url = first_text(data, {"url", "permalink", "link"});
+    if (!url.is_null()) result["url"] = url;
+    const std::string said = data.value("status", json()).is_string()
+                                 ? data["status"].get<std::string>()
+                                 : std::string();
+    const bool live = said == "published" || said == "deployed" || said == "live" ||
+                      data.value("published", json()) == true ||
+                      first_text(data, {"deployed_at", "published_at"}).is_string();
+    if (live) {
+        result["status"] = "published";
+        return;
+    }
+    if (said.empty() && result.value("auto_deploy", false)) {
+        result["status"] = "unconfirmed";
+        result["next_step"] =
+            "This client has auto-deploy on, so the gateway may have published the article, "
+            "but its answer does not say: list_articles shows whether it is live.";
+    }
+}
+
 ActionEntry generate_article(const std::shared_ptr<Toolbox>& box) {
     return {.spec = {.name = "generate_article",
                      .title = "Generate article",
@@ -81,8 +105,7 @@ ActionEntry generate_article(const std::shared_ptr<Toolbox>& box) {
                 set_title(result, data, {"post_title", "title"});
                 if (auto it = data.find("word_count"); it != data.end() && it->is_number())
                     result["word_count"] = *it;
-                if (auto it = data.find("url"); it != data.end() && it->is_string())
-                    result["url"] = *it;
+                article_outcome(data, result);
             },
             .preview = [box](const json& args, mcp::RequestContext& ctx) -> Preview {
                 const std::string client_id = args.at("client_id").get<std::string>();
@@ -93,18 +116,22 @@ ActionEntry generate_article(const std::shared_ptr<Toolbox>& box) {
                 const std::string keyword = args.at("keyword").get<std::string>();
                 json site = first_string(client, {"website", "domain", "name"});
                 json target = first_string(client, {"deployment_target"});
-                const std::string where =
+                std::string where =
                     site.is_null() ? "client " + client_id : site.get<std::string>();
+                if (!target.is_null()) where += " via " + target.get<std::string>();
                 return Preview{
-                    .message = "Generate an article for \"" + keyword + "\" and publish it on " +
-                               where +
-                               (target.is_null() ? std::string()
-                                                 : " via " + target.get<std::string>()) +
-                               " at once: this client has auto-deploy on. It spends credits.",
+                    .message = "Generate an article for the keyword \"" + keyword +
+                               "\" and publish it on " + where +
+                               " at once: this client has auto-deploy on, so it goes live "
+                               "without a further step. Its title and text are written by the "
+                               "gateway's generator and cannot be shown before; deploy_article "
+                               "is not asked again. It spends credits.",
                     .details = {{"action", "generate_blog"},
                                 {"keyword", keyword},
                                 {"site", site},
                                 {"deployment_target", target},
+                                {"title", nullptr},
+                                {"excerpt", nullptr},
                                 {"auto_deploy", true}}};
             }};
 }
@@ -280,11 +307,14 @@ ActionEntry generate_outreach_email() {
                      .title = "Draft outreach email",
                      .description = "Drafts a backlink outreach email to a prospect site (its URL "
                                     "is the gateway's prospectUrl) and stores it; returns "
-                                    "email_id, recipient and subject. Never sends. Spends credits.",
+                                    "email_id, recipient (null when the draft has none: pass "
+                                    "recipient here or to send_prospect_email) and subject. "
+                                    "Never sends. Spends credits.",
                      .idempotent = false,
                      .gateway_action = "generate_outreach_email",
                      .mapping = "POST action=generate_outreach_email {prospectUrl: prospect}; "
-                                "the draft (email_to, subject, html) is kept in the server's "
+                                "the draft (recipient: the argument, else email_to, to, email "
+                                "or contact_email; subject, html) is kept in the server's "
                                 "store under email_id"},
             .id_field = "email_id",
             .default_status = "drafted",
@@ -292,21 +322,32 @@ ActionEntry generate_outreach_email() {
                 return json{{"prospectUrl", args.at("prospect")}};
             },
             .finish = [](ActionRuntime& runtime, const json& args, const json& data, json& result) {
-                auto text = [&](const char* field) {
-                    json v = first_string(data, {field});
+                auto text = [&](std::initializer_list<const char*> fields) {
+                    json v = first_text(data, fields);
                     return v.is_null() ? std::string() : v.get<std::string>();
                 };
+                // The caller's recipient, else the draft's address under the names gateways
+                // use; real drafts may have none.
+                std::string recipient = string_arg(args, "recipient");
+                if (recipient.empty())
+                    recipient = text({"email_to", "to", "email", "contact_email", "recipient"});
                 Draft draft{.client_id = args.at("client_id").get<std::string>(),
-                            .recipient = text("email_to"),
-                            .subject = text("subject"),
-                            .html = text("html"),
+                            .recipient = recipient,
+                            .subject = text({"subject"}),
+                            .html = text({"html", "body", "body_html", "content"}),
                             .gateway_id = id_text(data),
                             .prospect_url = args.at("prospect").get<std::string>()};
                 draft = runtime.store().create_draft(std::move(draft));
                 result["email_id"] = draft.id;
                 result["status"] = "drafted";
-                result["recipient"] = draft.recipient;
+                result["recipient"] = draft.recipient.empty() ? json(nullptr) : json(draft.recipient);
                 result["title"] = draft.subject;
+                if (draft.recipient.empty()) {
+                    result["warnings"] = json::array(
+                        {"the gateway drafted this e-mail without a recipient address"});
+                    result["next_step"] = "Find the prospect's contact address and pass it as "
+                                          "recipient to send_prospect_email with this email_id.";
+                }
                 json shown = data;
                 shown.erase("html");  // kept in the store; the send step shows it for confirmation
                 result["data"] = shown;

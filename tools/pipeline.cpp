@@ -65,8 +65,18 @@ mcp::ToolResult known_key_answer(const IdempotencyRecord& existing, const std::s
                                              "shortly");
     spdlog::info("{}: idempotency_key {} of {} replayed, no gateway request", tool, key,
                  principal);
-    return existing.is_error ? mcp::ToolResult::text(existing.result, true)
-                             : mcp::ToolResult::structured(existing.result);
+    // Marked, so that nobody takes the first call's answer for a second action.
+    json answer = json::parse(existing.result, nullptr, false);
+    json* target = existing.is_error && answer.is_object() && answer.contains("error")
+                       ? &answer["error"]
+                       : &answer;
+    if (!target->is_object())
+        return existing.is_error ? mcp::ToolResult::text(existing.result, true)
+                                 : mcp::ToolResult::structured(existing.result);
+    (*target)["replayed"] = true;
+    if (existing.created_at > 0) (*target)["first_called_at"] = iso_time(existing.created_at);
+    return existing.is_error ? mcp::ToolResult::text(answer.dump(), true)
+                             : mcp::ToolResult::structured(answer.dump());
 }
 
 // Replay stage: a known idempotency_key is answered before any preview or confirmation; a
@@ -178,6 +188,9 @@ mcp::ToolResult claim_and_execute(ActionRuntime& rt, const ActionCall& call, con
 
 mcp::ToolResult run_action(ActionRuntime& rt, const ActionCall& call, const json& args,
                            mcp::RequestContext& ctx) {
+    if (call.box)
+        if (auto refused = write_scope_refusal(*call.box, call.tool))
+            return tool_error(refused->reason, refused->message);
     if (!call.preview) return claim_and_execute(rt, call, args, Preview{.needed = false}, ctx);
 
     const std::string confirmation_id = string_arg(args, "confirmation_id");

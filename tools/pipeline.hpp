@@ -1,6 +1,8 @@
 // The one path every tool call takes. Stages, in the order they run:
 //   validate     arguments against the compiled input schema (every tool)
-//   scope        the write scope, checked by mcp::Server from ToolDef::required_scopes
+//   scope        the caller's write scope, checked by mcp::Server from
+//                ToolDef::required_scopes; then the gateway key's (run_action: a key known to
+//                lack it refuses every action, reason scope)
 //   replay       a finished idempotency_key answers at once (actions)
 //   confirmation a person confirms first when the call's preview says so (confirmed actions)
 //   idempotency  the key is claimed, so a repeat never runs a second POST (actions)
@@ -14,6 +16,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "server/mcp_server.hpp"
@@ -40,6 +43,9 @@ struct Refused {
 // The facts of an action call: which stages apply and the tool's own work.
 struct ActionCall {
     std::string tool;
+    // Set: the call is refused (reason scope) while the gateway key is known to lack the write
+    // scope, before anything else runs.
+    std::shared_ptr<Toolbox> box;
     std::string title;  // the elicitation asks "<title> now?"
     bool spends_credits = true;
     // Set: the confirmation stage runs. Reads what the action touches and says what it would
@@ -49,6 +55,9 @@ struct ActionCall {
     std::function<json(const json& args, const Preview& preview, mcp::RequestContext& ctx)>
         execute;
 };
+
+// Why the gateway key cannot run `tool` (it lacks the write scope), nullopt when it may.
+std::optional<Refused> write_scope_refusal(Toolbox& box, const std::string& tool);
 
 // Runs an action call's stages from replay to shape.
 mcp::ToolResult run_action(ActionRuntime& rt, const ActionCall& call, const json& args,

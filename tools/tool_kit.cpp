@@ -336,7 +336,7 @@ mcp::ToolResult tool_error(const gateway::Error& e) {
         case R::unavailable: reason = "unavailable"; break;
         case R::outcome_unknown: reason = "outcome_unknown"; break;
         case R::cancelled: reason = "cancelled"; break;
-        case R::auth:
+        case R::auth: reason = "auth"; break;
         case R::method:
         case R::upstream:
         case R::config: reason = "upstream"; break;
@@ -346,6 +346,13 @@ mcp::ToolResult tool_error(const gateway::Error& e) {
     if (e.http_status()) details["http_status"] = e.http_status();
     if (e.status_code()) details["status_code"] = *e.status_code();
     if (!e.data().is_null()) details["data"] = e.data();
+    if (e.reason() == R::auth)  // the operator's to fix, mid-session as at start-up
+        return tool_error(reason,
+                          std::string(e.what()) +
+                              " The gateway refused this server's API key: it is expired, "
+                              "revoked or wrong. The operator must check AGENCY_API_KEY (a new "
+                              "key comes from the agency's app settings) and restart the server.",
+                          details);
     return tool_error(reason, e.what(), details);
 }
 

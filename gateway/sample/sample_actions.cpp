@@ -152,6 +152,7 @@ ActionOutcome seo_audit(const Ctx& ctx) {
         Rng r(mix_seed(hash_text(url), ctx.client.id, "seo_audit"));
         const std::string id = ctx.store.next_id("seo_reports", ctx.client.id);
         row = audit_fields(ctx.client, url, r);
+        if (ctx.store.counts_only_reports) row.erase("issues");
         row["share_url"] = share_url("audits", id);
         row["created_at"] = ctx.now;
         row["updated_at"] = ctx.now;
@@ -290,6 +291,7 @@ ActionOutcome generate_blog(const Ctx& ctx) {
               {"author_id", authors.size() ? ojson(authors.rows().front().id()) : ojson(nullptr)},
               {"word_count", words},
               {"tone", text_field(ctx.body, "tone", "professional")},
+              {"post_content", blog_body(ctx.client, keyword, title)},
               {"deployment_target", ctx.client.deployment_target},
               {"url", nullptr},
               {"image_url", nullptr},
@@ -439,7 +441,10 @@ ActionOutcome generate_outreach_email(const Ctx& ctx) {
     auto r = ctx.rng("generate_outreach_email");
     const ojson email = outreach_fields(ctx.client, prospect, tone, r);
     ojson row{
-        {"prospect_url", prospect},    {"prospect_domain", host}, {"email_to", "editor@" + host},
+        {"prospect_url", prospect},
+        {"prospect_domain", host},
+        // A real gateway leaves it empty when it found no contact address for the prospect.
+        {"email_to", ctx.store.empty_recipients ? std::string() : "editor@" + host},
         {"subject", email["subject"]}, {"html", email["html"]},   {"tone", tone},
         {"status", "draft"},           {"sent_at", nullptr},      {"created_at", ctx.now},
         {"updated_at", ctx.now}};

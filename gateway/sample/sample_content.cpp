@@ -81,6 +81,19 @@ std::string blog_title(const std::string& keyword, Rng& rng) {
     return title;
 }
 
+std::string blog_body(const ClientProfile& client, const std::string& keyword,
+                      const std::string& title) {
+    const std::string topic = lower(keyword);
+    return "<h1>" + title + "</h1><p>Homeowners in " + client.city + " ask us about " + topic +
+           " every week, so " + client.name + " has put the answers in one place &amp; in plain "
+           "words.</p><h2>What it involves</h2><p>A good " + topic + " job starts with an "
+           "honest look at what you need, a written estimate and a clear timeline. We explain "
+           "each step before we begin.</p><h2>Costs and timing</h2><p>Prices depend on the size "
+           "of the job and the materials; most visits in " + client.city + " take less than a "
+           "day.</p><p>Questions? Call " + client.phone + " or visit " + client.website() +
+           ".</p>";
+}
+
 ojson audit_fields(const ClientProfile& client, const std::string& url, Rng& rng) {
     struct IssueTemplate {
         std::string_view severity;

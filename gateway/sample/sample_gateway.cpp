@@ -27,6 +27,7 @@ Gateway::Impl::Impl(Options opts) : options(std::move(opts)) {
     store.resources = detail::resource_names(options.call_vendor);
     store.bare_records = options.bare_records;
     store.counts_only_reports = options.counts_only_reports;
+    store.empty_recipients = options.empty_recipients;
     resource_list = base::join(store.resources);
     build_discovery();
 }
@@ -82,6 +83,7 @@ std::optional<Reply> Gateway::Impl::authenticate(const httplib::Request& req,
                                     "; key scopes: " + base::join(scopes));
     }
     caller.agency = it->second.agency;
+    caller.scopes = scopes;
     return std::nullopt;
 }
 
@@ -135,6 +137,11 @@ Reply Gateway::Impl::handle(const httplib::Request& req) {
             out = *denied;
         } else if (discovery) {
             out = discover();  // needs no rows: what a server reads as it starts
+            if (caller.keyed && options.discovery_tells_scopes && out.status == 200) {
+                ojson body = ojson::parse(out.body);
+                body["key"] = {{"scopes", caller.scopes}};
+                out.body = body.dump();
+            }
         } else {
             ensure_rows();
             out = read(req, caller);
@@ -297,6 +304,12 @@ void Gateway::set_bare_records(bool on) {
     impl_->ensure_rows();
     std::unique_lock lock(impl_->data_mutex);
     impl_->store.bare_records = on;
+}
+
+void Gateway::set_empty_recipients(bool on) {
+    impl_->ensure_rows();
+    std::unique_lock lock(impl_->data_mutex);
+    impl_->store.empty_recipients = on;
 }
 
 void Gateway::set_auto_deploy(const std::string& client_id, bool on) {

@@ -40,6 +40,12 @@ struct Options {
     // Audit reports with their counts (issues_found, issue_counts) and no `issues` list: a
     // gateway that returns counts without issue detail.
     bool counts_only_reports = false;
+    // generate_outreach_email drafts with an empty `email_to`, as a real gateway does when it
+    // found no contact address for the prospect.
+    bool empty_recipients = false;
+    // Keyed mode: discovery also tells the calling key's scopes (`"key": {"scopes": [...]}`),
+    // which the spec does not promise.
+    bool discovery_tells_scopes = false;
 };
 
 // Keyed mode: keys carry an agency and scopes; clients are linked to agencies.
@@ -133,6 +139,8 @@ public:
     void set_auto_deploy(const std::string& client_id, bool on);
     // Options::bare_records, switched while serving.
     void set_bare_records(bool on);
+    // Options::empty_recipients, switched while serving.
+    void set_empty_recipients(bool on);
     // Withdraws an action from discovery (POSTs for it then fail as unknown), or offers it
     // again: a deployment whose features change while the tool server runs.
     void set_action_offered(const std::string& action, bool offered);

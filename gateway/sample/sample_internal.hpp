@@ -183,6 +183,8 @@ struct Store {
     bool bare_records = false;
     // Options::counts_only_reports: audit reports carry counts, no issue list.
     bool counts_only_reports = false;
+    // Options::empty_recipients: outreach drafts carry no address.
+    bool empty_recipients = false;
 
     Table& table(const std::string& resource, const std::string& client_id);
     const Table* find_table(const std::string& resource, const std::string& client_id) const;
@@ -212,6 +214,9 @@ std::string url_host(std::string_view url);  // "https://www.x.com/a" -> "x.com"
 std::string share_url(std::string_view kind, std::string_view id);
 int search_volume(Rng& rng);
 std::string blog_title(const std::string& keyword, Rng& rng);
+// An article's body (HTML) as a generator writes it: a few paragraphs on the keyword.
+std::string blog_body(const ClientProfile& client, const std::string& keyword,
+                      const std::string& title);
 // url, score, issues_found, issue_counts, pages_crawled, status,
 // issues[{severity,page,recommendation}]
 ojson audit_fields(const ClientProfile& client, const std::string& url, Rng& rng);
@@ -339,6 +344,7 @@ struct Gateway::Impl {
     struct Caller {
         bool keyed = false;
         std::string agency;
+        std::vector<std::string> scopes;  // the key's
     };
 
     // Explorer mode ignores the header; keyed mode needs a live key with `scope`.
