@@ -102,7 +102,9 @@ std::string plain_text(std::string_view html, std::size_t max_chars, bool* cut) 
         std::string_view piece = html.substr(i, 1);
         std::size_t step = 1;
         if (c == '&') {
-            const std::size_t semi = html.find(';', i);
+            // Only a short run is an entity: a search to the end for every '&' would be
+            // quadratic on a body of ampersands.
+            const std::size_t semi = html.substr(0, i + 10).find(';', i);
             if (semi != std::string_view::npos && semi - i <= 8) {
                 const std::string_view decoded = entity_text(html.substr(i + 1, semi - i - 1));
                 if (!decoded.empty()) {
