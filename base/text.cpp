@@ -1,5 +1,7 @@
 #include "base/text.hpp"
 
+#include <algorithm>
+
 namespace agency::base {
 
 std::string ascii_lower(std::string_view text) {
@@ -23,6 +25,13 @@ std::string_view trim(std::string_view text) {
     if (begin == std::string_view::npos) return {};
     const auto end = text.find_last_not_of(" \t");
     return text.substr(begin, end - begin + 1);
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+        auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+        return lower(x) == lower(y);
+    });
 }
 
 }  // namespace agency::base

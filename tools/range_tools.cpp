@@ -11,6 +11,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "base/text.hpp"
 #include "gateway/page_reader.hpp"
 
 namespace agency::tools {
@@ -18,13 +19,6 @@ namespace agency::tools {
 namespace {
 
 constexpr int kScanPageRows = 1000;
-
-bool iequals(std::string_view a, std::string_view b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
-        auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-        return lower(x) == lower(y);
-    });
-}
 
 // The YYYY-MM-DD a row is dated by: its order field, else the fallback; "" when neither.
 std::string_view row_date(const RowField& primary, const RowField& fallback) {
@@ -40,7 +34,7 @@ bool icontains(std::string_view haystack, std::string_view needle) {
     if (needle.empty()) return true;
     if (needle.size() > haystack.size()) return false;
     for (std::size_t i = 0; i + needle.size() <= haystack.size(); ++i)
-        if (iequals(haystack.substr(i, needle.size()), needle)) return true;
+        if (base::iequals(haystack.substr(i, needle.size()), needle)) return true;
     return false;
 }
 
@@ -143,7 +137,7 @@ mcp::ToolResult scan_page(Toolbox& box, const ScanSpec& spec, const json& args,
             }
             if ((!from.empty() || !to.empty()) && date.empty()) return true;
             if (!to.empty() && date > to) return true;
-            if (!match.empty() && !(f[2].is_string && iequals(f[2].text, match))) return true;
+            if (!match.empty() && !(f[2].is_string && base::iequals(f[2].text, match))) return true;
             if (writer.count() >= limit || !writer.add(select.row(row, "", scratch))) {
                 cursor = box.issue_cursor(
                     binding, at, json{{"n", earlier + static_cast<std::int64_t>(writer.count())}});

@@ -7,19 +7,13 @@
 #include <array>
 #include <optional>
 
+#include "base/text.hpp"
 #include "gateway/page_reader.hpp"
 #include "tools/registry.hpp"
 
 namespace agency::tools {
 
 namespace {
-
-bool iequals(std::string_view a, std::string_view b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
-        auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-        return lower(x) == lower(y);
-    });
-}
 
 // The cursor's position; 0 when there is none. Throws RpcError(-32602) for a bad cursor,
 // before any gateway request.
@@ -320,7 +314,7 @@ mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestCon
         box.gateway().walk(list, {.fields = kSeverity, .select = select.selection()},
                            [&](const Row& issue) {
             const RowField& level = issue.fields[0];
-            if (!severity.empty() && !(level.is_string && iequals(level.text, severity)))
+            if (!severity.empty() && !(level.is_string && base::iequals(level.text, severity)))
                 return true;
             const std::int64_t at = matched++;
             if (at < offset || !cursor.empty()) return true;  // before this page, or after it
