@@ -285,6 +285,9 @@ TEST(ActionFaultsSend, UnknownOutcomeNeverSendsTheDraftAgain) {
             agency::tools::register_all(server, box, rt);
         },
         [](agency::gateway::Config& config) { config.action_timeout = kActionTimeout; });
+    // The sample makes its rows at the first request: not inside the draft's short timeout
+    // (under ASan that took longer than it).
+    ASSERT_FALSE(h.call("list_audits", {{"client_id", kLaw}, {"limit", 1}}).is_error());
     const std::string email_id =
         h.call("generate_outreach_email",
                {{"client_id", kLaw}, {"prospect", "https://twice.example/links"}})
