@@ -583,20 +583,23 @@ class Report:
             if default:
                 row("default page (list_keywords, no limit): structured answer", "≤ ~6k tokens "
                     "(24,000 bytes)", f"{default['structured_bytes']:,} bytes",
-                    default["structured_bytes"] <= 24_500)
+                    default["structured_bytes"] <= 24_000)
             largest = max(a["structured_bytes"] for a in legacy)
             row("largest structured answer of the answer-size calls (no max_bytes)",
-                "≤ ~25k tokens (100 KB)", f"{largest:,} bytes", largest <= 100_500)
-        for sc, c in (("ranking_changes", 1), ("ranking_changes", 16)):
-            for transport in ("stdio", "http"):
-                a = b.find(sc, "agency", transport, c)
-                d = b.find(sc, "direct", "http", c)
-                if a and d and a.get("p50_ms") and d.get("p50_ms"):
-                    t = self.ratio(a, d, "p50_ms")
-                    row(f"ranking_changes (one month of 100,000 rows) vs reading its 16 pages "
-                        f"({transport}, {c} in flight, p50)", "≤ 1.2×",
-                        f"{t:.2f}× ({fmt(a['p50_ms'])} vs {fmt(d['p50_ms'])} ms); peak RSS "
-                        f"{fmt(a.get('server_hwm_kib', 0) / 1024)} MiB", t <= 1.2)
+                "≤ ~25k tokens (100 KB)", f"{largest:,} bytes", largest <= 100_000)
+        # The aggregate reads every row of its pages (no must_contain skip): what it adds on top
+        # of the gateway's own paging time, per page of 1000 rows, at one call in flight.
+        pages = Bench.SCENARIOS["ranking_changes"]["scan_pages"]
+        for transport in ("stdio", "http"):
+            a = b.find("ranking_changes", "agency", transport, 1)
+            d = b.find("ranking_changes", "direct", "http", 1)
+            if a and d and a.get("p50_ms") and d.get("p50_ms"):
+                extra = (a["p50_ms"] - d["p50_ms"]) / pages
+                row(f"ranking_changes (one month of demo-bulk: {pages} pages of 1000 rows, 500 "
+                    f"keywords): time added to reading its pages, per page ({transport}, 1 in "
+                    "flight, p50)", "≤ 0.5 ms",
+                    f"{extra:.2f} ms ({fmt(a['p50_ms'])} vs {fmt(d['p50_ms'])} ms); peak RSS "
+                    f"{fmt(a.get('server_hwm_kib', 0) / 1024)} MiB", extra <= 0.5)
         for transport in ("stdio", "http"):
             for c in (1, 16):
                 a = b.find("list_rankings", "agency", transport, c)
@@ -621,10 +624,12 @@ class Report:
                "| call | rows | truncated | structured bytes | text bytes, legacy | "
                "text bytes, modern | ~tokens (structured) |",
                "|---|---:|---|---:|---:|---:|---:|"]
-        by_label = {}
+        by_label = {label: {} for label, _, _ in Bench.ANSWERS}
         for a in sizes:
             by_label.setdefault(a["label"], {})[a["era"]] = a
         for label, eras in by_label.items():
+            if not eras:
+                continue
             l, m = eras.get("legacy", {}), eras.get("modern", {})
             sb = l.get("structured_bytes") or m.get("structured_bytes") or 0
             out.append(f"| {label} | {l.get('rows', m.get('rows'))} | "

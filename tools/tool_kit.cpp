@@ -425,8 +425,10 @@ std::string string_arg(const json& args, std::string_view name) {
 
 // --- rows ------------------------------------------------------------------------------------
 
+// What closes an answer (returned, total, truncated, a next_cursor of ~300 bytes, a note) is
+// kept inside the budget too, so a 24,000-byte budget is a 24,000-byte answer.
 RowWriter::RowWriter(std::string_view client_id, std::string_view resource, std::size_t budget)
-    : budget_(budget) {
+    : budget_(budget > 4096 ? budget - 768 : budget) {
     out_.reserve(std::min<std::size_t>(budget, 64 * 1024) + 256);
     out_ += R"({"client_id":)";
     mcp::append_json_string(out_, client_id);
