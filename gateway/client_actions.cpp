@@ -145,6 +145,7 @@ std::optional<Retry> Client::Impl::post_once(ActionRun& run, int attempt, bool l
         }
         Retry retry{failure + "; not run, sending again"};
         retry.http_status = ex.status;
+        retry.not_run = true;
         if (ex.status == 429) retry.retry_after = ex.retry_after;
         return retry;
     }

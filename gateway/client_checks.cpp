@@ -173,7 +173,7 @@ std::optional<Retry> Client::Impl::check_after_failure(ActionRun& run,
                     ex.status, failed.gw_text);
     }
     return Retry{failure + "; " + found.detail + ", so it did not run: sending again", std::nullopt,
-                 ex.status};
+                 ex.status, true};
 }
 
 }  // namespace agency::gateway

@@ -281,10 +281,7 @@ Error Client::Impl::out_of_time(const std::string& what, const Retry& retry,
                   ms_text(end.elapsed) + ": " + failure;
     message += "; another attempt (after " + ms_text(end.wait) +
                ") would not fit the call's budget of " + ms_text(end.budget);
-    // An action's Retry says so when it did not run ("not run, sending again").
-    if (retry.situation.find("not run") != std::string::npos) {
-        message += "; the action was not run";
-    }
+    if (retry.not_run) message += "; the action was not run";
     if (retry.http_status == 0) message += " (gateway at " + url.display + ")";
     log_line(spdlog::level::err, "{}", message);
     nlohmann::json data = {{"failure", failure},

@@ -177,14 +177,11 @@ void find_marks(std::string_view body, const WalkOptions& options, Workspace& ws
     }
 }
 
-// Fills `out` from one field value of any type (consumes containers). A row naming the field
-// twice ends with the last value, wholly: nothing of the first (its string text) stays.
-simdjson::error_code read_field(simdjson::ondemand::value value, RowField& out) {
+// A member's value as raw text, of any type (consumes containers); strings not unescaped.
+simdjson::error_code raw_value(simdjson::ondemand::value value, std::string_view& raw) {
     using simdjson::ondemand::json_type;
-    out = RowField{};
     json_type type;
     if (auto e = value.type().get(type)) return e;
-    std::string_view raw;
     if (type == json_type::object) {
         simdjson::ondemand::object object;
         if (auto e = value.get_object().get(object)) return e;
@@ -195,13 +192,21 @@ simdjson::error_code read_field(simdjson::ondemand::value value, RowField& out) 
         if (auto e = array.raw_json().get(raw)) return e;
     } else {
         raw = value.raw_json_token();
-        if (type == json_type::string) {
-            out.is_string = true;
-            if (auto e = value.get_string().get(out.text)) return e;
-        }
     }
-    out.raw = trim_end(raw);
+    raw = trim_end(raw);
     return simdjson::SUCCESS;
+}
+
+// Fills `out` from one field value of any type (consumes containers). A row naming the field
+// twice ends with the last value, wholly: nothing of the first (its string text) stays.
+simdjson::error_code read_field(simdjson::ondemand::value value, RowField& out) {
+    out = RowField{};
+    simdjson::ondemand::json_type type;
+    if (auto e = value.type().get(type)) return e;
+    if (type != simdjson::ondemand::json_type::string) return raw_value(value, out.raw);
+    out.raw = trim_end(value.raw_json_token());
+    out.is_string = true;
+    return value.get_string().get(out.text);
 }
 
 // Integers as sent; a number written as a double (1e3) is taken when it fits in an int64.
@@ -232,26 +237,6 @@ simdjson::error_code read_pagination(simdjson::ondemand::value value, Pagination
             e = field.value().get_bool().get(out.has_more);
         if (e) return e;
     }
-    return simdjson::SUCCESS;
-}
-
-// A member's value as raw text, of any type (consumes containers); strings not unescaped.
-simdjson::error_code raw_value(simdjson::ondemand::value value, std::string_view& raw) {
-    using simdjson::ondemand::json_type;
-    json_type type;
-    if (auto e = value.type().get(type)) return e;
-    if (type == json_type::object) {
-        simdjson::ondemand::object object;
-        if (auto e = value.get_object().get(object)) return e;
-        if (auto e = object.raw_json().get(raw)) return e;
-    } else if (type == json_type::array) {
-        simdjson::ondemand::array array;
-        if (auto e = value.get_array().get(array)) return e;
-        if (auto e = array.raw_json().get(raw)) return e;
-    } else {
-        raw = value.raw_json_token();
-    }
-    raw = trim_end(raw);
     return simdjson::SUCCESS;
 }
 

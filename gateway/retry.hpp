@@ -89,6 +89,8 @@ struct Retry {
     std::optional<std::string> retry_after{};
     // What the gateway answered (0: no HTTP answer), for the error when no time is left.
     int http_status = 0;
+    // An action that is known not to have run (the error when no time is left says so).
+    bool not_run = false;
 };
 
 // How far the attempts got when the deadline left no room for another.

@@ -193,6 +193,18 @@ TEST(ActionOutcomes, SendShowsRecipientSubjectAndBodyText) {
     EXPECT_EQ(o.posts("send_prospect_email"), 0u);
 }
 
+// A gateway's draft address is held to the same rule as the recipient argument's pattern.
+TEST(ActionOutcomes, AGatewayAddressMustLookLikeOneToBeUsed) {
+    using agency::tools::plausible_address;
+    for (const char* good : {"editor@example.com", "a.b+c@mail.example.co.uk"})
+        EXPECT_TRUE(plausible_address(good)) << good;
+    for (const char* bad : {"", "Editor", "editor@", "@example.com", "editor@example",
+                            "editor@@example.com", "ed itor@example.com", "a@b@c.com",
+                            "editor@example.", "editor@.com"})
+        EXPECT_FALSE(plausible_address(bad)) << bad;
+    EXPECT_FALSE(plausible_address(std::string(250, 'a') + "@x.io"));
+}
+
 TEST(ActionOutcomes, PlainTextStripsDecodesAndCutsWhole) {
     using agency::tools::plain_text;
     bool cut = true;

@@ -267,6 +267,10 @@ TEST(ReadAnswers, LatestRankingsGiveEachKeywordsNewestRow) {
         EXPECT_GE(row["position"].get<int>(), previous);
         previous = row["position"].get<int>();
     }
+    // 26 weekly dates go back further than the 90-day window: the walk ends there and says so.
+    EXPECT_NE(s.value("note", "").find("within_days 90"), std::string::npos) << s.value("note", "");
+    const json week = ok(h(), "latest_rankings", {{"client_id", kLaw}, {"within_days", 6}, {"limit", 1000}});
+    EXPECT_EQ(week["total"], hist.size());  // every keyword is tracked on the newest date
     const std::string as_of = *std::next(tracking_dates(kLaw).begin(), 3);
     const json then = ok(h(), "latest_rankings", {{"client_id", kLaw}, {"as_of", as_of}, {"limit", 1000}});
     for (const auto& row : then["rows"]) EXPECT_EQ(date_of(row), as_of);

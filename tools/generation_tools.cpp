@@ -2,10 +2,27 @@
 // refresh_backlinks, run_local_grid_scan, analyze_llm_visibility), with credits and
 // idempotency from the pipeline. generate_article confirms first where the client auto-deploys.
 #include <optional>
+#include <string_view>
+#include <utility>
 
 #include "tools/action_internal.hpp"
 
 namespace agency::tools {
+
+// (action_internal.hpp)
+// What the `recipient` argument's schema pattern (^[^@\s]+@[^@\s]+\.[^@\s]+$, at most 254
+// characters) asks of an address, asked of the one a gateway's draft carries too: a gateway may
+// fill it with a name or a placeholder, and a send must not go to that.
+bool plausible_address(std::string_view text) {
+    if (text.empty() || text.size() > 254) return false;
+    for (char c : text)
+        if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v') return false;
+    const std::size_t at = text.find('@');
+    if (at == 0 || at == std::string_view::npos || text.find('@', at + 1) != std::string_view::npos)
+        return false;
+    const std::size_t dot = text.find('.', at + 2);
+    return dot != std::string_view::npos && dot + 1 < text.size();
+}
 
 namespace {
 
@@ -302,6 +319,10 @@ ActionEntry analyze_llm_visibility() {
             }};
 }
 
+// The members of a gateway draft that hold its body (kept in the store, not in the answer).
+constexpr std::initializer_list<const char*> kBodyFields = {"html", "body", "body_html",
+                                                            "content"};
+
 ActionEntry generate_outreach_email() {
     return {.spec = {.name = "generate_outreach_email",
                      .title = "Draft outreach email",
@@ -329,12 +350,16 @@ ActionEntry generate_outreach_email() {
                 // The caller's recipient, else the draft's address under the names gateways
                 // use; real drafts may have none.
                 std::string recipient = string_arg(args, "recipient");
-                if (recipient.empty())
+                std::string unusable;  // a gateway address that is not one
+                if (recipient.empty()) {
                     recipient = text({"email_to", "to", "email", "contact_email", "recipient"});
+                    if (!recipient.empty() && !plausible_address(recipient))
+                        unusable = std::exchange(recipient, std::string());
+                }
                 Draft draft{.client_id = args.at("client_id").get<std::string>(),
                             .recipient = recipient,
                             .subject = text({"subject"}),
-                            .html = text({"html", "body", "body_html", "content"}),
+                            .html = text(kBodyFields),
                             .gateway_id = id_text(data),
                             .prospect_url = args.at("prospect").get<std::string>()};
                 draft = runtime.store().create_draft(std::move(draft));
@@ -344,12 +369,16 @@ ActionEntry generate_outreach_email() {
                 result["title"] = draft.subject;
                 if (draft.recipient.empty()) {
                     result["warnings"] = json::array(
-                        {"the gateway drafted this e-mail without a recipient address"});
+                        {unusable.empty()
+                             ? "the gateway drafted this e-mail without a recipient address"
+                             : "the gateway's recipient \"" + unusable.substr(0, 120) +
+                                   "\" is not an e-mail address"});
                     result["next_step"] = "Find the prospect's contact address and pass it as "
                                           "recipient to send_prospect_email with this email_id.";
                 }
                 json shown = data;
-                shown.erase("html");  // kept in the store; the send step shows it for confirmation
+                // Kept in the store; the send step shows it for confirmation.
+                for (const char* body : kBodyFields) shown.erase(body);
                 result["data"] = shown;
             }};
 }

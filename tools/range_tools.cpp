@@ -6,10 +6,9 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
-#include <map>
+#include <chrono>
+#include <cstdio>
 #include <optional>
-#include <unordered_map>
 
 #include "base/text.hpp"
 #include "gateway/page_reader.hpp"
@@ -20,15 +19,57 @@ namespace {
 
 constexpr int kScanPageRows = 1000;
 
-// The YYYY-MM-DD a row is dated by: its order field, else the fallback; "" when neither.
+std::string quoted_or_none(const std::string& s) { return s.empty() ? "" : " " + s; }
+
+}  // namespace
+
 std::string_view row_date(const RowField& primary, const RowField& fallback) {
     const RowField& f = primary.present() ? primary : fallback;
     return f.is_string && f.text.size() >= 10 ? f.text.substr(0, 10) : std::string_view();
 }
 
-std::string quoted_or_none(const std::string& s) { return s.empty() ? "" : " " + s; }
+bool walk_newest_first(Toolbox& box, const HistoryQuery& query, std::int64_t offset,
+                       const gateway::WalkOptions& walk, mcp::RequestContext& ctx,
+                       const std::function<bool(const Row& row, std::int64_t at)>& visit) {
+    gateway::PageReader pages(box.gateway(),
+                              {.resource = query.resource,
+                               .client_id = query.client_id,
+                               .limit = kScanPageRows,
+                               .order = query.order_field,
+                               .direction = "desc"},
+                              ctx.stop);
+    std::optional<std::int64_t> total;  // the gateway's total, once a page has said it
+    for (;;) {
+        if (ctx.stop.stop_requested())
+            throw gateway::Error(gateway::ErrorReason::cancelled, "the request was cancelled");
+        // The next pages are fetched while this one is walked, once a total says they exist.
+        gateway::Page page = pages.read(offset, total);
+        const gateway::WalkResult walked = box.gateway().walk(page, walk, [&](const Row& row) {
+            return visit(row, offset + static_cast<std::int64_t>(row.index));
+        });
+        if (walked.stopped) return false;
+        offset += static_cast<std::int64_t>(walked.rows);
+        total = page.pagination.total;
+        if (walked.rows == 0 || offset >= *total) return true;
+    }
+}
 
-}  // namespace
+std::string days_before(std::string_view date, int days) {
+    using namespace std::chrono;
+    for (std::size_t i : {0, 1, 2, 3, 5, 6, 8, 9})
+        if (i >= date.size() || date[i] < '0' || date[i] > '9') return {};  // no window then
+    const auto number = [&](std::size_t at, std::size_t n) {
+        int v = 0;
+        for (char c : date.substr(at, n)) v = v * 10 + (c - '0');
+        return v;
+    };
+    const year_month_day day{sys_days{year{number(0, 4)} / number(5, 2) / number(8, 2)} -
+                             std::chrono::days{days}};
+    char text[16];
+    std::snprintf(text, sizeof text, "%04d-%02u-%02u", static_cast<int>(day.year()) % 10000,
+                  static_cast<unsigned>(day.month()), static_cast<unsigned>(day.day()));
+    return text;
+}
 
 bool icontains(std::string_view haystack, std::string_view needle) {
     if (needle.empty()) return true;
@@ -109,50 +150,25 @@ mcp::ToolResult scan_page(Toolbox& box, const ScanSpec& spec, const json& args,
     std::string cursor;
     std::string scratch;
     DatesSeen seen;
-    bool done = false;
-    std::int64_t offset = start.offset;
-    std::optional<std::int64_t> total_rows;  // the gateway's total, once a page has said it
-    gateway::PageReader pages(box.gateway(),
-                              {.resource = spec.resource,
-                               .client_id = client_id,
-                               .limit = kScanPageRows,
-                               .order = spec.order_field,
-                               .direction = "desc"},
-                              ctx.stop);
-    while (!done) {
-        if (ctx.stop.stop_requested())
-            throw gateway::Error(gateway::ErrorReason::cancelled, "the request was cancelled");
-        // The next pages are fetched while this one is walked, once a total says they exist.
-        gateway::Page page = pages.read(offset, total_rows);
-        const gateway::WalkResult walked = box.gateway().walk(page, walk, [&](const Row& row) {
-            const std::span<const RowField> f = row.fields;
-            const std::int64_t at = offset + static_cast<std::int64_t>(row.index);
-            const std::string_view date = row_date(f[0], f[1]);
-            seen.see(date, from, to);
-            // Newest first: a dated row older than `from` means every later row is too. Rows
-            // lacking the order field sort last, so they do not prove it.
-            if (!from.empty() && f[0].present() && !date.empty() && date < from) {
-                done = true;
-                return false;
-            }
-            if ((!from.empty() || !to.empty()) && date.empty()) return true;
-            if (!to.empty() && date > to) return true;
-            if (!match.empty() && !(f[2].is_string && base::iequals(f[2].text, match))) return true;
-            if (writer.count() >= limit || !writer.add(select.row(row, "", scratch))) {
-                cursor = box.issue_cursor(
-                    binding, at, json{{"n", earlier + static_cast<std::int64_t>(writer.count())}});
-                done = true;
-                return false;
-            }
-            return true;
-        });
-        offset += static_cast<std::int64_t>(walked.rows);
-        total_rows = page.pagination.total;
-        if (walked.rows == 0 || offset >= page.pagination.total) {
-            seen.reached_end = !done;
-            break;
+    const HistoryQuery history{spec.resource, client_id, spec.order_field};
+    seen.reached_end = walk_newest_first(box, history, start.offset, walk, ctx,
+                                         [&](const Row& row, std::int64_t at) {
+        const std::span<const RowField> f = row.fields;
+        const std::string_view date = row_date(f[0], f[1]);
+        seen.see(date, from, to);
+        // Newest first: a dated row older than `from` means every later row is too. Rows
+        // lacking the order field sort last, so they do not prove it.
+        if (!from.empty() && f[0].present() && !date.empty() && date < from) return false;
+        if ((!from.empty() || !to.empty()) && date.empty()) return true;
+        if (!to.empty() && date > to) return true;
+        if (!match.empty() && !(f[2].is_string && base::iequals(f[2].text, match))) return true;
+        if (writer.count() >= limit || !writer.add(select.row(row, "", scratch))) {
+            cursor = box.issue_cursor(
+                binding, at, json{{"n", earlier + static_cast<std::int64_t>(writer.count())}});
+            return false;
         }
-    }
+        return true;
+    });
     // The count is known once the scan has reached the end of the range.
     std::optional<std::int64_t> total;
     if (cursor.empty()) total = earlier + static_cast<std::int64_t>(writer.count());

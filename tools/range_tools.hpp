@@ -3,12 +3,36 @@
 // actually covers.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
 #include "tools/read_tools.hpp"
 
 namespace agency::tools {
+
+// The YYYY-MM-DD a row is dated by: its order field, else the fallback; "" when neither.
+std::string_view row_date(const RowField& primary, const RowField& fallback);
+
+// A resource's history, newest first by a date field the gateway orders by.
+struct HistoryQuery {
+    std::string resource;
+    std::string client_id;
+    std::string order_field;
+};
+
+// Walks the rows of `query` from `offset` in pages of 1000 (the next pages fetched while one
+// is walked) until `visit` returns false or the rows end; `at` is a row's offset in the whole
+// list. True when the walk reached the end of the rows. Throws gateway::Error (cancelled, when
+// the call's stop token fires).
+bool walk_newest_first(Toolbox& box, const HistoryQuery& query, std::int64_t offset,
+                       const gateway::WalkOptions& walk, mcp::RequestContext& ctx,
+                       const std::function<bool(const Row& row, std::int64_t at)>& visit);
+
+// The YYYY-MM-DD `days` days before `date` (a row_date), or "" when `date` does not have
+// digits where a date has them.
+std::string days_before(std::string_view date, int days);
 
 // ASCII case-insensitive substring test.
 bool icontains(std::string_view haystack, std::string_view needle);

@@ -12,13 +12,11 @@
 #include <optional>
 #include <unordered_map>
 
-#include "gateway/page_reader.hpp"
 
 namespace agency::tools {
 
 namespace {
 
-constexpr int kPageRows = 1000;
 // Keywords held at once; a history with more is answered for the first ones met, and says so.
 constexpr std::size_t kMaxKeywords = 50'000;
 
@@ -27,18 +25,15 @@ enum Field : std::size_t { kTracked, kCreated, kKeyword, kPosition, kUrl, kField
 constexpr std::array<std::string_view, kFieldCount> kFields{"tracked_at", "created_at",
                                                             "keyword", "position", "url"};
 
+// A position as a number, whether the gateway sends 12 or "12"; null or any other text is no
+// position (not ranked).
 std::optional<double> number_of(const RowField& f) {
-    if (!f.present() || f.is_string) return std::nullopt;
-    const std::string text(f.raw);
+    if (!f.present() || f.raw == "null") return std::nullopt;
+    const std::string text(f.is_string ? f.text.substr(0, 32) : f.raw.substr(0, 32));
     char* end = nullptr;
     const double value = std::strtod(text.c_str(), &end);
-    if (end == text.c_str() || !std::isfinite(value)) return std::nullopt;
+    if (end == text.c_str() || *end != '\0' || !std::isfinite(value)) return std::nullopt;
     return value;
-}
-
-std::string_view date_of(std::span<const RowField> f) {
-    const RowField& d = f[kTracked].present() ? f[kTracked] : f[kCreated];
-    return d.is_string && d.text.size() >= 10 ? d.text.substr(0, 10) : std::string_view();
 }
 
 // A keyword row's filters: `keyword` and `url` as case-insensitive substrings.
@@ -51,44 +46,19 @@ struct RowFilter {
     }
 };
 
-// Walks the keyword history newest first from the newest page; `visit` returns false to stop.
-// Fills `seen` with the dates met (for an empty answer's note).
+// Walks the keyword history newest first; `visit` gets the rows that pass `filter` with their
+// date and returns false to stop. Fills `seen` with the dates met (for an empty answer's note).
 template <typename Visit>
 void stream_keywords(Toolbox& box, const std::string& client_id, const RowFilter& filter,
                      const std::string& from, const std::string& to, DatesSeen& seen,
                      const gateway::RowSelection* select, mcp::RequestContext& ctx, Visit visit) {
-    gateway::PageReader pages(box.gateway(),
-                              {.resource = "keywords",
-                               .client_id = client_id,
-                               .limit = kPageRows,
-                               .order = "tracked_at",
-                               .direction = "desc"},
-                              ctx.stop);
-    std::int64_t offset = 0;
-    std::optional<std::int64_t> total;
-    bool done = false;
     const gateway::WalkOptions walk{.fields = kFields, .select = select};
-    while (!done) {
-        if (ctx.stop.stop_requested())
-            throw gateway::Error(gateway::ErrorReason::cancelled, "the request was cancelled");
-        gateway::Page page = pages.read(offset, total);
-        const gateway::WalkResult walked = box.gateway().walk(page, walk, [&](const Row& row) {
-            const std::string_view date = date_of(row.fields);
-            seen.see(date, from, to);
-            if (date.empty() || !filter.passes(row.fields)) return true;
-            if (!visit(row, date)) {
-                done = true;
-                return false;
-            }
-            return true;
-        });
-        offset += static_cast<std::int64_t>(walked.rows);
-        total = page.pagination.total;
-        if (walked.rows == 0 || offset >= page.pagination.total) {
-            seen.reached_end = !done;
-            break;
-        }
-    }
+    seen.reached_end = walk_newest_first(box, {"keywords", client_id, "tracked_at"}, 0, walk, ctx,
+                                         [&](const Row& row, std::int64_t) {
+        const std::string_view date = row_date(row.fields[kTracked], row.fields[kCreated]);
+        seen.see(date, from, to);
+        return date.empty() || !filter.passes(row.fields) || visit(row, date);
+    });
 }
 
 struct Point {
@@ -276,6 +246,7 @@ mcp::ToolResult latest_rankings(Toolbox& box, const json& args, mcp::RequestCont
     const std::string client_id = args.at("client_id").get<std::string>();
     const std::string as_of = string_arg(args, "as_of");
     const std::size_t limit = args.value("limit", 100u);
+    const int within_days = args.value("within_days", 90);
     const RowFilter filter{string_arg(args, "keyword"), string_arg(args, "url")};
 
     struct Latest {
@@ -288,9 +259,18 @@ mcp::ToolResult latest_rankings(Toolbox& box, const json& args, mcp::RequestCont
     DatesSeen seen;
     const RowSelect select(nullptr, args);
     std::string scratch;
+    // The walk ends within_days before the newest date it keeps: a history of years is not read
+    // to its start for keywords no longer tracked.
+    std::string oldest_kept;
+    bool windowed = false;
     stream_keywords(box, client_id, filter, "", as_of, seen, select.selection(), ctx,
                     [&](const Row& row, std::string_view date) {
         if (!as_of.empty() && date > as_of) return true;
+        if (oldest_kept.empty()) oldest_kept = days_before(date, within_days);
+        if (date < oldest_kept) {
+            windowed = true;
+            return false;
+        }
         const std::span<const RowField> f = row.fields;
         if (!f[kKeyword].is_string) return true;
         const std::string keyword(f[kKeyword].text);
@@ -322,6 +302,9 @@ mcp::ToolResult latest_rankings(Toolbox& box, const json& args, mcp::RequestCont
     } else if (capped) {
         writer.set_note("more than " + std::to_string(kMaxKeywords) +
                         " keywords: the first met are listed; narrow with keyword or url");
+    } else if (windowed) {
+        writer.set_note("keywords last tracked before " + oldest_kept + " (within_days " +
+                        std::to_string(within_days) + " before the newest date) are not listed");
     }
     return mcp::ToolResult::structured(
         writer.finish(static_cast<std::int64_t>(latest.size()), ""));
