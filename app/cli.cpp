@@ -61,10 +61,14 @@ CommandLine::CommandLine()
     add_sample_gateway();
     add_keys();
     add_answer_options();
+    add_tool_selection();
     tools_doc_cmd_ = app_->add_subcommand(
         "tools-doc",
         "Print the Markdown tool reference generated from the tool definitions "
         "(build/agency-mcp tools-doc > docs/tools.md)");
+    tools_doc_cmd_->add_flag("--readme", readme_section,
+                             "Print only the README's generated section (toolsets, resources, "
+                             "prompts)");
 }
 
 CommandLine::~CommandLine() = default;
@@ -95,7 +99,8 @@ void CommandLine::add_serve() {
     serve_cmd_->add_flag("--http", serve.http, "Serve Streamable HTTP at /mcp instead of stdio");
     serve_cmd_->add_option("--listen", serve.listen,
                            "HOST:PORT for --http (default 127.0.0.1:8787)");
-    serve_cmd_->add_flag("--read-only", serve.read_only, "Hide and refuse every action tool");
+    serve_cmd_->add_flag("--read-only", serve.read_only, "Hide and refuse every action tool")
+        ->envname("AGENCY_READ_ONLY");
     serve_cmd_->add_option("--gateway-url", serve.gateway_url,
                            "Gateway base URL (default: $AGENCY_GATEWAY_URL; none: the built-in "
                            "sample gateway)");
@@ -217,6 +222,28 @@ void CommandLine::add_answer_options() {
                      "(default auto)")
         ->envname("AGENCY_STRUCTURED_TEXT")
         ->check(CLI::IsMember({"auto", "full", "summary"}));
+}
+
+// Which tools the server offers (docs/tools.md, "Toolsets"); names are checked at start.
+void CommandLine::add_tool_selection() {
+    serve_cmd_
+        ->add_option("--toolsets", serve.selection.groups,
+                     "Comma-separated toolsets to enable: clients, rankings, audits, backlinks, "
+                     "content, local, calls, outreach, reports, datasets, or all / default "
+                     "(default: default, every toolset); clients is always included")
+        ->envname("AGENCY_TOOLSETS")
+        ->delimiter(',');
+    serve_cmd_
+        ->add_option("--tools", serve.selection.tools,
+                     "Comma-separated tools to enable besides the toolsets; alone (without "
+                     "--toolsets), only these tools")
+        ->envname("AGENCY_TOOLS")
+        ->delimiter(',');
+    serve_cmd_
+        ->add_option("--exclude-tools", serve.selection.exclude,
+                     "Comma-separated tools to disable; wins over --toolsets and --tools")
+        ->envname("AGENCY_EXCLUDE_TOOLS")
+        ->delimiter(',');
 }
 
 void CommandLine::add_sample_gateway() {

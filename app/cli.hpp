@@ -41,6 +41,8 @@ struct ServeArgs {
     double call_timeout_s = 30;
     // The text block beside structuredContent: "auto", "full" or "summary".
     std::string structured_text = "auto";
+    // --toolsets, --tools, --exclude-tools (tools/toolsets.hpp).
+    mcp::ToolSelection selection;
 };
 
 struct SampleArgs {
@@ -71,6 +73,7 @@ public:
     int exit_code() const { return exit_code_; }
 
     std::string log_level;
+    bool readme_section = false;  // tools-doc --readme
     ServeArgs serve;
     SampleArgs sample;
     KeysArgs keys;
@@ -81,6 +84,7 @@ private:
     void add_sample_gateway();
     void add_keys();
     void add_answer_options();
+    void add_tool_selection();
 
     std::unique_ptr<CLI::App> app_;
     int exit_code_ = 0;

@@ -20,6 +20,7 @@
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"
 #include "tools/tool_docs.hpp"
+#include "tools/toolsets.hpp"
 
 namespace agency::app {
 
@@ -79,18 +80,45 @@ struct ToolServerSetup {
     std::chrono::milliseconds call_timeout = gateway::Config{}.call_timeout;
     mcp::StructuredText structured_text = mcp::StructuredText::automatic;
     bool mark_sample_data = true;  // false for tools-doc: the reference is not an answer
+    mcp::ToolSelection selection;  // the server's (--toolsets, --tools, --exclude-tools)
+    bool read_only = false;
 };
 
 // Sample data must not pass for a real agency's: said where the assistant sees it (title,
 // instructions, every answer's _meta), not only in a log line on stderr.
+constexpr const char* kSampleDataNote =
+    "Every answer from this server is built-in sample data, not a real agency's: no gateway is "
+    "configured (set AGENCY_GATEWAY_URL, and AGENCY_API_KEY if the gateway needs a key, then "
+    "restart the server). ";
+
 void mark_sample_data(mcp::ServerOptions& options) {
     options.info.title += " (sample data: no gateway configured)";
-    options.info.instructions =
-        "Every answer from this server is built-in sample data, not a real agency's: no gateway "
-        "is configured (set AGENCY_GATEWAY_URL, and AGENCY_API_KEY if the gateway needs a key, "
-        "then restart the server). " +
-        options.info.instructions;
     options.result_meta = {{"agency-mcp/sample-data", true}};
+}
+
+// Names from the command line or the environment ("a, b" splits into " b"): trimmed, blanks
+// dropped.
+std::vector<std::string> trimmed_names(const std::vector<std::string>& names) {
+    std::vector<std::string> out;
+    for (const auto& name : names) {
+        const auto first = name.find_first_not_of(" \t");
+        if (first == std::string::npos) continue;
+        out.push_back(name.substr(first, name.find_last_not_of(" \t") - first + 1));
+    }
+    return out;
+}
+
+// The server's own tool selection (throws std::invalid_argument naming an unknown name) and the
+// instructions written from the tools it leaves.
+void select_tools(mcp::Server& server, const mcp::ToolSelection& selection, bool read_only,
+                  bool sample_note) {
+    server.set_tool_selection({.groups = trimmed_names(selection.groups),
+                               .tools = trimmed_names(selection.tools),
+                               .exclude = trimmed_names(selection.exclude)});
+    mcp::Principal caller;
+    if (read_only) caller.scopes = {"read"};
+    std::string text = tools::server_instructions(server.visible_tools(caller), read_only);
+    server.set_instructions(sample_note ? kSampleDataNote + text : text);
 }
 
 // The MCP server with every tool registered over the gateway; without a gateway URL, over the
@@ -110,10 +138,6 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
     options.max_waiting_on_clients = setup.max_waiting_on_clients;
     // Task records live beside the jobs they wait on, so both survive a restart.
     if (setup.actions) options.task_store = setup.actions->shared_store();
-    options.info.instructions =
-        "Tools over an SEO agency's platform: read a client's rankings, audits, backlinks, "
-        "citations, articles, calls and reports; run audits and generate content. Start with "
-        "list_clients to find a client_id.";
     options.structured_text = setup.structured_text;
     if (sample_data && setup.mark_sample_data) mark_sample_data(options);
     auto server = std::make_unique<mcp::Server>(options);
@@ -122,6 +146,8 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
     auto toolbox = std::make_shared<tools::Toolbox>(gateway, tool_settings);
     tools::ToolCatalog registered = tools::register_all(*server, toolbox, std::move(setup.actions));
     if (setup.catalog) *setup.catalog = std::move(registered);
+    select_tools(*server, setup.selection, setup.read_only,
+                 sample_data && setup.mark_sample_data);
     tools::watch_discovery(*server, toolbox, setup.discovery_refresh);
     server->resume_tasks();
     return server;
@@ -164,6 +190,8 @@ int run_serve(const ServeArgs& args) {
     setup.discovery_refresh = std::chrono::seconds(args.discovery_refresh_s);
     setup.max_waiting_on_clients = static_cast<std::size_t>(args.max_waiting_on_clients);
     setup.call_timeout = std::chrono::milliseconds(std::llround(args.call_timeout_s * 1000));
+    setup.selection = args.selection;
+    setup.read_only = args.read_only;
     setup.structured_text = args.structured_text == "full"      ? mcp::StructuredText::full
                             : args.structured_text == "summary" ? mcp::StructuredText::summary
                                                                 : mcp::StructuredText::automatic;
@@ -216,7 +244,7 @@ int run_keys_add(const KeysArgs& args) {
     return 0;
 }
 
-int run_tools_doc() {
+int run_tools_doc(bool readme) {
     // The same registration as serve, seen by a caller with every scope.
     ToolServerSetup setup;
     setup.gateway_url = env_or("AGENCY_GATEWAY_URL");
@@ -226,7 +254,9 @@ int run_tools_doc() {
     setup.mark_sample_data = false;
     std::unique_ptr<sample::Server> sample_server;
     auto server = make_tool_server(std::move(setup), sample_server);
-    std::cout << tools::tools_markdown(*server, mcp::Principal{}, catalog) << std::flush;
+    std::cout << (readme ? tools::readme_markdown(catalog)
+                         : tools::tools_markdown(*server, mcp::Principal{}, catalog))
+              << std::flush;
     return std::cout ? 0 : 1;
 }
 

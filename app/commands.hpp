@@ -10,6 +10,7 @@ namespace agency::app {
 int run_serve(const ServeArgs& args);
 int run_sample_gateway(const SampleArgs& args);
 int run_keys_add(const KeysArgs& args);
-int run_tools_doc();
+// `readme`: only the README's generated section.
+int run_tools_doc(bool readme);
 
 }  // namespace agency::app

@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
             case Command::serve: return run_serve(cli.serve);
             case Command::sample_gateway: return run_sample_gateway(cli.sample);
             case Command::keys_add: return run_keys_add(cli.keys);
-            case Command::tools_doc: return run_tools_doc();
+            case Command::tools_doc: return run_tools_doc(cli.readme_section);
         }
     } catch (const std::exception& e) {
         spdlog::critical("{}", e.what());

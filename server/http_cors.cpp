@@ -21,7 +21,9 @@ void answer_preflight(const httplib::Request& req, httplib::Response& res) {
     res.set_header("Access-Control-Allow-Methods", "POST, DELETE, OPTIONS");
     // The fixed MCP headers, and the Mcp-Param-* headers a tool call may carry (their
     // names depend on the tool, so they are taken from the request).
-    std::string allowed = "Content-Type, Accept, Authorization, X-API-Key, ";
+    std::string allowed =
+        "Content-Type, Accept, Authorization, X-API-Key, X-MCP-Toolsets, X-MCP-Tools, "
+        "X-MCP-Exclude-Tools, X-MCP-Readonly, ";
     for (std::string_view name :
          {kHeaderSessionId, kHeaderProtocolVersion, kHeaderMethod, kHeaderName})
         allowed.append(name).append(", ");

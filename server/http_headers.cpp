@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <vector>
 
 #include "base/crypto.hpp"
 #include "base/text.hpp"
@@ -159,6 +160,44 @@ std::optional<std::string> routing_mismatch(const httplib::Request& req, const j
                    body_name;
     }
     if (method == "tools/call") return param_headers_mismatch(req, params, server);
+    return std::nullopt;
+}
+
+namespace {
+
+// "a, b,c" -> {"a", "b", "c"}; blanks and empty items dropped.
+std::vector<std::string> name_list(const std::string& value) {
+    std::vector<std::string> names;
+    std::size_t start = 0;
+    while (start <= value.size()) {
+        std::size_t comma = value.find(',', start);
+        if (comma == std::string::npos) comma = value.size();
+        std::string name = trimmed(std::string_view(value).substr(start, comma - start));
+        if (!name.empty()) names.push_back(std::move(name));
+        start = comma + 1;
+    }
+    return names;
+}
+
+}  // namespace
+
+std::optional<std::string> narrow_by_headers(const httplib::Request& req, const Server& server,
+                                             Principal& principal) {
+    ToolSelection& selection = principal.selection;
+    selection.groups = name_list(req.get_header_value("X-MCP-Toolsets"));
+    selection.tools = name_list(req.get_header_value("X-MCP-Tools"));
+    selection.exclude = name_list(req.get_header_value("X-MCP-Exclude-Tools"));
+    if (selection.narrows()) {
+        auto problem = server.check_tool_selection(selection);
+        if (!problem.empty()) return "X-MCP-Toolsets/X-MCP-Tools/X-MCP-Exclude-Tools: " + problem;
+    }
+    if (req.has_header("X-MCP-Readonly")) {
+        const std::string value = base::ascii_lower(trimmed(req.get_header_value("X-MCP-Readonly")));
+        if (value == "true" || value == "1" || value == "yes")
+            std::erase(principal.scopes, std::string("write"));
+        else if (value != "false" && value != "0" && value != "no")
+            return "X-MCP-Readonly must be true or false, got \"" + value.substr(0, 40) + "\"";
+    }
     return std::nullopt;
 }
 

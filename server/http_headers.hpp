@@ -31,6 +31,13 @@ std::optional<std::string> decode_header_value(const std::string& value);
 // The text form an argument takes in an Mcp-Param-* header; nullopt: it has none.
 std::optional<std::string> header_form(const json& value);
 
+// Narrows `principal` by the request's X-MCP-Toolsets, X-MCP-Tools, X-MCP-Exclude-Tools
+// (comma-separated names) and X-MCP-Readonly (true/1/yes drops the write scope): a request can
+// only narrow what the server and its key allow. Returns what is wrong with a header (an
+// unknown name, a value that is not a boolean), or nullopt.
+std::optional<std::string> narrow_by_headers(const httplib::Request& req, const Server& server,
+                                             Principal& principal);
+
 // For a modern request or notification: why its routing headers disagree with its body
 // (the text after "header mismatch: "), or nullopt when they agree. A body whose _meta lacks
 // the version or capabilities is left to the core, whose -32602 comes first.

@@ -212,13 +212,15 @@ std::optional<Principal> HttpTransport::Impl::admit_post(const httplib::Request&
         if (has_body(req)) close_after(res);
         return std::nullopt;
     }
-    std::string content_type = base::ascii_lower(req.get_header_value("Content-Type"));
-    if (content_type.find("application/json") == std::string::npos) {
+    auto refuse = [&](int status, const std::string& why) -> std::optional<Principal> {
         if (has_body(req)) close_after(res);
-        send_json_error(res, 415, nullptr, error_code::invalid_request,
-                        "Content-Type must be application/json");
+        send_json_error(res, status, nullptr, error_code::invalid_request, why);
         return std::nullopt;
-    }
+    };
+    std::string content_type = base::ascii_lower(req.get_header_value("Content-Type"));
+    if (content_type.find("application/json") == std::string::npos)
+        return refuse(415, "Content-Type must be application/json");
+    if (auto problem = narrow_by_headers(req, server, *principal)) return refuse(400, *problem);
     return principal;
 }
 

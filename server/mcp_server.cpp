@@ -204,7 +204,7 @@ std::vector<const ToolDef*> Server::visible_tools(const Principal& principal) co
     std::vector<const ToolDef*> out;
     out.reserve(impl_->tools.size());
     for (const auto& tool : impl_->tools) {
-        if (!impl_->tool_visible(tool)) continue;
+        if (!impl_->tool_visible(tool) || !tool_selected(tool, principal)) continue;
         if (impl_->tool_list_filter && !impl_->tool_list_filter(tool)) continue;
         bool allowed = std::all_of(tool.required_scopes.begin(), tool.required_scopes.end(),
                                    [&](const std::string& s) { return principal.has_scope(s); });

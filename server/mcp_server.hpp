@@ -39,10 +39,30 @@ bool is_supported_version(std::string_view version);
 
 enum class Era { legacy, modern };
 
+// Narrows the tools a caller sees and may call: tool groups (toolsets) and tool names to keep,
+// tool names to drop (dropping wins). Empty: narrows nothing. Over HTTP a request sets its own
+// (X-MCP-Toolsets, X-MCP-Tools, X-MCP-Exclude-Tools), on top of the server's (set_tool_selection).
+struct ToolSelection {
+    std::vector<std::string> groups;  // group names, or aliases (ToolGroups::aliases)
+    std::vector<std::string> tools;
+    std::vector<std::string> exclude;
+    bool narrows() const { return !groups.empty() || !tools.empty() || !exclude.empty(); }
+};
+
+// The groups tools belong to (ToolDef::group), as a selection names them.
+struct ToolGroups {
+    // Names standing for several groups, e.g. "all" and "default".
+    std::map<std::string, std::vector<std::string>, std::less<>> aliases;
+    // Groups that a selection by group always includes (e.g. the one that finds the ids every
+    // other tool takes); a tool of theirs is dropped only by name.
+    std::vector<std::string> always;
+};
+
 // Who is calling: from the HTTP key, or the stdio process's own configuration.
 struct Principal {
     std::string name = "local";
     std::vector<std::string> scopes{"read", "write"};
+    ToolSelection selection;  // what this request narrows the tools to (HTTP headers)
     bool has_scope(std::string_view scope) const;
 };
 
@@ -162,6 +182,17 @@ struct ToolDef {
     const json& output() const {
         return shared_output_schema ? *shared_output_schema : output_schema;
     }
+    // What tools/list shows instead of input()/output() when set: the schema a caller needs to
+    // write a call, without the bounds that only guard the server (the full one validates).
+    std::shared_ptr<const json> listed_input_schema;
+    std::shared_ptr<const json> listed_output_schema;
+    const json& listed_input() const {
+        return listed_input_schema ? *listed_input_schema : input();
+    }
+    const json& listed_output() const {
+        return listed_output_schema ? *listed_output_schema : output();
+    }
+    std::string group;    // the toolset it belongs to ("" = none); see ToolSelection
     json annotations;     // null = none
     json icons;           // null = none
     json meta;            // null = none
@@ -284,6 +315,17 @@ public:
     // completion/complete: (ref, argument, context) -> {values, total?, hasMore?}
     void set_completion(std::function<json(const json& ref, const json& argument,
                                            const json& context)> handler);
+    // The instructions initialize and server/discover give (before serving).
+    void set_instructions(std::string instructions);
+    // The groups tools belong to, for ToolSelection (before serving).
+    void set_tool_groups(ToolGroups groups);
+    // The server's own selection (command line): applies to every request, before the request's
+    // own. Throws std::invalid_argument naming an unknown group or tool.
+    void set_tool_selection(ToolSelection selection);
+    // "" when every name in `selection` is a known group, alias or tool; else what is wrong.
+    std::string check_tool_selection(const ToolSelection& selection) const;
+    // Whether a tool is in the server's selection and in `principal`'s.
+    bool tool_selected(const ToolDef& tool, const Principal& principal) const;
     // Hides tools (e.g. an action absent from the gateway's discovery); evaluated per list.
     void set_tool_filter(std::function<bool(const ToolDef&)> visible);
     // Hides tools from tools/list only: a call still reaches the tool, which says why it cannot

@@ -169,8 +169,8 @@ json tool_entry(const ToolDef& t, bool legacy) {
     json entry = {{"name", t.name}};
     if (!t.title.empty()) entry["title"] = t.title;
     entry["description"] = t.description;
-    entry["inputSchema"] = t.input();
-    if (!t.output().is_null()) entry["outputSchema"] = t.output();
+    entry["inputSchema"] = t.listed_input();
+    if (!t.listed_output().is_null()) entry["outputSchema"] = t.listed_output();
     if (!t.annotations.is_null()) entry["annotations"] = t.annotations;
     if (legacy && t.task_support != TaskSupport::forbidden)
         entry["execution"] = {

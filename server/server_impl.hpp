@@ -110,6 +110,8 @@ struct Server::Impl {
     std::function<json(const json&, const json&, const json&)> completion;
     std::function<bool(const ToolDef&)> tool_filter;
     std::function<bool(const ToolDef&)> tool_list_filter;  // tools/list only
+    ToolGroups tool_groups;
+    ToolSelection selection;  // the server's own (command line)
     std::vector<std::function<void()>> shutdown_hooks;
 
     std::mutex mutex;  // guards everything below

@@ -15,6 +15,10 @@ std::optional<std::string> Server::call_tool(const json& id, const json& params,
         throw RpcError(error_code::invalid_params,
                        "unknown tool: " + name + " (tools/list shows the available tools)");
     const ToolDef& tool = impl_->tools[found->second];
+    if (!tool_selected(tool, ctx.principal))
+        throw RpcError(error_code::invalid_params,
+                       "unknown tool: " + name + " (not among the toolsets and tools enabled " +
+                           "for this server or request; tools/list shows the available tools)");
     json arguments = params.value("arguments", json::object());
     if (arguments.is_null()) arguments = json::object();
     if (!arguments.is_object())

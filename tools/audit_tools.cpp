@@ -76,12 +76,11 @@ std::vector<ToolSpec> audit_tools(const std::shared_ptr<Toolbox>& box,
         return run_action(*rt, *submit, args, ctx);
     };
     tools.push_back(
-             {.name = "run_seo_audit",
+             {.name = "run_seo_audit", .toolset = "audits",
               .title = "Run SEO audit",
-              .description = "Queues a site audit of url and returns at once with an audit_id; "
-                             "poll get_audit_status. Repeating it for the same url updates the "
-                             "same report. Called as an MCP task, the task ends when the audit "
-                             "does, with its score and issues found.",
+              .description = "Queues a site audit of url and returns an audit_id at once; poll "
+                        "get_audit_status (or call it as an MCP task, which ends with the audit). "
+                        "Repeating it for the same url updates the same report.",
               .input_schema = "run_seo_audit.input",
               .output_schema = "run_seo_audit.output",
               .read_only = false,
@@ -117,7 +116,7 @@ std::vector<ToolSpec> audit_tools(const std::shared_ptr<Toolbox>& box,
                   }});
 
     tools.push_back(
-             {.name = "get_audit_status",
+             {.name = "get_audit_status", .toolset = "audits",
               .title = "Get SEO audit status",
               .description = "Status of an audit you started with run_seo_audit: queued, "
                              "running, succeeded (score, issues found, report_id for "

@@ -95,13 +95,12 @@ Preview send_preview(ActionRuntime& rt, const json& args) {
 }
 
 ActionEntry deploy_article(const std::shared_ptr<Toolbox>& box) {
-    return {.spec = {.name = "deploy_article",
+    return {.spec = {.name = "deploy_article", .toolset = "content",
                   .title = "Deploy article",
                   .description =
-                      "Publishes a drafted article to the client's site after a person confirms, "
-                      "shown its title, an excerpt and where: by elicitation, or else a preview "
-                      "and a confirmation_id that a second call with the same arguments passes "
-                      "back.",
+                      "Publishes a drafted article on the client's site once a person confirms, shown "
+                        "its title, an excerpt and where: by elicitation, else a preview and a "
+                        "confirmation_id to pass back with the same arguments.",
                   .destructive = true,
                   .idempotent = false,
                   .gateway_action = "deploy_blog",
@@ -134,13 +133,12 @@ ActionEntry deploy_article(const std::shared_ptr<Toolbox>& box) {
 }
 
 ActionEntry send_prospect_email(const std::shared_ptr<Toolbox>& box, const std::shared_ptr<ActionRuntime>& rt) {
-    return {.spec = {.name = "send_prospect_email",
+    return {.spec = {.name = "send_prospect_email", .toolset = "outreach",
                   .title = "Send outreach email",
                   .description =
-                      "Sends a draft from generate_outreach_email (email_id) once, to recipient "
-                      "if given, else to the draft's address. A person confirms first, shown "
-                      "recipient, subject and text: by elicitation, or else a preview and a "
-                      "confirmation_id that a second call with the same arguments passes back.",
+                      "Sends a draft from generate_outreach_email once, to recipient if given, else "
+                        "the draft's address. A person confirms first, shown recipient, subject and "
+                        "text: by elicitation, else a preview and a confirmation_id to pass back.",
                   .destructive = true,
                   .idempotent = false,
                   .gateway_action = "send_prospect_email",

@@ -27,7 +27,7 @@ bool plausible_address(std::string_view text) {
 namespace {
 
 ActionEntry refresh_backlinks() {
-    return {.spec = {.name = "refresh_backlinks",
+    return {.spec = {.name = "refresh_backlinks", .toolset = "backlinks",
                      .title = "Refresh backlinks",
                      .description = "Refreshes a client's backlink profile from the data "
                                     "provider; repeating it creates nothing new. Read the "
@@ -41,7 +41,7 @@ ActionEntry refresh_backlinks() {
 }
 
 ActionEntry generate_keyword_ideas() {
-    return {.spec = {.name = "generate_keyword_ideas",
+    return {.spec = {.name = "generate_keyword_ideas", .toolset = "rankings",
                      .title = "Generate keyword ideas",
                      .description = "Generates keyword ideas with live volume and difficulty "
                                     "from a seed (default: the client's main service). Spends "
@@ -59,7 +59,7 @@ ActionEntry generate_keyword_ideas() {
 }
 
 ActionEntry generate_topical_map() {
-    return {.spec = {.name = "generate_topical_map",
+    return {.spec = {.name = "generate_topical_map", .toolset = "content",
                      .title = "Generate topical map",
                      .description = "Builds a topical authority map (pillars and clusters) for "
                                     "a topic. Spends credits.",
@@ -101,13 +101,12 @@ void article_outcome(const json& data, json& result) {
 }
 
 ActionEntry generate_article(const std::shared_ptr<Toolbox>& box) {
-    return {.spec = {.name = "generate_article",
+    return {.spec = {.name = "generate_article", .toolset = "content",
                      .title = "Generate article",
                      .description =
-                         "Drafts a blog article for a keyword; returns article_id, title, word "
-                         "count. Spends credits. Where the client has auto-deploy on, the "
-                         "gateway publishes it at once, so a person confirms first, as for "
-                         "deploy_article (elicitation, or a preview and a confirmation_id).",
+                         "Drafts a blog article for a keyword; returns article_id, title, word count. "
+                        "Spends credits. Where the client has auto-deploy on it goes live at once, so a "
+                        "person confirms first, as for deploy_article.",
                      .idempotent = false,
                      .gateway_action = "generate_blog",
                      .mapping = "POST action=generate_blog {keyword}; article_id = data.id, "
@@ -154,7 +153,7 @@ ActionEntry generate_article(const std::shared_ptr<Toolbox>& box) {
 }
 
 ActionEntry optimize_page() {
-    return {.spec = {.name = "optimize_page",
+    return {.spec = {.name = "optimize_page", .toolset = "audits",
                      .title = "Optimize page",
                      .description = "Generates on-page optimisation recommendations for a URL, "
                                     "optionally for one keyword, as an SEO task. Spends credits.",
@@ -175,7 +174,7 @@ ActionEntry optimize_page() {
 }
 
 ActionEntry index_url() {
-    return {.spec = {.name = "index_url",
+    return {.spec = {.name = "index_url", .toolset = "audits",
                      .title = "Submit URL for indexing",
                      .description = "Submits a URL to search engines for indexing (recorded as "
                                     "an SEO task).",
@@ -190,7 +189,7 @@ ActionEntry index_url() {
 }
 
 ActionEntry generate_press_release() {
-    return {.spec = {.name = "generate_press_release",
+    return {.spec = {.name = "generate_press_release", .toolset = "content",
                      .title = "Generate press release",
                      .description = "Drafts a press release about a topic (the topic becomes "
                                     "its headline). Spends credits.",
@@ -208,7 +207,7 @@ ActionEntry generate_press_release() {
 }
 
 ActionEntry generate_gbp_post() {
-    return {.spec = {.name = "generate_gbp_post",
+    return {.spec = {.name = "generate_gbp_post", .toolset = "local",
                      .title = "Generate business-profile post",
                      .description = "Drafts a Google Business Profile post about a topic. "
                                     "Spends credits.",
@@ -226,7 +225,7 @@ ActionEntry generate_gbp_post() {
 }
 
 ActionEntry run_local_grid_scan() {
-    return {.spec = {.name = "run_local_grid_scan",
+    return {.spec = {.name = "run_local_grid_scan", .toolset = "local",
                      .title = "Run local grid scan",
                      .description = "Runs a local rank grid for a keyword around the client's "
                                     "location (lat/lng from the client record, or from "
@@ -281,7 +280,7 @@ ActionEntry run_local_grid_scan() {
 }
 
 ActionEntry analyze_llm_visibility() {
-    return {.spec = {.name = "analyze_llm_visibility",
+    return {.spec = {.name = "analyze_llm_visibility", .toolset = "reports",
                      .title = "Analyze AI answer visibility",
                      .description = "Checks whether AI answer engines mention the client. "
                                     "brand_name comes from the client record; the default prompt "
@@ -324,13 +323,11 @@ constexpr std::initializer_list<const char*> kBodyFields = {"html", "body", "bod
                                                             "content"};
 
 ActionEntry generate_outreach_email() {
-    return {.spec = {.name = "generate_outreach_email",
+    return {.spec = {.name = "generate_outreach_email", .toolset = "outreach",
                      .title = "Draft outreach email",
-                     .description = "Drafts a backlink outreach email to a prospect site (its URL "
-                                    "is the gateway's prospectUrl) and stores it; returns "
-                                    "email_id, recipient (null when the draft has none: pass "
-                                    "recipient here or to send_prospect_email) and subject. "
-                                    "Never sends. Spends credits.",
+                     .description = "Drafts a backlink outreach email to a prospect site and stores it; returns "
+                        "email_id, subject and recipient (null when the draft has none: pass recipient "
+                        "here or to send_prospect_email). Never sends. Spends credits.",
                      .idempotent = false,
                      .gateway_action = "generate_outreach_email",
                      .mapping = "POST action=generate_outreach_email {prospectUrl: prospect}; "

@@ -62,7 +62,7 @@ RowShape article_shape() {
 // Clients, keywords, rankings and audits.
 std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& box) {
     std::vector<ReadEntry> tools;
-    tools.push_back(list_entry(box, {.name = "list_clients",
+    tools.push_back(list_entry(box, {.name = "list_clients", .toolset = "clients",
                .title = "List clients",
                .description = "Clients this agency can reach, with their ids. Start here: every "
                               "other tool takes a client_id.",
@@ -71,7 +71,7 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                .mapping = "GET resource=clients (limit, offset from the cursor)"},
               {.resource = "clients", .per_client = false}));
 
-    tools.push_back({ToolSpec{.name = "get_client",
+    tools.push_back({ToolSpec{.name = "get_client", .toolset = "clients",
                       .title = "Get client",
                       .description = "One client's record by id: name, website, location, "
                                      "industry, auto-deploy setting and deployment target.",
@@ -83,7 +83,7 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                       }},
                      {"clients"}});
 
-    tools.push_back(list_entry(box, {.name = "list_keywords",
+    tools.push_back(list_entry(box, {.name = "list_keywords", .toolset = "rankings",
                .title = "List tracked keywords",
                .description = "Tracked keyword rankings of a client (keyword, position, url, "
                               "search volume, difficulty, tracking date), newest first. Pages "
@@ -93,7 +93,7 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                .mapping = "GET resource=keywords, order=tracked_at desc"},
               {.resource = "keywords", .order = "tracked_at", .direction = "desc"}));
 
-    tools.push_back(scan_entry(box, {.name = "list_rankings",
+    tools.push_back(scan_entry(box, {.name = "list_rankings", .toolset = "rankings",
                .title = "Keyword ranking history",
                .description = "Ranking rows of a client's tracked keywords tracked between from "
                               "and to (inclusive), newest first, optionally for one keyword "
@@ -107,13 +107,12 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                .fallback_field = "created_at",
                .match_field = "keyword"}));
 
-    tools.push_back({ToolSpec{.name = "ranking_changes",
+    tools.push_back({ToolSpec{.name = "ranking_changes", .toolset = "rankings",
                       .title = "Ranking changes over a date range",
                       .description =
-                          "Which keywords moved most between two dates, in one call: each "
-                          "keyword's position at from and at to (the nearest tracking dates on "
-                          "or before them, given as from_date and to_date), change = "
-                          "from_position - to_position (negative: dropped), top `limit`.",
+                          "Which keywords moved most between two dates, in one call: each keyword's "
+                        "position on the nearest tracking dates on or before from and to, change = "
+                        "from_position - to_position (negative: dropped), top `limit`.",
                       .input_schema = "ranking_changes.input",
                       .output_schema = "ranking_changes.output",
                       .mapping = "GET resource=keywords, order=tracked_at desc, limit=1000 pages "
@@ -124,7 +123,7 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                       }},
                      {"keywords"}});
 
-    tools.push_back({ToolSpec{.name = "latest_rankings",
+    tools.push_back({ToolSpec{.name = "latest_rankings", .toolset = "rankings",
                       .title = "Latest position of each keyword",
                       .description =
                           "Each tracked keyword's newest ranking row (optionally as of a date, "
@@ -139,7 +138,7 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                       }},
                      {"keywords"}});
 
-    tools.push_back(merged_entry(box, {.name = "list_audits",
+    tools.push_back(merged_entry(box, {.name = "list_audits", .toolset = "audits",
                  .title = "List SEO audits",
                  .description = "SEO audit reports of a client, newest first: url, score, issue "
                                 "counts, date and share link. Issues of one audit: "
@@ -151,7 +150,7 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                 {.label = "seo_reports",
                  .sources = {{"seo_reports", "created_at", without_issues()}}}));
 
-    tools.push_back({ToolSpec{.name = "get_audit_issues",
+    tools.push_back({ToolSpec{.name = "get_audit_issues", .toolset = "audits",
                       .title = "Get audit issues",
                       .description = "Issues found by one SEO audit report (severity, page, "
                                      "recommendation), optionally of one severity. report_id: "
@@ -173,7 +172,7 @@ std::vector<ReadEntry> content_tools(const std::shared_ptr<Toolbox>& box) {
     std::vector<ReadEntry> tools;
 
 
-    tools.push_back(list_entry(box, {.name = "list_backlinks",
+    tools.push_back(list_entry(box, {.name = "list_backlinks", .toolset = "backlinks",
                .title = "List backlinks",
                .description = "Backlinks of a client, strongest sources first: source url and "
                               "domain, anchor, target page, domain authority, first-seen date, "
@@ -183,7 +182,7 @@ std::vector<ReadEntry> content_tools(const std::shared_ptr<Toolbox>& box) {
                .mapping = "GET resource=backlinks, order=linking_domains desc"},
               {.resource = "backlinks", .order = "linking_domains", .direction = "desc"}));
 
-    tools.push_back(list_entry(box, {.name = "list_citations",
+    tools.push_back(list_entry(box, {.name = "list_citations", .toolset = "local",
                .title = "List citations",
                .description = "Directory listings (citations) of a client: directory, listing "
                               "status, NAP accuracy and issues, listing url.",
@@ -192,7 +191,7 @@ std::vector<ReadEntry> content_tools(const std::shared_ptr<Toolbox>& box) {
                .mapping = "GET resource=citations, order=created_at desc"},
               {.resource = "citations", .order = "created_at", .direction = "desc"}));
 
-    tools.push_back(merged_entry(box, {.name = "list_articles",
+    tools.push_back(merged_entry(box, {.name = "list_articles", .toolset = "content",
                  .title = "List articles",
                  .description = "Blog articles, then geo-targeted articles, of a client, newest "
                                 "first: title, keyword, status, url, deployment target. "
@@ -209,7 +208,7 @@ std::vector<ReadEntry> content_tools(const std::shared_ptr<Toolbox>& box) {
                  .filter_argument = "status",
                  .tag_rows = true}));
 
-    tools.push_back(scan_entry(box, {.name = "list_calls",
+    tools.push_back(scan_entry(box, {.name = "list_calls", .toolset = "calls",
                .title = "List calls",
                .description = "Tracked phone calls of a client between from and to (inclusive, "
                               "UTC dates), newest first: caller, source, duration, status, "
@@ -222,7 +221,7 @@ std::vector<ReadEntry> content_tools(const std::shared_ptr<Toolbox>& box) {
                .order_field = "created_at",
                .fallback_field = "created_at"}));
 
-    tools.push_back(merged_entry(box, {.name = "list_reports",
+    tools.push_back(merged_entry(box, {.name = "list_reports", .toolset = "reports",
                  .title = "List shareable reports",
                  .description = "Reports of a client with their share links: SEO audits, then "
                                 "answer-engine (LLM) visibility reports, newest first.",
@@ -288,9 +287,16 @@ std::string useful_values(const json& resources, bool order) {
         if (values.empty()) values = order ? "created_at" : "";
         if (!values.empty()) by_value[std::string(values)].push_back(resource);
     }
+    // Every resource has an order value: the most common one is said last, for the rest.
+    std::string common;
+    std::size_t most = 0;
+    if (order)
+        for (const auto& [value, names] : by_value)
+            if (names.size() > most) most = names.size(), common = value;
     std::string text;
     for (const auto& [value, names] : by_value)
-        text += (text.empty() ? "" : "; ") + value + " (" + base::join(names) + ")";
+        if (value != common) text += (text.empty() ? "" : "; ") + value + " (" + base::join(names) + ")";
+    if (!common.empty()) text += (text.empty() ? "" : "; ") + common + " (the others)";
     return text;
 }
 
@@ -332,12 +338,11 @@ ToolCatalog register_read_tools(mcp::Server& server, const std::shared_ptr<Toolb
         if (!covered_by_curated_tool(name)) resources.push_back(name);
     if (resources.empty()) return docs;
     add(
-             {.name = "read_resource",
+             {.name = "read_resource", .toolset = "datasets",
               .title = "Read any resource",
-              .description = "Rows of another gateway resource (reviews, competitors, "
-                             "call_scores, ...), with optional order, direction (asc or desc) "
-                             "and exact-match filter; the parameters list the useful values per "
-                             "resource. Prefer a dedicated list tool where one exists.",
+              .description = "Rows of another gateway resource (reviews, competitors, call_scores, ...), "
+                        "with optional order, direction and exact-match filter (the parameters list "
+                        "useful values). Prefer a dedicated list tool where one exists.",
               .input_schema = "read_resource.input",
               .input_schema_patch = read_resource_patch(resources),
               .output_schema = "read_resource.output",

@@ -3,11 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include "tools/action_tools.hpp"
+#include "tools/toolsets.hpp"
 
 namespace agency::tools {
 
 ToolCatalog register_all(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
                          std::shared_ptr<ActionRuntime> actions) {
+    server.set_tool_groups(tool_groups());
     ToolCatalog docs = register_read_tools(server, box);
     if (!actions) actions = std::make_shared<ActionRuntime>(ActionSettings{});
     ToolCatalog action_docs = register_action_tools(server, box, actions);

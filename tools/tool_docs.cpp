@@ -6,6 +6,7 @@
 
 #include "base/text.hpp"
 #include "tools/tool_kit.hpp"
+#include "tools/toolsets.hpp"
 
 namespace agency::tools {
 
@@ -185,6 +186,7 @@ void tool_section(const mcp::ToolDef& tool, const ToolDoc* doc, std::string& out
     }
     if (tool.interactive)
         out += "- Interactive: may ask the user or report progress during the call\n";
+    if (doc && !doc->toolset.empty()) out += "- Toolset: " + code(doc->toolset) + "\n";
     if (doc && !doc->mapping.empty()) out += "- Gateway: " + prose(doc->mapping) + "\n";
     if (doc && !doc->gateway_action.empty())
         out += "- Gateway action: " + code(doc->gateway_action) +
@@ -219,6 +221,28 @@ void tool_section(const mcp::ToolDef& tool, const ToolDoc* doc, std::string& out
 
 }  // namespace
 
+std::string toolsets_markdown(const ToolCatalog& catalog) {
+    std::string out =
+        "`serve --toolsets a,b` (or `AGENCY_TOOLSETS`) enables toolsets, `--tools` single tools "
+        "(alone: only those), `--exclude-tools` drops tools (it wins); `all` and `default` "
+        "(what `serve` enables without `--toolsets`) are every toolset, and `clients` comes with "
+        "any toolset. Over HTTP a request may narrow further with the headers `X-MCP-Toolsets`, "
+        "`X-MCP-Tools`, `X-MCP-Exclude-Tools` and `X-MCP-Readonly: true`.\n\n";
+    out += "| toolset | tools | what for |\n|---|---|---|\n";
+    for (const auto& set : toolsets()) {
+        std::vector<std::string> names;
+        for (const auto& doc : catalog)
+            if (doc.toolset == set.name) names.push_back(code(doc.name));
+        out += "| " + code(std::string(set.name)) + " | " + join(names, ", ") + " | " +
+               cell(std::string(set.description)) + " |\n";
+    }
+    return out;
+}
+
+std::string readme_markdown(const ToolCatalog& catalog) {
+    return "### Toolsets\n\n" + toolsets_markdown(catalog);
+}
+
 std::string tools_markdown(const mcp::Server& server, const mcp::Principal& principal,
                            const ToolCatalog& catalog) {
     const auto tools = server.visible_tools(principal);
@@ -235,13 +259,21 @@ std::string tools_markdown(const mcp::Server& server, const mcp::Principal& prin
            "`cursor`, with the same other arguments, for the next page. Gateway failures come "
            "back as tool errors whose text is `{\"error\": {\"reason\", \"message\", ...}}`.\n\n";
 
-    out += "| tool | title | kind | gateway |\n|---|---|---|---|\n";
+    out += "## Toolsets\n\n" + toolsets_markdown(catalog) + "\n";
+    out += "## Tools\n\n";
+    out += "| tool | title | toolset | kind | gateway |\n|---|---|---|---|---|\n";
     for (const auto* tool : tools) {
         const ToolDoc* doc = doc_of(catalog, tool->name);
         out += "| [" + code(tool->name) + "](#" + tool->name + ") | " + cell(prose(tool->title)) +
-               " | " + kind_of(*tool) + " | " + cell(doc ? prose(doc->mapping) : "") + " |\n";
+               " | " + (doc ? doc->toolset : "") + " | " + kind_of(*tool) + " | " +
+               cell(doc ? prose(doc->mapping) : "") + " |\n";
     }
     out += "\n";
+    out += "tools/list publishes each input schema without the bounds that only guard the server "
+           "(`maxLength`, `minLength`, `maxItems`, `pattern`; the tables below give them, and a "
+           "value past one is refused naming it), and each output schema without descriptions, "
+           "its gateway rows as plain objects (every member the gateway sends passes through, so "
+           "their types are the gateway's: the tables give the spec's).\n\n";
     for (const auto* tool : tools) tool_section(*tool, doc_of(catalog, tool->name), out);
     // One trailing newline, as editors save files.
     while (out.size() > 1 && out[out.size() - 1] == '\n' && out[out.size() - 2] == '\n')

@@ -15,5 +15,10 @@ namespace agency::tools {
 // returned). Deterministic: the same definitions always give the same bytes.
 std::string tools_markdown(const mcp::Server& server, const mcp::Principal& principal,
                            const ToolCatalog& catalog);
+// The toolsets table (toolset, its tools, what for) and how to choose them: in docs/tools.md
+// and the README.
+std::string toolsets_markdown(const ToolCatalog& catalog);
+// The README's generated section (`agency-mcp tools-doc --readme`): the toolsets.
+std::string readme_markdown(const ToolCatalog& catalog);
 
 }  // namespace agency::tools

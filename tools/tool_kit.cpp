@@ -20,6 +20,7 @@
 #include "base/clock.hpp"
 #include "base/crypto.hpp"
 #include "base/text.hpp"
+#include "tools/listed_schema.hpp"
 #include "tools/pipeline.hpp"
 #include "tools/schemas.hpp"
 #include "state/store.hpp"
@@ -475,14 +476,32 @@ std::string RowWriter::finish(std::optional<std::int64_t> total, const std::stri
 
 // --- registration ----------------------------------------------------------------------------
 
+namespace {
+
+// readOnlyHint always; a tool that writes says whether it destroys and whether a repeat is
+// harmless (the hints that matter for it), openWorldHint only where it is not the default
+// (true). The title is the tool's own `title`, not repeated here.
+json annotations(const ToolSpec& spec) {
+    json hints = {{"readOnlyHint", spec.read_only}};
+    if (!spec.read_only) {
+        hints["destructiveHint"] = spec.destructive;
+        hints["idempotentHint"] = spec.idempotent;
+    }
+    if (!spec.open_world) hints["openWorldHint"] = false;
+    return hints;
+}
+
+}  // namespace
+
 
 ToolDoc add_tool(mcp::Server& server, ToolSpec spec) {
     // Registration happens once at start-up, before serving; re-registering replaces.
-    ToolDoc doc{spec.name, spec.mapping, spec.gateway_action};
+    ToolDoc doc{spec.name, spec.mapping, spec.gateway_action, spec.toolset};
     mcp::ToolDef def;
     def.name = spec.name;
     def.title = spec.title;
     def.description = spec.description;
+    def.group = spec.toolset;
     // Embedded schemas live as long as the program: the definition and the validator point at
     // them instead of copying them. A patched one is the tool's own copy.
     const json& embedded_input = schema(spec.input_schema);
@@ -492,12 +511,14 @@ ToolDoc add_tool(mcp::Server& server, ToolSpec spec) {
         def.input_schema = embedded_input;
         def.input_schema.merge_patch(spec.input_schema_patch);
     }
-    if (!spec.output_schema.empty()) def.shared_output_schema = &schema(spec.output_schema);
-    def.annotations = {{"title", spec.title},
-                       {"readOnlyHint", spec.read_only},
-                       {"idempotentHint", spec.idempotent},
-                       {"openWorldHint", spec.open_world}};
-    if (!spec.read_only) def.annotations["destructiveHint"] = spec.destructive;
+    def.listed_input_schema = spec.input_schema_patch.is_null()
+                                  ? listed_schema(spec.input_schema)
+                                  : std::make_shared<const json>(listed_input(def.input_schema));
+    if (!spec.output_schema.empty()) {
+        def.shared_output_schema = &schema(spec.output_schema);
+        def.listed_output_schema = listed_schema(spec.output_schema);
+    }
+    def.annotations = annotations(spec);
     if (spec.needs_write) def.required_scopes = {"write"};
     def.interactive = spec.interactive;
     auto validator = std::make_shared<const InputValidator>(

@@ -66,6 +66,7 @@ using Handler = std::function<mcp::ToolResult(const json& args, mcp::RequestCont
 // One declarative entry per tool.
 struct ToolSpec {
     std::string name;
+    std::string toolset;        // tools/toolsets.hpp: the group a selection names it by
     std::string title;
     std::string description;
     std::string input_schema;   // embedded schema name, e.g. "list_keywords.input"
@@ -96,6 +97,7 @@ struct ToolDoc {
     std::string name;
     std::string mapping;
     std::string gateway_action;
+    std::string toolset;
 };
 // The registered tools' docs, in registration order.
 using ToolCatalog = std::vector<ToolDoc>;

@@ -1,0 +1,56 @@
+#include "tools/toolsets.hpp"
+
+#include <algorithm>
+
+namespace agency::tools {
+
+const std::vector<Toolset>& toolsets() {
+    static const std::vector<Toolset> all = {
+        {"clients", "Find clients and their ids (always enabled with any toolset)"},
+        {"rankings", "Tracked keywords, ranking history and changes, keyword ideas"},
+        {"audits", "Site audits (run, poll, reports, issues), page optimisation, indexing"},
+        {"backlinks", "Backlinks and their refresh"},
+        {"content", "Articles (list, generate, deploy), topical maps, press releases"},
+        {"local", "Citations, business-profile posts, local grid scans"},
+        {"calls", "Tracked calls"},
+        {"outreach", "Outreach emails (draft, send)"},
+        {"reports", "Visibility reports and answer-engine (LLM) visibility"},
+        {"datasets", "Any other dataset the gateway lists (reviews, competitors, ...)"},
+    };
+    return all;
+}
+
+mcp::ToolGroups tool_groups() {
+    mcp::ToolGroups groups;
+    std::vector<std::string> names;
+    for (const auto& set : toolsets()) names.emplace_back(set.name);
+    groups.aliases["all"] = names;
+    groups.aliases["default"] = names;
+    groups.always = {"clients"};
+    return groups;
+}
+
+std::string server_instructions(const std::vector<const mcp::ToolDef*>& enabled, bool read_only) {
+    auto has = [&](std::string_view name) {
+        return std::any_of(enabled.begin(), enabled.end(),
+                           [&](const mcp::ToolDef* t) { return t->name == name; });
+    };
+    std::string sets;
+    for (const auto& set : toolsets()) {
+        const bool on = std::any_of(enabled.begin(), enabled.end(),
+                                    [&](const mcp::ToolDef* t) { return t->group == set.name; });
+        if (on) sets += (sets.empty() ? "" : ", ") + std::string(set.name);
+    }
+    std::string text = "Tools over an SEO agency's platform (toolsets: " +
+                       (sets.empty() ? std::string("none") : sets) + ").";
+    if (read_only) text += " Read-only: no action tools.";
+    if (has("list_clients"))
+        text += " Start with list_clients to find a client_id; every other tool takes one.";
+    text += " Lists page with next_cursor; answers are cut to a size budget (max_bytes).";
+    if (has("deploy_article") || has("send_prospect_email"))
+        text += " Deploying an article or sending an email waits for a person's confirmation.";
+    if (has("run_seo_audit")) text += " run_seo_audit queues an audit: poll get_audit_status.";
+    return text;
+}
+
+}  // namespace agency::tools
