@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/text.hpp"
+#include "tools/surface.hpp"
 #include "tools/tool_kit.hpp"
 
 namespace agency::tools {
@@ -243,6 +244,7 @@ std::string tools_markdown(const mcp::Server& server, const mcp::Principal& prin
     }
     out += "\n";
     for (const auto* tool : tools) tool_section(*tool, doc_of(catalog, tool->name), out);
+    out += surface_markdown();  // resources, templates and prompts (tools/completion.cpp)
     // One trailing newline, as editors save files.
     while (out.size() > 1 && out[out.size() - 1] == '\n' && out[out.size() - 2] == '\n')
         out.pop_back();
