@@ -45,24 +45,33 @@ json text_contents(const std::string& uri, const std::string& mime, std::string 
     return json::array({{{"uri", uri}, {"mimeType", mime}, {"text", std::move(text)}}});
 }
 
-// The segments of `uri` after kScheme matching `pattern` ("clients/*/overview"), or nullopt.
+// `text` split at every '/', empty pieces kept.
+std::vector<std::string_view> segments(std::string_view text) {
+    std::vector<std::string_view> out;
+    for (std::size_t at = 0;;) {
+        const std::size_t slash = text.find('/', at);
+        out.push_back(text.substr(at, slash == std::string_view::npos ? slash : slash - at));
+        if (slash == std::string_view::npos) return out;
+        at = slash + 1;
+    }
+}
+
+// The values of the '*' segments when `uri` (after kScheme) matches `pattern`
+// ("clients/*/overview"); each value is 1-200 characters. nullopt otherwise.
 std::optional<std::vector<std::string>> match(std::string_view uri, std::string_view pattern) {
     if (!uri.starts_with(kScheme)) return std::nullopt;
-    uri.remove_prefix(kScheme.size());
+    const auto have = segments(uri.substr(kScheme.size()));
+    const auto want = segments(pattern);
+    if (have.size() != want.size()) return std::nullopt;
     std::vector<std::string> values;
-    while (!pattern.empty()) {
-        const auto p_end = std::min(pattern.find('/'), pattern.size());
-        const auto u_end = std::min(uri.find('/'), uri.size());
-        const std::string_view want = pattern.substr(0, p_end);
-        const std::string_view have = uri.substr(0, u_end);
-        if (have.empty() || have.size() > 200) return std::nullopt;
-        if (want == "*")
-            values.emplace_back(have);
-        else if (want != have)
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        if (want[i] != "*") {
+            if (want[i] != have[i]) return std::nullopt;
+        } else if (have[i].empty() || have[i].size() > 200) {
             return std::nullopt;
-        pattern.remove_prefix(std::min(p_end + 1, pattern.size()));
-        uri.remove_prefix(std::min(u_end + 1, uri.size()));
-        if (pattern.empty() != uri.empty()) return std::nullopt;
+        } else {
+            values.emplace_back(have[i]);
+        }
     }
     return values;
 }
@@ -123,6 +132,9 @@ json keywords_part(Toolbox& box, const std::string& client_id, std::stop_token s
         if (date_of(row) == last && row.contains("keyword") && row["keyword"].is_string())
             tracked.insert(row["keyword"].get<std::string>());
     json out = {{"ranking_rows", total}, {"tracked_keywords", tracked.size()}};
+    // Every row read is of the newest date: more keywords may be tracked than one page holds.
+    if (newest.size() == 1000 && date_of(newest.back()) == last)
+        out["tracked_keywords_at_least"] = true;
     if (!last.empty()) out["last_tracked"] = last;
     if (!oldest.empty()) out["first_tracked"] = date_of(oldest[0]);
     return out;
