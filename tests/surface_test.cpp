@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "tests/tool_harness.hpp"
@@ -17,11 +18,13 @@ using json = nlohmann::json;
 struct Surface {
     std::shared_ptr<agency::tools::ActionRuntime> rt =
         std::make_shared<agency::tools::ActionRuntime>(agency::tools::ActionSettings{});
-    ToolHarness h{agency::sample::Options{}, agency::tools::Settings{},
-                  [this](agency::mcp::Server& server,
-                         const std::shared_ptr<agency::tools::Toolbox>& box) {
-                      agency::tools::register_all(server, box, rt);
-                  }};
+    ToolHarness h;
+    explicit Surface(agency::sample::Options sample = {})
+        : h(std::move(sample), agency::tools::Settings{},
+            [this](agency::mcp::Server& server,
+                   const std::shared_ptr<agency::tools::Toolbox>& box) {
+                agency::tools::register_all(server, box, rt);
+            }) {}
     ~Surface() { rt->audits().stop(); }
 
     json result(const std::string& method, const json& params, const std::string& who = "local") {
@@ -213,6 +216,41 @@ TEST(Surface, CompletesClientsThenTheirReportsAndKeywords) {
     json none = complete({{"type", "ref/prompt"}, {"name", "test_prompt_with_arguments"}},
                          "arg1", "test");
     EXPECT_TRUE(none["values"].empty());
+}
+
+TEST(Surface, ResourcesListPagesThroughItsCursor) {
+    Surface s;
+    // The same registration on a server whose resources/list pages hold two entries.
+    agency::mcp::ServerOptions options;
+    options.state_secret = "surface-test";
+    options.resources_page_size = 2;
+    s.h.server = std::make_unique<agency::mcp::Server>(options);
+    agency::tools::register_all(*s.h.server, s.h.box, s.rt);
+    std::vector<std::string> uris;
+    json params = json::object();
+    for (int page = 0; page < 10; ++page) {
+        json r = s.result("resources/list", params);
+        EXPECT_LE(r["resources"].size(), 2u);
+        for (const json& e : r["resources"]) uris.push_back(e["uri"]);
+        if (!r.contains("nextCursor")) break;
+        params["cursor"] = r["nextCursor"];
+    }
+    EXPECT_EQ(uris.size(), 4u);  // the usage note and the three sample clients' overviews
+    EXPECT_EQ(std::set<std::string>(uris.begin(), uris.end()).size(), uris.size());
+    json e = s.error("resources/list", {{"cursor", "not-a-cursor"}});
+    EXPECT_EQ(e["code"], -32602);
+    EXPECT_NE(e.value("message", "").find("resources/list"), std::string::npos);
+}
+
+TEST(Surface, CompletionStopsAtOneHundredAndSaysThereIsMore) {
+    Surface s(agency::sample::Options{.bulk_keyword_rows = 3000});
+    json params = {{"ref", {{"type", "ref/prompt"}, {"name", "content_plan"}}},
+                   {"argument", {{"name", "topic"}, {"value", ""}}},
+                   {"context", {{"arguments", {{"client_id", "demo-bulk"}}}}}};
+    json c = s.result("completion/complete", params)["completion"];
+    EXPECT_EQ(c["values"].size(), 100u);
+    EXPECT_GT(c["total"].get<int>(), 100);
+    EXPECT_TRUE(c["hasMore"].get<bool>());
 }
 
 }  // namespace
