@@ -242,6 +242,24 @@ TEST(Surface, ResourcesListPagesThroughItsCursor) {
     EXPECT_NE(e.value("message", "").find("resources/list"), std::string::npos);
 }
 
+TEST(Surface, WithTheGatewayDownTheUsageNoteStillListsAndReads) {
+    Surface s;
+    s.h.gateway_server->stop();
+    json list = s.result("resources/list", json::object());
+    ASSERT_EQ(list["resources"].size(), 1u) << list.dump();
+    EXPECT_EQ(list["resources"][0]["uri"], "agency://server/usage");
+    s.result("resources/read", {{"uri", "agency://server/usage"}});
+    // A client's overview cannot be read: an internal error naming the read, not "not found".
+    json e = s.error("resources/read", {{"uri", "agency://clients/demo-law/overview"}});
+    EXPECT_EQ(e["code"], -32603);
+    EXPECT_NE(e.value("message", "").find("could not read"), std::string::npos) << e.dump();
+    // Completion offers nothing rather than failing.
+    json c = s.result("completion/complete",
+                      {{"ref", {{"type", "ref/prompt"}, {"name", "audit_triage"}}},
+                       {"argument", {{"name", "client_id"}, {"value", ""}}}})["completion"];
+    EXPECT_TRUE(c["values"].empty());
+}
+
 TEST(Surface, CompletionStopsAtOneHundredAndSaysThereIsMore) {
     Surface s(agency::sample::Options{.bulk_keyword_rows = 3000});
     json params = {{"ref", {{"type", "ref/prompt"}, {"name", "content_plan"}}},

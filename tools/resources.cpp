@@ -5,6 +5,8 @@
 #include <optional>
 #include <set>
 
+#include <spdlog/spdlog.h>
+
 #include "tools/action_tools.hpp"
 #include "tools/surface.hpp"
 
@@ -345,7 +347,14 @@ void register_surface(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
     }
     server.set_resource_lister([lists](mcp::RequestContext& ctx) {
         json entries = json::array();
-        for (const auto& client : lists->clients(ctx.stop))
+        std::vector<SurfaceLists::Client> clients;
+        try {
+            clients = lists->clients(ctx.stop);
+        } catch (const gateway::Error& e) {
+            // The usage note still lists; the overviews return with the gateway.
+            spdlog::warn("resources/list: the gateway's clients could not be read: {}", e.what());
+        }
+        for (const auto& client : clients)
             entries.push_back(
                 {{"uri", "agency://clients/" + client.id + "/overview"},
                  {"name", "overview-" + client.id},
