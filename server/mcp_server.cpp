@@ -131,6 +131,9 @@ void Server::add_resource_template(ResourceTemplateDef t) {
     impl_->templates.push_back(std::move(t));
 }
 void Server::add_prompt(PromptDef p) { impl_->prompts.push_back(std::move(p)); }
+void Server::set_resource_lister(std::function<json(RequestContext&)> lister) {
+    impl_->resource_lister = std::move(lister);
+}
 void Server::set_completion(std::function<json(const json&, const json&, const json&)> h) {
     impl_->completion = std::move(h);
 }
@@ -155,6 +158,28 @@ void Server::notify_tools_changed() {
     }
     for (auto& s : targets)
         if (s->notify && s->initialized) s->notify(message);
+}
+
+void Server::notify_resource_updated(const std::string& uri, std::string_view principal) {
+    const std::string message = dump({{"jsonrpc", "2.0"},
+                                      {"method", "notifications/resources/updated"},
+                                      {"params", {{"uri", uri}}}});
+    std::vector<std::shared_ptr<Session>> targets;
+    {
+        std::lock_guard lock(impl_->mutex);
+        for (auto& [id, s] : impl_->sessions) targets.push_back(s);
+    }
+    for (auto& s : targets) {
+        if (!s->notify || !s->initialized) continue;
+        if (!principal.empty() && s->principal.name != principal) continue;
+        bool subscribed = false;
+        {
+            std::lock_guard lock(s->mutex);
+            subscribed = std::find(s->subscriptions.begin(), s->subscriptions.end(), uri) !=
+                         s->subscriptions.end();
+        }
+        if (subscribed) s->notify(message);
+    }
 }
 
 std::shared_ptr<Session> Server::create_session(std::string id) {
@@ -215,12 +240,15 @@ std::vector<const ToolDef*> Server::visible_tools(const Principal& principal) co
 
 json Server::capabilities(Era era) const {
     // Modern clients get change notices only through subscriptions/listen, which this server
-    // does not offer yet, so the modern era advertises no listChanged/subscribe.
+    // does not offer yet, so the modern era advertises no listChanged/subscribe. The resource
+    // and prompt lists do not change while the server runs (clients' overviews follow the
+    // gateway's clients, which nothing announces); initialize drops `subscribe` for a session
+    // without a notification path.
     const bool legacy = era == Era::legacy;
     json caps = json::object();
     caps["tools"] = legacy ? json{{"listChanged", true}} : json::object();
-    caps["resources"] = legacy ? json{{"subscribe", true}, {"listChanged", true}} : json::object();
-    caps["prompts"] = legacy ? json{{"listChanged", true}} : json::object();
+    caps["resources"] = legacy ? json{{"subscribe", true}} : json::object();
+    caps["prompts"] = json::object();
     caps["completions"] = json::object();
     caps["logging"] = json::object();
     if (legacy)

@@ -236,6 +236,7 @@ struct ResourceTemplateDef {
     std::string mime_type;
     // Returns the `contents` array, or nullopt when the URI is not one of this template's.
     std::function<std::optional<json>(const std::string& uri, RequestContext& ctx)> read;
+    std::string title;  // last, so that positional initializers stay as they were
 };
 
 struct PromptDef {
@@ -273,6 +274,7 @@ struct ServerOptions {
     std::chrono::milliseconds ask_timeout{10 * 60 * 1000};
     std::chrono::seconds state_ttl{600};
     std::size_t tools_page_size = 100;
+    std::size_t resources_page_size = 100;  // resources/list: registered, then listed ones
     std::int64_t list_ttl_ms = 60'000;
     // Tasks: where records live (memory when null), how long they are kept, polling advice.
     std::shared_ptr<TaskStore> task_store;
@@ -312,6 +314,9 @@ public:
     void add_resource(ResourceDef resource);
     void add_resource_template(ResourceTemplateDef resource_template);
     void add_prompt(PromptDef prompt);
+    // resources/list's entries beyond the registered resources ({uri, name, ...} objects,
+    // e.g. one per gateway client), asked on every list; they are read through a template.
+    void set_resource_lister(std::function<json(RequestContext& ctx)> lister);
     // completion/complete: (ref, argument, context) -> {values, total?, hasMore?}
     void set_completion(std::function<json(const json& ref, const json& argument,
                                            const json& context)> handler);
@@ -333,6 +338,10 @@ public:
     void set_tool_list_filter(std::function<bool(const ToolDef&)> listed);
     // Tells every legacy session with a notification path that the tool list changed.
     void notify_tools_changed();
+    // Sends notifications/resources/updated to every legacy session with a notification path
+    // that subscribed to `uri`; with `principal`, only to sessions of that principal (what
+    // one caller owns is not announced to another).
+    void notify_resource_updated(const std::string& uri, std::string_view principal = {});
     // Runs first when the server is destroyed, before anything it owns goes away: stops what
     // calls back into it from other threads (e.g. a discovery refresher).
     void on_shutdown(std::function<void()> stop);

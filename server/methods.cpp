@@ -31,7 +31,7 @@ constexpr std::array kMethods{
     MethodEntry{.name = "prompts/get", .runs = Runs::on_worker, .name_param = kByName,
                 .handler = &M::prompts_get},
     MethodEntry{.name = "prompts/list", .handler = &M::prompts_list},
-    MethodEntry{.name = "resources/list", .handler = &M::resources_list},
+    MethodEntry{.name = "resources/list", .runs = Runs::on_worker, .handler = &M::resources_list},
     MethodEntry{.name = "resources/read", .runs = Runs::on_worker, .name_param = kByUri,
                 .handler = &M::resources_read},
     MethodEntry{.name = "resources/subscribe", .eras = kLegacyEra,
@@ -108,8 +108,12 @@ std::optional<std::string> Methods::initialize(Server& server, const Request& r)
     in.session->principal = in.principal;
     in.session->last_used_ms = server.impl_->now_ms();
     const ServerInfo& info = server.impl_->options.info;
+    json caps = server.capabilities(Era::legacy);
+    // Resource updates reach a session only through its notification path (stdio has one; a
+    // legacy HTTP session would need the GET stream, which is not offered).
+    if (!in.session->notify) caps["resources"].erase("subscribe");
     json result = {{"protocolVersion", in.session->protocol_version},
-                   {"capabilities", server.capabilities(Era::legacy)},
+                   {"capabilities", std::move(caps)},
                    {"serverInfo", server_info_object(info)}};
     if (!info.instructions.empty()) result["instructions"] = info.instructions;
     return complete(server, r, std::move(result));
@@ -142,26 +146,27 @@ std::optional<std::string> Methods::logging_set_level(Server& server, const Requ
 
 namespace {
 
-// The offset a tools/list cursor stands for; throws when it is not one this server issued for
-// a list of `count` tools.
-std::size_t tools_cursor_offset(const json& params, std::size_t count) {
+// The offset a list cursor (tools/list, resources/list: `kind`) stands for; throws when it is
+// not one this server issued for a list of `count` entries.
+std::size_t list_cursor_offset(const json& params, std::size_t count, std::string_view kind) {
+    const std::string prefix = std::string(kind) + ":";
     auto c = params.find("cursor");
     if (c == params.end() || c->is_null()) return 0;
     auto decoded =
         c->is_string() ? crypto::base64url_decode(c->get<std::string>()) : std::nullopt;
     std::size_t offset = 0;
-    bool ok = decoded && decoded->rfind("tools:", 0) == 0;
+    bool ok = decoded && decoded->rfind(prefix, 0) == 0;
     if (ok) {
         try {
-            offset = std::stoul(decoded->substr(6));
+            offset = std::stoul(decoded->substr(prefix.size()));
         } catch (const std::exception&) {
             ok = false;
         }
     }
     if (!ok || offset > count)
         throw RpcError(error_code::invalid_params,
-                       "invalid cursor: pass back the nextCursor of a previous "
-                       "tools/list, or omit it");
+                       "invalid cursor: pass back the nextCursor of a previous " +
+                           std::string(kind) + "/list, or omit it");
     return offset;
 }
 
@@ -184,7 +189,7 @@ json tool_entry(const ToolDef& t, bool legacy) {
 
 std::optional<std::string> Methods::tools_list(Server& server, const Request& r) {
     auto visible = server.visible_tools(r.ctx.principal);
-    const std::size_t offset = tools_cursor_offset(r.params, visible.size());
+    const std::size_t offset = list_cursor_offset(r.params, visible.size(), "tools");
     const ServerOptions& options = server.impl_->options;
     std::size_t page = std::max<std::size_t>(1, options.tools_page_size);
     json tools = json::array();
@@ -221,6 +226,7 @@ json resource_entry(const ResourceDef& res) {
 
 json template_entry(const ResourceTemplateDef& t) {
     json entry = {{"uriTemplate", t.uri_template}, {"name", t.name}};
+    if (!t.title.empty()) entry["title"] = t.title;
     if (!t.description.empty()) entry["description"] = t.description;
     if (!t.mime_type.empty()) entry["mimeType"] = t.mime_type;
     return entry;
@@ -237,8 +243,20 @@ json prompt_entry(const PromptDef& p) {
 
 std::optional<std::string> Methods::resources_list(Server& server, const Request& r) {
     const Server::Impl& impl = *server.impl_;
-    return complete(server, r,
-                    list_of(r, impl.options, "resources", impl.resources, resource_entry));
+    json all = json::array();
+    for (const ResourceDef& res : impl.resources) all.push_back(resource_entry(res));
+    if (impl.resource_lister)
+        for (json& entry : impl.resource_lister(r.ctx)) all.push_back(std::move(entry));
+    const std::size_t offset = list_cursor_offset(r.params, all.size(), "resources");
+    const std::size_t page = std::max<std::size_t>(1, impl.options.resources_page_size);
+    json resources = json::array();
+    for (std::size_t i = offset; i < all.size() && i < offset + page; ++i)
+        resources.push_back(std::move(all[i]));
+    json result = {{"resources", std::move(resources)}};
+    if (offset + page < all.size())
+        result["nextCursor"] =
+            crypto::base64url_encode("resources:" + std::to_string(offset + page));
+    return complete(server, r, list_result(r, impl.options, std::move(result)));
 }
 
 std::optional<std::string> Methods::resources_templates_list(Server& server, const Request& r) {

@@ -107,6 +107,7 @@ struct Server::Impl {
     std::vector<ResourceDef> resources;
     std::vector<ResourceTemplateDef> templates;
     std::vector<PromptDef> prompts;
+    std::function<json(RequestContext&)> resource_lister;
     std::function<json(const json&, const json&, const json&)> completion;
     std::function<bool(const ToolDef&)> tool_filter;
     std::function<bool(const ToolDef&)> tool_list_filter;  // tools/list only

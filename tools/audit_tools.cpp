@@ -6,9 +6,7 @@
 
 namespace agency::tools {
 
-namespace {
-
-// What get_audit_status and a finished audit task report for a job.
+// What get_audit_status, a finished audit task and an audit job's resource report for a job.
 json audit_status_json(const Job& job) {
     json out = {{"ok", job.status != "failed" && job.status != "cancelled"},
                 {"client_id", job.client_id},
@@ -23,6 +21,8 @@ json audit_status_json(const Job& job) {
     if (job.error.is_object()) out["error"] = job.error;
     return out;
 }
+
+namespace {
 
 // A task's wait for its audit job: progress as the job moves, its final status as the result.
 mcp::ToolResult await_audit(ActionRuntime& rt, const std::string& audit_id,

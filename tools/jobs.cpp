@@ -136,21 +136,36 @@ void AuditJobs::on_change(Listener listener) {
         listener_.reset();
 }
 
+void AuditJobs::add_change_listener(Listener listener) {
+    std::lock_guard lock(listener_mutex_);
+    auto next = more_listeners_ ? std::make_shared<std::vector<Listener>>(*more_listeners_)
+                                : std::make_shared<std::vector<Listener>>();
+    next->push_back(std::move(listener));
+    more_listeners_ = std::move(next);
+}
+
 void AuditJobs::changed(const std::string& id) {
     std::shared_ptr<const Listener> listener;
+    std::shared_ptr<const std::vector<Listener>> more;
     {
         std::lock_guard lock(listener_mutex_);
         listener = listener_;
+        more = more_listeners_;
     }
-    if (!listener) return;
+    if (!listener && !more) return;
     auto job = store_->job(id);
     if (!job) return;
-    try {
-        (*listener)(*job);
-    } catch (const std::exception& e) {
-        // A listener's failure is its own; the job's state is already stored.
-        spdlog::error("audit job {}: change listener failed: {}", id, e.what());
-    }
+    auto call = [&](const Listener& l) {
+        try {
+            l(*job);
+        } catch (const std::exception& e) {
+            // A listener's failure is its own; the job's state is already stored.
+            spdlog::error("audit job {}: change listener failed: {}", id, e.what());
+        }
+    };
+    if (listener) call(*listener);
+    if (more)
+        for (const Listener& l : *more) call(l);
 }
 
 void AuditJobs::work(std::stop_token stop) {

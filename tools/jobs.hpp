@@ -126,6 +126,9 @@ public:
 
     // Sets (or, with an empty function, clears) the one change listener.
     void on_change(Listener listener);
+    // Adds a listener called after the one above, for as long as the jobs live (e.g. resource
+    // update notifications).
+    void add_change_listener(Listener listener);
 
 private:
     struct Pending {
@@ -149,6 +152,7 @@ private:
     bool started_ = false;
     std::mutex listener_mutex_;
     std::shared_ptr<const Listener> listener_;
+    std::shared_ptr<const std::vector<Listener>> more_listeners_;  // replaced, never changed
 };
 
 }  // namespace agency::tools

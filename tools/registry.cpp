@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "tools/action_tools.hpp"
+#include "tools/surface.hpp"
 #include "tools/toolsets.hpp"
 
 namespace agency::tools {
@@ -14,6 +15,7 @@ ToolCatalog register_all(mcp::Server& server, const std::shared_ptr<Toolbox>& bo
     if (!actions) actions = std::make_shared<ActionRuntime>(ActionSettings{});
     ToolCatalog action_docs = register_action_tools(server, box, actions);
     docs.insert(docs.end(), action_docs.begin(), action_docs.end());
+    register_surface(server, box, actions);  // resources, prompts, completion
     return docs;
 }
 

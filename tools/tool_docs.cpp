@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/text.hpp"
+#include "tools/surface.hpp"
 #include "tools/tool_kit.hpp"
 #include "tools/toolsets.hpp"
 
@@ -240,7 +241,20 @@ std::string toolsets_markdown(const ToolCatalog& catalog) {
 }
 
 std::string readme_markdown(const ToolCatalog& catalog) {
-    return "### Toolsets\n\n" + toolsets_markdown(catalog);
+    std::string out = "### Toolsets\n\n" + toolsets_markdown(catalog);
+    out += "\n### Resources\n\n| URI | what |\n|---|---|\n";
+    out += "| `agency://server/usage` | " + cell("What the tools are for; cursors, budgets, "
+                                                 "confirmation and audit jobs") + " |\n";
+    for (const TemplateSpec& t : template_specs())
+        out += "| `" + t.uri_template + "` | " + cell(prose(t.description)) + " |\n";
+    out += "\n### Prompts\n\n| prompt | what | arguments |\n|---|---|---|\n";
+    for (const PromptSpec& p : prompt_specs()) {
+        std::vector<std::string> args;
+        for (const auto& a : p.arguments) args.push_back(code(a.name) + (a.required ? "" : "?"));
+        out += "| " + code(p.name) + " | " + cell(prose(p.description)) + " | " +
+               join(args, ", ") + " |\n";
+    }
+    return out;
 }
 
 std::string tools_markdown(const mcp::Server& server, const mcp::Principal& principal,
@@ -275,6 +289,7 @@ std::string tools_markdown(const mcp::Server& server, const mcp::Principal& prin
            "its gateway rows as plain objects (every member the gateway sends passes through, so "
            "their types are the gateway's: the tables give the spec's).\n\n";
     for (const auto* tool : tools) tool_section(*tool, doc_of(catalog, tool->name), out);
+    out += surface_markdown();  // resources, templates and prompts (tools/completion.cpp)
     // One trailing newline, as editors save files.
     while (out.size() > 1 && out[out.size() - 1] == '\n' && out[out.size() - 2] == '\n')
         out.pop_back();

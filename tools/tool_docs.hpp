@@ -18,7 +18,8 @@ std::string tools_markdown(const mcp::Server& server, const mcp::Principal& prin
 // The toolsets table (toolset, its tools, what for) and how to choose them: in docs/tools.md
 // and the README.
 std::string toolsets_markdown(const ToolCatalog& catalog);
-// The README's generated section (`agency-mcp tools-doc --readme`): the toolsets.
+// The README's generated section (`agency-mcp tools-doc --readme`): the toolsets, resources
+// and prompts.
 std::string readme_markdown(const ToolCatalog& catalog);
 
 }  // namespace agency::tools

@@ -1,0 +1,126 @@
+// The server's resources, prompts and completion (tools/resources.cpp, tools/prompts.cpp,
+// tools/completion.cpp), over the same gateway reads the tools use.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "server/mcp_server.hpp"
+#include "tools/tool_kit.hpp"
+
+namespace agency::tools {
+
+class ActionRuntime;
+
+// Registers the resources, resource templates, prompts and completion on `server`, and sends
+// notifications/resources/updated to subscribed sessions when an audit job of `actions`
+// changes. Called once from register_all.
+void register_surface(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
+                      const std::shared_ptr<ActionRuntime>& actions);
+
+// docs/tools.md's sections on resources, templates and prompts, from their definitions.
+std::string surface_markdown();
+
+// --- shared by the three files --------------------------------------------------------------
+
+// Every piece of free text a gateway wrote (titles, article bodies, audit issue text) passes
+// through here before a resource or completion carries it: the one place where gateway text
+// is made safe to show an assistant.
+std::string gateway_text(std::string text);
+// gateway_text over every string inside `value` (keys stay as they are).
+void gateway_strings(json& value);
+
+// Small lists read from the gateway and kept for a short while: clients (for resources/list
+// and completion), a client's keywords, audit report ids and article ids (completion).
+class SurfaceLists {
+public:
+    explicit SurfaceLists(std::shared_ptr<Toolbox> box,
+                          std::chrono::seconds ttl = std::chrono::seconds(60));
+
+    struct Client {
+        std::string id;
+        std::string name;
+    };
+    // The gateway's clients (every page, at most 5000). Throws gateway::Error.
+    std::vector<Client> clients(std::stop_token stop = {});
+    // Distinct keywords of the client's newest rows (one page of 1000).
+    std::vector<std::string> keywords(const std::string& client_id, std::stop_token stop = {});
+    // Ids of the client's newest audit reports (up to 100).
+    std::vector<std::string> report_ids(const std::string& client_id, std::stop_token stop = {});
+    // Ids of the client's newest blog and geo articles (up to 100 of each).
+    std::vector<std::string> article_ids(const std::string& client_id, std::stop_token stop = {});
+
+    Toolbox& box() { return *box_; }
+
+private:
+    struct Entry {
+        std::chrono::steady_clock::time_point at;
+        std::vector<std::string> values;
+    };
+    std::vector<std::string> cached(const std::string& key,
+                                    const std::function<std::vector<std::string>()>& read);
+
+    std::shared_ptr<Toolbox> box_;
+    std::chrono::seconds ttl_;
+    std::mutex mutex_;
+    std::map<std::string, Entry> entries_;
+    std::chrono::steady_clock::time_point clients_at_;
+    std::vector<Client> clients_;
+};
+
+// The rows of one gateway read, parsed (`data`); `total` gets pagination.total when asked.
+json read_rows(Toolbox& box, const gateway::ReadQuery& query, std::stop_token stop,
+               std::int64_t* total = nullptr);
+
+// Builds the mcp::RpcError for "no such resource" in the request's era (legacy -32002, modern
+// -32602), with the reason.
+mcp::RpcError resource_not_found(const mcp::RequestContext& ctx, const std::string& uri,
+                                 const std::string& why);
+
+// --- definitions (one declarative entry each), for registration and docs ----------------------
+
+struct PromptArgumentSpec {
+    std::string name;
+    std::string description;  // says the type: the protocol's prompt arguments carry none
+    bool required = false;
+    enum class Type { text, client_id, month, integer, report_id, keyword } type = Type::text;
+    int min = 0, max = 0;  // integer bounds
+};
+
+struct PromptSpec {
+    std::string name;
+    std::string title;
+    std::string description;
+    std::vector<PromptArgumentSpec> arguments;
+    // The user message's text from the validated arguments (defaults filled in).
+    std::function<std::string(const json& args)> text;
+};
+
+std::vector<PromptSpec> prompt_specs();
+// Checks prompts/get arguments against the spec (unknown names, types, bounds) and fills in
+// defaults; throws mcp::RpcError(-32602) naming the argument and what is allowed.
+json checked_prompt_arguments(const PromptSpec& spec, const json& args);
+
+struct TemplateSpec {
+    std::string uri_template;
+    std::string name;
+    std::string title;
+    std::string description;
+    std::string mime_type;
+};
+// The resource templates, in the order resources/templates/list gives them.
+std::vector<TemplateSpec> template_specs();
+
+// completion/complete over the prompts and templates above.
+json complete_argument(SurfaceLists& lists, const json& ref, const json& argument,
+                       const json& context);
+
+}  // namespace agency::tools
