@@ -28,7 +28,7 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-struct Run {
+struct Outcome {
     int exit_code = -1;
     std::string out, err;
 };
@@ -65,7 +65,7 @@ protected:
     }
 
     // `env -u ... ENV agency-mcp ARGS < stdin_text`, to its end.
-    Run run(const std::string& args, const std::string& stdin_text = "",
+    Outcome run(const std::string& args, const std::string& stdin_text = "",
             const std::string& env = "") {
         const fs::path in = dir / "in.txt", err = dir / "err.txt";
         std::ofstream(in) << stdin_text;
@@ -73,7 +73,7 @@ protected:
             "env -u AGENCY_GATEWAY_URL -u AGENCY_KEYS_FILE -u AGENCY_LOG_LEVEL -u AGENCY_LOG_FILE "
             "-u SSL_CERT_FILE -u SSL_CERT_DIR " + env + " '" + AGENCY_BINARY + "' " + args +
             " < '" + in.string() + "' 2> '" + err.string() + "'";
-        Run r;
+        Outcome r;
         FILE* pipe = popen(command.c_str(), "r");
         if (!pipe) return r;
         char buffer[4096];
@@ -93,13 +93,13 @@ TEST_F(CliConventions, VersionComesFromCMakeAndIsServerInfoVersion) {
     const std::string want = std::string("agency-mcp ") + AGENCY_VERSION + "\n";
     EXPECT_EQ(run("--version").out, want);
     EXPECT_EQ(run("-V").out, want);
-    const Run served = run("serve " + gateway_args(), initialize_line() + "\n");
+    const Outcome served = run("serve " + gateway_args(), initialize_line() + "\n");
     const json reply = json::parse(served.out.substr(0, served.out.find('\n')));
     EXPECT_EQ(reply["result"]["serverInfo"]["version"], AGENCY_VERSION);
 }
 
 TEST_F(CliConventions, UnknownCommandIsNamedWithTheValidOnes) {
-    const Run typo = run("serv --http");
+    const Outcome typo = run("serv --http");
     EXPECT_EQ(typo.exit_code, 2);
     EXPECT_TRUE(typo.out.empty());
     EXPECT_NE(typo.err.find("unknown command 'serv'"), std::string::npos) << typo.err;
@@ -107,12 +107,12 @@ TEST_F(CliConventions, UnknownCommandIsNamedWithTheValidOnes) {
     for (const char* name : {"serve", "sample-gateway", "keys", "tools-doc"})
         EXPECT_NE(typo.err.find(std::string("  ") + name + " "), std::string::npos) << typo.err;
 
-    const Run unrelated = run("--log-level debug frobnicate");
+    const Outcome unrelated = run("--log-level debug frobnicate");
     EXPECT_EQ(unrelated.exit_code, 2);
     EXPECT_NE(unrelated.err.find("unknown command 'frobnicate'"), std::string::npos);
     EXPECT_EQ(unrelated.err.find("Did you mean"), std::string::npos) << unrelated.err;
 
-    const Run keys = run("keys lst");
+    const Outcome keys = run("keys lst");
     EXPECT_EQ(keys.exit_code, 2);
     EXPECT_NE(keys.err.find("agency-mcp keys: unknown command 'lst'. Did you mean 'list'?"),
               std::string::npos)
@@ -127,7 +127,7 @@ TEST_F(CliConventions, GlobalOptionsWorkBeforeAndAfterTheSubcommand) {
     for (const std::string& args : {"--log-level warn serve " + gateway_args(),
                                     "serve " + gateway_args() + " --log-level warn",
                                     "serve --log-level=warn " + gateway_args()}) {
-        const Run r = run(args, line);
+        const Outcome r = run(args, line);
         EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
         EXPECT_EQ(r.err.find("state database"), std::string::npos) << args << "\n" << r.err;
         EXPECT_NE(r.out.find("\"serverInfo\""), std::string::npos) << args;
@@ -142,7 +142,7 @@ TEST_F(CliConventions, GlobalOptionsWorkBeforeAndAfterTheSubcommand) {
 TEST_F(CliConventions, LogFileTakesTheLogsAppendedAndStdoutStaysProtocol) {
     const fs::path log = dir / "agency.log";
     const std::string args = "serve " + gateway_args() + " --log-file " + log.string();
-    const Run first = run(args, initialize_line() + "\n", "AGENCY_API_KEY=sk-never-logged-123");
+    const Outcome first = run(args, initialize_line() + "\n", "AGENCY_API_KEY=sk-never-logged-123");
     run(args, initialize_line() + "\n");
     EXPECT_EQ(first.exit_code, 0);
     EXPECT_EQ(first.err.find("state database"), std::string::npos) << first.err;
@@ -158,14 +158,16 @@ TEST_F(CliConventions, LogFileTakesTheLogsAppendedAndStdoutStaysProtocol) {
     EXPECT_EQ(count("state database"), 2u) << logged;  // appended, not truncated
     EXPECT_EQ(logged.find("sk-never-logged-123"), std::string::npos);
 
-    const Run unwritable = run("serve --log-file " + (dir / "no/such/dir/x.log").string());
+    // Under a regular file: no directory can be made there.
+    std::ofstream(dir / "plain-file") << "x";
+    const Outcome unwritable = run("serve --log-file " + (dir / "plain-file" / "x.log").string());
     EXPECT_NE(unwritable.exit_code, 0);
     EXPECT_NE(unwritable.err.find("--log-file: cannot open"), std::string::npos) << unwritable.err;
 }
 
 // One start-up line says the gateway answered and with which actions; the key never appears.
 TEST_F(CliConventions, StartupLineSaysTheGatewayAnsweredWithItsActions) {
-    const Run r = run("serve " + gateway_args(), "", "AGENCY_API_KEY=sk-secret-key-456");
+    const Outcome r = run("serve " + gateway_args(), "", "AGENCY_API_KEY=sk-secret-key-456");
     const std::regex line("gateway " + gateway_server.base_url() +
                           R"( answered: (\d+) action\(s\) \(([a-z_]+, )+.*\), (\d+) resource\(s\))");
     std::smatch m;
@@ -173,7 +175,7 @@ TEST_F(CliConventions, StartupLineSaysTheGatewayAnsweredWithItsActions) {
     EXPECT_GT(std::stoi(m[1]), 5);
     EXPECT_EQ(r.err.find("sk-secret-key-456"), std::string::npos);
 
-    const Run sample = run("serve --state-db :memory:");
+    const Outcome sample = run("serve --state-db :memory:");
     EXPECT_NE(sample.err.find("the built-in SAMPLE gateway http://127.0.0.1:"), std::string::npos)
         << sample.err;
 }

@@ -27,7 +27,7 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-struct Run {
+struct Outcome {
     int exit_code = -1;
     std::string out, err;
 };
@@ -64,12 +64,12 @@ protected:
         fs::remove_all(dir, ec);
     }
 
-    Run run(const std::string& args, const std::string& env = "", const std::string& input = "") {
+    Outcome run(const std::string& args, const std::string& env = "", const std::string& input = "") {
         const fs::path in = dir / "in.txt", err = dir / "err.txt";
         std::ofstream(in) << input;
         const std::string command = kClean + env + " '" + AGENCY_BINARY + "' " + args + " < '" +
                                     in.string() + "' 2> '" + err.string() + "'";
-        Run r;
+        Outcome r;
         FILE* pipe = popen(command.c_str(), "r");
         if (!pipe) return r;
         char buffer[4096];
@@ -81,7 +81,7 @@ protected:
     }
 
     std::string add(const std::string& name, const std::string& scopes) {
-        const Run r = run("keys add --name " + name + " --scopes " + scopes, "AGENCY_KEYS_FILE=" + keys.string());
+        const Outcome r = run("keys add --name " + name + " --scopes " + scopes, "AGENCY_KEYS_FILE=" + keys.string());
         EXPECT_EQ(r.exit_code, 0) << r.err;
         return trimmed(r.out);
     }
@@ -134,7 +134,7 @@ int initialize_status(int port, const std::string& key) {
 TEST_F(KeysCli, ListShowsNamesScopesAndTimesButNeverAKeyOrHash) {
     const std::string alice = add("alice", "read,write");
     add("bob", "read");
-    const Run list = run("keys list --keys-file " + keys.string());
+    const Outcome list = run("keys list --keys-file " + keys.string());
     EXPECT_EQ(list.exit_code, 0) << list.err;
     EXPECT_NE(list.out.find("NAME"), std::string::npos);
     EXPECT_TRUE(std::regex_search(list.out, std::regex(R"(alice\s+read,write\s+\d{4}-\d\d-\d\dT)")))
@@ -150,7 +150,7 @@ TEST_F(KeysCli, RemoveAndRotateRewriteTheFileAtomicallyAndKeepItPrivate) {
     add("bob", "read");
 
     const std::string before = slurp(keys);
-    const Run unknown = run("keys remove --name carol --keys-file " + keys.string());
+    const Outcome unknown = run("keys remove --name carol --keys-file " + keys.string());
     EXPECT_NE(unknown.exit_code, 0);
     EXPECT_NE(unknown.err.find("no key named \"carol\""), std::string::npos) << unknown.err;
     EXPECT_NE(unknown.err.find("alice, bob"), std::string::npos) << unknown.err;
@@ -158,7 +158,7 @@ TEST_F(KeysCli, RemoveAndRotateRewriteTheFileAtomicallyAndKeepItPrivate) {
     EXPECT_NE(run("keys rotate --name carol --keys-file " + keys.string()).exit_code, 0);
     EXPECT_EQ(slurp(keys), before);
 
-    const Run rotated = run("keys rotate --name alice --keys-file " + keys.string());
+    const Outcome rotated = run("keys rotate --name alice --keys-file " + keys.string());
     ASSERT_EQ(rotated.exit_code, 0) << rotated.err;
     const std::string fresh = trimmed(rotated.out);
     EXPECT_EQ(fresh.rfind("amcp_", 0), 0u);
@@ -197,7 +197,7 @@ TEST_F(KeysCli, RunningServerRefusesARemovedOrRotatedKeyAtOnce) {
     EXPECT_EQ(initialize_status(port, bob), 401);
     EXPECT_EQ(initialize_status(port, alice), 200);
 
-    const Run rotated = run("keys rotate --name alice --keys-file " + keys.string());
+    const Outcome rotated = run("keys rotate --name alice --keys-file " + keys.string());
     const std::string fresh = trimmed(rotated.out);
     EXPECT_EQ(initialize_status(port, alice), 401);
     EXPECT_EQ(initialize_status(port, fresh), 200);
@@ -212,7 +212,7 @@ TEST_F(KeysCli, RunningServerRefusesARemovedOrRotatedKeyAtOnce) {
 
 TEST_F(KeysCli, ServeRefusesAKeysFileThatDoesNotExist) {
     const fs::path missing = dir / "typo-keys.json";
-    const Run r = run("serve --http --listen 127.0.0.1:0 --state-db :memory: --gateway-url " +
+    const Outcome r = run("serve --http --listen 127.0.0.1:0 --state-db :memory: --gateway-url " +
                       gateway_server.base_url() + " --keys-file " + missing.string());
     EXPECT_NE(r.exit_code, 0);
     EXPECT_NE(r.err.find("does not exist, so HTTP requests would NOT be authenticated"),
@@ -223,7 +223,7 @@ TEST_F(KeysCli, ServeRefusesAKeysFileThatDoesNotExist) {
         << r.err;
     EXPECT_FALSE(fs::exists(missing));
     // The same through the environment.
-    const Run env = run("serve --http --listen 127.0.0.1:0 --state-db :memory: --gateway-url " +
+    const Outcome env = run("serve --http --listen 127.0.0.1:0 --state-db :memory: --gateway-url " +
                             gateway_server.base_url(),
                         "AGENCY_KEYS_FILE=" + missing.string());
     EXPECT_NE(env.exit_code, 0);
@@ -302,14 +302,14 @@ TEST_F(KeysCli, HttpsGatewayOfAPrivateCaNeedsSslCertFileOrDir) {
                                   {"params", {{"_meta", {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"}, {"io.modelcontextprotocol/clientCapabilities", json::object()}}}}}}
                                  .dump() + "\n";
 
-    const Run refused = run(args, "", list);
+    const Outcome refused = run(args, "", list);
     EXPECT_NE(refused.exit_code, 0);
     EXPECT_NE(refused.err.find("could not be verified"), std::string::npos) << refused.err;
     EXPECT_NE(refused.err.find("SSL_CERT_FILE"), std::string::npos) << refused.err;
 
     for (const std::string& env : {"SSL_CERT_FILE=" + (dir / "ca.pem").string(),
                                    "SSL_CERT_DIR=" + (dir / "certs").string()}) {
-        const Run served = run(args, env, list);
+        const Outcome served = run(args, env, list);
         EXPECT_EQ(served.exit_code, 0) << env << "\n" << served.err;
         EXPECT_NE(served.err.find("gateway " + url + " answered"), std::string::npos) << served.err;
         EXPECT_NE(served.out.find("\"list_clients\""), std::string::npos) << env << served.out;
