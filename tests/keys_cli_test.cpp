@@ -233,7 +233,6 @@ TEST_F(KeysCli, ServeRefusesAKeysFileThatDoesNotExist) {
 // --- An https gateway signed by a private CA --------------------------------------------------
 
 bool make_ca_and_cert(const fs::path& d) {
-    const std::string q = "'" + d.string() + "/";
     const std::string script =
         "cd '" + d.string() + "' && "
         "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj '/CN=agency test CA' "
@@ -244,7 +243,6 @@ bool make_ca_and_cert(const fs::path& d) {
         "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
         "-extfile ext.cnf -out server.pem >/dev/null 2>&1 && "
         "mkdir certs && cp ca.pem certs/ && openssl rehash certs >/dev/null 2>&1";
-    (void)q;
     return std::system(script.c_str()) == 0;
 }
 
