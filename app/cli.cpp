@@ -2,7 +2,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <limits>
 #include <stdexcept>
 
@@ -53,15 +55,14 @@ CommandLine::CommandLine()
       app_(std::make_unique<CLI::App>(
           "agency-mcp: MCP tools over the agency gateway (rankings, audits, content...)")) {
     app_->require_subcommand(1);
-    app_->add_option("--log-level", log_level, "trace, debug, info, warn, error, off (stderr)")
-        ->envname("AGENCY_LOG_LEVEL")
-        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+    add_global_options();
     add_serve();
     add_http_limits();
     add_sample_gateway();
     add_keys();
     add_answer_options();
     add_tool_selection();
+    add_serve_footer();
     tools_doc_cmd_ = app_->add_subcommand(
         "tools-doc",
         "Print the Markdown tool reference generated from the tool definitions "
@@ -74,6 +75,10 @@ CommandLine::CommandLine()
 CommandLine::~CommandLine() = default;
 
 std::optional<Command> CommandLine::parse(int argc, char** argv) {
+    if (auto refused = refuse_unknown_command(argc, argv)) {
+        exit_code_ = *refused;
+        return std::nullopt;
+    }
     try {
         app_->parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -90,6 +95,9 @@ std::optional<Command> CommandLine::parse(int argc, char** argv) {
     limits.max_sessions = static_cast<std::size_t>(max_sessions_);
     if (*sample_cmd_) return Command::sample_gateway;
     if (*keys_add_cmd_) return Command::keys_add;
+    if (*keys_list_cmd_) return Command::keys_list;
+    if (*keys_remove_cmd_) return Command::keys_remove;
+    if (*keys_rotate_cmd_) return Command::keys_rotate;
     if (*tools_doc_cmd_) return Command::tools_doc;
     return Command::serve;
 }
@@ -269,13 +277,135 @@ void CommandLine::add_sample_gateway() {
 }
 
 void CommandLine::add_keys() {
-    auto* keys_cmd = app_->add_subcommand("keys", "Manage API keys for HTTP callers");
-    keys_cmd->require_subcommand(1);
-    keys_add_cmd_ = keys_cmd->add_subcommand("add", "Create a key and print it once");
+    keys_cmd_ = app_->add_subcommand("keys", "Manage API keys for HTTP callers");
+    keys_cmd_->require_subcommand(1);
+    keys_add_cmd_ = keys_cmd_->add_subcommand("add", "Create a key and print it once");
     keys_add_cmd_->add_option("--name", keys.name, "Who the key is for")->required();
     keys_add_cmd_->add_option("--scopes", keys.scopes, "read and/or write")->delimiter(',');
-    keys_add_cmd_->add_option("--keys-file", keys.keys_file, "Keys file")
-        ->envname("AGENCY_KEYS_FILE");
+    add_key_commands(*keys_cmd_);
+    for (auto* cmd : {keys_add_cmd_, keys_list_cmd_, keys_remove_cmd_, keys_rotate_cmd_})
+        cmd->add_option("--keys-file", keys.keys_file,
+                        "Keys file (default: $XDG_CONFIG_HOME/agency-mcp/keys.json or "
+                        "~/.config/agency-mcp/keys.json)")
+            ->envname("AGENCY_KEYS_FILE");
+}
+
+// keys list, remove and rotate. A running `serve --http` sees each change at its next request.
+void CommandLine::add_key_commands(CLI::App& keys_cmd) {
+    keys_list_cmd_ = keys_cmd.add_subcommand(
+        "list", "List the keys: name, scopes, when created and rotated (never a key or hash)");
+    keys_remove_cmd_ = keys_cmd.add_subcommand(
+        "remove", "Remove a key; a running server refuses it from its next request on");
+    keys_remove_cmd_->add_option("--name", keys.name, "The key's name (see keys list)")
+        ->required();
+    keys_rotate_cmd_ = keys_cmd.add_subcommand(
+        "rotate",
+        "Replace a key by a new one (same name and scopes), printed once; the old key stops "
+        "working at once");
+    keys_rotate_cmd_->add_option("--name", keys.name, "The key's name (see keys list)")
+        ->required();
+}
+
+// Options of the whole program, accepted before or after the subcommand (fallthrough: a
+// subcommand hands an option it does not know to its parent; subcommands made later inherit it).
+void CommandLine::add_global_options() {
+    app_->fallthrough();
+    app_->set_version_flag("-V,--version", std::string("agency-mcp ") + AGENCY_VERSION,
+                           "Print the version and exit");
+    app_->add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
+        ->envname("AGENCY_LOG_LEVEL")
+        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+    app_->add_option("--log-file", log_file,
+                     "Append logs to this file instead of stderr (stdout stays protocol-only)")
+        ->envname("AGENCY_LOG_FILE");
+}
+
+// The environment `serve --help` names besides the options' own variables.
+void CommandLine::add_serve_footer() {
+    serve_cmd_->footer(
+        "Environment:\n"
+        "  AGENCY_GATEWAY_URL   the gateway's base URL (none: the built-in sample gateway)\n"
+        "  AGENCY_API_KEY       the gateway's API key (never logged)\n"
+        "  SSL_CERT_FILE        a PEM file of CA certificates to trust for an https gateway,\n"
+        "                       e.g. your private CA (default: the system's CA store)\n"
+        "  SSL_CERT_DIR         a directory of CA certificates (hashed, as c_rehash makes)\n"
+        "Global options (--log-level, --log-file) go before or after the subcommand.\n"
+        "Client setup (Claude Desktop, Claude Code, VS Code, Cursor, Inspector): "
+        "docs/clients.md\n");
+}
+
+namespace {
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+            diagonal = up;
+        }
+    }
+    return row[b.size()];
+}
+
+// The first word that is neither an option nor a global option's value, from `from` on.
+int next_word(int argc, char** argv, int from) {
+    for (int i = from; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--log-level" || arg == "--log-file") {
+            ++i;  // its value
+            continue;
+        }
+        if (!arg.empty() && arg[0] == '-') continue;
+        return i;
+    }
+    return argc;
+}
+
+bool has_subcommand(const CLI::App& parent, const std::string& name) {
+    for (const auto* sub : parent.get_subcommands({}))
+        if (sub->get_name() == name) return true;
+    return false;
+}
+
+// "unknown command" with the valid names, and the nearest one when it is a likely typo.
+int unknown_command(const std::string& program, const std::string& word, const CLI::App& parent) {
+    std::string names, nearest;
+    std::size_t best = 3;  // a suggestion only within two edits
+    for (const auto* sub : parent.get_subcommands({})) {
+        const std::string& name = sub->get_name();
+        names += "  " + name + std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') +
+                 sub->get_description() + "\n";
+        const std::size_t d = edit_distance(word, name);
+        if (d < best || (name.rfind(word, 0) == 0 && word.size() >= 2 && best > 1)) {
+            best = name.rfind(word, 0) == 0 ? 1 : d;
+            nearest = name;
+        }
+    }
+    std::string text = program + ": unknown command '" + word + "'.";
+    if (!nearest.empty()) text += " Did you mean '" + nearest + "'?";
+    std::fprintf(stderr, "%s\nValid commands:\n%sRun '%s --help' for details.\n", text.c_str(),
+                 names.c_str(), program.c_str());
+    return 2;
+}
+
+}  // namespace
+
+std::optional<int> CommandLine::refuse_unknown_command(int argc, char** argv) const {
+    const int first = next_word(argc, argv, 1);
+    if (first >= argc) return std::nullopt;
+    const std::string word = argv[first];
+    if (word == "keys") {
+        const int second = next_word(argc, argv, first + 1);
+        if (second < argc && !has_subcommand(*keys_cmd_, argv[second]))
+            return unknown_command("agency-mcp keys", argv[second], *keys_cmd_);
+        return std::nullopt;
+    }
+    if (has_subcommand(*app_, word)) return std::nullopt;
+    return unknown_command("agency-mcp", word, *app_);
 }
 
 }  // namespace agency::app

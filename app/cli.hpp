@@ -59,7 +59,7 @@ struct KeysArgs {
     std::string keys_file;
 };
 
-enum class Command { serve, sample_gateway, keys_add, tools_doc };
+enum class Command { serve, sample_gateway, keys_add, keys_list, keys_remove, keys_rotate, tools_doc };
 
 class CommandLine {
 public:
@@ -74,6 +74,7 @@ public:
 
     std::string log_level;
     bool readme_section = false;  // tools-doc --readme
+    std::string log_file;  // empty: logs to stderr
     ServeArgs serve;
     SampleArgs sample;
     KeysArgs keys;
@@ -83,6 +84,12 @@ private:
     void add_http_limits();
     void add_sample_gateway();
     void add_keys();
+    void add_key_commands(CLI::App& keys_cmd);
+    void add_global_options();
+    void add_serve_footer();
+    // Exit code 2 and a list of the valid commands when the command named is not one of them;
+    // nullopt when the names are right (or there is none: CLI11 says what is missing).
+    std::optional<int> refuse_unknown_command(int argc, char** argv) const;
     void add_answer_options();
     void add_tool_selection();
 
@@ -90,7 +97,11 @@ private:
     int exit_code_ = 0;
     CLI::App* serve_cmd_ = nullptr;
     CLI::App* sample_cmd_ = nullptr;
+    CLI::App* keys_cmd_ = nullptr;
     CLI::App* keys_add_cmd_ = nullptr;
+    CLI::App* keys_list_cmd_ = nullptr;
+    CLI::App* keys_remove_cmd_ = nullptr;
+    CLI::App* keys_rotate_cmd_ = nullptr;
     CLI::App* tools_doc_cmd_ = nullptr;
     // The HTTP limits as the options hold them (whole numbers), copied into serve.http_limits.
     int max_connections_ = 0, max_connections_per_address_ = 0, head_timeout_s_ = 0,

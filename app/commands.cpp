@@ -70,6 +70,33 @@ std::shared_ptr<gateway::Client> connect_gateway(const std::string& url,
     return client;
 }
 
+// The URL as logged: any user:password@ is dropped (the API key is never logged).
+std::string shown_url(const std::string& url) {
+    const auto scheme = url.find("://");
+    const auto start = scheme == std::string::npos ? 0 : scheme + 3;
+    const auto at = url.find('@', start);
+    if (at == std::string::npos || url.find_first_of("/?#", start) < at) return url;
+    return url.substr(0, start) + url.substr(at + 1);
+}
+
+// One start-up line: the gateway answered, and which actions its discovery offers.
+void log_gateway_answered(gateway::Client& client, const std::string& url, bool sample) {
+    const auto discovery = client.discovery();
+    std::string names;
+    std::size_t shown = 0;
+    for (const auto& action : discovery->actions) {
+        if (shown == 8) {
+            names += ", ...";
+            break;
+        }
+        names += (shown++ ? ", " : "") + action.action;
+    }
+    spdlog::info("{} {} answered: {} action(s){}, {} resource(s)",
+                 sample ? "the built-in SAMPLE gateway" : "gateway", shown_url(url),
+                 discovery->actions.size(), names.empty() ? "" : " (" + names + ")",
+                 discovery->resources.size());
+}
+
 struct ToolServerSetup {
     std::string gateway_url;  // empty: the built-in sample gateway
     std::string api_key;
@@ -132,6 +159,7 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
         setup.gateway_url = sample->base_url();
     }
     auto gateway = connect_gateway(setup.gateway_url, setup.api_key, setup.call_timeout);
+    log_gateway_answered(*gateway, setup.gateway_url, sample_data);
 
     mcp::ServerOptions options;
     options.state_secret = env_or("AGENCY_SERVER_SECRET");
@@ -163,8 +191,7 @@ int serve_http(mcp::Server& server, const ServeArgs& args, const mcp::Principal&
     options.allowed_origins = args.allowed_origins;
     options.anonymous = anonymous;
     options.max_connections = fit_connections_to_fd_limit(options.max_connections);
-    if (!args.keys_file.empty())
-        options.keys = std::make_shared<mcp::KeyStore>(mcp::KeyStore::load(args.keys_file));
+    if (!args.keys_file.empty()) options.keys = open_keys_for_serving(args.keys_file);
     mcp::HttpTransport transport(server, options);
     transport.start();
     spdlog::info("MCP over Streamable HTTP at {}", transport.url());
@@ -231,16 +258,6 @@ int run_sample_gateway(const SampleArgs& args) {
     std::cout << server.base_url() << std::endl;
     spdlog::info("sample gateway (sample data, no key needed) at {}", server.base_url());
     wait_for_signal();
-    return 0;
-}
-
-int run_keys_add(const KeysArgs& args) {
-    const std::string path =
-        args.keys_file.empty() ? mcp::KeyStore::default_path() : args.keys_file;
-    const std::string key = mcp::KeyStore::add(path, args.name, args.scopes);
-    std::cout << key << std::endl;
-    std::cerr << "created key \"" << args.name << "\" in " << path << "; it is shown only this once"
-              << std::endl;
     return 0;
 }
 

@@ -2,8 +2,10 @@
 //   agency-mcp serve                          MCP over stdio
 //   agency-mcp serve --http --listen ADDR     MCP over Streamable HTTP at /mcp
 //   agency-mcp sample-gateway --listen ADDR   the built-in sample gateway, standalone
-//   agency-mcp keys add --name N --scopes read,write
+//   agency-mcp keys add --name N --scopes read,write   (also keys list, remove, rotate)
+//   agency-mcp --version
 //   agency-mcp tools-doc                      the tool reference (docs/tools.md) on stdout
+#include <cstdio>
 #include <exception>
 #include <thread>
 
@@ -24,16 +26,26 @@ int main(int argc, char** argv) {
     // Schemas are parsed beside the start-up work that needs none (state, the gateway check).
     std::jthread schemas_warmed;
     if (command == Command::serve || command == Command::tools_doc) schemas_warmed = warm_schemas();
-    setup_logging(cli.log_level);
+    try {
+        setup_logging(cli.log_level, cli.log_file);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "agency-mcp: %s\n", e.what());
+        return 2;
+    }
     try {
         switch (command) {
             case Command::serve: return run_serve(cli.serve);
             case Command::sample_gateway: return run_sample_gateway(cli.sample);
             case Command::keys_add: return run_keys_add(cli.keys);
+            case Command::keys_list: return run_keys_list(cli.keys);
+            case Command::keys_remove: return run_keys_remove(cli.keys);
+            case Command::keys_rotate: return run_keys_rotate(cli.keys);
             case Command::tools_doc: return run_tools_doc(cli.readme_section);
         }
     } catch (const std::exception& e) {
         spdlog::critical("{}", e.what());
+        // With --log-file the reason would otherwise be only in the file.
+        if (!cli.log_file.empty()) std::fprintf(stderr, "agency-mcp: %s\n", e.what());
     }
     return 1;
 }

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -34,8 +35,19 @@ std::string read_secret_file(const std::string& path) {
     return value;
 }
 
-void setup_logging(const std::string& level) {
-    auto logger = spdlog::stderr_color_mt("agency-mcp");
+void setup_logging(const std::string& level, const std::string& file) {
+    std::shared_ptr<spdlog::logger> logger;
+    if (file.empty()) {
+        logger = spdlog::stderr_color_mt("agency-mcp");
+    } else {
+        try {
+            logger = spdlog::basic_logger_mt("agency-mcp", file);  // appends
+        } catch (const spdlog::spdlog_ex& e) {
+            throw std::runtime_error("--log-file: cannot open " + file + " for appending (" +
+                                     e.what() + ")");
+        }
+        logger->flush_on(spdlog::level::info);  // a file is read while the server runs
+    }
     spdlog::set_default_logger(logger);
     spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
     spdlog::set_level(spdlog::level::from_str(level));

@@ -11,8 +11,9 @@ namespace agency::app {
 std::string env_or(const char* name, std::string fallback = {});
 // The first line of a file holding a secret (trailing spaces and CR dropped).
 std::string read_secret_file(const std::string& path);
-// spdlog to stderr only: in stdio mode stdout carries protocol messages.
-void setup_logging(const std::string& level);
+// spdlog to stderr, or appended to `file` when one is named; never stdout, which carries
+// protocol messages in stdio mode. Throws std::runtime_error when the file cannot be opened.
+void setup_logging(const std::string& level, const std::string& file = {});
 void tune_malloc();
 void prefault_heap();
 // Parses every embedded tool schema on a thread of its own; join before exit.

@@ -70,9 +70,13 @@ std::string describe_network_failure(const Exchange& ex, milliseconds timeout,
         case httplib::Error::Read: return "the connection dropped before the answer was complete";
         case httplib::Error::Write: return "the request could not be sent";
         case httplib::Error::SSLConnection: return "the TLS handshake failed";
-        case httplib::Error::SSLLoadingCerts: return "the TLS CA certificates could not be loaded";
+        case httplib::Error::SSLLoadingCerts:
+            return "the TLS CA certificates could not be loaded (check SSL_CERT_FILE and "
+                   "SSL_CERT_DIR)";
         case httplib::Error::SSLServerVerification:
-            return "the server's TLS certificate could not be verified";
+            return "the server's TLS certificate could not be verified (signed by a private "
+                   "CA? name its certificate in SSL_CERT_FILE, or a directory of them in "
+                   "SSL_CERT_DIR)";
         case httplib::Error::Canceled: return "the transfer was cancelled";
         default: return "network error (" + httplib::to_string(ex.error) + ")";
     }

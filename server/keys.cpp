@@ -4,15 +4,23 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <stdexcept>
+#include <tuple>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
 
 #include "base/crypto.hpp"
 
 namespace agency::mcp {
 
 namespace {
+
+using KeyMap = std::unordered_map<std::string, KeyEntry>;  // by the key's SHA-256
 
 json read_file(const std::string& path) {
     std::ifstream in(path);
@@ -21,10 +29,122 @@ json read_file(const std::string& path) {
     if (doc.is_discarded() || !doc.is_object() || !doc.contains("keys") || !doc["keys"].is_array())
         throw std::runtime_error("the keys file " + path +
                                  " is not valid: expected {\"keys\": [...]}");
+    for (const auto& k : doc["keys"])
+        if (!k.is_object() || !k.contains("hash") || !k["hash"].is_string())
+            throw std::runtime_error("the keys file " + path + " has an entry without a hash");
     return doc;
 }
 
+KeyEntry entry_of(const json& k) {
+    KeyEntry entry{k.value("name", "unnamed"), {}, k.value("created_at", ""),
+                   k.value("rotated_at", "")};
+    for (const auto& s : k.value("scopes", json::array()))
+        if (s.is_string()) entry.scopes.push_back(s.get<std::string>());
+    return entry;
+}
+
+KeyMap read_keys(const std::string& path) {
+    KeyMap keys;
+    const json doc = read_file(path);  // named: a temporary's member would dangle in the loop
+    for (const auto& k : doc["keys"]) keys[k["hash"].get<std::string>()] = entry_of(k);
+    return keys;
+}
+
+std::string now_utc() {
+    auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm parts{};
+    gmtime_r(&now, &parts);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &parts);
+    return stamp;
+}
+
+std::string new_key() { return "amcp_" + crypto::random_hex(24); }
+
+// Writes the whole document to a fresh 0600 file beside `path` and renames it over `path`:
+// a running server reading the file sees the old one or the new one, never a part.
+void write_file(const std::string& path, const json& doc) {
+    std::filesystem::path p(path);
+    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+    const std::string tmp = path + ".tmp-" + crypto::random_hex(6);
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) throw std::runtime_error("cannot write the keys file " + path);
+    const std::string text = doc.dump(2) + "\n";
+    std::size_t done = 0;
+    while (done < text.size()) {
+        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n <= 0) break;
+        done += static_cast<std::size_t>(n);
+    }
+    const bool ok = done == text.size() && ::fsync(fd) == 0;
+    ::close(fd);
+    std::error_code ec;
+    if (ok) std::filesystem::rename(tmp, p, ec);
+    if (!ok || ec) {
+        std::filesystem::remove(tmp, ec);
+        throw std::runtime_error("cannot write the keys file " + path);
+    }
+}
+
+void check_scopes(const std::vector<std::string>& scopes) {
+    for (const auto& s : scopes)
+        if (s != "read" && s != "write")
+            throw std::runtime_error("unknown scope \"" + s + "\": use read and/or write");
+}
+
+// The index of the entry named `name`; throws naming the keys the file does hold.
+std::size_t find_named(const json& doc, const std::string& path, const std::string& name) {
+    std::string known;
+    const auto& keys = doc["keys"];
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        const std::string each = keys[i].value("name", "");
+        if (each == name) return i;
+        known += (known.empty() ? "" : ", ") + each;
+    }
+    throw std::runtime_error("no key named \"" + name + "\" in " + path +
+                             (known.empty() ? " (it holds no key)" : " (keys: " + known + ")"));
+}
+
+// What identifies one version of the file: a rename gives a new inode, an edit in place a new
+// modification time or size.
+using Stamp = std::tuple<bool, ino_t, off_t, long, long>;
+
+Stamp stamp_of(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return {false, 0, 0, 0, 0};
+    return {true, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
+}
+
 }  // namespace
+
+struct KeyStore::Watch {
+    std::string path;
+    std::mutex mu;
+    Stamp stamp;
+    std::shared_ptr<const KeyMap> keys = std::make_shared<KeyMap>();
+
+    // The keys as the file holds them now; re-read when the file changed. A file that cannot
+    // be read as keys leaves the last good set in force (our own writes are atomic, so that
+    // is a hand edit in progress), said once per change.
+    std::shared_ptr<const KeyMap> current() {
+        const Stamp now = stamp_of(path);
+        std::lock_guard lock(mu);
+        if (now == stamp) return keys;
+        stamp = now;
+        try {
+            keys = std::make_shared<const KeyMap>(read_keys(path));
+            spdlog::info("keys file {} changed: {} key(s) now", path, keys->size());
+        } catch (const std::exception& e) {
+            spdlog::error("{}; the keys read before stay in force until it is fixed", e.what());
+        }
+        return keys;
+    }
+};
+
+KeyStore::KeyStore() : watch_(std::make_unique<Watch>()) {}
+KeyStore::~KeyStore() = default;
+KeyStore::KeyStore(KeyStore&&) noexcept = default;
+KeyStore& KeyStore::operator=(KeyStore&&) noexcept = default;
 
 std::string KeyStore::default_path() {
     if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg)
@@ -36,50 +156,61 @@ std::string KeyStore::default_path() {
 
 KeyStore KeyStore::load(const std::string& path) {
     KeyStore store;
-    json doc = read_file(path);
-    for (const auto& k : doc["keys"]) {
-        if (!k.is_object() || !k.contains("hash") || !k["hash"].is_string())
-            throw std::runtime_error("the keys file " + path + " has an entry without a hash");
-        KeyEntry entry{k.value("name", "unnamed"), {}, k.value("created_at", "")};
-        for (const auto& s : k.value("scopes", json::array()))
-            if (s.is_string()) entry.scopes.push_back(s.get<std::string>());
-        store.by_hash_[k["hash"].get<std::string>()] = std::move(entry);
-    }
+    store.watch_->path = path;
+    store.watch_->stamp = stamp_of(path);
+    store.watch_->keys = std::make_shared<const KeyMap>(read_keys(path));
+    store.empty_at_load_ = store.watch_->keys->empty();
     return store;
 }
 
 std::string KeyStore::add(const std::string& path, const std::string& name,
                           const std::vector<std::string>& scopes) {
-    for (const auto& s : scopes)
-        if (s != "read" && s != "write")
-            throw std::runtime_error("unknown scope \"" + s + "\": use read and/or write");
+    check_scopes(scopes);
+    if (name.empty()) throw std::runtime_error("a key needs a name (--name)");
     json doc = read_file(path);
     for (const auto& k : doc["keys"])
         if (k.value("name", "") == name)
             throw std::runtime_error("a key named \"" + name + "\" already exists in " + path);
-    std::string key = "amcp_" + crypto::random_hex(24);
-    auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    std::string key = new_key();
     doc["keys"].push_back(
-        {{"name", name}, {"hash", crypto::sha256_hex(key)}, {"scopes", scopes}, {"created_at", stamp}});
-    std::filesystem::path p(path);
-    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-    std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::trunc);
-        if (!out) throw std::runtime_error("cannot write the keys file " + path);
-        out << doc.dump(2) << "\n";
-    }
-    ::chmod(tmp.c_str(), 0600);
-    std::filesystem::rename(tmp, p);
+        {{"name", name}, {"hash", crypto::sha256_hex(key)}, {"scopes", scopes}, {"created_at", now_utc()}});
+    write_file(path, doc);
     return key;
+}
+
+std::vector<KeyEntry> KeyStore::list(const std::string& path) {
+    std::vector<KeyEntry> out;
+    const json doc = read_file(path);
+    for (const auto& k : doc["keys"]) out.push_back(entry_of(k));
+    return out;
+}
+
+void KeyStore::remove(const std::string& path, const std::string& name) {
+    json doc = read_file(path);
+    const std::size_t at = find_named(doc, path, name);
+    doc["keys"].erase(at);
+    write_file(path, doc);
+}
+
+std::string KeyStore::rotate(const std::string& path, const std::string& name) {
+    json doc = read_file(path);
+    json& entry = doc["keys"][find_named(doc, path, name)];
+    std::string key = new_key();
+    entry["hash"] = crypto::sha256_hex(key);
+    entry["rotated_at"] = now_utc();
+    write_file(path, doc);
+    return key;
+}
+
+std::size_t KeyStore::size() const {
+    return watch_->path.empty() ? watch_->keys->size() : watch_->current()->size();
 }
 
 std::optional<Principal> KeyStore::authenticate(const std::string& presented_key) const {
     if (presented_key.empty()) return std::nullopt;
-    auto it = by_hash_.find(crypto::sha256_hex(presented_key));
-    if (it == by_hash_.end()) return std::nullopt;
+    const auto keys = watch_->path.empty() ? watch_->keys : watch_->current();
+    auto it = keys->find(crypto::sha256_hex(presented_key));
+    if (it == keys->end()) return std::nullopt;
     return Principal{"key:" + it->second.name, it->second.scopes};
 }
 

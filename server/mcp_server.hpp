@@ -251,7 +251,7 @@ struct PromptDef {
 struct ServerInfo {
     std::string name = "agency-mcp";
     std::string title = "Agency MCP";
-    std::string version = "0.1.0";
+    std::string version = AGENCY_VERSION;  // CMake project() VERSION
     std::string instructions;
 };
 

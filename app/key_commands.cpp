@@ -1,0 +1,105 @@
+// keys add, list, remove and rotate, and the keys file as `serve --http` opens it.
+#include <algorithm>
+#include <iostream>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include "app/commands.hpp"
+#include "server/keys.hpp"
+
+namespace agency::app {
+
+namespace {
+
+std::string keys_path(const KeysArgs& args) {
+    return args.keys_file.empty() ? mcp::KeyStore::default_path() : args.keys_file;
+}
+
+std::string joined(const std::vector<std::string>& parts) {
+    std::string out;
+    for (const auto& p : parts) out += (out.empty() ? "" : ",") + p;
+    return out;
+}
+
+}  // namespace
+
+int run_keys_add(const KeysArgs& args) {
+    const std::string path = keys_path(args);
+    const std::string key = mcp::KeyStore::add(path, args.name, args.scopes);
+    std::cout << key << std::endl;
+    std::cerr << "created key \"" << args.name << "\" in " << path << "; it is shown only this once"
+              << std::endl;
+    return 0;
+}
+
+int run_keys_list(const KeysArgs& args) {
+    const std::string path = keys_path(args);
+    const auto keys = mcp::KeyStore::list(path);
+    if (keys.empty()) {
+        std::cerr << "no keys in " << path << " (create one: agency-mcp keys add --name NAME)"
+                  << std::endl;
+        return 0;
+    }
+    std::size_t width = 4;
+    for (const auto& k : keys) width = std::max(width, k.name.size());
+    const auto column = [&](const std::string& text) {
+        return text + std::string(width + 2 - text.size(), ' ');
+    };
+    std::cout << column("NAME") << "SCOPES      CREATED               ROTATED\n";
+    for (const auto& k : keys) {
+        std::string scopes = joined(k.scopes);
+        scopes.resize(std::max<std::size_t>(scopes.size(), 10), ' ');
+        std::string created = k.created_at.empty() ? "-" : k.created_at;
+        created.resize(std::max<std::size_t>(created.size(), 20), ' ');
+        std::cout << column(k.name) << scopes << "  " << created << "  "
+                  << (k.rotated_at.empty() ? "-" : k.rotated_at) << "\n";
+    }
+    std::cout << std::flush;
+    return std::cout ? 0 : 1;
+}
+
+int run_keys_remove(const KeysArgs& args) {
+    const std::string path = keys_path(args);
+    mcp::KeyStore::remove(path, args.name);
+    std::cerr << "removed key \"" << args.name << "\" from " << path
+              << "; a running server refuses it from its next request on" << std::endl;
+    return 0;
+}
+
+int run_keys_rotate(const KeysArgs& args) {
+    const std::string path = keys_path(args);
+    const std::string key = mcp::KeyStore::rotate(path, args.name);
+    std::cout << key << std::endl;
+    std::cerr << "rotated key \"" << args.name << "\" in " << path
+              << ": the new key is shown only this once; the old one no longer works" << std::endl;
+    return 0;
+}
+
+// A keys file named but missing (or holding no key) would mean no authentication at all: the
+// caller asked for keys, so that is refused rather than served open (a typo in a path must not
+// open the server). An existing file is followed while serving (removed keys stop working).
+std::shared_ptr<const mcp::KeyStore> open_keys_for_serving(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+        throw std::runtime_error(
+            "the keys file " + path +
+            " does not exist, so HTTP requests would NOT be authenticated; refusing to start. "
+            "Create it with: agency-mcp keys add --name NAME --keys-file " + path +
+            " (or drop --keys-file / AGENCY_KEYS_FILE to serve loopback without keys)");
+    auto keys = std::make_shared<const mcp::KeyStore>(mcp::KeyStore::load(path));
+    if (keys->empty())
+        throw std::runtime_error(
+            "the keys file " + path +
+            " holds no key, so HTTP requests would NOT be authenticated; refusing to start. "
+            "Add one with: agency-mcp keys add --name NAME --keys-file " + path);
+    if ((st.st_mode & 077) != 0)
+        spdlog::warn("the keys file {} can be read by other users (mode {:o}); chmod 600 it",
+                     path, st.st_mode & 0777);
+    spdlog::info("HTTP callers need a key: {} key(s) in {} (changes apply without a restart)",
+                 keys->size(), path);
+    return keys;
+}
+
+}  // namespace agency::app

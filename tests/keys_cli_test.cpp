@@ -1,0 +1,317 @@
+// keys list / remove / rotate through the real binary, a running `serve --http` following the
+// keys file (a removed or rotated key gets 401 without a restart), a keys file that does not
+// exist, and an https gateway behind a private CA (SSL_CERT_FILE / SSL_CERT_DIR).
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "base/crypto.hpp"
+#include "gateway/sample/sample_gateway.hpp"
+
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+struct Outcome {
+    int exit_code = -1;
+    std::string out, err;
+};
+
+std::string slurp(const fs::path& path) {
+    std::ifstream in(path);
+    return {std::istreambuf_iterator<char>(in), {}};
+}
+
+std::string trimmed(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+}
+
+const std::string kClean =
+    "env -u AGENCY_GATEWAY_URL -u AGENCY_KEYS_FILE -u AGENCY_LOG_LEVEL -u AGENCY_LOG_FILE "
+    "-u SSL_CERT_FILE -u SSL_CERT_DIR ";
+
+class KeysCli : public ::testing::Test {
+protected:
+    fs::path dir = fs::temp_directory_path() / ("agency-keys-cli-" + agency::crypto::random_hex(6));
+    fs::path keys = dir / "keys.json";
+    std::shared_ptr<agency::sample::Gateway> gw = std::make_shared<agency::sample::Gateway>();
+    agency::sample::Server gateway_server{gw};
+    pid_t server_pid = -1;
+
+    void SetUp() override {
+        fs::create_directories(dir);
+        gateway_server.start("127.0.0.1", 0);
+    }
+    void TearDown() override {
+        stop_server();
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+    }
+
+    Outcome run(const std::string& args, const std::string& env = "", const std::string& input = "") {
+        const fs::path in = dir / "in.txt", err = dir / "err.txt";
+        std::ofstream(in) << input;
+        const std::string command = kClean + env + " '" + AGENCY_BINARY + "' " + args + " < '" +
+                                    in.string() + "' 2> '" + err.string() + "'";
+        Outcome r;
+        FILE* pipe = popen(command.c_str(), "r");
+        if (!pipe) return r;
+        char buffer[4096];
+        while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) r.out.append(buffer, n);
+        const int status = pclose(pipe);
+        r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        r.err = slurp(err);
+        return r;
+    }
+
+    std::string add(const std::string& name, const std::string& scopes) {
+        const Outcome r = run("keys add --name " + name + " --scopes " + scopes, "AGENCY_KEYS_FILE=" + keys.string());
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        return trimmed(r.out);
+    }
+
+    // `serve --http` in the background; returns its port (0 when it did not start).
+    int start_server(const std::string& args) {
+        const fs::path err = dir / "server.err";
+        const std::string command = "exec " + kClean + " '" + std::string(AGENCY_BINARY) +
+                                    "' serve --http --listen 127.0.0.1:0 --state-db :memory: " +
+                                    args + " < /dev/null > /dev/null 2> '" + err.string() + "'";
+        server_pid = fork();
+        if (server_pid == 0) {
+            execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+            _exit(127);
+        }
+        const std::regex url(R"(MCP over Streamable HTTP at http://127\.0\.0\.1:(\d+)/mcp)");
+        for (int i = 0; i < 300; ++i) {
+            std::smatch m;
+            const std::string text = slurp(err);
+            if (std::regex_search(text, m, url)) return std::stoi(m[1]);
+            std::this_thread::sleep_for(50ms);
+        }
+        ADD_FAILURE() << "the server did not start: " << slurp(err);
+        return 0;
+    }
+    void stop_server() {
+        if (server_pid <= 0) return;
+        kill(server_pid, SIGTERM);
+        int status = 0;
+        waitpid(server_pid, &status, 0);
+        server_pid = -1;
+    }
+};
+
+int initialize_status(int port, const std::string& key) {
+    httplib::Client client("127.0.0.1", port);
+    httplib::Headers headers{{"Accept", "application/json, text/event-stream"}};
+    if (!key.empty()) headers.emplace("X-API-Key", key);
+    const json body{{"jsonrpc", "2.0"},
+                    {"id", 1},
+                    {"method", "initialize"},
+                    {"params",
+                     {{"protocolVersion", "2025-06-18"},
+                      {"capabilities", json::object()},
+                      {"clientInfo", {{"name", "keys-test"}, {"version", "1"}}}}}};
+    auto res = client.Post("/mcp", headers, body.dump(), "application/json");
+    return res ? res->status : -1;
+}
+
+TEST_F(KeysCli, ListShowsNamesScopesAndTimesButNeverAKeyOrHash) {
+    const std::string alice = add("alice", "read,write");
+    add("bob", "read");
+    const Outcome list = run("keys list --keys-file " + keys.string());
+    EXPECT_EQ(list.exit_code, 0) << list.err;
+    EXPECT_NE(list.out.find("NAME"), std::string::npos);
+    EXPECT_TRUE(std::regex_search(list.out, std::regex(R"(alice\s+read,write\s+\d{4}-\d\d-\d\dT)")))
+        << list.out;
+    EXPECT_TRUE(std::regex_search(list.out, std::regex(R"(bob\s+read\s)"))) << list.out;
+    EXPECT_EQ(list.out.find(alice), std::string::npos);
+    EXPECT_EQ(list.out.find(agency::crypto::sha256_hex(alice)), std::string::npos);
+    EXPECT_EQ(list.out.find("amcp_"), std::string::npos);
+}
+
+TEST_F(KeysCli, RemoveAndRotateRewriteTheFileAtomicallyAndKeepItPrivate) {
+    const std::string alice = add("alice", "read,write");
+    add("bob", "read");
+
+    const std::string before = slurp(keys);
+    const Outcome unknown = run("keys remove --name carol --keys-file " + keys.string());
+    EXPECT_NE(unknown.exit_code, 0);
+    EXPECT_NE(unknown.err.find("no key named \"carol\""), std::string::npos) << unknown.err;
+    EXPECT_NE(unknown.err.find("alice, bob"), std::string::npos) << unknown.err;
+    EXPECT_EQ(slurp(keys), before);  // bad input changes nothing
+    EXPECT_NE(run("keys rotate --name carol --keys-file " + keys.string()).exit_code, 0);
+    EXPECT_EQ(slurp(keys), before);
+
+    const Outcome rotated = run("keys rotate --name alice --keys-file " + keys.string());
+    ASSERT_EQ(rotated.exit_code, 0) << rotated.err;
+    const std::string fresh = trimmed(rotated.out);
+    EXPECT_EQ(fresh.rfind("amcp_", 0), 0u);
+    EXPECT_NE(fresh, alice);
+    json doc = json::parse(slurp(keys));
+    ASSERT_EQ(doc["keys"].size(), 2u);
+    EXPECT_EQ(doc["keys"][0]["name"], "alice");
+    EXPECT_EQ(doc["keys"][0]["scopes"], json::array({"read", "write"}));
+    EXPECT_EQ(doc["keys"][0]["hash"], agency::crypto::sha256_hex(fresh));
+    EXPECT_TRUE(doc["keys"][0].contains("rotated_at"));
+
+    ASSERT_EQ(run("keys remove --name bob --keys-file " + keys.string()).exit_code, 0);
+    doc = json::parse(slurp(keys));
+    ASSERT_EQ(doc["keys"].size(), 1u);
+    EXPECT_EQ(doc["keys"][0]["name"], "alice");
+
+    struct stat st {};
+    ASSERT_EQ(::stat(keys.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    for (const auto& entry : fs::directory_iterator(dir))  // no temporary file left behind
+        EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos);
+}
+
+// The running server re-reads the keys file when it changes: no restart needed.
+TEST_F(KeysCli, RunningServerRefusesARemovedOrRotatedKeyAtOnce) {
+    const std::string alice = add("alice", "read,write");
+    const std::string bob = add("bob", "read");
+    const int port = start_server("--gateway-url " + gateway_server.base_url() + " --keys-file " +
+                                  keys.string());
+    ASSERT_GT(port, 0);
+    EXPECT_EQ(initialize_status(port, alice), 200);
+    EXPECT_EQ(initialize_status(port, bob), 200);
+    EXPECT_EQ(initialize_status(port, ""), 401);
+
+    ASSERT_EQ(run("keys remove --name bob --keys-file " + keys.string()).exit_code, 0);
+    EXPECT_EQ(initialize_status(port, bob), 401);
+    EXPECT_EQ(initialize_status(port, alice), 200);
+
+    const Outcome rotated = run("keys rotate --name alice --keys-file " + keys.string());
+    const std::string fresh = trimmed(rotated.out);
+    EXPECT_EQ(initialize_status(port, alice), 401);
+    EXPECT_EQ(initialize_status(port, fresh), 200);
+
+    // Every key removed: authentication stays on, and everyone is refused.
+    ASSERT_EQ(run("keys remove --name alice --keys-file " + keys.string()).exit_code, 0);
+    EXPECT_EQ(initialize_status(port, fresh), 401);
+    EXPECT_EQ(initialize_status(port, ""), 401);
+    const std::string carol = add("carol", "read");
+    EXPECT_EQ(initialize_status(port, carol), 200);
+}
+
+TEST_F(KeysCli, ServeRefusesAKeysFileThatDoesNotExist) {
+    const fs::path missing = dir / "typo-keys.json";
+    const Outcome r = run("serve --http --listen 127.0.0.1:0 --state-db :memory: --gateway-url " +
+                      gateway_server.base_url() + " --keys-file " + missing.string());
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("does not exist, so HTTP requests would NOT be authenticated"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("agency-mcp keys add --name NAME --keys-file " + missing.string()),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(missing));
+    // The same through the environment.
+    const Outcome env = run("serve --http --listen 127.0.0.1:0 --state-db :memory: --gateway-url " +
+                            gateway_server.base_url(),
+                        "AGENCY_KEYS_FILE=" + missing.string());
+    EXPECT_NE(env.exit_code, 0);
+    EXPECT_NE(env.err.find("does not exist"), std::string::npos) << env.err;
+}
+
+// --- An https gateway signed by a private CA --------------------------------------------------
+
+bool make_ca_and_cert(const fs::path& d) {
+    const std::string script =
+        "cd '" + d.string() + "' && "
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj '/CN=agency test CA' "
+        "-keyout ca.key -out ca.pem >/dev/null 2>&1 && "
+        "openssl req -newkey rsa:2048 -nodes -subj '/CN=127.0.0.1' -keyout server.key "
+        "-out server.csr >/dev/null 2>&1 && "
+        "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > ext.cnf && "
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+        "-extfile ext.cnf -out server.pem >/dev/null 2>&1 && "
+        "mkdir certs && cp ca.pem certs/ && openssl rehash certs >/dev/null 2>&1";
+    return std::system(script.c_str()) == 0;
+}
+
+// An https front for the sample gateway: every request passed on as it came.
+struct TlsGateway {
+    httplib::SSLServer http;
+    std::thread thread;
+    int port = 0;
+    TlsGateway(const fs::path& d, const std::string& backend_host, int backend_port)
+        : http((d / "server.pem").c_str(), (d / "server.key").c_str()) {
+        auto forward = [backend_host, backend_port](const httplib::Request& req,
+                                                    httplib::Response& res) {
+            httplib::Client backend(backend_host, backend_port);
+            httplib::Headers headers;
+            for (const auto& [k, v] : req.headers)
+                if (k == "X-API-Key" || k == "Authorization" || k == "Idempotency-Key")
+                    headers.emplace(k, v);
+            const std::string target = req.target.empty() ? req.path : req.target;
+            auto answer = req.method == "POST"
+                              ? backend.Post(target.c_str(), headers, req.body, "application/json")
+                              : backend.Get(target.c_str(), headers);
+            if (!answer) {
+                res.status = 502;
+                return;
+            }
+            res.status = answer->status;
+            res.set_content(answer->body, answer->get_header_value("Content-Type"));
+        };
+        http.Get(".*", forward);
+        http.Post(".*", forward);
+        port = http.bind_to_any_port("127.0.0.1");
+        thread = std::thread([this] { http.listen_after_bind(); });
+        while (!http.is_running()) std::this_thread::sleep_for(1ms);
+    }
+    ~TlsGateway() {
+        http.stop();
+        thread.join();
+    }
+};
+
+TEST_F(KeysCli, HttpsGatewayOfAPrivateCaNeedsSslCertFileOrDir) {
+    ASSERT_TRUE(make_ca_and_cert(dir)) << "openssl could not make the test CA";
+    const std::string base = gateway_server.base_url();
+    const std::smatch m = [&] {
+        std::smatch out;
+        std::regex_search(base, out, std::regex(R"(http://127\.0\.0\.1:(\d+)(/.*)?)"));
+        return out;
+    }();
+    ASSERT_FALSE(m.empty()) << base;
+    TlsGateway tls(dir, "127.0.0.1", std::stoi(m[1]));
+    ASSERT_TRUE(tls.http.is_valid());
+    const std::string url = "https://127.0.0.1:" + std::to_string(tls.port) + m[2].str();
+    const std::string args = "serve --state-db :memory: --gateway-url " + url;
+    const std::string list = json{{"jsonrpc", "2.0"}, {"id", 7}, {"method", "tools/list"},
+                                  {"params", {{"_meta", {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"}, {"io.modelcontextprotocol/clientCapabilities", json::object()}}}}}}
+                                 .dump() + "\n";
+
+    const Outcome refused = run(args, "", list);
+    EXPECT_NE(refused.exit_code, 0);
+    EXPECT_NE(refused.err.find("could not be verified"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("SSL_CERT_FILE"), std::string::npos) << refused.err;
+
+    for (const std::string& env : {"SSL_CERT_FILE=" + (dir / "ca.pem").string(),
+                                   "SSL_CERT_DIR=" + (dir / "certs").string()}) {
+        const Outcome served = run(args, env, list);
+        EXPECT_EQ(served.exit_code, 0) << env << "\n" << served.err;
+        EXPECT_NE(served.err.find("gateway " + url + " answered"), std::string::npos) << served.err;
+        EXPECT_NE(served.out.find("\"list_clients\""), std::string::npos) << env << served.out;
+    }
+}
+
+}  // namespace
