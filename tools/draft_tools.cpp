@@ -23,12 +23,13 @@ Preview deploy_preview(Toolbox& box, const json& args, mcp::RequestContext& ctx)
                                        client_id + "; list_articles shows the ids",
                                    ctx.stop);
     const json client = client_record(box, client_id, ctx.stop);
-    const json title = first_text(article, {"post_title", "title", "keyword"});
-    const json site = first_text(client, {"website", "domain", "name"});
-    json target = first_text(article, {"deployment_target"});
-    if (target.is_null()) target = first_text(client, {"deployment_target"});
-    const json url = first_text(article, {"url", "permalink", "link"});
-    const json status = first_text(article, {"status"});
+    // Gateway text, shown to a person: cleaned of what would hide from them.
+    const json title = shown_text(first_text(article, {"post_title", "title", "keyword"}));
+    const json site = shown_text(first_text(client, {"website", "domain", "name"}));
+    json target = shown_text(first_text(article, {"deployment_target"}));
+    if (target.is_null()) target = shown_text(first_text(client, {"deployment_target"}));
+    const json url = shown_text(first_text(article, {"url", "permalink", "link"}));
+    const json status = shown_text(first_text(article, {"status"}));
     const json excerpt = article_excerpt(article);
     const std::string title_text = title.is_null() ? article_id : title.get<std::string>();
     std::string where = site.is_null() ? "client " + client_id : site.get<std::string>();
@@ -80,15 +81,16 @@ Preview send_preview(ActionRuntime& rt, const json& args) {
                       "send_prospect_email. Nothing was sent."};
     bool cut = false;
     const std::string body = plain_text(draft->html, kEmailBodyChars, &cut);
+    const std::string subject = shown_text(draft->subject).get<std::string>();
     std::string message = "Send this e-mail to " + to + " (draft " + email_id + ").\nSubject: " +
-                          draft->subject + "\n\n" + body;
+                          subject + "\n\n" + body;
     if (cut) message += "\n[Shown up to 1,500 characters; the whole text is sent.]";
     return Preview{message,
                    {{"action", "send_prospect_email"},
                     {"email_id", email_id},
                     {"to", to},
                     {"recipient_from", string_arg(args, "recipient").empty() ? "draft" : "argument"},
-                    {"subject", draft->subject},
+                    {"subject", subject},
                     {"body", body},
                     {"body_truncated", cut},
                     {"prospect_url", draft->prospect_url}}};
@@ -160,7 +162,7 @@ ActionEntry send_prospect_email(const std::shared_ptr<Toolbox>& box, const std::
                  throw Refused{"already_sent", "email " + email_id + " was already sent"};
              const std::string to = recipient_of(args, *draft);
              json body = {{"to", to},
-                          {"subject", draft->subject},
+                          {"subject", subject},
                           {"html", draft->html}};
              if (!draft->gateway_id.empty()) body["email_id"] = draft->gateway_id;
              gateway::ActionResult r;
