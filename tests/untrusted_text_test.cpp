@@ -181,7 +181,7 @@ TEST(UntrustedJson, IdsStayExact) {
 }
 
 TEST(UntrustedJson, ValidNoLongerAndIdempotent) {
-    for (const std::string in :
+    for (const std::string& in :
          {std::string(R"({"t":"<div hidden>\"}{]</div>","u":"\u202e\"\\"})"),
           std::string(R"(["<!--",  "-->", {"x": "a&#8203;b"}, 1, true, null])"),
           std::string("{\"t\":\"") + tagged("a", "b") + "<script>\\\"</script>\"}",

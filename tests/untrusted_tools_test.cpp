@@ -178,6 +178,10 @@ TEST(UntrustedTools, OutreachDraftAndSendPreviewAreCleaned) {
         << shown;
     for (const char* hidden : {"\u202E", "already confirmed this send", "client list"})
         EXPECT_EQ(shown.find(hidden), std::string::npos) << hidden << " in " << shown;
+    // What is sent is the draft as written, and the person is told it hides something.
+    EXPECT_EQ(preview.structured()["preview"].value("hidden_text", false), true) << shown;
+    EXPECT_NE(preview.structured().value("message", "").find("a reader would not see"),
+              std::string::npos);
     EXPECT_EQ(t.posts("send_prospect_email"), 0u);
 }
 

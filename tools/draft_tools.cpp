@@ -1,6 +1,7 @@
 // Acting on drafts: deploy_article publishes a drafted article, send_prospect_email sends an
 // outreach draft. Both act on the outside world, so a person confirms first; confirmed acts
 // spend no credits but honour idempotency_key like every action.
+#include "base/untrusted_text.hpp"
 #include "tools/action_internal.hpp"
 
 namespace agency::tools {
@@ -85,6 +86,13 @@ Preview send_preview(ActionRuntime& rt, const json& args) {
     std::string message = "Send this e-mail to " + to + " (draft " + email_id + ").\nSubject: " +
                           subject + "\n\n" + body;
     if (cut) message += "\n[Shown up to 1,500 characters; the whole text is sent.]";
+    // What is sent is the draft as written: a person hears that it hides something.
+    const bool hides =
+        base::holds_hidden_text(draft->html) || base::holds_hidden_text(draft->subject);
+    if (hides)
+        message += "\n[The draft also holds text a reader would not see (HTML comments, hidden "
+                   "elements or invisible characters): it is not shown here, and it would be "
+                   "sent as drafted.]";
     return Preview{message,
                    {{"action", "send_prospect_email"},
                     {"email_id", email_id},
@@ -93,6 +101,7 @@ Preview send_preview(ActionRuntime& rt, const json& args) {
                     {"subject", subject},
                     {"body", body},
                     {"body_truncated", cut},
+                    {"hidden_text", hides},
                     {"prospect_url", draft->prospect_url}}};
 }
 
@@ -162,7 +171,7 @@ ActionEntry send_prospect_email(const std::shared_ptr<Toolbox>& box, const std::
                  throw Refused{"already_sent", "email " + email_id + " was already sent"};
              const std::string to = recipient_of(args, *draft);
              json body = {{"to", to},
-                          {"subject", subject},
+                          {"subject", draft->subject},
                           {"html", draft->html}};
              if (!draft->gateway_id.empty()) body["email_id"] = draft->gateway_id;
              gateway::ActionResult r;
