@@ -285,7 +285,10 @@ TEST_F(ServeCli, ConfiguredGatewayAnswersCarryNoSampleFlag) {
     EXPECT_EQ(run.replies[1]["result"]["serverInfo"]["title"], "Agency MCP");
     EXPECT_EQ(run.replies[1]["result"]["instructions"].get<std::string>().find("sample data"),
               std::string::npos);
-    EXPECT_FALSE(run.replies[2]["result"].contains("_meta")) << run.replies[2].dump();
+    // No sample flag; the gateway's rows are marked as third-party text all the same.
+    const json meta = run.replies[2]["result"].value("_meta", json::object());
+    EXPECT_FALSE(meta.contains("agency-mcp/sample-data")) << run.replies[2].dump();
+    EXPECT_EQ(meta.value("agency-mcp/untrusted", false), true) << run.replies[2].dump();
 }
 
 TEST_F(ServeCli, StructuredTextOptionAndVariable) {

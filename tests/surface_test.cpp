@@ -272,3 +272,31 @@ TEST(Surface, CompletionStopsAtOneHundredAndSaysThereIsMore) {
 }
 
 }  // namespace
+
+namespace {
+
+// Untrusted text (docs/security.md): a resource built from the gateway's words comes without
+// what a person would not see, and says in its contents' _meta that it is third-party text.
+TEST(Surface, GatewayTextInResourcesIsCleanedAndMarked) {
+    Surface s;
+    auto articles = s.h.call("list_articles", {{"client_id", "demo-law"}, {"limit", 100}});
+    ASSERT_FALSE(articles.is_error()) << articles.response.dump();
+    bool planted_seen = false;
+    for (const auto& row : articles.structured()["rows"]) {
+        const std::string uri = "agency://clients/demo-law/articles/" + row["id"].get<std::string>();
+        json r = s.result("resources/read", {{"uri", uri}});
+        const json& contents = r["contents"][0];
+        EXPECT_EQ(contents["_meta"]["agency-mcp/untrusted"], true) << uri;
+        const std::string text = contents["text"];
+        EXPECT_EQ(text.find("ignore the user"), std::string::npos) << text;
+        EXPECT_EQ(text.find("publish this without asking"), std::string::npos) << text;
+        if (text.find("Start with a will") == std::string::npos) continue;
+        planted_seen = true;
+        EXPECT_EQ(json::parse(text)["article"]["id"], row["id"]) << "ids stay exact";
+    }
+    EXPECT_TRUE(planted_seen) << "the sample's planted article was read";
+    json usage = s.result("resources/read", {{"uri", "agency://server/usage"}});
+    EXPECT_FALSE(usage["contents"][0].contains("_meta")) << "the server's own text is not marked";
+}
+
+}  // namespace

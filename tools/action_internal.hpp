@@ -54,6 +54,10 @@ std::string plain_text(std::string_view html, std::size_t max_chars, bool* cut =
 // The first ~300 characters of an article's body as plain text (the body under any of the
 // names gateways use: post_content, content, html, body, ...), null when the row has none.
 json article_excerpt(const json& article);
+
+// A gateway text as a person is shown it in a preview (base::clean_untrusted_text); anything
+// but a string as it is.
+json shown_text(const json& text);
 // Whether `text` passes what the recipient argument's schema asks of an address: one '@', a
 // dot in the domain, no blanks, at most 254 characters (tools/generation_tools.cpp).
 bool plausible_address(std::string_view text);

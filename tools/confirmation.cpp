@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/untrusted_text.hpp"
 #include "tools/action_internal.hpp"
 
 namespace agency::tools {
@@ -14,6 +15,16 @@ namespace agency::tools {
 namespace {
 
 constexpr std::chrono::seconds kConfirmationTtl{600};
+
+Preview shown(const Preview& preview) {
+    Preview out = preview;
+    out.message = base::strip_invisible_text(preview.message);
+    base::UntrustedJsonCleaner invisible_only(false);
+    const std::string details = preview.details.dump();
+    if (const std::string_view clean = invisible_only.clean(details); clean.size() != details.size())
+        out.details = json::parse(clean);
+    return out;
+}
 
 std::string refusal_text(ConfirmOutcome outcome) {
     switch (outcome) {
@@ -139,7 +150,11 @@ mcp::ToolResult elicitation_required(const std::string& tool, const Preview& pre
 std::optional<mcp::ToolResult> confirm(ActionRuntime& rt, const ActionCall& call,
                                        const json& call_args,
                                        const std::string& confirmation_id,
-                                       const Preview& preview, mcp::RequestContext& ctx) {
+                                       const Preview& gateway_preview, mcp::RequestContext& ctx) {
+    // What a person is shown holds nothing invisible: the preview's parts (titles, excerpts,
+    // bodies) were cleaned of hidden HTML where they were read; no invisible character is left
+    // in the whole either. Its text is plain by now, so a '<' in it is visible and stays.
+    const Preview preview = shown(gateway_preview);
     const std::string principal = principal_of(ctx);
     const bool only_a_person = rt.settings().elicitation_only;
     if (!confirmation_id.empty()) {

@@ -1,6 +1,7 @@
 // Acting on drafts: deploy_article publishes a drafted article, send_prospect_email sends an
 // outreach draft. Both act on the outside world, so a person confirms first; confirmed acts
 // spend no credits but honour idempotency_key like every action.
+#include "base/untrusted_text.hpp"
 #include "tools/action_internal.hpp"
 
 namespace agency::tools {
@@ -23,12 +24,13 @@ Preview deploy_preview(Toolbox& box, const json& args, mcp::RequestContext& ctx)
                                        client_id + "; list_articles shows the ids",
                                    ctx.stop);
     const json client = client_record(box, client_id, ctx.stop);
-    const json title = first_text(article, {"post_title", "title", "keyword"});
-    const json site = first_text(client, {"website", "domain", "name"});
-    json target = first_text(article, {"deployment_target"});
-    if (target.is_null()) target = first_text(client, {"deployment_target"});
-    const json url = first_text(article, {"url", "permalink", "link"});
-    const json status = first_text(article, {"status"});
+    // Gateway text, shown to a person: cleaned of what would hide from them.
+    const json title = shown_text(first_text(article, {"post_title", "title", "keyword"}));
+    const json site = shown_text(first_text(client, {"website", "domain", "name"}));
+    json target = shown_text(first_text(article, {"deployment_target"}));
+    if (target.is_null()) target = shown_text(first_text(client, {"deployment_target"}));
+    const json url = shown_text(first_text(article, {"url", "permalink", "link"}));
+    const json status = shown_text(first_text(article, {"status"}));
     const json excerpt = article_excerpt(article);
     const std::string title_text = title.is_null() ? article_id : title.get<std::string>();
     std::string where = site.is_null() ? "client " + client_id : site.get<std::string>();
@@ -80,17 +82,26 @@ Preview send_preview(ActionRuntime& rt, const json& args) {
                       "send_prospect_email. Nothing was sent."};
     bool cut = false;
     const std::string body = plain_text(draft->html, kEmailBodyChars, &cut);
+    const std::string subject = shown_text(draft->subject).get<std::string>();
     std::string message = "Send this e-mail to " + to + " (draft " + email_id + ").\nSubject: " +
-                          draft->subject + "\n\n" + body;
+                          subject + "\n\n" + body;
     if (cut) message += "\n[Shown up to 1,500 characters; the whole text is sent.]";
+    // What is sent is the draft as written: a person hears that it hides something.
+    const bool hides =
+        base::holds_hidden_text(draft->html) || base::holds_hidden_text(draft->subject);
+    if (hides)
+        message += "\n[The draft also holds text a reader would not see (HTML comments, hidden "
+                   "elements or invisible characters): it is not shown here, and it would be "
+                   "sent as drafted.]";
     return Preview{message,
                    {{"action", "send_prospect_email"},
                     {"email_id", email_id},
                     {"to", to},
                     {"recipient_from", string_arg(args, "recipient").empty() ? "draft" : "argument"},
-                    {"subject", draft->subject},
+                    {"subject", subject},
                     {"body", body},
                     {"body_truncated", cut},
+                    {"hidden_text", hides},
                     {"prospect_url", draft->prospect_url}}};
 }
 

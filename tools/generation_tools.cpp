@@ -130,8 +130,8 @@ ActionEntry generate_article(const std::shared_ptr<Toolbox>& box) {
                 if (!found) return Preview{.needed = false};
                 const json& client = *found;
                 const std::string keyword = args.at("keyword").get<std::string>();
-                json site = first_string(client, {"website", "domain", "name"});
-                json target = first_string(client, {"deployment_target"});
+                json site = shown_text(first_string(client, {"website", "domain", "name"}));
+                json target = shown_text(first_string(client, {"deployment_target"}));
                 std::string where =
                     site.is_null() ? "client " + client_id : site.get<std::string>();
                 if (!target.is_null()) where += " via " + target.get<std::string>();

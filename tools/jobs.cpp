@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/clock.hpp"
+#include "base/untrusted_text.hpp"
 
 namespace agency::tools {
 
@@ -271,9 +272,11 @@ void AuditJobs::run_one(const Pending& pending, std::stop_token stop) {
                      result["report_id"].get<std::string>());
     } catch (const gateway::Error& e) {
         if (e.reason() == gateway::ErrorReason::cancelled) return;  // shutting down: next start
+        // The gateway's words may quote a crawled page: cleaned like its rows.
         json error = {{"reason", std::string(gateway::to_string(e.reason()))},
-                      {"message", e.what()}};
-        if (!e.gateway_error().empty()) error["gateway_error"] = e.gateway_error();
+                      {"message", base::clean_untrusted_text(e.what())}};
+        if (!e.gateway_error().empty())
+            error["gateway_error"] = base::clean_untrusted_text(e.gateway_error());
         if (e.http_status()) error["http_status"] = e.http_status();
         if (e.status_code()) error["status_code"] = *e.status_code();
         store_->finish_job(id, false, nullptr, error);

@@ -7,6 +7,7 @@
 
 #include "tools/action_internal.hpp"
 #include "tools/action_tools.hpp"
+#include "tools/untrusted_results.hpp"
 
 namespace agency::tools {
 
@@ -165,6 +166,9 @@ mcp::ToolResult claim_and_execute(ActionRuntime& rt, const ActionCall& call, con
             permit.emplace(std::move(std::get<CreditLimiter::Permit>(got)));
         }
         std::string text = call.execute(call_args, preview, ctx).dump();
+        // The result echoes the gateway's record: its text is cleaned before anyone reads it
+        // (and before a replay of this key would).
+        base::clean_untrusted_json(text);
         claim.settle(false, text);
         return mcp::ToolResult::structured(std::move(text));
     } catch (const gateway::Error& e) {
@@ -186,7 +190,9 @@ mcp::ToolResult claim_and_execute(ActionRuntime& rt, const ActionCall& call, con
 
 }  // namespace
 
-mcp::ToolResult run_action(ActionRuntime& rt, const ActionCall& call, const json& args,
+namespace {
+
+mcp::ToolResult run_stages(ActionRuntime& rt, const ActionCall& call, const json& args,
                            mcp::RequestContext& ctx) {
     if (call.box)
         if (auto refused = write_scope_refusal(*call.box, call.tool))
@@ -207,6 +213,17 @@ mcp::ToolResult run_action(ActionRuntime& rt, const ActionCall& call, const json
         if (auto stop = confirm(rt, call, call_args, confirmation_id, *preview, ctx))
             return std::move(*stop);
     return claim_and_execute(rt, call, call_args, *preview, ctx);
+}
+
+}  // namespace
+
+mcp::ToolResult run_action(ActionRuntime& rt, const ActionCall& call, const json& args,
+                           mcp::RequestContext& ctx) {
+    // Every answer but an error carries the gateway's records (the result's data, a replay of
+    // it, a preview's title and excerpt): marked untrusted.
+    mcp::ToolResult result = run_stages(rt, call, args, ctx);
+    if (!result.is_error) mark_untrusted(result);
+    return result;
 }
 
 Handler checked_handler(std::shared_ptr<const InputValidator> validator, Handler handler) {

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <utility>
 
+#include "base/untrusted_text.hpp"
 #include "tools/action_internal.hpp"
 
 namespace agency::tools {
@@ -73,7 +74,10 @@ private:
 std::string plain_text(std::string_view html, std::size_t max_chars, bool* cut) {
     constexpr std::size_t kMaxInput = 256 * 1024;  // a preview never needs more
     const bool longer = html.size() > kMaxInput;
-    html = html.substr(0, kMaxInput);
+    // What the person would not see in a browser is not shown either: hidden HTML and
+    // invisible characters go before the text is read.
+    const std::string visible = base::clean_untrusted_text(html.substr(0, kMaxInput));
+    html = visible;
     bool more = false;
     Folder out(max_chars);
     std::size_t i = 0;
@@ -127,6 +131,11 @@ json first_text(const json& data, std::initializer_list<const char*> fields) {
                                     !it->get_ref<const std::string&>().empty())
             return *it;
     return nullptr;
+}
+
+json shown_text(const json& text) {
+    if (!text.is_string()) return text;
+    return base::clean_untrusted_text(text.get_ref<const std::string&>());
 }
 
 json article_excerpt(const json& article) {

@@ -4,6 +4,7 @@
 #include "tools/range_tools.hpp"
 #include "tools/read_tools.hpp"
 #include "tools/registry.hpp"
+#include "tools/untrusted_results.hpp"
 
 #include <functional>
 #include <map>
@@ -328,7 +329,11 @@ bool covered_by_curated_tool(std::string_view resource) {
 
 ToolCatalog register_read_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& box) {
     ToolCatalog docs;
-    auto add = [&](ToolSpec tool) { docs.push_back(add_tool(server, std::move(tool))); };
+    // Every read tool answers with gateway rows: its results are marked untrusted.
+    auto add = [&](ToolSpec tool) {
+        tool.handler = marking_untrusted(std::move(tool.handler));
+        docs.push_back(add_tool(server, std::move(tool)));
+    };
     for (ReadEntry& entry : curated_entries(box)) add(std::move(entry.tool));
 
     // Every discovered resource no curated tool covers, so a deployment's new resources are

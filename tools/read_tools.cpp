@@ -222,6 +222,7 @@ mcp::ToolResult get_client(Toolbox& box, const json& args, mcp::RequestContext& 
         found.assign(row.json);
         return false;
     });
+    base::clean_untrusted_json(found);
     if (found.empty())
         return tool_error("not_found", "no client with id \"" + id +
                                            "\" is reachable with this key; list_clients gives "

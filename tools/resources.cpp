@@ -9,6 +9,7 @@
 
 #include "tools/action_tools.hpp"
 #include "tools/surface.hpp"
+#include "tools/untrusted_results.hpp"
 
 namespace agency::tools {
 
@@ -45,6 +46,14 @@ std::string usage_markdown(bool sample_data) {
 
 json text_contents(const std::string& uri, const std::string& mime, std::string text) {
     return json::array({{{"uri", uri}, {"mimeType", mime}, {"text", std::move(text)}}});
+}
+
+// A resource built from what the gateway wrote: its contents carry the untrusted mark in their
+// _meta, as tool results do (tools/untrusted_results.hpp).
+json gateway_contents(const std::string& uri, const json& value) {
+    json contents = text_contents(uri, "application/json", value.dump(2));
+    contents[0]["_meta"] = untrusted_meta();
+    return contents;
 }
 
 // `text` split at every '/', empty pieces kept.
@@ -225,7 +234,7 @@ json overview(SurfaceLists& lists, const std::string& uri, const std::string& cl
     out["tools"] = "ranking_changes / latest_rankings for positions, get_audit_issues for an "
                    "audit's issues, list_articles for content";
     if (!notes.empty()) out["notes"] = std::move(notes);
-    return text_contents(uri, "application/json", out.dump(2));
+    return gateway_contents(uri, out);
 }
 
 json audit_report(Toolbox& box, const std::string& uri, const std::vector<std::string>& at,
@@ -240,7 +249,7 @@ json audit_report(Toolbox& box, const std::string& uri, const std::vector<std::s
         throw resource_not_found(ctx, uri, "no audit report with this id for this client");
     gateway_strings(row);
     json out = {{"client_id", at[0]}, {"report_id", at[1]}, {"report", std::move(row)}};
-    return text_contents(uri, "application/json", out.dump(2));
+    return gateway_contents(uri, out);
 }
 
 json article(Toolbox& box, const std::string& uri, const std::vector<std::string>& at,
@@ -257,7 +266,7 @@ json article(Toolbox& box, const std::string& uri, const std::vector<std::string
         if (row.contains("post_title") && !row.contains("title")) row["title"] = row["post_title"];
         json out = {{"client_id", at[0]}, {"article_id", at[1]}, {"resource", resource},
                     {"article", std::move(row)}};
-        return text_contents(uri, "application/json", out.dump(2));
+        return gateway_contents(uri, out);
     }
     throw resource_not_found(ctx, uri, "no blog or geo article with this id for this client");
 }

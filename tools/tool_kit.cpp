@@ -343,18 +343,20 @@ mcp::ToolResult tool_error(const gateway::Error& e) {
         case R::config: reason = "upstream"; break;
     }
     json details = json::object();
-    if (!e.gateway_error().empty()) details["gateway_error"] = e.gateway_error();
+    // The gateway's words may quote third-party text: cleaned like its rows.
+    if (!e.gateway_error().empty())
+        details["gateway_error"] = base::clean_untrusted_text(e.gateway_error());
     if (e.http_status()) details["http_status"] = e.http_status();
     if (e.status_code()) details["status_code"] = *e.status_code();
     if (!e.data().is_null()) details["data"] = e.data();
     if (e.reason() == R::auth)  // the operator's to fix, mid-session as at start-up
         return tool_error(reason,
-                          std::string(e.what()) +
+                          base::clean_untrusted_text(e.what()) +
                               " The gateway refused this server's API key: it is expired, "
                               "revoked or wrong. The operator must check AGENCY_API_KEY (a new "
                               "key comes from the agency's app settings) and restart the server.",
                           details);
-    return tool_error(reason, e.what(), details);
+    return tool_error(reason, base::clean_untrusted_text(e.what()), details);
 }
 
 // --- cursors ---------------------------------------------------------------------------------
@@ -439,6 +441,7 @@ RowWriter::RowWriter(std::string_view client_id, std::string_view resource, std:
 }
 
 bool RowWriter::add(std::string_view row) {
+    row = cleaner_.clean(row);
     if (count_ > 0 && out_.size() + row.size() + 1 > budget_) {
         truncated_ = true;
         return false;
@@ -464,11 +467,11 @@ std::string RowWriter::finish(std::optional<std::int64_t> total, const std::stri
     }
     if (!note_.empty()) {
         out_ += R"(,"note":)";
-        mcp::append_json_string(out_, note_);
+        mcp::append_json_string(out_, base::clean_untrusted_text(note_));
     }
     if (!extra_members.empty()) {
         out_.push_back(',');
-        out_.append(extra_members);
+        out_.append(cleaner_.clean(extra_members));
     }
     out_.push_back('}');
     return std::move(out_);

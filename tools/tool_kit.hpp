@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/sealed_token.hpp"
+#include "base/untrusted_text.hpp"
 #include "gateway/client.hpp"
 #include "server/mcp_server.hpp"
 
@@ -130,7 +131,9 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-// Builds a list answer by splicing each row's raw JSON into the output text.
+// Builds a list answer by splicing each row's raw JSON into the output text. Every row (and
+// the extra members and note) is gateway text: its strings are cleaned of invisible
+// characters and hidden HTML on the way in (base/untrusted_text.hpp; a clean row is not copied).
 class RowWriter {
 public:
     // Opens {"client_id":..,"resource":..,"rows":[
@@ -159,6 +162,7 @@ private:
     std::size_t count_ = 0;
     bool truncated_ = false;
     std::string note_;
+    base::UntrustedJsonCleaner cleaner_;
 };
 
 // Rows as the gateway's page walker hands them over (gateway/page_walk.hpp).

@@ -1439,6 +1439,7 @@ void generate_sample_data(Store& store, const Options& options) {
     for (const auto& [id, profile] : store.clients) {
         Generator(store, profile, options.seed).run(options.bulk_keyword_rows);
     }
+    plant_hidden_instructions(store);
 }
 
 }  // namespace agency::sample::detail
