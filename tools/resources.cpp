@@ -123,20 +123,8 @@ using Part = std::function<json(std::stop_token)>;
 
 json keywords_part(Toolbox& box, const std::string& client_id, std::stop_token stop) {
     std::int64_t total = 0;
-    json newest = read_rows(box,
-                            {.resource = "keywords",
-                             .client_id = client_id,
-                             .limit = 1000,
-                             .order = "tracked_at",
-                             .direction = "desc"},
-                            stop, &total);
-    json oldest = read_rows(box,
-                            {.resource = "keywords",
-                             .client_id = client_id,
-                             .limit = 1,
-                             .order = "tracked_at",
-                             .direction = "asc"},
-                            stop);
+    json newest = read_rows(box, ordered("keywords", client_id, 1000, "tracked_at"), stop, &total);
+    json oldest = read_rows(box, ordered("keywords", client_id, 1, "tracked_at", true), stop);
     const std::string last = newest.empty() ? "" : date_of(newest[0]);
     std::set<std::string> tracked;
     for (const json& row : newest)
@@ -153,13 +141,7 @@ json keywords_part(Toolbox& box, const std::string& client_id, std::stop_token s
 
 json audits_part(Toolbox& box, const std::string& client_id, std::stop_token stop) {
     std::int64_t total = 0;
-    json rows = read_rows(box,
-                          {.resource = "seo_reports",
-                           .client_id = client_id,
-                           .limit = 1,
-                           .order = "created_at",
-                           .direction = "desc"},
-                          stop, &total);
+    json rows = read_rows(box, ordered("seo_reports", client_id, 1, "created_at"), stop, &total);
     json out = {{"count", total}, {"latest", nullptr}};
     if (!rows.empty() && rows[0].is_object()) {
         json latest = json::object();
@@ -176,13 +158,7 @@ json articles_part(Toolbox& box, const std::string& client_id, std::stop_token s
     json out = json::object();
     for (const char* resource : {"blogs", "geo_articles"}) {
         std::int64_t total = 0;
-        json rows = read_rows(box,
-                              {.resource = resource,
-                               .client_id = client_id,
-                               .limit = 1,
-                               .order = "created_at",
-                               .direction = "desc"},
-                              stop, &total);
+        json rows = read_rows(box, ordered(resource, client_id, 1, "created_at"), stop, &total);
         out[resource] = {{"count", total}};
         if (!rows.empty()) out[resource]["latest_created"] = date_of(rows[0]);
     }

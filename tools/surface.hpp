@@ -76,6 +76,11 @@ private:
     std::vector<Client> clients_;
 };
 
+// A read of a client's `limit` rows of `resource` ordered by `order` (newest or largest first,
+// or oldest first with `ascending`).
+gateway::ReadQuery ordered(const std::string& resource, const std::string& client_id, int limit,
+                           const std::string& order, bool ascending = false);
+
 // The rows of one gateway read, parsed (`data`); `total` gets pagination.total when asked.
 json read_rows(Toolbox& box, const gateway::ReadQuery& query, std::stop_token stop,
                std::int64_t* total = nullptr);

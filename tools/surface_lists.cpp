@@ -24,6 +24,15 @@ void gateway_strings(json& value) {
     if (base::clean_untrusted_json(text)) value = json::parse(text);
 }
 
+gateway::ReadQuery ordered(const std::string& resource, const std::string& client_id, int limit,
+                           const std::string& order, bool ascending) {
+    return {.resource = resource,
+            .client_id = client_id,
+            .limit = limit,
+            .order = order,
+            .direction = ascending ? "asc" : "desc"};
+}
+
 json read_rows(Toolbox& box, const gateway::ReadQuery& query, std::stop_token stop,
                std::int64_t* total) {
     gateway::Page page = box.gateway().read(query, stop);
@@ -107,13 +116,7 @@ std::vector<std::string> distinct(const json& rows, const char* field) {
 std::vector<std::string> SurfaceLists::keywords(const std::string& client_id,
                                                 std::stop_token stop) {
     return cached("keywords\x1f" + client_id, [&] {
-        return distinct(read_rows(*box_,
-                                  {.resource = "keywords",
-                                   .client_id = client_id,
-                                   .limit = 1000,
-                                   .order = "tracked_at",
-                                   .direction = "desc"},
-                                  stop),
+        return distinct(read_rows(*box_, ordered("keywords", client_id, 1000, "tracked_at"), stop),
                         "keyword");
     });
 }
@@ -121,13 +124,7 @@ std::vector<std::string> SurfaceLists::keywords(const std::string& client_id,
 std::vector<std::string> SurfaceLists::report_ids(const std::string& client_id,
                                                   std::stop_token stop) {
     return cached("reports\x1f" + client_id, [&] {
-        return distinct(read_rows(*box_,
-                                  {.resource = "seo_reports",
-                                   .client_id = client_id,
-                                   .limit = 100,
-                                   .order = "created_at",
-                                   .direction = "desc"},
-                                  stop),
+        return distinct(read_rows(*box_, ordered("seo_reports", client_id, 100, "created_at"), stop),
                         "id");
     });
 }
@@ -137,13 +134,7 @@ std::vector<std::string> SurfaceLists::article_ids(const std::string& client_id,
     return cached("articles\x1f" + client_id, [&] {
         std::vector<std::string> ids;
         for (const char* resource : {"blogs", "geo_articles"}) {
-            auto some = distinct(read_rows(*box_,
-                                           {.resource = resource,
-                                            .client_id = client_id,
-                                            .limit = 100,
-                                            .order = "created_at",
-                                            .direction = "desc"},
-                                           stop),
+            auto some = distinct(read_rows(*box_, ordered(resource, client_id, 100, "created_at"), stop),
                                  "id");
             ids.insert(ids.end(), some.begin(), some.end());
         }
