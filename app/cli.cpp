@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "app/process.hpp"
+#include "tools/toolsets.hpp"
 
 namespace agency::app {
 
@@ -234,11 +235,13 @@ void CommandLine::add_answer_options() {
 
 // Which tools the server offers (docs/tools.md, "Toolsets"); names are checked at start.
 void CommandLine::add_tool_selection() {
+    std::string names;
+    for (const auto& set : tools::toolsets()) names += std::string(set.name) + ", ";
     serve_cmd_
         ->add_option("--toolsets", serve.selection.groups,
-                     "Comma-separated toolsets to enable: clients, rankings, audits, backlinks, "
-                     "content, local, calls, outreach, reports, datasets, or all / default "
-                     "(default: default, every toolset); clients is always included")
+                     "Comma-separated toolsets to enable: " + names +
+                         "or all / default (default: default, every toolset); clients comes "
+                         "with any toolset (docs/tools.md lists their tools)")
         ->envname("AGENCY_TOOLSETS")
         ->delimiter(',');
     serve_cmd_
