@@ -30,7 +30,7 @@ struct Tools {
         : rt(std::make_shared<ActionRuntime>(std::move(settings))) {
         h = std::make_unique<ToolHarness>(
             agency::sample::Options{}, agency::tools::Settings{},
-            [this](agency::mcp::Server&, const std::shared_ptr<agency::tools::Toolbox>&) {});
+            [](agency::mcp::Server&, const std::shared_ptr<agency::tools::Toolbox>&) {});
         agency::mcp::ServerOptions options;
         options.state_secret = "untrusted-tools";
         options.result_meta = std::move(result_meta);
