@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
@@ -74,5 +75,45 @@ struct SqliteStore::Statement {
     }
     int changes() const { return sqlite3_changes(db); }
 };
+
+template <typename F>
+auto SqliteStore::in_transaction(F&& body) {
+    exec("BEGIN IMMEDIATE");
+    try {
+        if constexpr (std::is_void_v<decltype(body())>) {
+            body();
+            exec("COMMIT");
+        } else {
+            auto out = body();
+            exec("COMMIT");
+            return out;
+        }
+    } catch (...) {
+        sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+        throw;
+    }
+}
+
+inline constexpr const char* kJobColumns =
+    "id, kind, client_id, principal, args, status, result, error, created_at, updated_at, "
+    "lease_owner, lease_until_ms";
+
+template <typename S>
+Job read_job(const S& s) {
+    Job job;
+    job.id = s.text(0);
+    job.kind = s.text(1);
+    job.client_id = s.text(2);
+    job.principal = s.text(3);
+    job.args = s.json_column(4);
+    job.status = s.text(5);
+    job.result = s.json_column(6);
+    job.error = s.json_column(7);
+    job.created_at = s.integer(8);
+    job.updated_at = s.integer(9);
+    job.lease_owner = s.text(10);
+    job.lease_until_ms = s.integer(11);
+    return job;
+}
 
 }  // namespace agency::state

@@ -111,22 +111,58 @@ CREATE TABLE IF NOT EXISTS jobs (
   result TEXT,
   error TEXT,
   created_at INTEGER NOT NULL,
-  updated_at INTEGER NOT NULL
+  updated_at INTEGER NOT NULL,
+  lease_owner TEXT NOT NULL DEFAULT '',
+  lease_until_ms INTEGER NOT NULL DEFAULT 0
 );
 )sql";
 }  // namespace
 
+int SqliteStore::schema_version() {
+    std::unique_lock<std::mutex> lock;
+    if (!exists_locked(lock)) return 0;
+    Statement s(db_, "PRAGMA user_version");
+    return s.step() ? static_cast<int>(s.integer(0)) : 0;
+}
+
 void SqliteStore::open_schema() {
+    {
+        Statement s(db_, "PRAGMA user_version");
+        const std::int64_t version = s.step() ? s.integer(0) : 0;
+        if (version > kSchemaVersion)
+            throw StoreError("its schema is at version " + std::to_string(version) +
+                             ", newer than this agency-mcp understands (" +
+                             std::to_string(kSchemaVersion) +
+                             "): run a newer agency-mcp, or point --state-db elsewhere");
+    }
+    migrate_jobs_status();  // before the tables of this version: rebuilds an old jobs table
     // One transaction: a new database is written (and synced) once, not once per table.
     exec("BEGIN IMMEDIATE");
     try {
+        migrate_to_leases();
         create_tables();
+        exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
         exec("COMMIT");
     } catch (...) {
         sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
         throw;
     }
-    migrate_jobs_status();
+}
+
+// Version 1 (no user_version) had no leases and no shared credit counts: columns added.
+void SqliteStore::migrate_to_leases() {
+    for (const char* table : {"jobs", "tasks"}) {
+        Statement s(db_, "SELECT count(*) FROM pragma_table_info(?) WHERE name = 'lease_owner'");
+        s.bind(std::string_view(table));
+        if (!s.step()) continue;
+        Statement exists(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
+        exists.bind(std::string_view(table));
+        if (s.integer(0) != 0 || !exists.step() || exists.integer(0) == 0) continue;
+        exec(("ALTER TABLE " + std::string(table) +
+              " ADD COLUMN lease_owner TEXT NOT NULL DEFAULT ''; ALTER TABLE " + table +
+              " ADD COLUMN lease_until_ms INTEGER NOT NULL DEFAULT 0;")
+                 .c_str());
+    }
 }
 
 void SqliteStore::create_tables() {
@@ -181,10 +217,19 @@ CREATE TABLE IF NOT EXISTS tasks (
   result TEXT NOT NULL,
   error TEXT,
   input_requests TEXT,
-  resume TEXT
+  resume TEXT,
+  lease_owner TEXT NOT NULL DEFAULT '',
+  lease_until_ms INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS tasks_owner ON tasks(owner, created_ms);
 CREATE INDEX IF NOT EXISTS tasks_status ON tasks(status);
+CREATE TABLE IF NOT EXISTS credit_slots (
+  id TEXT PRIMARY KEY,
+  client_id TEXT NOT NULL,
+  granted_ms INTEGER NOT NULL,
+  released_ms INTEGER
+);
+CREATE INDEX IF NOT EXISTS credit_slots_client ON credit_slots(client_id, granted_ms);
 )sql");
 }
 
@@ -199,7 +244,8 @@ void SqliteStore::migrate_jobs_status() {
     try {
         exec(kJobsTable);
         exec(R"sql(
-INSERT INTO jobs SELECT id, kind, client_id, principal, args, status, result, error, created_at,
+INSERT INTO jobs (id, kind, client_id, principal, args, status, result, error, created_at,
+  updated_at) SELECT id, kind, client_id, principal, args, status, result, error, created_at,
   updated_at FROM jobs_before_cancel ORDER BY rowid;
 DROP TABLE jobs_before_cancel;
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status, created_at);
@@ -213,10 +259,6 @@ COMMIT;
 
 // --- jobs ------------------------------------------------------------------------------------
 
-namespace {
-constexpr const char* kJobColumns =
-    "id, kind, client_id, principal, args, status, result, error, created_at, updated_at";
-}
 
 Job SqliteStore::create_job(std::string_view kind, std::string_view client_id,
                       std::string_view principal, const json& args) {
@@ -237,23 +279,6 @@ Job SqliteStore::create_job(std::string_view kind, std::string_view client_id,
     return job;
 }
 
-namespace {
-template <typename S>
-Job read_job(const S& s) {
-    Job job;
-    job.id = s.text(0);
-    job.kind = s.text(1);
-    job.client_id = s.text(2);
-    job.principal = s.text(3);
-    job.args = s.json_column(4);
-    job.status = s.text(5);
-    job.result = s.json_column(6);
-    job.error = s.json_column(7);
-    job.created_at = s.integer(8);
-    job.updated_at = s.integer(9);
-    return job;
-}
-}  // namespace
 
 std::optional<Job> SqliteStore::job(std::string_view id) {
     const auto lock = open_locked();
@@ -261,15 +286,6 @@ std::optional<Job> SqliteStore::job(std::string_view id) {
     s.bind(id);
     if (!s.step()) return std::nullopt;
     return read_job(s);
-}
-
-bool SqliteStore::mark_running(std::string_view id) {
-    const auto lock = open_locked();
-    Statement s(db_,
-                "UPDATE jobs SET status = 'running', updated_at = ? WHERE id = ? AND status IN "
-                "('queued','running')");
-    s.bind(base::Clock::system().unix_s()).bind(id).run();
-    return s.changes() > 0;
 }
 
 void SqliteStore::finish_job(std::string_view id, bool succeeded, const json& result,

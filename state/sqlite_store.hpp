@@ -26,12 +26,17 @@ public:
     SqliteStore& operator=(const SqliteStore&) = delete;
 
     const std::string& path() const { return path_; }
+    std::string describe() const override { return path_; }
+    int schema_version() override;
 
     // --- jobs
     Job create_job(std::string_view kind, std::string_view client_id, std::string_view principal,
                    const nlohmann::json& args) override;
     std::optional<Job> job(std::string_view id) override;
-    bool mark_running(std::string_view id) override;
+    std::optional<Job> claim_job(std::string_view id, std::string_view owner,
+                                 std::chrono::milliseconds lease, bool force) override;
+    void renew_job_leases(std::string_view owner, std::chrono::milliseconds lease) override;
+    std::vector<Job> orphaned_jobs(std::size_t limit) override;
     void finish_job(std::string_view id, bool succeeded, const nlohmann::json& result,
                     const nlohmann::json& error) override;
     std::optional<std::string> cancel_job(std::string_view id) override;
@@ -64,6 +69,15 @@ public:
                                         std::string_view tool,
                                         std::string_view args_digest) override;
 
+    // --- credits
+    CreditSlot acquire_credit(std::string_view client_id, int max_in_flight, int max_per_minute,
+                              std::chrono::seconds hold_limit) override;
+    void release_credit(std::string_view slot_id) override;
+
+    // --- export / import
+    void export_rows(const std::function<void(const nlohmann::json&)>& sink) override;
+    void import_row(const nlohmann::json& line) override;
+
     // --- MCP tasks (TaskStore)
     void put(const TaskRecord& task) override;
     std::optional<TaskRecord> get(std::string_view id) override;
@@ -71,6 +85,11 @@ public:
                                  std::size_t limit) override;
     std::vector<TaskRecord> unfinished() override;
     void erase_expired(std::int64_t now_ms) override;
+    std::optional<TaskRecord> claim_task(std::string_view id, std::string_view owner,
+                                         std::int64_t lease_ms, bool force) override;
+    std::vector<std::string> renew_task_leases(std::string_view owner,
+                                               std::int64_t lease_ms) override;
+    std::vector<TaskRecord> orphaned_tasks(std::size_t limit) override;
 
 private:
     struct Statement;
@@ -86,6 +105,11 @@ private:
     void open_schema();
     void create_tables();
     void migrate_jobs_status();
+    void migrate_to_leases();
+    // BEGIN IMMEDIATE ... COMMIT around `body` (rolled back when it throws): the steps of a
+    // claim or a credit grant are atomic against other processes on the file too.
+    template <typename F>
+    auto in_transaction(F&& body);
 
     std::string path_;
     sqlite3* db_ = nullptr;

@@ -1,6 +1,8 @@
 // SqliteStore as the core's TaskStore: one row per MCP task, replaced on every change.
 #include <string>
 
+#include "base/clock.hpp"
+
 #include "state/sqlite_internal.hpp"
 #include "state/sqlite_store.hpp"
 
@@ -13,7 +15,7 @@ using json = nlohmann::json;
 namespace {
 constexpr const char* kTaskColumns =
     "id, owner, tool, era, status, status_message, created_ms, updated_ms, ttl_ms, poll_ms, "
-    "arguments, result, error, input_requests, resume";
+    "arguments, result, error, input_requests, resume, lease_owner, lease_until_ms";
 
 std::string json_or_null(const json& value) { return value.is_null() ? std::string() : value.dump(); }
 }  // namespace
@@ -36,14 +38,24 @@ TaskRecord task_from(const auto& st) {
     t.error = st.json_column(12);
     t.input_requests = st.json_column(13);
     t.resume = st.json_column(14);
+    t.lease_owner = st.text(15);
+    t.lease_until_ms = st.integer(16);
     return t;
 }
 }  // namespace
 
 void SqliteStore::put(const TaskRecord& t) {
     const auto lock = open_locked();
-    Statement st(db_, (std::string("INSERT OR REPLACE INTO tasks (") + kTaskColumns +
-                       ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+    // Leases change only through claim_task and renew_task_leases; a cancelled row stays so.
+    Statement st(db_, (std::string("INSERT INTO tasks (") + kTaskColumns +
+                       ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO UPDATE "
+                       "SET owner = excluded.owner, tool = excluded.tool, era = excluded.era, "
+                       "status = excluded.status, status_message = excluded.status_message, "
+                       "created_ms = excluded.created_ms, updated_ms = excluded.updated_ms, "
+                       "ttl_ms = excluded.ttl_ms, poll_ms = excluded.poll_ms, "
+                       "arguments = excluded.arguments, result = excluded.result, "
+                       "error = excluded.error, input_requests = excluded.input_requests, "
+                       "resume = excluded.resume WHERE tasks.status <> 'cancelled'")
                           .c_str());
     st.bind(t.id).bind(t.owner).bind(t.tool).bind(t.era).bind(to_string(t.status));
     st.bind(t.status_message).bind(t.created_ms).bind(t.updated_ms).bind(t.ttl_ms).bind(t.poll_ms);
@@ -54,6 +66,7 @@ void SqliteStore::put(const TaskRecord& t) {
         else
             st.bind(json_or_null(*v));
     }
+    st.bind(t.lease_owner).bind(t.lease_until_ms);
     st.run();
 }
 
@@ -93,6 +106,64 @@ void SqliteStore::erase_expired(std::int64_t now_ms) {
     const auto lock = open_locked();
     Statement st(db_, "DELETE FROM tasks WHERE ttl_ms > 0 AND created_ms + ttl_ms < ?");
     st.bind(now_ms).run();
+}
+
+// --- task leases ------------------------------------------------------------------------------
+
+std::optional<TaskRecord> SqliteStore::claim_task(std::string_view id, std::string_view owner,
+                                                  std::int64_t lease_ms, bool force) {
+    const auto lock = open_locked();
+    return in_transaction([&]() -> std::optional<TaskRecord> {
+        Statement st(db_,
+                     (std::string("SELECT ") + kTaskColumns + " FROM tasks WHERE id = ?").c_str());
+        st.bind(id);
+        if (!st.step()) return std::nullopt;
+        TaskRecord before = task_from(st);
+        const std::int64_t now = base::Clock::system().unix_ms();
+        if (is_terminal(before.status) ||
+            !(force || before.lease_owner.empty() || before.lease_owner == owner ||
+              before.lease_until_ms < now))
+            return std::nullopt;
+        Statement u(db_, "UPDATE tasks SET lease_owner = ?, lease_until_ms = ? WHERE id = ?");
+        u.bind(owner).bind(now + lease_ms).bind(id).run();
+        return before;
+    });
+}
+
+std::vector<std::string> SqliteStore::renew_task_leases(std::string_view owner,
+                                                        std::int64_t lease_ms) {
+    const auto lock = open_locked();
+    return in_transaction([&] {
+        const std::int64_t now = base::Clock::system().unix_ms();
+        Statement u(db_,
+                    "UPDATE tasks SET lease_until_ms = ? WHERE lease_owner = ? AND status IN "
+                    "('working','input_required')");
+        u.bind(now + lease_ms).bind(owner).run();
+        std::vector<std::string> cancelled;
+        Statement s(db_,
+                    "SELECT id FROM tasks WHERE lease_owner = ? AND status = 'cancelled' AND "
+                    "lease_until_ms > 0");
+        s.bind(owner);
+        while (s.step()) cancelled.push_back(s.text(0));
+        Statement seen(db_,
+                       "UPDATE tasks SET lease_until_ms = 0 WHERE lease_owner = ? AND status = "
+                       "'cancelled' AND lease_until_ms > 0");
+        seen.bind(owner).run();
+        return cancelled;
+    });
+}
+
+std::vector<TaskRecord> SqliteStore::orphaned_tasks(std::size_t limit) {
+    std::unique_lock<std::mutex> lock;
+    if (!exists_locked(lock)) return {};
+    Statement st(db_, (std::string("SELECT ") + kTaskColumns +
+                       " FROM tasks WHERE status IN ('working','input_required') AND "
+                       "lease_until_ms < ? ORDER BY created_ms LIMIT ?")
+                          .c_str());
+    st.bind(base::Clock::system().unix_ms()).bind(static_cast<std::int64_t>(limit));
+    std::vector<TaskRecord> out;
+    while (st.step()) out.push_back(task_from(st));
+    return out;
 }
 
 }  // namespace agency::state

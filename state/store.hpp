@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -42,6 +43,10 @@ struct Job {
     nlohmann::json error;         // null unless failed: {reason, message, status_code?}
     std::int64_t created_at = 0;  // unix seconds
     std::int64_t updated_at = 0;
+    // The instance running it and until when (unix ms); empty/0 while queued. With several
+    // instances on one store, a job whose lease ran out is taken over by another instance.
+    std::string lease_owner;
+    std::int64_t lease_until_ms = 0;
 };
 
 // An idempotency key's record. `pending` while its first call runs.
@@ -76,6 +81,25 @@ struct Confirmation {
 
 enum class ConfirmOutcome { accepted, unknown, used, expired, mismatch };
 
+// A generation slot of the per-client credit limit, counted across every instance of a
+// shared store (Store::acquire_credit).
+struct CreditSlot {
+    bool granted = false;
+    std::string id;          // when granted: what release_credit takes
+    std::string why;         // when refused: "in_flight" or "per_minute"
+    int retry_after_s = 1;   // when refused: when a retry may succeed
+};
+
+// The schema version this build writes and understands; a database at a newer version is
+// refused (StoreError naming both versions), an older one is migrated when opened.
+inline constexpr int kSchemaVersion = 2;
+
+// Tables and their columns as `state export` writes them, identical for every backend:
+// {"table": "<name>", "row": {"<column>": value, ...}} per line (JSON values for JSON
+// columns, integers for integer/boolean columns, strings or null otherwise).
+inline constexpr const char* kStateTables[] = {"jobs",   "idempotency",   "drafts",
+                                               "confirmations", "tasks", "credit_slots"};
+
 // The server's durable state: jobs, idempotency records, drafts, confirmations and MCP task
 // records (as the core's TaskStore). Tools and the task runtime see only this interface;
 // SqliteStore (state/sqlite_store.hpp) is the implementation today.
@@ -83,12 +107,32 @@ class Store : public TaskStore {
 public:
     ~Store() override = default;
 
+    // True when several processes may use the store at once (PostgreSQL): leases decide who
+    // runs a job or task, credit counts live in the store. SqliteStore: false (one instance;
+    // a restart takes over everything left unfinished).
+    virtual bool shared() const { return false; }
+    // Where the store is, for messages: a file path, or a URL without its password.
+    virtual std::string describe() const = 0;
+    // The schema version of the database (kSchemaVersion once migrated; 0 when not created
+    // yet).
+    virtual int schema_version() = 0;
+
     // --- jobs
     virtual Job create_job(std::string_view kind, std::string_view client_id,
                            std::string_view principal, const nlohmann::json& args) = 0;
     virtual std::optional<Job> job(std::string_view id) = 0;
-    // queued -> running; false when the job is not queued or running (already finished).
-    virtual bool mark_running(std::string_view id) = 0;
+    // Takes a job for `owner` until now + `lease` and marks it running: when it is queued, or
+    // running under no lease, an expired lease or owner's own; with `force`, whatever lease it
+    // has (a single instance after a restart: nobody else runs). Returns the job as it was
+    // before the claim (a "running" one may have been sent already); nullopt when it is
+    // unknown, finished, cancelled or held by another instance. Atomic across instances.
+    virtual std::optional<Job> claim_job(std::string_view id, std::string_view owner,
+                                         std::chrono::milliseconds lease, bool force) = 0;
+    // Extends owner's leases on its running jobs to now + `lease`.
+    virtual void renew_job_leases(std::string_view owner, std::chrono::milliseconds lease) = 0;
+    // Unfinished jobs no live instance holds (queued, or running with no lease or an expired
+    // one), oldest first, at most `limit`. Claims nothing.
+    virtual std::vector<Job> orphaned_jobs(std::size_t limit) = 0;
     // Records the outcome: succeeded or failed, except that a cancelled job stays cancelled
     // (its late result or error is still recorded).
     virtual void finish_job(std::string_view id, bool succeeded, const nlohmann::json& result,
@@ -133,6 +177,20 @@ public:
     virtual ConfirmOutcome consume_confirmation(std::string_view id, std::string_view principal,
                                                 std::string_view tool,
                                                 std::string_view args_digest) = 0;
+
+    // --- credits (the per-client limit on generation actions, across instances)
+    // A slot for `client_id`: refused when `max_in_flight` slots are held (a slot held longer
+    // than `hold_limit` counts as abandoned by a dead instance) or `max_per_minute` slots were
+    // granted in the last 60 s. Atomic across instances.
+    virtual CreditSlot acquire_credit(std::string_view client_id, int max_in_flight,
+                                      int max_per_minute, std::chrono::seconds hold_limit) = 0;
+    // Ends a slot's in-flight time (its grant still counts toward the minute).
+    virtual void release_credit(std::string_view slot_id) = 0;
+
+    // --- export / import (`agency-mcp state export|import`; format at kStateTables)
+    virtual void export_rows(const std::function<void(const nlohmann::json&)>& sink) = 0;
+    // Writes one exported line; a row whose key exists already is refused (StoreError).
+    virtual void import_row(const nlohmann::json& line) = 0;
 };
 
 // Arguments as a stable digest (object keys are sorted by nlohmann::json), for binding

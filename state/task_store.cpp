@@ -23,7 +23,8 @@ std::optional<TaskStatus> parse_task_status(std::string_view text) {
 
 void MemoryTaskStore::put(const TaskRecord& task) {
     std::lock_guard lock(mutex_);
-    tasks_[task.id] = task;
+    auto [it, inserted] = tasks_.try_emplace(task.id, task);
+    if (!inserted && it->second.status != TaskStatus::cancelled) it->second = task;
 }
 
 std::optional<TaskRecord> MemoryTaskStore::get(std::string_view id) {
@@ -64,5 +65,22 @@ void MemoryTaskStore::erase_expired(std::int64_t now_ms) {
         return e.second.ttl_ms > 0 && e.second.created_ms + e.second.ttl_ms < now_ms;
     });
 }
+
+// --- one process: nothing is shared, so every unfinished task is this process's to take.
+
+std::optional<TaskRecord> TaskStore::claim_task(std::string_view id, std::string_view,
+                                                std::int64_t, bool) {
+    auto task = get(id);
+    if (!task || is_terminal(task->status)) return std::nullopt;
+    return task;
+}
+
+std::vector<std::string> TaskStore::renew_task_leases(std::string_view, std::int64_t) {
+    return {};
+}
+
+std::vector<TaskRecord> TaskStore::orphaned_tasks(std::size_t) { return {}; }
+
+void TaskStore::watch_task_cancellations(std::function<void(const std::string&)>) {}
 
 }  // namespace agency::state

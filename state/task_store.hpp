@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -44,6 +45,10 @@ struct TaskRecord {
     json error;                     // {code, message} (failed)
     json input_requests;            // modern input_required: {key: {method, params}}
     json resume;                    // set by the tool: how to pick the work up after a restart
+    // The instance running it and until when (unix ms), as Job's lease: with a shared store an
+    // unfinished task whose lease ran out is resumed (or failed) by another instance.
+    std::string lease_owner;
+    std::int64_t lease_until_ms = 0;
 };
 
 // Where task records live. The default keeps them in memory; the product keeps them in its
@@ -51,7 +56,9 @@ struct TaskRecord {
 class TaskStore {
 public:
     virtual ~TaskStore() = default;
-    virtual void put(const TaskRecord& task) = 0;  // insert or replace
+    // Insert or replace, except that a stored cancelled record stays cancelled: a cancel from
+    // any instance wins over a late write of the work.
+    virtual void put(const TaskRecord& task) = 0;
     virtual std::optional<TaskRecord> get(std::string_view id) = 0;
     // The owner's tasks, newest first.
     virtual std::vector<TaskRecord> list(std::string_view owner, std::size_t offset,
@@ -60,6 +67,22 @@ public:
     virtual std::vector<TaskRecord> unfinished() = 0;
     // Forgets tasks whose ttl has passed.
     virtual void erase_expired(std::int64_t now_ms) = 0;
+
+    // --- several instances on one store (defaults: one process, nothing to share)
+    // Takes an unfinished task for `owner` until now + lease_ms, as Store::claim_job; returns
+    // the record as stored before the claim.
+    virtual std::optional<TaskRecord> claim_task(std::string_view id, std::string_view owner,
+                                                 std::int64_t lease_ms, bool force);
+    // Extends owner's leases on its unfinished tasks; returns the ids of owner's tasks that
+    // were cancelled (by any instance) while leased to it, each once.
+    virtual std::vector<std::string> renew_task_leases(std::string_view owner,
+                                                       std::int64_t lease_ms);
+    // Unfinished tasks no live instance holds (no lease or an expired one), oldest first.
+    virtual std::vector<TaskRecord> orphaned_tasks(std::size_t limit);
+    // Calls `on_cancel(id)` soon after any instance cancels a task (PostgreSQL: LISTEN/NOTIFY),
+    // from a thread of the store's. Default: nothing (the renewal's list catches every cancel
+    // within a renewal period).
+    virtual void watch_task_cancellations(std::function<void(const std::string&)> on_cancel);
 };
 
 class MemoryTaskStore : public TaskStore {

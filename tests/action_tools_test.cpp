@@ -325,14 +325,14 @@ TEST(ActionTools, RunningAuditIsCompletedAfterRestartWithoutDuplicate) {
         // The previous process: its job was running and its POST had reached the gateway.
         agency::state::SqliteStore previous(path);
         job_id = previous.create_job("seo_audit", kDental, "local", {{"url", url}}).id;
-        ASSERT_TRUE(previous.mark_running(job_id));
+        ASSERT_TRUE(previous.claim_job(job_id, "i_previous", std::chrono::seconds(30), false));
         a.h->client->act("seo_audit", kDental, {{"url", url}});
     }
     ASSERT_EQ(rows_with(a.h->gw->rows("seo_reports", kDental), "url", url), 1u);
 
     // The next process: a fresh jobs runner over the reopened file.
     auto store = std::make_shared<agency::state::SqliteStore>(path);
-    agency::tools::AuditJobs jobs(store, 1);
+    agency::tools::AuditJobs jobs(store, 1, {.instance_id = "i_test"});
     jobs.start(a.h->box);
     std::optional<agency::state::Job> job;
     for (int i = 0; i < 500; ++i) {
@@ -780,7 +780,7 @@ struct ChangeLog {
 TEST(AuditJobs, CancelledQueuedJobIsNeverPosted) {
     Actions a;
     auto store = std::make_shared<agency::state::SqliteStore>(":memory:");
-    agency::tools::AuditJobs jobs(store, 1);
+    agency::tools::AuditJobs jobs(store, 1, {.instance_id = "i_test"});
     ChangeLog log;
     log.attach(jobs);
     // Not started yet: the job stays queued until the workers run.
@@ -808,7 +808,7 @@ TEST(AuditJobs, CancelledRunningJobKeepsItsLateResult) {
     Actions a;
     a.h->gw->inject({.target = "seo_audit", .mode = FaultMode::slow, .delay_ms = 700});
     auto store = std::make_shared<agency::state::SqliteStore>(":memory:");
-    agency::tools::AuditJobs jobs(store, 1);
+    agency::tools::AuditJobs jobs(store, 1, {.instance_id = "i_test"});
     ChangeLog log;
     log.attach(jobs);
     jobs.start(a.h->box);
@@ -894,7 +894,7 @@ TEST(AuditRestart, RestartMidAuditReportsItOnceWithoutASecondPost) {
     std::string audit_id;
     {
         auto store = std::make_shared<agency::state::SqliteStore>(db.path);
-        agency::tools::AuditJobs first(store, 1);
+        agency::tools::AuditJobs first(store, 1, {.instance_id = "i_test"});
         first.start(h.box);
         audit_id = first.submit(kDental, "alice", url).id;
         auto running =
@@ -942,8 +942,8 @@ TEST(AuditRestart, RunningAuditWhosePostNeverArrivedIsSentOnce) {
         agency::state::SqliteStore previous(db.path);
         fresh_id = previous.create_job("seo_audit", kDental, "alice", {{"url", fresh}}).id;
         old_id = previous.create_job("seo_audit", kDental, "alice", {{"url", old_url}}).id;
-        ASSERT_TRUE(previous.mark_running(fresh_id));
-        ASSERT_TRUE(previous.mark_running(old_id));
+        ASSERT_TRUE(previous.claim_job(fresh_id, "i_previous", std::chrono::seconds(30), false));
+        ASSERT_TRUE(previous.claim_job(old_id, "i_previous", std::chrono::seconds(30), false));
     }
     NextProcess next(h, db.path);
     EXPECT_EQ(poll_status(h, fresh_id, "alice").value("status", ""), "succeeded");

@@ -82,11 +82,11 @@ TEST_F(Store, JobLifecycleAndUnfinished) {
     auto a = store.create_job("seo_audit", "c", "p", {{"url", "https://a.example"}});
     auto b = store.create_job("seo_audit", "c", "p", {{"url", "https://b.example"}});
     auto c = store.create_job("seo_audit", "c", "p", {{"url", "https://c.example"}});
-    EXPECT_TRUE(store.mark_running(a.id));
-    EXPECT_TRUE(store.mark_running(b.id));
+    EXPECT_TRUE(store.claim_job(a.id, "i1", std::chrono::seconds(30), false));
+    EXPECT_TRUE(store.claim_job(b.id, "i1", std::chrono::seconds(30), false));
     store.finish_job(b.id, true, {{"score", 80}}, nullptr);
     store.finish_job(c.id, false, nullptr, {{"reason", "upstream"}, {"status_code", 502}});
-    EXPECT_FALSE(store.mark_running(b.id)) << "a finished job is not run again";
+    EXPECT_FALSE(store.claim_job(b.id, "i1", std::chrono::seconds(30), true)) << "a finished job is not run again";
 
     auto unfinished = store.unfinished_jobs();
     ASSERT_EQ(unfinished.size(), 1u);
@@ -173,7 +173,7 @@ TEST_F(Store, TwoConnectionsShareTheFile) {
     DB second(path);  // another process on the same file (WAL, busy timeout)
     auto job = first.create_job("seo_audit", "c", "p", json::object());
     ASSERT_TRUE(second.job(job.id));
-    EXPECT_TRUE(second.mark_running(job.id));
+    EXPECT_TRUE(second.claim_job(job.id, "i1", std::chrono::seconds(30), false));
     EXPECT_EQ(first.job(job.id)->status, "running");
 }
 
@@ -218,11 +218,11 @@ TEST_F(Store, CancelOnlyUnfinishedJobsAndKeepALateResult) {
     auto queued = store.create_job("seo_audit", "c", "p", {{"url", "https://q.example"}});
     auto running = store.create_job("seo_audit", "c", "p", {{"url", "https://r.example"}});
     auto done = store.create_job("seo_audit", "c", "p", {{"url", "https://d.example"}});
-    ASSERT_TRUE(store.mark_running(running.id));
+    ASSERT_TRUE(store.claim_job(running.id, "i1", std::chrono::seconds(30), false));
     store.finish_job(done.id, true, {{"report_id", "r1"}}, nullptr);
 
     EXPECT_EQ(store.cancel_job(queued.id), std::optional<std::string>("queued"));
-    EXPECT_FALSE(store.mark_running(queued.id)) << "a cancelled job is never started";
+    EXPECT_FALSE(store.claim_job(queued.id, "i1", std::chrono::seconds(30), true)) << "a cancelled job is never started";
     EXPECT_EQ(store.cancel_job(running.id), std::optional<std::string>("running"));
     EXPECT_FALSE(store.cancel_job(done.id)) << "a finished job cannot be cancelled";
     EXPECT_FALSE(store.cancel_job(queued.id)) << "nor a cancelled one, twice";

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/clock.hpp"
+#include "base/crypto.hpp"
 #include "state/sqlite_store.hpp"
 #include "tools/action_internal.hpp"
 #include "tools/registry.hpp"
@@ -116,11 +117,20 @@ void set_title(json& result, const json& data, std::initializer_list<const char*
     if (!title.is_null()) result["title"] = title;
 }
 
+namespace {
+ActionSettings with_instance_id(ActionSettings settings) {
+    if (settings.sharing.instance_id.empty())
+        settings.sharing.instance_id = "i_" + crypto::random_hex(8);
+    return settings;
+}
+}  // namespace
+
 ActionRuntime::ActionRuntime(ActionSettings settings)
-    : settings_(std::move(settings)),
-      store_(std::make_shared<state::SqliteStore>(settings_.state_db)),
-      credits_(settings_.credits),
-      audits_(store_, settings_.audit_workers) {
+    : settings_(with_instance_id(std::move(settings))),
+      store_(settings_.store ? settings_.store
+                             : std::make_shared<state::SqliteStore>(settings_.state_db)),
+      credits_(settings_.credits, store_),
+      audits_(store_, settings_.audit_workers, settings_.sharing) {
     audits_.on_change([this](const Job&) {
         {
             std::lock_guard lock(audit_mutex_);

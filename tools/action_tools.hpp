@@ -20,6 +20,9 @@ namespace agency::tools {
 
 struct ActionSettings {
     std::string state_db = ":memory:";  // Store::default_path() for a real server
+    std::shared_ptr<Store> store;       // when set, used instead of opening state_db
+    // This process among the instances of a shared store (instance_id random when empty).
+    AuditJobs::Sharing sharing;
     int audit_workers = 2;
     CreditSettings credits;
     // A claimed idempotency key whose call never finished (the process died) is reusable after

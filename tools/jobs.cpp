@@ -13,14 +13,56 @@ using json = nlohmann::json;
 
 // --- credits ---------------------------------------------------------------------------------
 
-CreditLimiter::CreditLimiter(CreditSettings settings) : settings_(settings) {}
+CreditLimiter::CreditLimiter(CreditSettings settings, std::shared_ptr<Store> shared_store)
+    : settings_(settings),
+      shared_store_(shared_store && shared_store->shared() ? std::move(shared_store) : nullptr) {}
 
 CreditLimiter::Permit::~Permit() {
-    if (owner_) owner_->release(client_id_);
+    if (!owner_) return;
+    if (!in_store_) {
+        owner_->release(client_id_);
+        return;
+    }
+    try {
+        owner_->shared_store_->release_credit(client_id_);
+    } catch (const std::exception& e) {
+        // Not fatal: the slot counts as abandoned after the hold limit.
+        spdlog::warn("credits: releasing slot {}: {}", client_id_, e.what());
+    }
+}
+
+namespace {
+std::string in_flight_refusal(const std::string& client_id, int count, int limit) {
+    return "client " + client_id + " already has " + std::to_string(count) +
+           " generation actions running (at most " + std::to_string(limit) +
+           " at once); wait for them to finish, then retry";
+}
+std::string per_minute_refusal(const std::string& client_id, int limit) {
+    return "client " + client_id + " reached its cap of " + std::to_string(limit) +
+           " generation actions per minute; generation spends credits, so retry after the "
+           "wait rather than in a loop";
+}
+// A generation action runs for minutes at most; a slot held longer was left by a dead instance.
+constexpr std::chrono::seconds kCreditHoldLimit{600};
+}  // namespace
+
+std::variant<CreditLimiter::Permit, CreditLimiter::Refusal> CreditLimiter::try_acquire_shared(
+    const std::string& client_id) {
+    const CreditSlot slot = shared_store_->acquire_credit(
+        client_id, settings_.max_in_flight_per_client, settings_.max_per_minute_per_client,
+        kCreditHoldLimit);
+    if (slot.granted) return Permit(this, slot.id, true);
+    if (slot.why == "in_flight")
+        return Refusal{in_flight_refusal(client_id, settings_.max_in_flight_per_client,
+                                         settings_.max_in_flight_per_client),
+                       slot.retry_after_s};
+    return Refusal{per_minute_refusal(client_id, settings_.max_per_minute_per_client),
+                   slot.retry_after_s};
 }
 
 std::variant<CreditLimiter::Permit, CreditLimiter::Refusal> CreditLimiter::try_acquire(
     const std::string& client_id) {
+    if (shared_store_) return try_acquire_shared(client_id);
     using clock = std::chrono::steady_clock;
     const auto now = clock::now();
     std::lock_guard lock(mutex_);
@@ -28,19 +70,13 @@ std::variant<CreditLimiter::Permit, CreditLimiter::Refusal> CreditLimiter::try_a
     while (!c.started.empty() && now - c.started.front() >= std::chrono::minutes(1))
         c.started.pop_front();
     if (c.in_flight >= settings_.max_in_flight_per_client) {
-        return Refusal{"client " + client_id + " already has " + std::to_string(c.in_flight) +
-                           " generation actions running (at most " +
-                           std::to_string(settings_.max_in_flight_per_client) +
-                           " at once); wait for them to finish, then retry",
-                       5};
+        return Refusal{
+            in_flight_refusal(client_id, c.in_flight, settings_.max_in_flight_per_client), 5};
     }
     if (static_cast<int>(c.started.size()) >= settings_.max_per_minute_per_client) {
         const auto wait = std::chrono::duration_cast<std::chrono::seconds>(
             c.started.front() + std::chrono::minutes(1) - now);
-        return Refusal{"client " + client_id + " reached its cap of " +
-                           std::to_string(settings_.max_per_minute_per_client) +
-                           " generation actions per minute; generation spends credits, so "
-                           "retry after the wait rather than in a loop",
+        return Refusal{per_minute_refusal(client_id, settings_.max_per_minute_per_client),
                        static_cast<int>(std::max<std::int64_t>(1, wait.count() + 1))};
     }
     ++c.in_flight;
@@ -56,8 +92,9 @@ void CreditLimiter::release(const std::string& client_id) {
 
 // --- audit jobs ------------------------------------------------------------------------------
 
-AuditJobs::AuditJobs(std::shared_ptr<Store> store, int workers)
-    : store_(std::move(store)), worker_count_(std::max(1, workers)) {}
+AuditJobs::AuditJobs(std::shared_ptr<Store> store, int workers, Sharing sharing)
+    : store_(std::move(store)), worker_count_(std::max(1, workers)),
+      sharing_(std::move(sharing)) {}
 
 AuditJobs::~AuditJobs() { stop(); }
 
@@ -66,14 +103,20 @@ void AuditJobs::start(std::shared_ptr<Toolbox> box) {
     if (started_) return;
     started_ = true;
     box_ = std::move(box);
-    for (const Job& job : store_->unfinished_jobs()) {
-        if (job.kind != "seo_audit") continue;
-        const bool was_running = job.status == "running";
-        spdlog::warn("audit job {} ({} {}) was left {} by a previous run; {}", job.id,
-                     job.client_id, job.args.value("url", ""), job.status,
-                     was_running ? "looking for its report at the gateway before re-sending"
-                                 : "running it (it was never sent)");
-        queue_.push_back({job.id, was_running});
+    if (store_->shared()) {
+        // Other instances may be running these: only jobs whose lease ran out are taken, now
+        // and every lease / 3 from here on.
+        keeper_ = std::jthread([this](std::stop_token stop) { keep_leases(stop); });
+    } else {
+        for (const Job& job : store_->unfinished_jobs()) {
+            if (job.kind != "seo_audit") continue;
+            spdlog::warn("audit job {} ({} {}) was left {} by a previous run; {}", job.id,
+                         job.client_id, job.args.value("url", ""), job.status,
+                         job.status == "running"
+                             ? "looking for its report at the gateway before re-sending"
+                             : "running it (it was never sent)");
+            queue_.push_back({job.id, true});
+        }
     }
     // The workers start with the first job (here, or in submit): most runs audit nothing, and
     // idle threads made at start-up only delay the first answer.
@@ -85,13 +128,52 @@ void AuditJobs::start_workers() {
         workers_.emplace_back([this](std::stop_token stop) { work(stop); });
 }
 
+void AuditJobs::keep_leases(std::stop_token stop) {
+    std::mutex m;
+    std::condition_variable_any cv;
+    do {
+        try {
+            store_->renew_job_leases(sharing_.instance_id, sharing_.lease);
+            take_orphans();
+        } catch (const std::exception& e) {
+            // The store is away for a moment: the leases still run for a while; try again.
+            spdlog::warn("audit jobs: renewing leases: {}", e.what());
+        }
+        std::unique_lock lock(m);
+        cv.wait_for(lock, stop, sharing_.lease / 3, [] { return false; });
+    } while (!stop.stop_requested());
+}
+
+void AuditJobs::take_orphans() {
+    std::vector<Job> orphans = store_->orphaned_jobs(16);
+    if (orphans.empty()) return;
+    std::lock_guard lock(mutex_);
+    for (const Job& job : orphans) {
+        if (job.kind != "seo_audit") continue;
+        if (std::any_of(queue_.begin(), queue_.end(),
+                        [&](const Pending& p) { return p.id == job.id; }))
+            continue;
+        if (job.status == "running")
+            spdlog::warn("audit job {} ({}): the instance running it stopped renewing its "
+                         "lease; taking it over",
+                         job.id, job.client_id);
+        queue_.push_back({job.id, false});
+    }
+    if (started_ && workers_.empty()) start_workers();
+    ready_.notify_all();
+}
+
 void AuditJobs::stop() {
     std::vector<std::jthread> workers;
+    std::jthread keeper;
     {
         std::lock_guard lock(mutex_);
         started_ = false;
         workers.swap(workers_);
+        keeper.swap(keeper_);
     }
+    keeper.request_stop();
+    keeper = {};
     for (auto& w : workers) w.request_stop();
     ready_.notify_all();
     workers.clear();  // joins
@@ -118,7 +200,7 @@ std::optional<Job> AuditJobs::find(const std::string& id) { return store_->job(i
 bool AuditJobs::cancel(const std::string& id) {
     const auto before = store_->cancel_job(id);
     if (!before) return false;
-    // A queued id may still sit in queue_: the worker's mark_running refuses a cancelled job.
+    // A queued id may still sit in queue_: the worker's claim refuses a cancelled job.
     if (*before == "running")
         spdlog::warn("audit job {} cancelled while running: its POST is already out, so the "
                      "audit may still complete at the gateway (the result is kept)",
@@ -236,12 +318,15 @@ std::optional<json> AuditJobs::find_report(const Job& job, std::stop_token stop)
 
 void AuditJobs::run_one(const Pending& pending, std::stop_token stop) {
     const std::string& id = pending.id;
-    auto job = store_->job(id);
-    if (!job || !store_->mark_running(id)) return;  // finished or cancelled meanwhile
+    // Finished, cancelled, or another instance's meanwhile: nothing to do here.
+    auto job = store_->claim_job(id, sharing_.instance_id, sharing_.lease, pending.force);
+    if (!job) return;
     if (job->status != "running") changed(id);
     const std::string url = job->args.value("url", "");
 
-    if (pending.reconcile) {
+    // Running before this claim: its POST may have reached the gateway (a previous process, or
+    // an instance that died), so look before sending.
+    if (job->status == "running") {
         try {
             if (auto report = find_report(*job, stop)) {
                 const json result = audit_result(*report, url);

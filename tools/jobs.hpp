@@ -26,6 +26,7 @@ namespace agency::tools {
 // The state layer's records, as the tools speak of them.
 using state::args_digest;
 using state::ConfirmOutcome;
+using state::CreditSlot;
 using state::Confirmation;
 using state::Draft;
 using state::IdempotencyRecord;
@@ -40,18 +41,21 @@ struct CreditSettings {
 
 // Refuses rather than queues: a caller (a model) retrying later is cheaper than a hidden
 // backlog of credit-spending calls it no longer wants.
+// With a shared store (several instances) the counts live in the store, so the limit holds
+// across instances; otherwise in this process.
 class CreditLimiter {
 public:
-    explicit CreditLimiter(CreditSettings settings);
+    CreditLimiter(CreditSettings settings, std::shared_ptr<Store> shared_store = nullptr);
 
     // Holds one in-flight slot until destroyed.
     class Permit {
     public:
-        Permit(CreditLimiter* owner, std::string client_id)
-            : owner_(owner), client_id_(std::move(client_id)) {}
+        // `client_id`: a count of this process; or the store's slot id.
+        Permit(CreditLimiter* owner, std::string client_id, bool in_store = false)
+            : owner_(owner), client_id_(std::move(client_id)), in_store_(in_store) {}
         Permit(Permit&& other) noexcept
             : owner_(std::exchange(other.owner_, nullptr)),
-              client_id_(std::move(other.client_id_)) {}
+              client_id_(std::move(other.client_id_)), in_store_(other.in_store_) {}
         Permit(const Permit&) = delete;
         Permit& operator=(const Permit&) = delete;
         Permit& operator=(Permit&&) = delete;
@@ -60,6 +64,7 @@ public:
     private:
         CreditLimiter* owner_;
         std::string client_id_;
+        bool in_store_;
     };
 
     struct Refusal {
@@ -77,8 +82,10 @@ private:
         std::deque<std::chrono::steady_clock::time_point> started;  // within the last minute
     };
     void release(const std::string& client_id);
+    std::variant<Permit, Refusal> try_acquire_shared(const std::string& client_id);
 
     CreditSettings settings_;
+    std::shared_ptr<Store> shared_store_;
     std::mutex mutex_;
     std::map<std::string, PerClient> clients_;
 };
@@ -104,7 +111,16 @@ public:
     // cancel(), which calls it on the cancelling thread. Must not block for long.
     using Listener = std::function<void(const Job&)>;
 
-    AuditJobs(std::shared_ptr<Store> store, int workers);
+    // Who runs a job when several instances share the store (Store::shared()): the instance
+    // that claimed it, for `lease` at a time, renewed every lease / 3 while it lives. A job
+    // whose lease ran out (its instance died) is taken over by another instance, reconciled
+    // like a restart's. On a store of one instance, a start takes over every unfinished job.
+    struct Sharing {
+        std::string instance_id;  // unique per process
+        std::chrono::milliseconds lease{15'000};
+    };
+
+    AuditJobs(std::shared_ptr<Store> store, int workers, Sharing sharing);
     ~AuditJobs();  // stops and joins; unfinished jobs stay in the store for the next start
     AuditJobs(const AuditJobs&) = delete;
     AuditJobs& operator=(const AuditJobs&) = delete;
@@ -133,9 +149,12 @@ public:
 private:
     struct Pending {
         std::string id;
-        bool reconcile = false;  // left running by a previous process: look before sending
+        bool force = false;  // a restart of the only instance: take it whatever its lease
     };
     void start_workers();  // with mutex_ held
+    // Shared store: renews this instance's leases and queues the jobs of dead instances.
+    void keep_leases(std::stop_token stop);
+    void take_orphans();
     void work(std::stop_token stop);
     void run_one(const Pending& pending, std::stop_token stop);
     // The gateway's report that a job's earlier POST produced, if there is one.
@@ -144,6 +163,8 @@ private:
 
     std::shared_ptr<Store> store_;
     int worker_count_;
+    Sharing sharing_;
+    std::jthread keeper_;
     std::shared_ptr<Toolbox> box_;
     std::mutex mutex_;
     std::condition_variable_any ready_;
