@@ -90,10 +90,19 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     impl_->tasks_cursor_sealer.emplace(secret, "tasks-cursor", *impl_->clock);
     impl_->task_store = impl_->options.task_store ? impl_->options.task_store
                                                   : std::make_shared<MemoryTaskStore>();
+    impl_->instance_id = impl_->options.instance_id.empty() ? "i_" + crypto::random_hex(8)
+                                                            : impl_->options.instance_id;
 }
 
 Server::~Server() {
     for (auto& stop : impl_->shutdown_hooks) stop();
+    // Nothing from other instances reaches the tasks from here on; this instance's leases
+    // run out and another instance takes its unfinished tasks over.
+    if (impl_->task_keeper.joinable()) {
+        impl_->task_store->watch_task_cancellations({});
+        impl_->task_keeper.request_stop();
+        impl_->task_keeper.join();
+    }
     // Running tasks stop with the server; a durable store keeps them for resume_tasks().
     std::vector<std::pair<std::shared_ptr<LiveTask>, std::jthread>> threads;
     {

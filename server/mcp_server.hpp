@@ -282,6 +282,11 @@ struct ServerOptions {
     std::int64_t task_max_ttl_ms = 24 * 60 * 60 * 1000;
     std::int64_t task_poll_ms = 500;
     std::size_t max_live_tasks_per_owner = 32;
+    // With a store several instances share (TaskStore::shared()): this process's name among
+    // them (random when empty) and how long a task stays its own without a renewal. A task
+    // whose instance died is resumed (or failed, outcome unknown) by another after that.
+    std::string instance_id;
+    std::int64_t task_lease_ms = 15'000;
     JsonLimits json_limits;  // what a message from outside may hold (depth, string length)
     // Calls that may wait at once on a client's answer to a server-to-client request
     // (elicitation, sampling, roots). A waiting call's worker queue runs another call in its
@@ -346,7 +351,9 @@ public:
     // calls back into it from other threads (e.g. a discovery refresher).
     void on_shutdown(std::function<void()> stop);
 
-    // Picks up tasks a previous process left unfinished (call once, after registration).
+    // Picks up tasks a previous process left unfinished (call once, after registration). With
+    // a shared store: only those whose instance died, now and from then on, and cancels made
+    // on other instances reach the tasks running here.
     void resume_tasks();
 
     // Handles one raw message; returns the serialized response, or nullopt for notifications
@@ -401,6 +408,12 @@ private:
                            const json& params, RequestContext& ctx);
     void launch_task(std::shared_ptr<LiveTask> task, const ToolDef* tool, RequestContext ctx,
                      bool resumed);
+    // A task left unfinished by a process that stopped: resumed here, or failed with "outcome
+    // unknown" when its tool cannot resume it (task_sharing.cpp).
+    void resume_task(TaskRecord record);
+    // Shared store: the lease keeper's round, and a cancel made on another instance.
+    void keep_task_leases();
+    void cancel_here(const std::string& task_id);
     std::string input_required_text(const json& id, const std::string& target,
                                     const json& arguments, const RequestContext& ctx,
                                     const InputRequired& question);

@@ -126,6 +126,8 @@ struct Server::Impl {
     std::shared_ptr<TaskStore> task_store;
     std::unordered_map<std::string, std::shared_ptr<LiveTask>> tasks;
     std::vector<std::pair<std::shared_ptr<LiveTask>, std::jthread>> task_threads;
+    std::string instance_id;  // options.instance_id, or a random one
+    std::jthread task_keeper;  // shared store: renews leases, takes over orphans
 
     const ToolDef* find_tool(const std::string& name) const {
         auto it = tool_index.find(name);

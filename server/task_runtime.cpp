@@ -2,6 +2,8 @@
 // records go to the TaskStore on every change, so a durable store lets pollers and a restarted
 // process see them. See state/task_store.hpp for the wire shapes of each era.
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 
 #include <spdlog/spdlog.h>
 
@@ -255,6 +257,10 @@ std::string Server::start_task(const ToolDef& tool, const json& id, const json& 
         r.ttl_ms = ttl;
         r.poll_ms = impl.options.task_poll_ms;
         r.arguments = arguments;
+        if (impl.task_store->shared()) {
+            r.lease_owner = impl.instance_id;
+            r.lease_until_ms = now + impl.options.task_lease_ms;
+        }
         impl.tasks[r.id] = task;
     }
     task->session = ctx.session;
@@ -356,40 +362,6 @@ void Server::launch_task(std::shared_ptr<LiveTask> task, const ToolDef* tool, Re
         task->changed.notify_all();
     });
     impl.task_threads.emplace_back(task, std::move(worker));
-}
-
-void Server::resume_tasks() {
-    auto& impl = *impl_;
-    for (TaskRecord& r : impl.task_store->unfinished()) {
-        const ToolDef* tool = impl.find_tool(r.tool);
-        auto task = std::make_shared<LiveTask>();
-        task->store = impl.task_store;
-        task->clock = impl.clock;
-        task->record = r;
-        if (!tool || !tool->resume_task || r.resume.is_null()) {
-            task->record.status = TaskStatus::failed;
-            task->record.error = {
-                {"code", error_code::internal_error},
-                {"message", "the server restarted while this task ran and cannot tell how it "
-                            "ended; check the result with the read tools before running it "
-                            "again"}};
-            task->record.status_message = task->record.error["message"];
-            task->record.updated_ms = impl.now_ms();
-            impl.task_store->put(task->record);
-            continue;
-        }
-        spdlog::info("resuming task {} ({})", r.id, r.tool);
-        {
-            std::lock_guard lock(impl.mutex);
-            impl.tasks[r.id] = task;
-        }
-        RequestContext ctx;
-        ctx.era = r.era == "modern" ? Era::modern : Era::legacy;
-        ctx.protocol_version = r.era == "modern" ? std::string(kModernVersion)
-                                                 : std::string(kLatestLegacyVersion);
-        ctx.principal.name = r.owner.substr(0, r.owner.find('#'));
-        launch_task(task, tool, ctx, true);
-    }
 }
 
 Methods::FoundTask Methods::find_task(Server& server, const Request& r) {
@@ -518,6 +490,11 @@ std::optional<std::string> Methods::tasks_update(Server& server, const Request& 
         throw RpcError(error_code::invalid_params,
                        "params.inputResponses is required (an object keyed like the task's "
                        "inputRequests)");
+    if (!task.live && !is_terminal(task.current().status))
+        throw RpcError(error_code::invalid_request,
+                       "task " + task.id + " runs on another instance of this server, which "
+                       "alone holds its questions: cancel it and call the tool again, or "
+                       "route a task's tasks/update to the instance that created it");
     if (task.live) {
         {
             std::lock_guard lock(task.live->mutex);
@@ -529,6 +506,24 @@ std::optional<std::string> Methods::tasks_update(Server& server, const Request& 
     }
     return complete(server, r, json::object());
 }
+
+namespace {
+// A task another instance runs (shared store): its stored record is polled until it ends.
+// False when `stop` fired first.
+bool await_stored_end(TaskStore& store, const std::string& id, std::stop_token stop) {
+    std::mutex m;
+    std::condition_variable_any cv;
+    while (!stop.stop_requested()) {
+        auto record = store.get(id);
+        if (!record || is_terminal(record->status)) return true;
+        std::unique_lock lock(m);
+        cv.wait_for(lock, stop, std::chrono::milliseconds(std::clamp<std::int64_t>(
+                                    record->poll_ms, 100, 1000)),
+                    [] { return false; });
+    }
+    return false;
+}
+}  // namespace
 
 std::optional<std::string> Methods::tasks_result(Server& server, const Request& r) {
     // Legacy only: waits for the end, relaying what the work sends to this call's channel.
@@ -549,6 +544,8 @@ std::optional<std::string> Methods::tasks_result(Server& server, const Request& 
             std::erase(live->waiters, waiter);
         }
         if (r.ctx.stop.stop_requested() && r.ctx.session) return std::nullopt;
+    } else if (!await_stored_end(*task.store, task.id, r.ctx.stop)) {
+        if (r.ctx.session) return std::nullopt;
     }
     TaskRecord record = task.current();
     if (!is_terminal(record.status))

@@ -107,10 +107,6 @@ class Store : public TaskStore {
 public:
     ~Store() override = default;
 
-    // True when several processes may use the store at once (PostgreSQL): leases decide who
-    // runs a job or task, credit counts live in the store. SqliteStore: false (one instance;
-    // a restart takes over everything left unfinished).
-    virtual bool shared() const { return false; }
     // Where the store is, for messages: a file path, or a URL without its password.
     virtual std::string describe() const = 0;
     // The schema version of the database (kSchemaVersion once migrated; 0 when not created

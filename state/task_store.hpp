@@ -69,6 +69,10 @@ public:
     virtual void erase_expired(std::int64_t now_ms) = 0;
 
     // --- several instances on one store (defaults: one process, nothing to share)
+    // True when several processes may use the store at once (PostgreSQL): leases decide who
+    // runs a job or task, credit counts live in the store. SqliteStore: false (one instance;
+    // a restart takes over everything left unfinished).
+    virtual bool shared() const { return false; }
     // Takes an unfinished task for `owner` until now + lease_ms, as Store::claim_job; returns
     // the record as stored before the claim.
     virtual std::optional<TaskRecord> claim_task(std::string_view id, std::string_view owner,
@@ -80,8 +84,9 @@ public:
     // Unfinished tasks no live instance holds (no lease or an expired one), oldest first.
     virtual std::vector<TaskRecord> orphaned_tasks(std::size_t limit);
     // Calls `on_cancel(id)` soon after any instance cancels a task (PostgreSQL: LISTEN/NOTIFY),
-    // from a thread of the store's. Default: nothing (the renewal's list catches every cancel
-    // within a renewal period).
+    // from a thread of the store's; an empty function stops the calls (returning only once no
+    // call is under way). Default: nothing (the renewal's list catches every cancel within a
+    // renewal period).
     virtual void watch_task_cancellations(std::function<void(const std::string&)> on_cancel);
 };
 

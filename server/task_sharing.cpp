@@ -1,0 +1,108 @@
+// Tasks that outlive their process: resumed after a restart, and, when several instances share
+// the store, held under a lease that this process renews. A task whose instance died (its
+// lease ran out) is claimed by another instance and resumed or failed with "outcome unknown";
+// a tasks/cancel answered by any instance reaches the one doing the work (at once through the
+// store's watch, at the latest with the next renewal).
+#include <condition_variable>
+#include <mutex>
+
+#include <spdlog/spdlog.h>
+
+#include "server/server_impl.hpp"
+
+namespace agency::mcp {
+
+void Server::resume_task(TaskRecord r) {
+    auto& impl = *impl_;
+    const ToolDef* tool = impl.find_tool(r.tool);
+    auto task = std::make_shared<LiveTask>();
+    task->store = impl.task_store;
+    task->clock = impl.clock;
+    task->record = std::move(r);
+    if (!tool || !tool->resume_task || task->record.resume.is_null()) {
+        task->record.status = TaskStatus::failed;
+        task->record.error = {
+            {"code", error_code::internal_error},
+            {"message", "the server running this task restarted or stopped before it ended, "
+                        "so how it ended is unknown; check the result with the read tools "
+                        "before running it again"}};
+        task->record.status_message = task->record.error["message"];
+        task->record.updated_ms = impl.now_ms();
+        impl.task_store->put(task->record);
+        return;
+    }
+    spdlog::info("resuming task {} ({})", task->record.id, task->record.tool);
+    {
+        std::lock_guard lock(impl.mutex);
+        impl.tasks[task->record.id] = task;
+    }
+    RequestContext ctx;
+    const bool modern = task->record.era == "modern";
+    ctx.era = modern ? Era::modern : Era::legacy;
+    ctx.protocol_version =
+        modern ? std::string(kModernVersion) : std::string(kLatestLegacyVersion);
+    ctx.principal.name = task->record.owner.substr(0, task->record.owner.find('#'));
+    launch_task(task, tool, ctx, true);
+}
+
+void Server::resume_tasks() {
+    auto& impl = *impl_;
+    if (!impl.task_store->shared()) {
+        // The only instance: whatever was left unfinished was this server's.
+        for (TaskRecord& r : impl.task_store->unfinished()) resume_task(std::move(r));
+        return;
+    }
+    impl.task_store->watch_task_cancellations(
+        [this](const std::string& id) { cancel_here(id); });
+    impl.task_keeper = std::jthread([this](std::stop_token stop) {
+        std::mutex m;
+        std::condition_variable_any cv;
+        const auto period = std::chrono::milliseconds(impl_->options.task_lease_ms / 3);
+        do {
+            try {
+                keep_task_leases();
+            } catch (const std::exception& e) {
+                // The store is away for a moment; the leases still run for a while.
+                spdlog::warn("tasks: renewing leases: {}", e.what());
+            }
+            std::unique_lock lock(m);
+            cv.wait_for(lock, stop, period, [] { return false; });
+        } while (!stop.stop_requested());
+    });
+}
+
+void Server::keep_task_leases() {
+    auto& impl = *impl_;
+    for (const std::string& id :
+         impl.task_store->renew_task_leases(impl.instance_id, impl.options.task_lease_ms))
+        cancel_here(id);
+    for (TaskRecord& orphan : impl.task_store->orphaned_tasks(16)) {
+        {
+            std::lock_guard lock(impl.mutex);
+            if (impl.tasks.contains(orphan.id)) continue;  // ours; its renewal comes next round
+        }
+        auto claimed = impl.task_store->claim_task(orphan.id, impl.instance_id,
+                                                   impl.options.task_lease_ms, false);
+        if (!claimed) continue;  // another instance was quicker
+        spdlog::warn("task {} ({}): its instance stopped renewing its lease; taking it over",
+                     claimed->id, claimed->tool);
+        resume_task(std::move(*claimed));
+    }
+}
+
+void Server::cancel_here(const std::string& task_id) {
+    std::shared_ptr<LiveTask> live;
+    {
+        std::lock_guard lock(impl_->mutex);
+        auto it = impl_->tasks.find(task_id);
+        if (it == impl_->tasks.end()) return;
+        live = it->second;
+    }
+    // The cancelling instance already ran the tool's on_cancel; here the work stops.
+    task_set_status(*live, TaskStatus::cancelled, "cancelled by the client", nullptr);
+    live->stop.request_stop();
+    live->changed.notify_all();
+    spdlog::info("task {} cancelled on another instance; its work here stops", task_id);
+}
+
+}  // namespace agency::mcp
