@@ -84,7 +84,8 @@ struct PgStore::Conn {
     PgResult run(const char* name, std::initializer_list<PgParam> params);
     // Ad hoc SQL with parameters (import's INSERT, migrations).
     PgResult sql(const std::string& text, const std::vector<PgParam>& params = {});
-    void exec(const char* text) { sql(text); }
+    // SQL without parameters, several statements allowed (migration steps, BEGIN, COMMIT).
+    void exec(const char* text);
 };
 
 // Connects to `url` (libpq's URL, TLS by its sslmode=); throws StoreError (busy) naming

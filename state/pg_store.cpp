@@ -33,6 +33,13 @@ bool busy_state(std::string_view sqlstate) {
 
 void ignore_notice(void*, const char*) {}
 
+// What a failed statement was, for its message: "INSERT", "CREATE", ...
+std::string first_word(std::string_view sql) {
+    const auto start = sql.find_first_not_of(" \n");
+    if (start == std::string_view::npos) return "SQL";
+    return std::string(sql.substr(start, sql.find_first_of(" \n(", start) - start));
+}
+
 }  // namespace
 
 StoreError pg_error(PGconn* conn, const PGresult* result, std::string_view what) {
@@ -67,8 +74,15 @@ PgResult PgStore::Conn::sql(const std::string& text, const std::vector<PgParam>&
                             values.data(), nullptr, nullptr, 0));
     const auto status = PQresultStatus(r.get());
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
-        throw pg_error(pg, r.get(), text.substr(0, text.find_first_of(" (")));
+        throw pg_error(pg, r.get(), first_word(text));
     return r;
+}
+
+void PgStore::Conn::exec(const char* text) {
+    PgResult r(PQexec(pg, text));
+    const auto status = PQresultStatus(r.get());
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
+        throw pg_error(pg, r.get(), first_word(text));
 }
 
 std::unique_ptr<PgStore::Conn> pg_connect(const std::string& url, const std::string& described) {

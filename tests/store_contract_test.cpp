@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -404,7 +405,7 @@ TEST_P(StoreContract, ExportImportRoundTrip) {
     auto source = open();
     fill(*source);
     const auto rows = exported(*source);
-    EXPECT_EQ(rows.size(), 12u);
+    EXPECT_EQ(rows.size(), 11u);
     auto copy = open(fresh());
     for (const auto& line : rows) copy->import_row(json::parse(line));
     EXPECT_EQ(exported(*copy), rows);
@@ -447,27 +448,37 @@ TEST_P(StoreContract, SchemaVersion) {
 
 // --- races: several store objects on one database, as several instances ----------------------
 
+// How many of the stores' attempts, started together on one thread each, won.
 template <typename F>
 int race(std::vector<std::unique_ptr<Store>>& stores, F&& attempt) {
     std::atomic<bool> go{false};
     std::atomic<int> won{0};
+    std::mutex mutex;
+    std::vector<std::string> errors;
     std::vector<std::thread> threads;
     for (std::size_t i = 0; i < stores.size(); ++i) {
         threads.emplace_back([&, i] {
             while (!go) std::this_thread::yield();
-            if (attempt(*stores[i], static_cast<int>(i))) ++won;
+            try {
+                if (attempt(*stores[i], static_cast<int>(i))) ++won;
+            } catch (const std::exception& e) {
+                std::lock_guard lock(mutex);
+                errors.push_back(e.what());
+            }
         });
     }
     go = true;
     for (auto& t : threads) t.join();
+    for (const auto& e : errors) ADD_FAILURE() << "an attempt failed: " << e;
     return won.load();
 }
 
 TEST_P(StoreContract, RacesBetweenInstances) {
     std::vector<std::unique_ptr<Store>> stores;
-    for (int i = 0; i < 8; ++i) stores.push_back(open());
+    stores.push_back(open());
     const auto c = stores[0]->create_confirmation("alice", "send", "d", 60s);
     const auto job = stores[0]->create_job("seo_audit", "acme", "p", json::object());
+    for (int i = 1; i < 8; ++i) stores.push_back(open());
 
     EXPECT_EQ(race(stores,
                    [&](Store& s, int) {
