@@ -106,13 +106,6 @@ struct PgMigration {
 };
 const std::vector<PgMigration>& pg_migrations();
 
-inline constexpr const char* kPgJobColumns =
-    "id, kind, client_id, principal, args, status, result, error, created_at, updated_at, "
-    "lease_owner, lease_until_ms";
-inline constexpr const char* kPgTaskColumns =
-    "id, owner, tool, era, status, status_message, created_ms, updated_ms, ttl_ms, poll_ms, "
-    "arguments, result, error, input_requests, resume, lease_owner, lease_until_ms";
-
 class PgStore::Lease {
 public:
     Lease(PgStore* store, std::unique_ptr<Conn> conn) : store_(store), conn_(std::move(conn)) {}
@@ -143,8 +136,7 @@ auto PgStore::in_transaction(F&& body) {
             return out;
         }
     } catch (...) {
-        if (PQstatus(conn->pg) == CONNECTION_OK)
-            PQclear(PQexec(conn->pg, "ROLLBACK"));
+        if (PQstatus(conn->pg) == CONNECTION_OK) PQclear(PQexec(conn->pg, "ROLLBACK"));
         throw;
     }
 }

@@ -49,8 +49,8 @@ Job PgStore::create_job(std::string_view kind, std::string_view client_id,
             .status = "queued",
             .created_at = now_s()};
     job.updated_at = job.created_at;
-    acquire()->run("job_create", {job.id, job.kind, job.client_id, job.principal, args.dump(),
-                                  job.created_at});
+    acquire()->run("job_create",
+                   {job.id, job.kind, job.client_id, job.principal, args.dump(), job.created_at});
     return job;
 }
 
@@ -63,8 +63,8 @@ std::optional<Job> PgStore::job(std::string_view id) {
 std::optional<Job> PgStore::claim_job(std::string_view id, std::string_view owner,
                                       std::chrono::milliseconds lease, bool force) {
     const std::int64_t now = now_ms();
-    const auto r = acquire()->run("job_claim", {id, owner, now + lease.count(),
-                                                PgParam::boolean(force), now, now / 1000});
+    const auto r = acquire()->run(
+        "job_claim", {id, owner, now + lease.count(), PgParam::boolean(force), now, now / 1000});
     if (r.rows() == 0) return std::nullopt;
     return job_from(r.row(0));
 }
@@ -74,8 +74,7 @@ void PgStore::renew_job_leases(std::string_view owner, std::chrono::milliseconds
 }
 
 std::vector<Job> PgStore::orphaned_jobs(std::size_t limit) {
-    return jobs_from(
-        acquire()->run("job_orphaned", {now_ms(), static_cast<std::int64_t>(limit)}));
+    return jobs_from(acquire()->run("job_orphaned", {now_ms(), static_cast<std::int64_t>(limit)}));
 }
 
 void PgStore::finish_job(std::string_view id, bool succeeded, const json& result,
@@ -148,9 +147,9 @@ Draft PgStore::create_draft(Draft draft) {
     draft.id = "em_" + crypto::random_hex(8);
     draft.status = "draft";
     draft.created_at = now_s();
-    acquire()->run("draft_create", {draft.id, draft.client_id, draft.recipient, draft.subject,
-                                    draft.html, draft.gateway_id, draft.prospect_url,
-                                    draft.created_at});
+    acquire()->run("draft_create",
+                   {draft.id, draft.client_id, draft.recipient, draft.subject, draft.html,
+                    draft.gateway_id, draft.prospect_url, draft.created_at});
     return draft;
 }
 

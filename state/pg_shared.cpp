@@ -29,9 +29,9 @@ CreditSlot PgStore::acquire_credit(std::string_view client_id, int max_in_flight
         if (in_flight >= max_in_flight) return CreditSlot{.why = "in_flight", .retry_after_s = 5};
         if (in_minute >= max_per_minute) {
             const std::int64_t wait_ms = c.integer(0, 2) + 60'000 - now;
-            return CreditSlot{.why = "per_minute",
-                              .retry_after_s = static_cast<int>(
-                                  std::max<std::int64_t>(1, wait_ms / 1000 + 1))};
+            return CreditSlot{
+                .why = "per_minute",
+                .retry_after_s = static_cast<int>(std::max<std::int64_t>(1, wait_ms / 1000 + 1))};
         }
         CreditSlot slot{.granted = true, .id = "cs_" + crypto::random_hex(12)};
         conn.run("credit_insert", {slot.id, client_id, now});
@@ -73,8 +73,8 @@ void PgStore::export_rows(const std::function<void(const json&)>& sink) {
     in_transaction([&](Conn& conn) {
         conn.exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY");
         for (const char* table : kStateTables) {
-            const auto r = conn.sql(std::string("SELECT * FROM ") + table + " ORDER BY " +
-                                    order_of(table));
+            const auto r =
+                conn.sql(std::string("SELECT * FROM ") + table + " ORDER BY " + order_of(table));
             for (int i = 0; i < r.rows(); ++i) {
                 json row = json::object();
                 for (int c = 0; c < r.columns(); ++c) {
@@ -87,8 +87,8 @@ void PgStore::export_rows(const std::function<void(const json&)>& sink) {
                     else if (type == kInt8Oid || type == kInt2Oid || type == kInt4Oid)
                         row[name] = r.integer(i, c);
                     else
-                        row[name] = json_column(table, name) ? r.json_column(i, c)
-                                                             : json(r.text(i, c));
+                        row[name] =
+                            json_column(table, name) ? r.json_column(i, c) : json(r.text(i, c));
                 }
                 sink({{"table", table}, {"row", std::move(row)}});
             }
@@ -100,14 +100,15 @@ void PgStore::import_row(const json& line) {
     const std::string table = line.value("table", "");
     const auto row = line.find("row");
     if (!known_table(table) || row == line.end() || !row->is_object() || row->empty())
-        throw StoreError("not an exported state row (want {\"table\": one of jobs, "
-                         "idempotency, drafts, confirmations, tasks, credit_slots, \"row\": "
-                         "{...}})");
+        throw StoreError(
+            "not an exported state row (want {\"table\": one of jobs, "
+            "idempotency, drafts, confirmations, tasks, credit_slots, \"row\": "
+            "{...}})");
     std::string columns, marks;
     std::vector<PgParam> values;
     for (const auto& [name, value] : row->items()) {
-        if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") !=
-                                std::string::npos)
+        if (name.empty() ||
+            name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") != std::string::npos)
             throw StoreError("not a column name: " + name);
         columns += (columns.empty() ? "" : ", ") + name;
         marks += (marks.empty() ? "$" : ", $") + std::to_string(values.size() + 1);

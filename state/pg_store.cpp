@@ -198,8 +198,7 @@ PgStore::PgStore(const std::string& url, Options options)
     try {
         apply_migrations(*conn, options_.migrate);
     } catch (const StoreError& e) {
-        throw StoreError("cannot use the state database " + described_ + ": " + e.what(),
-                         e.kind());
+        throw StoreError("cannot use the state database " + described_ + ": " + e.what(), e.kind());
     }
     std::lock_guard lock(pool_mutex_);
     ++open_;
@@ -249,9 +248,10 @@ void PgStore::apply_migrations(Conn& conn, bool migrate) {
                 "CREATE TABLE IF NOT EXISTS agency_schema (one boolean PRIMARY KEY DEFAULT true "
                 "CHECK (one), version integer NOT NULL)");
             conn.exec(step.sql);
-            conn.sql("INSERT INTO agency_schema (one, version) VALUES (true, $1::integer) ON "
-                     "CONFLICT (one) DO UPDATE SET version = excluded.version",
-                     {PgParam(step.version)});
+            conn.sql(
+                "INSERT INTO agency_schema (one, version) VALUES (true, $1::integer) ON "
+                "CONFLICT (one) DO UPDATE SET version = excluded.version",
+                {PgParam(step.version)});
             conn.exec("COMMIT");
         }
     } catch (...) {

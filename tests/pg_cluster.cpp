@@ -47,7 +47,8 @@ struct Cluster {
     }
     ~Cluster() {
         if (!dir.empty())
-            (void)std::system(("bash '" + kScript + "' stop '" + dir + "' >/dev/null 2>&1").c_str());
+            (void)std::system(
+                ("bash '" + kScript + "' stop '" + dir + "' >/dev/null 2>&1").c_str());
     }
 };
 

@@ -76,8 +76,12 @@ void fill(Store& store) {
     store.claim_idempotency("alice", "send", "k1", "d1", 600s);
     store.complete_idempotency("alice", "send", "k1", true, R"({"error":"x"})");
     store.claim_idempotency("alice", "send", "k2", "d2", 600s);
-    store.create_draft(Draft{.client_id = "acme", .recipient = "r@example.com", .subject = "Hi",
-                             .html = "<p>é ✓</p>", .gateway_id = "", .prospect_url = "u"});
+    store.create_draft(Draft{.client_id = "acme",
+                             .recipient = "r@example.com",
+                             .subject = "Hi",
+                             .html = "<p>é ✓</p>",
+                             .gateway_id = "",
+                             .prospect_url = "u"});
     auto c = store.create_confirmation("alice", "send", "d", 60s);
     store.consume_confirmation(c.id, "alice", "send", "d");
     store.create_confirmation("bob", "send", "d", 60s);
@@ -246,9 +250,12 @@ TEST_P(StoreContract, Idempotency) {
 
 TEST_P(StoreContract, Drafts) {
     auto store = open();
-    const auto d = store->create_draft(Draft{.client_id = "acme", .recipient = "r@example.com",
-                                             .subject = "Hello", .html = "<p>x</p>",
-                                             .gateway_id = "bo_1", .prospect_url = "https://p"});
+    const auto d = store->create_draft(Draft{.client_id = "acme",
+                                             .recipient = "r@example.com",
+                                             .subject = "Hello",
+                                             .html = "<p>x</p>",
+                                             .gateway_id = "bo_1",
+                                             .prospect_url = "https://p"});
     EXPECT_EQ(d.status, "draft");
     const auto back = store->draft(d.id);
     ASSERT_TRUE(back);
@@ -266,8 +273,7 @@ TEST_P(StoreContract, Confirmations) {
     auto store = open();
     const auto c = store->create_confirmation("alice", "send", "d", 60s);
     EXPECT_EQ(store->consume_confirmation(c.id, "bob", "send", "d"), ConfirmOutcome::mismatch);
-    EXPECT_EQ(store->consume_confirmation(c.id, "alice", "other", "d"),
-              ConfirmOutcome::mismatch);
+    EXPECT_EQ(store->consume_confirmation(c.id, "alice", "other", "d"), ConfirmOutcome::mismatch);
     EXPECT_EQ(store->consume_confirmation(c.id, "alice", "send", "x"), ConfirmOutcome::mismatch);
     EXPECT_EQ(store->consume_confirmation(c.id, "alice", "send", "d"), ConfirmOutcome::accepted);
     EXPECT_EQ(store->consume_confirmation(c.id, "alice", "send", "d"), ConfirmOutcome::used);
@@ -333,8 +339,7 @@ TEST_P(StoreContract, TasksPutGetListAndExpire) {
         for (const auto& t : ts) out.push_back(t.id);
         return out;
     };
-    EXPECT_EQ(ids(store->list("alice", 0, 10)),
-              (std::vector<std::string>{"t3", "t2", "t1", "t5"}));
+    EXPECT_EQ(ids(store->list("alice", 0, 10)), (std::vector<std::string>{"t3", "t2", "t1", "t5"}));
     EXPECT_EQ(ids(store->list("alice", 1, 2)), (std::vector<std::string>{"t2", "t1"}));
     auto unfinished = ids(store->unfinished());
     std::sort(unfinished.begin(), unfinished.end());
@@ -411,8 +416,7 @@ TEST_P(StoreContract, ExportImportRoundTrip) {
     EXPECT_EQ(exported(*copy), rows);
     EXPECT_THROW(copy->import_row(json::parse(rows.front())), StoreError) << "key exists";
     EXPECT_THROW(copy->import_row({{"table", "users"}, {"row", {{"id", "x"}}}}), StoreError);
-    EXPECT_THROW(copy->import_row({{"table", "jobs"}, {"row", {{"id; DROP", "x"}}}}),
-                 StoreError);
+    EXPECT_THROW(copy->import_row({{"table", "jobs"}, {"row", {{"id; DROP", "x"}}}}), StoreError);
     EXPECT_EQ(exported(*copy), rows) << "refused rows change nothing";
 }
 
@@ -487,22 +491,20 @@ TEST_P(StoreContract, RacesBetweenInstances) {
                    }),
               1)
         << "a confirmation is redeemed once";
-    EXPECT_EQ(race(stores,
-                   [](Store& s, int) {
-                       return !s.claim_idempotency("alice", "send", "key", "d", 600s);
-                   }),
-              1)
+    EXPECT_EQ(
+        race(stores,
+             [](Store& s, int) { return !s.claim_idempotency("alice", "send", "key", "d", 600s); }),
+        1)
         << "an idempotency key is claimed once";
     EXPECT_EQ(race(stores,
                    [&](Store& s, int i) {
-                       return s.claim_job(job.id, "i" + std::to_string(i), 60s, false)
-                           .has_value();
+                       return s.claim_job(job.id, "i" + std::to_string(i), 60s, false).has_value();
                    }),
               1)
         << "a job has one owner";
-    EXPECT_EQ(race(stores,
-                   [](Store& s, int) { return s.acquire_credit("acme", 2, 100, 600s).granted; }),
-              2)
+    EXPECT_EQ(
+        race(stores, [](Store& s, int) { return s.acquire_credit("acme", 2, 100, 600s).granted; }),
+        2)
         << "max_in_flight 2 grants two slots";
 }
 
@@ -543,10 +545,11 @@ protected:
 };
 
 TEST_F(PgOnly, WatchDeliversACancelFromAnotherInstance) {
-    PgStore watcher(url);
-    PgStore other(url);
-    std::promise<std::string> seen;
+    std::promise<std::string> seen;  // outlives the watcher, whose thread sets it
     std::atomic<bool> once{false};
+    auto watcher_store = std::make_unique<PgStore>(url);
+    PgStore& watcher = *watcher_store;
+    PgStore other(url);
     watcher.watch_task_cancellations([&](const std::string& id) {
         if (!once.exchange(true)) seen.set_value(id);
     });
@@ -560,12 +563,17 @@ TEST_F(PgOnly, WatchDeliversACancelFromAnotherInstance) {
     ASSERT_EQ(future.wait_for(1s), std::future_status::ready) << "no notification within 1 s";
     EXPECT_EQ(future.get(), "t1");
     EXPECT_LT(std::chrono::steady_clock::now() - sent, 1s);
+
+    const auto stopping = std::chrono::steady_clock::now();
+    watcher_store.reset();
+    EXPECT_LT(std::chrono::steady_clock::now() - stopping, 500ms) << "the watch stops promptly";
 }
 
 TEST_F(PgOnly, InstancesStartingTogetherMigrateOnce) {
     std::vector<std::future<int>> starts;
     for (int i = 0; i < 3; ++i)
-        starts.push_back(std::async(std::launch::async, [&] { return PgStore(url).schema_version(); }));
+        starts.push_back(
+            std::async(std::launch::async, [&] { return PgStore(url).schema_version(); }));
     for (auto& s : starts) EXPECT_EQ(s.get(), agency::state::kSchemaVersion);
     EXPECT_EQ(PgStore::migrate(url), agency::state::kSchemaVersion) << "nothing left to do";
 }
@@ -591,8 +599,7 @@ TEST_F(PgOnly, PasswordsNeverShow) {
     EXPECT_EQ(PgStore::redact("postgresql://h/db?sslmode=disable&password=s3cret"),
               "postgresql://h/db?sslmode=disable");
     // The cluster trusts loopback: the password is ignored, and never shown.
-    const std::string with_password =
-        "postgres://agency:s3cret@" + url.substr(url.find('@') + 1);
+    const std::string with_password = "postgres://agency:s3cret@" + url.substr(url.find('@') + 1);
     PgStore store(with_password);
     EXPECT_EQ(store.describe(), url);
     try {
