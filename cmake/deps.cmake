@@ -13,6 +13,8 @@ pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 # RE2 runs schema patterns in linear time (std::regex recursed once per character). From its
 # static archive, as SQLite: binding a shared library's symbols costs every cold start.
 pkg_check_modules(RE2 REQUIRED re2)
+# libpq (libpq-dev) for the PostgreSQL state store (state/pg_store.hpp); its TLS is libpq's own.
+pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
 find_library(AGENCY_RE2_STATIC NAMES libre2.a REQUIRED)
 add_library(agency_re2 INTERFACE)
 target_include_directories(agency_re2 SYSTEM INTERFACE ${RE2_INCLUDE_DIRS})

@@ -360,16 +360,21 @@ std::optional<IdempotencyRecord> SqliteStore::claim_idempotency(std::string_view
                                                           std::string_view digest,
                                                           std::chrono::seconds stale_after) {
     const auto lock = open_locked();
-    const std::int64_t now = base::Clock::system().unix_s();
-    if (auto r = find_idempotency_locked(principal, tool, key)) {
-        if (!(r->pending && r->args_digest == digest && now - r->created_at > stale_after.count()))
-            return r;
-    }
-    Statement s(db_,
-                "INSERT OR REPLACE INTO idempotency (principal, tool, key, args_digest, pending, "
-                "is_error, result, created_at) VALUES (?, ?, ?, ?, 1, 0, NULL, ?)");
-    s.bind(principal).bind(tool).bind(key).bind(digest).bind(now).run();
-    return std::nullopt;
+    // One IMMEDIATE transaction: another process on the file cannot claim between the look-up
+    // and the write.
+    return in_transaction([&]() -> std::optional<IdempotencyRecord> {
+        const std::int64_t now = base::Clock::system().unix_s();
+        if (auto r = find_idempotency_locked(principal, tool, key)) {
+            if (!(r->pending && r->args_digest == digest &&
+                  now - r->created_at > stale_after.count()))
+                return r;
+        }
+        Statement s(db_,
+                    "INSERT OR REPLACE INTO idempotency (principal, tool, key, args_digest, "
+                    "pending, is_error, result, created_at) VALUES (?, ?, ?, ?, 1, 0, NULL, ?)");
+        s.bind(principal).bind(tool).bind(key).bind(digest).bind(now).run();
+        return std::nullopt;
+    });
 }
 
 void SqliteStore::complete_idempotency(std::string_view principal, std::string_view tool,
@@ -451,19 +456,22 @@ Confirmation SqliteStore::create_confirmation(std::string_view principal, std::s
 ConfirmOutcome SqliteStore::consume_confirmation(std::string_view id, std::string_view principal,
                                            std::string_view tool, std::string_view digest) {
     const auto lock = open_locked();
-    Statement s(db_,
-                "SELECT principal, tool, args_digest, expires_at, used FROM confirmations WHERE "
-                "id = ?");
-    s.bind(id);
-    if (!s.step()) return ConfirmOutcome::unknown;
-    if (s.integer(4) != 0) return ConfirmOutcome::used;
-    if (s.text(0) != principal || s.text(1) != tool || s.text(2) != digest)
-        return ConfirmOutcome::mismatch;
-    if (s.integer(3) < base::Clock::system().unix_s()) return ConfirmOutcome::expired;
-    // The mutex serializes this process; the WHERE used = 0 guards another process on the file.
-    Statement u(db_, "UPDATE confirmations SET used = 1 WHERE id = ? AND used = 0");
-    u.bind(id).run();
-    return u.changes() > 0 ? ConfirmOutcome::accepted : ConfirmOutcome::used;
+    // One IMMEDIATE transaction: the look-up's read cannot go stale before the write (another
+    // process on the file would otherwise make the upgrade fail with SQLITE_BUSY at once).
+    return in_transaction([&] {
+        Statement s(db_,
+                    "SELECT principal, tool, args_digest, expires_at, used FROM confirmations "
+                    "WHERE id = ?");
+        s.bind(id);
+        if (!s.step()) return ConfirmOutcome::unknown;
+        if (s.integer(4) != 0) return ConfirmOutcome::used;
+        if (s.text(0) != principal || s.text(1) != tool || s.text(2) != digest)
+            return ConfirmOutcome::mismatch;
+        if (s.integer(3) < base::Clock::system().unix_s()) return ConfirmOutcome::expired;
+        Statement u(db_, "UPDATE confirmations SET used = 1 WHERE id = ? AND used = 0");
+        u.bind(id).run();
+        return u.changes() > 0 ? ConfirmOutcome::accepted : ConfirmOutcome::used;
+    });
 }
 
 }  // namespace agency::state

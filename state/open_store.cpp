@@ -1,0 +1,13 @@
+#include "state/open_store.hpp"
+
+#include "state/pg_store.hpp"
+#include "state/sqlite_store.hpp"
+
+namespace agency::state {
+
+std::shared_ptr<Store> open_store(const std::string& where) {
+    if (PgStore::is_url(where)) return std::make_shared<PgStore>(where);
+    return std::make_shared<SqliteStore>(where);
+}
+
+}  // namespace agency::state

@@ -1,0 +1,144 @@
+// What the PostgreSQL store's files share: a connection with its prepared statements, results,
+// parameters and errors. Private to state/.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <libpq-fe.h>
+#include <nlohmann/json.hpp>
+
+#include "state/pg_store.hpp"
+
+namespace agency::state {
+
+// One text-format parameter; nullopt is SQL NULL.
+struct PgParam {
+    std::optional<std::string> value;
+    PgParam(std::string_view text) : value(std::string(text)) {}
+    PgParam(const char* text) : value(std::string(text)) {}
+    PgParam(const std::string& text) : value(text) {}
+    PgParam(std::int64_t n) : value(std::to_string(n)) {}
+    PgParam(int n) : value(std::to_string(n)) {}
+    PgParam(std::nullptr_t) {}
+    // JSON text, NULL for a null value.
+    static PgParam json(const nlohmann::json& v) {
+        return v.is_null() ? PgParam(nullptr) : PgParam(v.dump());
+    }
+    static PgParam boolean(bool b) { return PgParam(b ? "true" : "false"); }
+};
+
+// A query's result (owned); rows are read by column index in text format.
+class PgResult {
+public:
+    explicit PgResult(PGresult* r) : r_(r, &PQclear) {}
+    int rows() const { return PQntuples(r_.get()); }
+    int columns() const { return PQnfields(r_.get()); }
+    bool null(int row, int column) const { return PQgetisnull(r_.get(), row, column) != 0; }
+    std::string text(int row, int column) const {
+        return std::string(PQgetvalue(r_.get(), row, column),
+                           static_cast<std::size_t>(PQgetlength(r_.get(), row, column)));
+    }
+    std::int64_t integer(int row, int column) const {
+        return null(row, column) ? 0 : std::stoll(text(row, column));
+    }
+    bool boolean(int row, int column) const { return text(row, column) == "t"; }
+    nlohmann::json json_column(int row, int column) const {
+        if (null(row, column)) return nullptr;
+        return nlohmann::json::parse(text(row, column), nullptr, false);
+    }
+    PGresult* get() const { return r_.get(); }
+
+    // One row of it, read as SqliteStore's statements are (text/integer/json_column by index).
+    struct Row {
+        const PgResult* result;
+        int row;
+        std::string text(int c) const { return result->text(row, c); }
+        std::int64_t integer(int c) const { return result->integer(row, c); }
+        nlohmann::json json_column(int c) const { return result->json_column(row, c); }
+    };
+    Row row(int i) const { return Row{this, i}; }
+
+private:
+    std::unique_ptr<PGresult, decltype(&PQclear)> r_;
+};
+
+// StoreError from a failed result or connection: Kind::busy when waiting or reconnecting may
+// help (connection lost, serialization failure, deadlock, lock timeout, too many connections).
+StoreError pg_error(PGconn* conn, const PGresult* result, std::string_view what);
+
+struct PgStore::Conn {
+    PGconn* pg = nullptr;
+    bool prepared = false;  // this connection's statements are prepared (lost on reset)
+
+    ~Conn() {
+        if (pg) PQfinish(pg);
+    }
+    // A prepared statement (state/pg_statements.cpp) with text parameters.
+    PgResult run(const char* name, std::initializer_list<PgParam> params);
+    // Ad hoc SQL with parameters (import's INSERT, migrations).
+    PgResult sql(const std::string& text, const std::vector<PgParam>& params = {});
+    // SQL without parameters, several statements allowed (migration steps, BEGIN, COMMIT).
+    void exec(const char* text);
+};
+
+// Connects to `url` (libpq's URL, TLS by its sslmode=); throws StoreError (busy) naming
+// `described` on failure.
+std::unique_ptr<PgStore::Conn> pg_connect(const std::string& url, const std::string& described);
+
+// Every statement the store runs, prepared on each connection: {name, SQL}.
+struct PgStatement {
+    const char* name;
+    const char* sql;
+};
+const std::vector<PgStatement>& pg_statements();
+
+// The schema: migration steps by version (state/pg_schema.cpp).
+struct PgMigration {
+    int version;
+    const char* sql;
+};
+const std::vector<PgMigration>& pg_migrations();
+
+class PgStore::Lease {
+public:
+    Lease(PgStore* store, std::unique_ptr<Conn> conn) : store_(store), conn_(std::move(conn)) {}
+    Lease(Lease&&) = default;
+    Lease& operator=(Lease&&) = delete;
+    ~Lease() {
+        if (conn_) store_->release(std::move(conn_));
+    }
+    Conn& operator*() { return *conn_; }
+    Conn* operator->() { return conn_.get(); }
+
+private:
+    PgStore* store_;
+    std::unique_ptr<Conn> conn_;
+};
+
+template <typename F>
+auto PgStore::in_transaction(F&& body) {
+    auto conn = acquire();
+    conn->exec("BEGIN");
+    try {
+        if constexpr (std::is_void_v<decltype(body(*conn))>) {
+            body(*conn);
+            conn->exec("COMMIT");
+        } else {
+            auto out = body(*conn);
+            conn->exec("COMMIT");
+            return out;
+        }
+    } catch (...) {
+        if (PQstatus(conn->pg) == CONNECTION_OK) PQclear(PQexec(conn->pg, "ROLLBACK"));
+        throw;
+    }
+}
+
+}  // namespace agency::state

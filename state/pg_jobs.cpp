@@ -1,0 +1,203 @@
+// PgStore's jobs, idempotency records, drafts and confirmations. Every exactly-once step is one
+// statement (or a statement and a re-read) decided by the database, so it holds across
+// instances: see the statements in state/pg_schema.cpp.
+#include "base/clock.hpp"
+#include "base/crypto.hpp"
+#include "state/pg_internal.hpp"
+
+namespace agency::state {
+
+using json = nlohmann::json;
+
+namespace {
+std::int64_t now_s() { return base::Clock::system().unix_s(); }
+std::int64_t now_ms() { return base::Clock::system().unix_ms(); }
+
+Job job_from(const PgResult::Row& s) {
+    Job job;
+    job.id = s.text(0);
+    job.kind = s.text(1);
+    job.client_id = s.text(2);
+    job.principal = s.text(3);
+    job.args = s.json_column(4);
+    job.status = s.text(5);
+    job.result = s.json_column(6);
+    job.error = s.json_column(7);
+    job.created_at = s.integer(8);
+    job.updated_at = s.integer(9);
+    job.lease_owner = s.text(10);
+    job.lease_until_ms = s.integer(11);
+    return job;
+}
+
+std::vector<Job> jobs_from(const PgResult& r) {
+    std::vector<Job> out;
+    for (int i = 0; i < r.rows(); ++i) out.push_back(job_from(r.row(i)));
+    return out;
+}
+}  // namespace
+
+// --- jobs ------------------------------------------------------------------------------------
+
+Job PgStore::create_job(std::string_view kind, std::string_view client_id,
+                        std::string_view principal, const json& args) {
+    Job job{.id = "aud_" + crypto::random_hex(8),
+            .kind = std::string(kind),
+            .client_id = std::string(client_id),
+            .principal = std::string(principal),
+            .args = args,
+            .status = "queued",
+            .created_at = now_s()};
+    job.updated_at = job.created_at;
+    acquire()->run("job_create",
+                   {job.id, job.kind, job.client_id, job.principal, args.dump(), job.created_at});
+    return job;
+}
+
+std::optional<Job> PgStore::job(std::string_view id) {
+    const auto r = acquire()->run("job_get", {id});
+    if (r.rows() == 0) return std::nullopt;
+    return job_from(r.row(0));
+}
+
+std::optional<Job> PgStore::claim_job(std::string_view id, std::string_view owner,
+                                      std::chrono::milliseconds lease, bool force) {
+    const std::int64_t now = now_ms();
+    const auto r = acquire()->run(
+        "job_claim", {id, owner, now + lease.count(), PgParam::boolean(force), now, now / 1000});
+    if (r.rows() == 0) return std::nullopt;
+    return job_from(r.row(0));
+}
+
+void PgStore::renew_job_leases(std::string_view owner, std::chrono::milliseconds lease) {
+    acquire()->run("job_renew", {owner, now_ms() + lease.count()});
+}
+
+std::vector<Job> PgStore::orphaned_jobs(std::size_t limit) {
+    return jobs_from(acquire()->run("job_orphaned", {now_ms(), static_cast<std::int64_t>(limit)}));
+}
+
+void PgStore::finish_job(std::string_view id, bool succeeded, const json& result,
+                         const json& error) {
+    acquire()->run("job_finish", {id, succeeded ? "succeeded" : "failed", PgParam::json(result),
+                                  PgParam::json(error), now_s()});
+}
+
+std::optional<std::string> PgStore::cancel_job(std::string_view id) {
+    const auto r = acquire()->run("job_cancel", {id, now_s()});
+    if (r.rows() == 0) return std::nullopt;
+    return r.text(0, 0);
+}
+
+std::vector<Job> PgStore::unfinished_jobs() {
+    return jobs_from(acquire()->run("job_unfinished", {}));
+}
+
+// --- idempotency -----------------------------------------------------------------------------
+
+std::optional<IdempotencyRecord> PgStore::find_idempotency(std::string_view principal,
+                                                           std::string_view tool,
+                                                           std::string_view key) {
+    const auto r = acquire()->run("idem_find", {principal, tool, key});
+    if (r.rows() == 0) return std::nullopt;
+    return IdempotencyRecord{.args_digest = r.text(0, 0),
+                             .pending = r.boolean(0, 1),
+                             .is_error = r.boolean(0, 2),
+                             .result = r.text(0, 3),
+                             .created_at = r.integer(0, 4)};
+}
+
+std::optional<IdempotencyRecord> PgStore::claim_idempotency(std::string_view principal,
+                                                            std::string_view tool,
+                                                            std::string_view key,
+                                                            std::string_view digest,
+                                                            std::chrono::seconds stale_after) {
+    // A record released between the steps below is claimed afresh on the next round.
+    for (int round = 0; round < 5; ++round) {
+        const std::int64_t now = now_s();
+        {
+            auto conn = acquire();
+            if (conn->run("idem_insert", {principal, tool, key, digest, now}).rows() > 0)
+                return std::nullopt;
+            if (conn->run("idem_takeover",
+                          {principal, tool, key, digest, now, now - stale_after.count()})
+                    .rows() > 0)
+                return std::nullopt;
+        }
+        if (auto record = find_idempotency(principal, tool, key)) return record;
+    }
+    throw StoreError("state store (PostgreSQL): the idempotency key " + std::string(key) +
+                         " keeps changing under this call: retry",
+                     StoreError::Kind::busy);
+}
+
+void PgStore::complete_idempotency(std::string_view principal, std::string_view tool,
+                                   std::string_view key, bool is_error, std::string_view result) {
+    acquire()->run("idem_complete", {principal, tool, key, PgParam::boolean(is_error), result});
+}
+
+void PgStore::release_idempotency(std::string_view principal, std::string_view tool,
+                                  std::string_view key) {
+    acquire()->run("idem_release", {principal, tool, key});
+}
+
+// --- drafts ----------------------------------------------------------------------------------
+
+Draft PgStore::create_draft(Draft draft) {
+    draft.id = "em_" + crypto::random_hex(8);
+    draft.status = "draft";
+    draft.created_at = now_s();
+    acquire()->run("draft_create",
+                   {draft.id, draft.client_id, draft.recipient, draft.subject, draft.html,
+                    draft.gateway_id, draft.prospect_url, draft.created_at});
+    return draft;
+}
+
+std::optional<Draft> PgStore::draft(std::string_view id) {
+    const auto r = acquire()->run("draft_get", {id});
+    if (r.rows() == 0) return std::nullopt;
+    return Draft{.id = r.text(0, 0),
+                 .client_id = r.text(0, 1),
+                 .recipient = r.text(0, 2),
+                 .subject = r.text(0, 3),
+                 .html = r.text(0, 4),
+                 .status = r.text(0, 5),
+                 .gateway_id = r.text(0, 6),
+                 .prospect_url = r.text(0, 7),
+                 .created_at = r.integer(0, 8)};
+}
+
+bool PgStore::mark_draft_sent(std::string_view id) {
+    const auto r = acquire()->run("draft_sent", {id});
+    return std::string_view(PQcmdTuples(r.get())) != "0";
+}
+
+// --- confirmations ---------------------------------------------------------------------------
+
+Confirmation PgStore::create_confirmation(std::string_view principal, std::string_view tool,
+                                          std::string_view digest, std::chrono::seconds ttl) {
+    Confirmation c{.id = "cf_" + crypto::random_hex(16),
+                   .principal = std::string(principal),
+                   .tool = std::string(tool),
+                   .args_digest = std::string(digest),
+                   .expires_at = now_s() + ttl.count()};
+    acquire()->run("confirm_create", {c.id, c.principal, c.tool, c.args_digest, c.expires_at});
+    return c;
+}
+
+ConfirmOutcome PgStore::consume_confirmation(std::string_view id, std::string_view principal,
+                                             std::string_view tool, std::string_view digest) {
+    auto conn = acquire();
+    if (conn->run("confirm_consume", {id, principal, tool, digest, now_s()}).rows() > 0)
+        return ConfirmOutcome::accepted;
+    // Refused: say why, in SqliteStore's order (unknown, used, mismatch, expired).
+    const auto r = conn->run("confirm_get", {id});
+    if (r.rows() == 0) return ConfirmOutcome::unknown;
+    if (r.boolean(0, 4)) return ConfirmOutcome::used;
+    if (r.text(0, 0) != principal || r.text(0, 1) != tool || r.text(0, 2) != digest)
+        return ConfirmOutcome::mismatch;
+    if (r.integer(0, 3) < now_s()) return ConfirmOutcome::expired;
+    return ConfirmOutcome::used;  // redeemed by another caller between the two statements
+}
+
+}  // namespace agency::state

@@ -1,0 +1,231 @@
+// PgStore's schema (migration steps by version) and every statement it prepares. Columns are
+// SQLite's, with the same names and meanings (state/sqlite_store.cpp), so that `state export`
+// rows are identical; JSON stays text so that an export/import round trip is exact. Booleans
+// are boolean here and exported as 0/1 as SQLite's integers are.
+#include <iterator>
+
+#include "state/pg_internal.hpp"
+
+namespace agency::state {
+
+const std::vector<PgMigration>& pg_migrations() {
+    // Version 1 was SQLite's alone (no leases); PostgreSQL starts at 2. A later version appends
+    // a step here; a step never changes once released.
+    static const std::vector<PgMigration> steps = {{2, R"sql(
+CREATE TABLE jobs (
+  id text PRIMARY KEY,
+  kind text NOT NULL,
+  client_id text NOT NULL,
+  principal text NOT NULL,
+  args text NOT NULL,
+  status text NOT NULL CHECK (status IN ('queued','running','succeeded','failed','cancelled')),
+  result text,
+  error text,
+  created_at bigint NOT NULL,
+  updated_at bigint NOT NULL,
+  lease_owner text NOT NULL DEFAULT '',
+  lease_until_ms bigint NOT NULL DEFAULT 0
+);
+CREATE INDEX jobs_status ON jobs (status, created_at);
+CREATE TABLE idempotency (
+  principal text NOT NULL,
+  tool text NOT NULL,
+  key text NOT NULL,
+  args_digest text NOT NULL,
+  pending boolean NOT NULL DEFAULT true,
+  is_error boolean NOT NULL DEFAULT false,
+  result text,
+  created_at bigint NOT NULL,
+  PRIMARY KEY (principal, tool, key)
+);
+CREATE TABLE drafts (
+  id text PRIMARY KEY,
+  client_id text NOT NULL,
+  recipient text NOT NULL,
+  subject text NOT NULL,
+  html text NOT NULL,
+  status text NOT NULL CHECK (status IN ('draft','sent')),
+  gateway_id text,
+  prospect_url text,
+  created_at bigint NOT NULL
+);
+CREATE TABLE confirmations (
+  id text PRIMARY KEY,
+  principal text NOT NULL,
+  tool text NOT NULL,
+  args_digest text NOT NULL,
+  expires_at bigint NOT NULL,
+  used boolean NOT NULL DEFAULT false
+);
+CREATE TABLE tasks (
+  id text PRIMARY KEY,
+  owner text NOT NULL,
+  tool text NOT NULL,
+  era text NOT NULL,
+  status text NOT NULL,
+  status_message text NOT NULL,
+  created_ms bigint NOT NULL,
+  updated_ms bigint NOT NULL,
+  ttl_ms bigint NOT NULL,
+  poll_ms bigint NOT NULL,
+  arguments text NOT NULL,
+  result text NOT NULL,
+  error text,
+  input_requests text,
+  resume text,
+  lease_owner text NOT NULL DEFAULT '',
+  lease_until_ms bigint NOT NULL DEFAULT 0
+);
+CREATE INDEX tasks_owner ON tasks (owner, created_ms);
+CREATE INDEX tasks_status ON tasks (status);
+CREATE TABLE credit_slots (
+  id text PRIMARY KEY,
+  client_id text NOT NULL,
+  granted_ms bigint NOT NULL,
+  released_ms bigint
+);
+CREATE INDEX credit_slots_client ON credit_slots (client_id, granted_ms);
+)sql"}};
+    return steps;
+}
+
+namespace {
+#define AGENCY_JOB_COLUMNS                                                                  \
+    "id, kind, client_id, principal, args, status, result, error, created_at, updated_at, " \
+    "lease_owner, lease_until_ms"
+#define AGENCY_TASK_COLUMNS                                                                   \
+    "id, owner, tool, era, status, status_message, created_ms, updated_ms, ttl_ms, poll_ms, " \
+    "arguments, result, error, input_requests, resume, lease_owner, lease_until_ms"
+#define AGENCY_TASK_BEFORE                                                                   \
+    "b.id, b.owner, b.tool, b.era, b.status, b.status_message, b.created_ms, b.updated_ms, " \
+    "b.ttl_ms, b.poll_ms, b.arguments, b.result, b.error, b.input_requests, b.resume, "      \
+    "b.lease_owner, b.lease_until_ms"
+
+const PgStatement kStatements[] = {
+    // --- jobs
+    {"job_create",
+     "INSERT INTO jobs (id, kind, client_id, principal, args, status, created_at, "
+     "updated_at) VALUES ($1, $2, $3, $4, $5, 'queued', $6, $6)"},
+    {"job_get", "SELECT " AGENCY_JOB_COLUMNS " FROM jobs WHERE id = $1"},
+    // The row is locked and its claim re-checked against the committed state: of several
+    // instances claiming at once, one gets it. RETURNING gives the row as it was.
+    {"job_claim",
+     "WITH b AS (SELECT " AGENCY_JOB_COLUMNS " FROM jobs WHERE id = $1 AND (status = "
+     "'queued' OR (status = 'running' AND ($4::boolean OR lease_owner = '' OR lease_owner = "
+     "$2 OR lease_until_ms < $5::bigint))) FOR UPDATE) UPDATE jobs SET status = 'running', "
+     "lease_owner = $2, lease_until_ms = $3, updated_at = $6 FROM b WHERE jobs.id = b.id "
+     "RETURNING b.id, b.kind, b.client_id, b.principal, b.args, b.status, b.result, b.error, "
+     "b.created_at, b.updated_at, b.lease_owner, b.lease_until_ms"},
+    {"job_renew",
+     "UPDATE jobs SET lease_until_ms = $2 WHERE lease_owner = $1 AND status = 'running'"},
+    {"job_orphaned", "SELECT " AGENCY_JOB_COLUMNS " FROM jobs WHERE status = 'queued' OR (status = "
+                     "'running' AND lease_until_ms < $1) ORDER BY created_at, id LIMIT $2"},
+    {"job_finish",
+     "UPDATE jobs SET status = CASE status WHEN 'cancelled' THEN 'cancelled' ELSE "
+     "$2::text END, result = $3, error = $4, updated_at = $5 WHERE id = $1"},
+    {"job_cancel",
+     "WITH b AS (SELECT id, status FROM jobs WHERE id = $1 AND status IN "
+     "('queued','running') FOR UPDATE) UPDATE jobs SET status = 'cancelled', updated_at = "
+     "$2 FROM b WHERE jobs.id = b.id RETURNING b.status"},
+    {"job_unfinished",
+     "SELECT " AGENCY_JOB_COLUMNS " FROM jobs WHERE status IN ('queued','running') ORDER BY "
+     "created_at, id"},
+    // --- idempotency
+    {"idem_insert",
+     "INSERT INTO idempotency (principal, tool, key, args_digest, pending, is_error, result, "
+     "created_at) VALUES ($1, $2, $3, $4, true, false, NULL, $5) ON CONFLICT DO NOTHING "
+     "RETURNING 1"},
+    // A pending claim with the same digest whose caller died long ago is taken over.
+    {"idem_takeover",
+     "UPDATE idempotency SET created_at = $5, is_error = false, result = NULL WHERE "
+     "principal = $1 AND tool = $2 AND key = $3 AND pending AND args_digest = $4 AND "
+     "created_at < $6 RETURNING 1"},
+    {"idem_find",
+     "SELECT args_digest, pending, is_error, result, created_at FROM idempotency WHERE "
+     "principal = $1 AND tool = $2 AND key = $3"},
+    {"idem_complete",
+     "UPDATE idempotency SET pending = false, is_error = $4, result = $5 WHERE principal = "
+     "$1 AND tool = $2 AND key = $3"},
+    {"idem_release",
+     "DELETE FROM idempotency WHERE principal = $1 AND tool = $2 AND key = $3 AND pending"},
+    // --- drafts
+    {"draft_create",
+     "INSERT INTO drafts (id, client_id, recipient, subject, html, status, gateway_id, "
+     "prospect_url, created_at) VALUES ($1, $2, $3, $4, $5, 'draft', $6, $7, $8)"},
+    {"draft_get",
+     "SELECT id, client_id, recipient, subject, html, status, gateway_id, prospect_url, "
+     "created_at FROM drafts WHERE id = $1"},
+    {"draft_sent", "UPDATE drafts SET status = 'sent' WHERE id = $1 AND status = 'draft'"},
+    // --- confirmations
+    {"confirm_create",
+     "INSERT INTO confirmations (id, principal, tool, args_digest, expires_at, used) VALUES "
+     "($1, $2, $3, $4, $5, false)"},
+    // Marked used only when every condition holds, in one statement: one redeemer wins.
+    {"confirm_consume",
+     "UPDATE confirmations SET used = true WHERE id = $1 AND NOT used AND principal = $2 AND "
+     "tool = $3 AND args_digest = $4 AND expires_at >= $5 RETURNING 1"},
+    {"confirm_get",
+     "SELECT principal, tool, args_digest, expires_at, used FROM confirmations WHERE id = "
+     "$1"},
+    // --- credits (in one transaction under pg_advisory_xact_lock on the client)
+    {"credit_lock", "SELECT pg_advisory_xact_lock(1634166132, hashtext($1))"},
+    {"credit_gc",
+     "DELETE FROM credit_slots WHERE client_id = $1 AND granted_ms < $2 AND (released_ms IS "
+     "NOT NULL OR granted_ms < $3)"},
+    {"credit_count",
+     "SELECT count(*) FILTER (WHERE released_ms IS NULL AND granted_ms >= $2), count(*) "
+     "FILTER (WHERE granted_ms >= $3), min(granted_ms) FILTER (WHERE granted_ms >= $3) FROM "
+     "credit_slots WHERE client_id = $1"},
+    {"credit_insert", "INSERT INTO credit_slots (id, client_id, granted_ms) VALUES ($1, $2, $3)"},
+    {"credit_release",
+     "UPDATE credit_slots SET released_ms = $2 WHERE id = $1 AND released_ms IS NULL"},
+    // --- tasks
+    // Leases change only through claim and renew; a cancelled row stays cancelled; a put
+    // that cancels notifies every instance's LISTEN in the same transaction.
+    {"task_put",
+     "WITH up AS (INSERT INTO tasks (" AGENCY_TASK_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6, "
+     "$7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) ON CONFLICT (id) DO UPDATE SET "
+     "owner = excluded.owner, tool = excluded.tool, era = excluded.era, status = "
+     "excluded.status, status_message = excluded.status_message, created_ms = "
+     "excluded.created_ms, updated_ms = excluded.updated_ms, ttl_ms = excluded.ttl_ms, "
+     "poll_ms = excluded.poll_ms, arguments = excluded.arguments, result = excluded.result, "
+     "error = excluded.error, input_requests = excluded.input_requests, resume = "
+     "excluded.resume WHERE tasks.status <> 'cancelled' RETURNING id, status) SELECT "
+     "pg_notify('agency_task_cancelled', id) FROM up WHERE status = 'cancelled'"},
+    {"task_get", "SELECT " AGENCY_TASK_COLUMNS " FROM tasks WHERE id = $1"},
+    {"task_list",
+     "SELECT " AGENCY_TASK_COLUMNS " FROM tasks WHERE owner = $1 ORDER BY created_ms DESC, "
+     "id LIMIT $2 OFFSET $3"},
+    {"task_unfinished",
+     "SELECT " AGENCY_TASK_COLUMNS " FROM tasks WHERE status IN ('working','input_required') "
+     "ORDER BY created_ms, id"},
+    {"task_erase_expired", "DELETE FROM tasks WHERE ttl_ms > 0 AND created_ms + ttl_ms < $1"},
+    {"task_claim",
+     "WITH b AS (SELECT " AGENCY_TASK_COLUMNS " FROM tasks WHERE id = $1 AND status IN "
+     "('working','input_required') AND ($4::boolean OR lease_owner = '' OR lease_owner = $2 "
+     "OR lease_until_ms < $5::bigint) FOR UPDATE) UPDATE tasks SET lease_owner = $2, "
+     "lease_until_ms = $3 FROM b WHERE tasks.id = b.id RETURNING " AGENCY_TASK_BEFORE},
+    {"task_renew",
+     "UPDATE tasks SET lease_until_ms = $2 WHERE lease_owner = $1 AND status IN "
+     "('working','input_required')"},
+    // Each cancel is reported once: the lease is cleared as it is reported.
+    {"task_cancelled_seen",
+     "UPDATE tasks SET lease_until_ms = 0 WHERE lease_owner = $1 AND status = 'cancelled' "
+     "AND lease_until_ms > 0 RETURNING id"},
+    {"task_orphaned",
+     "SELECT " AGENCY_TASK_COLUMNS " FROM tasks WHERE status IN ('working','input_required') "
+     "AND lease_until_ms < $1 ORDER BY created_ms, id LIMIT $2"},
+};
+}  // namespace
+
+const std::vector<PgStatement>& pg_statements() {
+    static const std::vector<PgStatement> statements(std::begin(kStatements),
+                                                     std::end(kStatements));
+    return statements;
+}
+
+#undef AGENCY_JOB_COLUMNS
+#undef AGENCY_TASK_COLUMNS
+#undef AGENCY_TASK_BEFORE
+
+}  // namespace agency::state

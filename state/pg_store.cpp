@@ -1,0 +1,314 @@
+// PgStore's connections: the pool, errors, the schema's migrations and the LISTEN thread.
+#include "state/pg_store.hpp"
+
+#include <cerrno>
+#include <chrono>
+
+#include <poll.h>
+
+#include "state/pg_internal.hpp"
+
+namespace agency::state {
+
+namespace {
+
+// pg_advisory_lock key of the schema migrations ("agency" in ASCII): one migrator at a time.
+constexpr const char* kMigrationLock = "SELECT pg_advisory_lock(107083818574457)";
+constexpr const char* kMigrationUnlock = "SELECT pg_advisory_unlock(107083818574457)";
+
+std::string trimmed(const char* text) {
+    std::string s = text ? text : "";
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+}
+
+bool busy_state(std::string_view sqlstate) {
+    return sqlstate.starts_with("08") ||  // connection exception
+           sqlstate == "40001" ||         // serialization failure
+           sqlstate == "40P01" ||         // deadlock detected
+           sqlstate == "55P03" ||         // lock not available (lock_timeout)
+           sqlstate == "53300" ||         // too many connections
+           sqlstate.starts_with("57P");   // the server is shutting down or starting
+}
+
+void ignore_notice(void*, const char*) {}
+
+// What a failed statement was, for its message: "INSERT", "CREATE", ...
+std::string first_word(std::string_view sql) {
+    const auto start = sql.find_first_not_of(" \n");
+    if (start == std::string_view::npos) return "SQL";
+    return std::string(sql.substr(start, sql.find_first_of(" \n(", start) - start));
+}
+
+}  // namespace
+
+StoreError pg_error(PGconn* conn, const PGresult* result, std::string_view what) {
+    const char* state = result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
+    const bool lost = !conn || PQstatus(conn) != CONNECTION_OK;
+    const bool busy = lost || (state && busy_state(state));
+    std::string message = trimmed(result ? PQresultErrorMessage(result) : nullptr);
+    if (message.empty() && conn) message = trimmed(PQerrorMessage(conn));
+    std::string text = "state store (PostgreSQL): " + std::string(what) + ": " + message;
+    if (lost)
+        text += " (the connection was lost: retry; it is reopened on the next call)";
+    else if (busy)
+        text += " (the database is busy: retry in a moment)";
+    return StoreError(text, busy ? StoreError::Kind::busy : StoreError::Kind::other);
+}
+
+PgResult PgStore::Conn::run(const char* name, std::initializer_list<PgParam> params) {
+    std::vector<const char*> values;
+    values.reserve(params.size());
+    for (const auto& p : params) values.push_back(p.value ? p.value->c_str() : nullptr);
+    PgResult r(PQexecPrepared(pg, name, static_cast<int>(values.size()), values.data(), nullptr,
+                              nullptr, 0));
+    const auto status = PQresultStatus(r.get());
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) throw pg_error(pg, r.get(), name);
+    return r;
+}
+
+PgResult PgStore::Conn::sql(const std::string& text, const std::vector<PgParam>& params) {
+    std::vector<const char*> values;
+    for (const auto& p : params) values.push_back(p.value ? p.value->c_str() : nullptr);
+    PgResult r(PQexecParams(pg, text.c_str(), static_cast<int>(values.size()), nullptr,
+                            values.data(), nullptr, nullptr, 0));
+    const auto status = PQresultStatus(r.get());
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
+        throw pg_error(pg, r.get(), first_word(text));
+    return r;
+}
+
+void PgStore::Conn::exec(const char* text) {
+    PgResult r(PQexec(pg, text));
+    const auto status = PQresultStatus(r.get());
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
+        throw pg_error(pg, r.get(), first_word(text));
+}
+
+std::unique_ptr<PgStore::Conn> pg_connect(const std::string& url, const std::string& described) {
+    // Our defaults first: values in the URL (expanded from dbname) override them.
+    const char* keys[] = {"connect_timeout", "application_name", "options", "dbname", nullptr};
+    const char* values[] = {"10", "agency-mcp", "-c lock_timeout=10000", url.c_str(), nullptr};
+    auto conn = std::make_unique<PgStore::Conn>();
+    conn->pg = PQconnectdbParams(keys, values, 1);
+    if (!conn->pg || PQstatus(conn->pg) != CONNECTION_OK) {
+        const std::string why = conn->pg ? trimmed(PQerrorMessage(conn->pg)) : "out of memory";
+        throw StoreError("cannot connect to the state database " + described + ": " + why +
+                             " (check that PostgreSQL runs there and that the URL's host, port, "
+                             "database, user and password are right)",
+                         StoreError::Kind::busy);
+    }
+    // CREATE ... IF NOT EXISTS and the like send notices; libpq would print them on stderr.
+    PQsetNoticeProcessor(conn->pg, ignore_notice, nullptr);
+    return conn;
+}
+
+// --- the URL ---------------------------------------------------------------------------------
+
+bool PgStore::is_url(std::string_view where) {
+    return where.starts_with("postgres://") || where.starts_with("postgresql://");
+}
+
+std::string PgStore::redact(std::string_view url) {
+    std::string out(url);
+    const auto scheme = out.find("://");
+    if (scheme != std::string::npos) {
+        const auto start = scheme + 3;
+        auto end = out.find_first_of("/?", start);
+        if (end == std::string::npos) end = out.size();
+        const auto at = out.rfind('@', end);
+        if (at != std::string::npos && at >= start) {
+            const auto colon = out.find(':', start);
+            if (colon < at) out.erase(colon, at - colon);
+        }
+    }
+    // password=... among the query parameters
+    for (auto p = out.find("password="); p != std::string::npos; p = out.find("password=", p)) {
+        if (p > 0 && out[p - 1] != '?' && out[p - 1] != '&') {
+            ++p;
+            continue;
+        }
+        auto end = out.find('&', p);
+        out.erase(p, end == std::string::npos ? std::string::npos : end + 1 - p);
+    }
+    while (!out.empty() && (out.back() == '&' || out.back() == '?')) out.pop_back();
+    return out;
+}
+
+// --- the pool --------------------------------------------------------------------------------
+
+PgStore::Lease PgStore::acquire() {
+    std::unique_ptr<Conn> conn;
+    {
+        std::unique_lock lock(pool_mutex_);
+        pool_free_.wait(lock, [&] { return !idle_.empty() || open_ < options_.pool_size; });
+        if (!idle_.empty()) {
+            conn = std::move(idle_.back());
+            idle_.pop_back();
+        } else {
+            ++open_;
+        }
+    }
+    try {
+        if (!conn) {
+            conn = pg_connect(url_, described_);
+        } else if (PQstatus(conn->pg) != CONNECTION_OK) {
+            PQreset(conn->pg);  // a broken connection is reopened on its next use
+            conn->prepared = false;
+            if (PQstatus(conn->pg) != CONNECTION_OK)
+                throw StoreError("cannot reconnect to the state database " + described_ + ": " +
+                                     trimmed(PQerrorMessage(conn->pg)) +
+                                     " (check that PostgreSQL runs there; retry)",
+                                 StoreError::Kind::busy);
+        }
+        if (!conn->prepared) {
+            for (const auto& s : pg_statements()) {
+                PgResult r(PQprepare(conn->pg, s.name, s.sql, 0, nullptr));
+                if (PQresultStatus(r.get()) != PGRES_COMMAND_OK)
+                    throw pg_error(conn->pg, r.get(), std::string("preparing ") + s.name);
+            }
+            conn->prepared = true;
+        }
+    } catch (...) {
+        std::lock_guard lock(pool_mutex_);
+        --open_;
+        pool_free_.notify_one();
+        throw;
+    }
+    return Lease(this, std::move(conn));
+}
+
+void PgStore::release(std::unique_ptr<Conn> conn) {
+    const auto tx = PQtransactionStatus(conn->pg);
+    if (tx == PQTRANS_INTRANS || tx == PQTRANS_INERROR) PQclear(PQexec(conn->pg, "ROLLBACK"));
+    std::lock_guard lock(pool_mutex_);
+    if (PQtransactionStatus(conn->pg) == PQTRANS_ACTIVE)
+        --open_;  // mid-query (cannot happen between calls): dropped, not reused
+    else
+        idle_.push_back(std::move(conn));
+    pool_free_.notify_one();
+}
+
+// --- opening and the schema ------------------------------------------------------------------
+
+PgStore::PgStore(const std::string& url, Options options)
+    : url_(url), described_(redact(url)), options_(options) {
+    if (options_.pool_size < 1) options_.pool_size = 1;
+    auto conn = pg_connect(url_, described_);
+    try {
+        apply_migrations(*conn, options_.migrate);
+    } catch (const StoreError& e) {
+        throw StoreError("cannot use the state database " + described_ + ": " + e.what(), e.kind());
+    }
+    std::lock_guard lock(pool_mutex_);
+    ++open_;
+    idle_.push_back(std::move(conn));
+}
+
+PgStore::~PgStore() {
+    stopping_ = true;
+    if (listener_.joinable()) listener_.join();
+}
+
+namespace {
+int read_version(PgStore::Conn& conn) {
+    if (conn.sql("SELECT to_regclass('agency_schema') IS NULL").boolean(0, 0)) return 0;
+    const auto r = conn.sql("SELECT coalesce(max(version), 0) FROM agency_schema");
+    return static_cast<int>(r.integer(0, 0));
+}
+}  // namespace
+
+int PgStore::schema_version() {
+    auto conn = acquire();
+    return read_version(*conn);
+}
+
+int PgStore::migrate(const std::string& url) {
+    PgStore store(url, Options{.pool_size = 1, .migrate = true});
+    return store.schema_version();
+}
+
+void PgStore::apply_migrations(Conn& conn, bool migrate) {
+    conn.exec(kMigrationLock);  // instances starting together: one migrates, the rest wait
+    try {
+        const int version = read_version(conn);
+        if (version > kSchemaVersion)
+            throw StoreError("its schema is at version " + std::to_string(version) +
+                             ", newer than this agency-mcp understands (" +
+                             std::to_string(kSchemaVersion) +
+                             "): run a newer agency-mcp, or point --state-db elsewhere");
+        if (version < kSchemaVersion && !migrate)
+            throw StoreError("its schema is at version " + std::to_string(version) +
+                             ", older than this agency-mcp needs (" +
+                             std::to_string(kSchemaVersion) + "): run `agency-mcp state migrate`");
+        for (const auto& step : pg_migrations()) {
+            if (step.version <= version) continue;
+            conn.exec("BEGIN");
+            conn.exec(
+                "CREATE TABLE IF NOT EXISTS agency_schema (one boolean PRIMARY KEY DEFAULT true "
+                "CHECK (one), version integer NOT NULL)");
+            conn.exec(step.sql);
+            conn.sql(
+                "INSERT INTO agency_schema (one, version) VALUES (true, $1::integer) ON "
+                "CONFLICT (one) DO UPDATE SET version = excluded.version",
+                {PgParam(step.version)});
+            conn.exec("COMMIT");
+        }
+    } catch (...) {
+        if (PQstatus(conn.pg) == CONNECTION_OK) {
+            PQclear(PQexec(conn.pg, "ROLLBACK"));
+            PQclear(PQexec(conn.pg, kMigrationUnlock));
+        }
+        throw;
+    }
+    conn.exec(kMigrationUnlock);
+}
+
+// --- LISTEN/NOTIFY ---------------------------------------------------------------------------
+
+void PgStore::watch_task_cancellations(std::function<void(const std::string&)> on_cancel) {
+    std::lock_guard lock(watch_mutex_);
+    on_cancel_ = std::move(on_cancel);
+    if (!listener_.joinable()) listener_ = std::thread([this] { listen_loop(); });
+}
+
+// Its own connection (not the pool's): LISTEN holds it for the store's life. Polls with a short
+// timeout so that the destructor stops it promptly; reconnects when the connection drops.
+void PgStore::listen_loop() {
+    const auto pause = [this] {
+        for (int i = 0; i < 5 && !stopping_; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    };
+    while (!stopping_) {
+        std::unique_ptr<Conn> conn;
+        try {
+            conn = pg_connect(url_, described_);
+            conn->exec("LISTEN agency_task_cancelled");
+        } catch (const StoreError&) {
+            pause();  // the renewal's list still reports every cancel meanwhile
+            continue;
+        }
+        while (!stopping_ && PQstatus(conn->pg) == CONNECTION_OK) {
+            pollfd fd{.fd = PQsocket(conn->pg), .events = POLLIN, .revents = 0};
+            const int ready = ::poll(&fd, 1, 100);
+            if (ready < 0 && errno != EINTR) break;
+            if (ready > 0 && PQconsumeInput(conn->pg) == 0) break;
+            while (PGnotify* n = PQnotifies(conn->pg)) {
+                const std::string id = n->extra ? n->extra : "";
+                PQfreemem(n);
+                std::function<void(const std::string&)> callback;
+                {
+                    std::lock_guard lock(watch_mutex_);
+                    callback = on_cancel_;
+                }
+                try {
+                    if (callback && !id.empty()) callback(id);
+                } catch (...) {  // a callback's failure must not end the watch
+                }
+            }
+        }
+        if (!stopping_) pause();
+    }
+}
+
+}  // namespace agency::state
