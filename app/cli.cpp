@@ -63,6 +63,7 @@ CommandLine::CommandLine()
     add_keys();
     add_answer_options();
     add_tool_selection();
+    add_state();
     add_serve_footer();
     tools_doc_cmd_ = app_->add_subcommand(
         "tools-doc",
@@ -100,6 +101,9 @@ std::optional<Command> CommandLine::parse(int argc, char** argv) {
     if (*keys_remove_cmd_) return Command::keys_remove;
     if (*keys_rotate_cmd_) return Command::keys_rotate;
     if (*tools_doc_cmd_) return Command::tools_doc;
+    if (*state_migrate_cmd_) return Command::state_migrate;
+    if (*state_export_cmd_) return Command::state_export;
+    if (*state_import_cmd_) return Command::state_import;
     return Command::serve;
 }
 
@@ -131,6 +135,12 @@ void CommandLine::add_serve() {
                      "SQLite file for jobs, drafts and idempotency records (default: "
                      "$XDG_STATE_HOME/agency-mcp/state.db or ~/.local/state/agency-mcp/state.db)")
         ->envname("AGENCY_STATE_DB");
+    serve_cmd_
+        ->add_option("--state-url", serve.state_url,
+                     "PostgreSQL URL (postgresql://user@host/db?sslmode=require) of the state "
+                     "several instances share, instead of --state-db; needs "
+                     "AGENCY_SERVER_SECRET, the same on every instance (docs/deploy.md)")
+        ->envname("AGENCY_STATE_URL");
     serve_cmd_
         ->add_option("--discovery-refresh", serve.discovery_refresh_s,
                      "Seconds between reads of the gateway's discovery (0: never); when its "
@@ -309,6 +319,28 @@ void CommandLine::add_key_commands(CLI::App& keys_cmd) {
         ->required();
 }
 
+// state migrate | export | import: moving and upgrading the state store (docs/deploy.md).
+void CommandLine::add_state() {
+    state_cmd_ = app_->add_subcommand("state", "Upgrade, export or import the state store");
+    state_cmd_->require_subcommand(1);
+    state_migrate_cmd_ = state_cmd_->add_subcommand(
+        "migrate", "Bring the store's schema up to this version (serve also does it at start)");
+    state_export_cmd_ = state_cmd_->add_subcommand(
+        "export", "Write every row of the store as JSON lines (stdout, or --out FILE)");
+    state_export_cmd_->add_option("--out", state.file, "File to write instead of stdout");
+    state_import_cmd_ = state_cmd_->add_subcommand(
+        "import", "Read rows written by state export into the store (stdin, or --in FILE)");
+    state_import_cmd_->add_option("--in", state.file, "File to read instead of stdin");
+    for (auto* cmd : {state_migrate_cmd_, state_export_cmd_, state_import_cmd_}) {
+        cmd->add_option("--state-db", state.state_db,
+                        "SQLite state file (default: the one serve uses)")
+            ->envname("AGENCY_STATE_DB");
+        cmd->add_option("--state-url", state.state_url,
+                        "PostgreSQL URL of a shared store (wins over --state-db)")
+            ->envname("AGENCY_STATE_URL");
+    }
+}
+
 // Options of the whole program, accepted before or after the subcommand (fallthrough: a
 // subcommand hands an option it does not know to its parent; subcommands made later inherit it).
 void CommandLine::add_global_options() {
@@ -401,10 +433,11 @@ std::optional<int> CommandLine::refuse_unknown_command(int argc, char** argv) co
     const int first = next_word(argc, argv, 1);
     if (first >= argc) return std::nullopt;
     const std::string word = argv[first];
-    if (word == "keys") {
+    for (const auto& [name, parent] : {std::pair{"keys", keys_cmd_}, {"state", state_cmd_}}) {
+        if (word != name) continue;
         const int second = next_word(argc, argv, first + 1);
-        if (second < argc && !has_subcommand(*keys_cmd_, argv[second]))
-            return unknown_command("agency-mcp keys", argv[second], *keys_cmd_);
+        if (second < argc && !has_subcommand(*parent, argv[second]))
+            return unknown_command(std::string("agency-mcp ") + name, argv[second], *parent);
         return std::nullopt;
     }
     if (has_subcommand(*app_, word)) return std::nullopt;

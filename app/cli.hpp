@@ -31,6 +31,7 @@ struct ServeArgs {
     std::vector<std::string> allowed_hosts;
     std::vector<std::string> allowed_origins;
     std::string state_db;
+    std::string state_url;  // postgresql://…: the store several instances share
     int discovery_refresh_s = 60;
     std::string confirm = "any";  // "elicitation-only": no confirmation_id confirms
     tools::CreditSettings credits;
@@ -53,13 +54,31 @@ struct SampleArgs {
     bool counts_only_reports = false;
 };
 
+// state migrate | export | import: one store, by file or URL, and the JSON-lines file.
+struct StateArgs {
+    std::string state_db;
+    std::string state_url;
+    std::string file;  // export: where to write (stdout when empty); import: what to read
+};
+
 struct KeysArgs {
     std::string name;
     std::vector<std::string> scopes{"read"};
     std::string keys_file;
 };
 
-enum class Command { serve, sample_gateway, keys_add, keys_list, keys_remove, keys_rotate, tools_doc };
+enum class Command {
+    serve,
+    sample_gateway,
+    keys_add,
+    keys_list,
+    keys_remove,
+    keys_rotate,
+    tools_doc,
+    state_migrate,
+    state_export,
+    state_import
+};
 
 class CommandLine {
 public:
@@ -78,6 +97,7 @@ public:
     ServeArgs serve;
     SampleArgs sample;
     KeysArgs keys;
+    StateArgs state;
 
 private:
     void add_serve();
@@ -92,6 +112,7 @@ private:
     std::optional<int> refuse_unknown_command(int argc, char** argv) const;
     void add_answer_options();
     void add_tool_selection();
+    void add_state();
 
     std::unique_ptr<CLI::App> app_;
     int exit_code_ = 0;
@@ -103,6 +124,10 @@ private:
     CLI::App* keys_remove_cmd_ = nullptr;
     CLI::App* keys_rotate_cmd_ = nullptr;
     CLI::App* tools_doc_cmd_ = nullptr;
+    CLI::App* state_cmd_ = nullptr;
+    CLI::App* state_migrate_cmd_ = nullptr;
+    CLI::App* state_export_cmd_ = nullptr;
+    CLI::App* state_import_cmd_ = nullptr;
     // The HTTP limits as the options hold them (whole numbers), copied into serve.http_limits.
     int max_connections_ = 0, max_connections_per_address_ = 0, head_timeout_s_ = 0,
         idle_timeout_s_ = 0, max_streams_ = 0, max_streams_per_session_ = 0, max_sessions_ = 0;

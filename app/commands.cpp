@@ -16,7 +16,6 @@
 #include "server/keys.hpp"
 #include "server/mcp_server.hpp"
 #include "server/stdio_transport.hpp"
-#include "state/sqlite_store.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"
 #include "tools/tool_docs.hpp"
@@ -164,8 +163,13 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
     mcp::ServerOptions options;
     options.state_secret = env_or("AGENCY_SERVER_SECRET");
     options.max_waiting_on_clients = setup.max_waiting_on_clients;
-    // Task records live beside the jobs they wait on, so both survive a restart.
-    if (setup.actions) options.task_store = setup.actions->shared_store();
+    // Task records live beside the jobs they wait on, so both survive a restart (and, in a
+    // shared store, another instance's death).
+    if (setup.actions) {
+        options.task_store = setup.actions->shared_store();
+        options.instance_id = setup.actions->settings().sharing.instance_id;
+        options.task_lease_ms = setup.actions->settings().sharing.lease.count();
+    }
     options.structured_text = setup.structured_text;
     if (sample_data && setup.mark_sample_data) mark_sample_data(options);
     auto server = std::make_unique<mcp::Server>(options);
@@ -208,12 +212,19 @@ int run_serve(const ServeArgs& args) {
     setup.api_key =
         args.api_key_file.empty() ? env_or("AGENCY_API_KEY") : read_secret_file(args.api_key_file);
     tools::ActionSettings action_settings;
-    action_settings.state_db =
-        args.state_db.empty() ? state::SqliteStore::default_path() : args.state_db;
+    if (!args.state_url.empty()) {
+        require_shared_secret(env_or("AGENCY_SERVER_SECRET"));
+        action_settings.sharing = {.instance_id = instance_name(), .lease = lease_from_env()};
+    }
+    action_settings.store = open_state(args.state_url, args.state_db);
     action_settings.credits = args.credits;
     action_settings.elicitation_only = args.confirm == "elicitation-only";
     setup.actions = std::make_shared<tools::ActionRuntime>(action_settings);
-    spdlog::info("state database: {}", action_settings.state_db);
+    spdlog::info("state {}: {}{}", args.state_url.empty() ? "database" : "store (shared)",
+                 action_settings.store->describe(),
+                 args.state_url.empty() ? std::string()
+                                        : ", this instance " +
+                                              action_settings.sharing.instance_id);
     setup.discovery_refresh = std::chrono::seconds(args.discovery_refresh_s);
     setup.max_waiting_on_clients = static_cast<std::size_t>(args.max_waiting_on_clients);
     setup.call_timeout = std::chrono::milliseconds(std::llround(args.call_timeout_s * 1000));

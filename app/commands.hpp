@@ -3,11 +3,13 @@
 // commands. Each returns the process's exit code; errors are thrown for main to report.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
 #include "app/cli.hpp"
 #include "server/keys.hpp"
+#include "state/store.hpp"
 
 namespace agency::app {
 
@@ -22,5 +24,19 @@ int run_keys_rotate(const KeysArgs& args);
 std::shared_ptr<const mcp::KeyStore> open_keys_for_serving(const std::string& path);
 // `readme`: only the README's generated section.
 int run_tools_doc(bool readme);
+
+// app/state_commands.cpp: the state store by URL (PostgreSQL) or file (SQLite; default path
+// when both are empty), migrated on opening; throws StoreError saying why it cannot be used.
+std::shared_ptr<state::Store> open_state(const std::string& state_url,
+                                         const std::string& state_db);
+// Throws unless `secret` can seal tokens for every instance of a shared store.
+void require_shared_secret(const std::string& secret);
+// This process among the instances of a shared store: host, pid and a random tail.
+std::string instance_name();
+// How long an instance's jobs and tasks stay its own without renewal (AGENCY_STATE_LEASE_MS).
+std::chrono::milliseconds lease_from_env();
+int run_state_migrate(const StateArgs& args);
+int run_state_export(const StateArgs& args);
+int run_state_import(const StateArgs& args);
 
 }  // namespace agency::app

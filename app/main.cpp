@@ -5,6 +5,7 @@
 //   agency-mcp keys add --name N --scopes read,write   (also keys list, remove, rotate)
 //   agency-mcp --version
 //   agency-mcp tools-doc                      the tool reference (docs/tools.md) on stdout
+//   agency-mcp state migrate|export|import    the state store (docs/deploy.md)
 #include <cstdio>
 #include <exception>
 #include <thread>
@@ -41,6 +42,9 @@ int main(int argc, char** argv) {
             case Command::keys_remove: return run_keys_remove(cli.keys);
             case Command::keys_rotate: return run_keys_rotate(cli.keys);
             case Command::tools_doc: return run_tools_doc(cli.readme_section);
+            case Command::state_migrate: return run_state_migrate(cli.state);
+            case Command::state_export: return run_state_export(cli.state);
+            case Command::state_import: return run_state_import(cli.state);
         }
     } catch (const std::exception& e) {
         spdlog::critical("{}", e.what());

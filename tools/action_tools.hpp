@@ -28,6 +28,9 @@ struct ActionSettings {
     // A claimed idempotency key whose call never finished (the process died) is reusable after
     // this long.
     std::chrono::seconds stale_claim{600};
+    // A repeat of a call that is still running (same key and arguments, on any instance)
+    // waits this long for the first call's result before hearing in_progress.
+    std::chrono::milliseconds await_first_call{20'000};
     // Only a person's answer to the elicitation form confirms a deploy or send: a
     // confirmation_id (which the model relays) is refused, and so is a client that cannot
     // elicit (--confirm elicitation-only, AGENCY_CONFIRM=elicitation-only).

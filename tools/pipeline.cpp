@@ -1,6 +1,10 @@
 #include "tools/pipeline.hpp"
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
+#include <stop_token>
 #include <variant>
 
 #include <spdlog/spdlog.h>
@@ -108,12 +112,18 @@ public:
 
     // nullopt when claimed (or no key was given), else the known key's answer. The digest is
     // taken only with a key: most calls have none.
-    std::optional<mcp::ToolResult> claim(const json& call_args) {
+    std::optional<mcp::ToolResult> claim(const json& call_args, std::stop_token stop) {
         if (key_.empty()) return std::nullopt;
         const std::string digest = args_digest(call_args);
         auto existing = rt_.store().claim_idempotency(principal_, tool_, key_, digest,
                                                       rt_.settings().stale_claim);
-        if (existing) return known_key_answer(*existing, digest, tool_, key_, principal_);
+        if (existing) {
+            // The first call with this key is still running (here or on another instance):
+            // its result is what this call answers, so wait for it a while.
+            if (existing->pending && existing->args_digest == digest)
+                existing = await_first_call(std::move(*existing), stop);
+            return known_key_answer(*existing, digest, tool_, key_, principal_);
+        }
         held_ = true;
         return std::nullopt;
     }
@@ -127,6 +137,24 @@ public:
     }
 
 private:
+    // Polls the record until the first call settles, `stop` fires or the wait's bound passes;
+    // returns the record as last seen (still pending: the caller hears in_progress).
+    IdempotencyRecord await_first_call(IdempotencyRecord record, std::stop_token stop) {
+        std::mutex m;
+        std::condition_variable_any cv;
+        const auto until = std::chrono::steady_clock::now() + rt_.settings().await_first_call;
+        while (record.pending && std::chrono::steady_clock::now() < until) {
+            std::unique_lock lock(m);
+            if (cv.wait_for(lock, stop, std::chrono::milliseconds(200), [] { return false; }) ||
+                stop.stop_requested())
+                break;
+            auto now = rt_.store().find_idempotency(principal_, tool_, key_);
+            if (!now) break;  // released: the first call created nothing; report as pending
+            record = std::move(*now);
+        }
+        return record;
+    }
+
     ActionRuntime& rt_;
     std::string principal_;
     std::string tool_;
@@ -154,7 +182,7 @@ mcp::ToolResult claim_and_execute(ActionRuntime& rt, const ActionCall& call, con
     json stripped;
     const json& call_args = without(args, "idempotency_key", stripped);
     KeyClaim claim(rt, principal_of(ctx), call.tool, string_arg(args, "idempotency_key"));
-    if (auto known = claim.claim(call_args)) return std::move(*known);
+    if (auto known = claim.claim(call_args, ctx.stop)) return std::move(*known);
     try {
         std::optional<CreditLimiter::Permit> permit;  // held until the work is done
         if (call.spends_credits) {

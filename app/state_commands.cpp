@@ -1,0 +1,121 @@
+// state migrate | export | import, and the store `serve` opens: SQLite by default, PostgreSQL
+// when a state URL is given (several instances, docs/deploy.md).
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include "app/commands.hpp"
+#include "app/process.hpp"
+#include "base/crypto.hpp"
+#include "state/open_store.hpp"
+#include "state/sqlite_store.hpp"
+
+namespace agency::app {
+
+std::shared_ptr<state::Store> open_state(const std::string& state_url,
+                                         const std::string& state_db) {
+    if (!state_url.empty()) return state::open_store(state_url);
+    return state::open_store(state_db.empty() ? state::SqliteStore::default_path() : state_db);
+}
+
+void require_shared_secret(const std::string& secret) {
+    // Cursors, requestState and task cursors are sealed with it: an instance with another
+    // secret (or a random one) would refuse what its peers hand out.
+    if (secret.size() >= 32) return;
+    throw std::runtime_error(
+        std::string("a shared state store (--state-url) needs AGENCY_SERVER_SECRET") +
+        (secret.empty() ? "" : " of at least 32 characters") +
+        ", the same on every instance, so that a cursor or requestState made by one instance "
+        "opens on the others; for example: export AGENCY_SERVER_SECRET=$(openssl rand -hex 32)");
+}
+
+std::string instance_name() {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    return std::string(host[0] ? host : "host") + "-" + std::to_string(::getpid()) + "-" +
+           crypto::random_hex(3);
+}
+
+std::chrono::milliseconds lease_from_env() {
+    const std::string text = env_or("AGENCY_STATE_LEASE_MS");
+    if (text.empty()) return std::chrono::milliseconds(15'000);
+    std::size_t used = 0;
+    long long value = 0;
+    try {
+        value = std::stoll(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != text.size() || value < 300 || value > 600'000)
+        throw std::runtime_error("AGENCY_STATE_LEASE_MS must be whole milliseconds from 300 to "
+                                 "600000 (got '" + text + "')");
+    return std::chrono::milliseconds(value);
+}
+
+int run_state_migrate(const StateArgs& args) {
+    auto store = open_state(args.state_url, args.state_db);  // opening migrates
+    const int version = store->schema_version();
+    if (version == 0) {
+        std::cout << "no state database at " << store->describe()
+                  << " yet: agency-mcp serve creates it at its first write\n";
+        return 0;
+    }
+    std::cout << "state store " << store->describe() << ": schema version " << version << "\n";
+    return 0;
+}
+
+int run_state_export(const StateArgs& args) {
+    auto store = open_state(args.state_url, args.state_db);
+    std::ofstream file;
+    if (!args.file.empty()) {
+        file.open(args.file, std::ios::trunc);
+        if (!file) throw std::runtime_error("cannot write " + args.file);
+    }
+    std::ostream& out = args.file.empty() ? std::cout : file;
+    std::size_t rows = 0;
+    store->export_rows([&](const nlohmann::json& line) {
+        out << line.dump() << '\n';
+        ++rows;
+    });
+    out.flush();
+    if (!out) throw std::runtime_error("writing the export failed");
+    spdlog::info("exported {} row(s) from {}", rows, store->describe());
+    return 0;
+}
+
+int run_state_import(const StateArgs& args) {
+    auto store = open_state(args.state_url, args.state_db);
+    std::ifstream file;
+    if (!args.file.empty()) {
+        file.open(args.file);
+        if (!file) throw std::runtime_error("cannot read " + args.file);
+    }
+    std::istream& in = args.file.empty() ? std::cin : file;
+    std::string text;
+    std::size_t line_no = 0, rows = 0;
+    while (std::getline(in, text)) {
+        ++line_no;
+        if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+        const auto line = nlohmann::json::parse(text, nullptr, false);
+        try {
+            if (line.is_discarded()) throw state::StoreError("not JSON");
+            store->import_row(line);
+        } catch (const state::StoreError& e) {
+            throw std::runtime_error(
+                "line " + std::to_string(line_no) + ": " + e.what() + " (" +
+                std::to_string(rows) +
+                " row(s) imported before it; import into an empty store, from a file that "
+                "`agency-mcp state export` wrote)");
+        }
+        ++rows;
+    }
+    spdlog::info("imported {} row(s) into {}", rows, store->describe());
+    return 0;
+}
+
+}  // namespace agency::app
