@@ -198,7 +198,7 @@ def machine():
     return {"cpu": field("Model name"), "cpus": field("CPU(s)"),
             "threads_per_core": field("Thread(s) per core"),
             "haproxy": subprocess.run(["haproxy", "-v"], capture_output=True,
-                                      text=True).stdout.splitlines()[0],
+                                      text=True).stdout.split(" - ")[0].replace(" version", ""),
             "loadavg": open("/proc/loadavg").read().split()[:3],
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
@@ -217,7 +217,9 @@ def markdown(results):
              "round trip).", "",
              f"- machine: {m['cpu']}, {m['cpus']} CPUs ({m['threads_per_core']} thread(s) per "
              f"core), shared by the driver, HAProxy, the instances and the gateway; "
-             f"{m['haproxy']}; load average at the start {' '.join(m['loadavg'])}; {m['date']}",
+             f"{m['haproxy']}; binary `{results['binary']}`; load average at the start "
+             f"{' '.join(m['loadavg'])} (other builds ran meanwhile: the figures are noisy); "
+             f"{m['date']}",
              "", "| tool | calls in flight | setup | calls/s | p50 ms | p99 ms | CPU ms a call: "
              "instances | HAProxy | gateway | driver |",
              "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -268,7 +270,7 @@ def main():
         d.stop()
     results = {"machine": machine(), "requests": args.requests, "rows": rows,
                "state": "PostgreSQL (one cluster)" if args.pg else "an SQLite file per instance",
-               "binary": d.agency}
+               "binary": os.path.relpath(d.agency, ROOT)}
     if args.no_write:
         print(json.dumps(results, indent=1))
         return
