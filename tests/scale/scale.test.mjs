@@ -212,7 +212,9 @@ test('kill -9 the instance running an audit: another finishes it, one gateway PO
   let status;
   const deadline = Date.now() + 10000;
   do {
-    status = (await callTool(one.url, 'get_audit_status', { audit_id })).result.structuredContent.status;
+    const r = (await callTool(one.url, 'get_audit_status', { client_id: 'demo-dental', audit_id })).result;
+    check(r.structuredContent, `get_audit_status on instance 1: ${JSON.stringify(r)}`);
+    status = r.structuredContent.status;
   } while (status === 'queued' && Date.now() < deadline);
   assert.equal(status, 'running', 'the job was running (its POST out) when instance 1 was killed');
   await cluster.kill(one);
@@ -221,13 +223,18 @@ test('kill -9 the instance running an audit: another finishes it, one gateway PO
   let record;
   do {
     await sleep(250);
-    record = (await callTool(lb, 'get_audit_status', { audit_id })).result.structuredContent;
+    const r = (await callTool(lb, 'get_audit_status', { client_id: 'demo-dental', audit_id })).result;
+    check(r.structuredContent, `get_audit_status through HAProxy: ${JSON.stringify(r)}`);
+    record = r.structuredContent;
   } while (record.status !== 'succeeded' && record.status !== 'failed' && Date.now() < until);
   check(record.status === 'succeeded', `audit after the kill: ${JSON.stringify(record)}`);
+  check(cluster.instances.some((i) => i.alive && i.log().includes(`audit job ${audit_id}`) &&
+                                      /taking it over/.test(i.log())),
+        'another instance took the audit over');
   await sleep(1000);  // nobody sends it again afterwards
   const posts = await cluster.gatewayPosts('seo_audit', url);
   check(posts.length === 1, `seo_audit POSTs for the audit: ${posts.length}`);
-  const again = (await callTool(lb, 'get_audit_status', { audit_id })).result.structuredContent;
+  const again = (await callTool(lb, 'get_audit_status', { client_id: 'demo-dental', audit_id })).result.structuredContent;
   assert.equal(again.report_id, record.report_id);
 });
 
