@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= 2
 PORT ?= 8787
 
-.PHONY: deps build run test npm-deps bench soak clean fuzz-deps fuzz-build fuzz fuzz-replay \
+.PHONY: deps build run test npm-deps bench bench-scale soak clean fuzz-deps fuzz-build fuzz fuzz-replay \
 	fuzz-known test-asan test-tsan check-sizes
 
 deps:
@@ -41,6 +41,14 @@ bench: deps
 	cmake --build build-release -j$(JOBS) --target agency-mcp agency_bench_driver
 	@scripts/npm-deps.sh bench/peer
 	python3 bench/run.py $(BENCH_ARGS)
+
+# Scale-out throughput (docs/benchmarks.md, "Scale-out"): stateless read calls through HAProxy
+# (deploy/haproxy.cfg) to three instances beside one instance; BENCH_SCALE_ARGS=--pg to put
+# them on a throwaway PostgreSQL cluster.
+bench-scale: deps
+	cmake --preset release >/dev/null
+	cmake --build build-release -j$(JOBS) --target agency-mcp agency_bench_driver
+	python3 bench/scale.py --build-dir build-release $(BENCH_SCALE_ARGS)
 
 # The soak (docs/benchmarks.md, "Soak"): reads, actions, tasks and confirmations at 16 in flight
 # against the sample gateway with faults on, for SOAK_SECONDS (default 300); fails on a crash,

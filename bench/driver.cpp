@@ -40,6 +40,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr const char* kProtocolVersion = "2025-11-25";  // legacy era: initialize + session
+constexpr const char* kModernVersion = "2026-07-28";    // stateless: no session, _meta
 
 double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
@@ -116,7 +117,7 @@ Options parse_options(int argc, char** argv) {
         else if (a == "--stop-grace") o.stop_grace = std::stod(value());
         else if (a == "--help" || a == "-h") {
             std::puts(
-                "agency_bench_driver --transport stdio|http|gateway [-n N] [-c C] [--warmup W]\n"
+                "agency_bench_driver --transport stdio|http|modern|gateway [-n N] [-c C] [--warmup W]\n"
                 "  [--tool NAME --args JSON]   ({i} in JSON: the request's index)\n"
                 "  [--url URL] [--path /api?...] [--scan] [--scan-pages N] [--pid PID] [--rss-every K]\n"
                 "  [--cold-start] [--tools-list] [--max-seconds S] [-- SERVER COMMAND...]");
@@ -245,6 +246,15 @@ std::string call_body(const Options& o, long id) {
     return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
            R"(,"method":"tools/call","params":{"name":")" + o.tool + R"(","arguments":)" +
            fill(o.args, id) + "}}";
+}
+
+// The same call in the 2026-07-28 era: the version and capabilities in _meta, no session.
+std::string modern_call_body(const Options& o, long id) {
+    std::string body = call_body(o, id);
+    body.insert(body.size() - 2, std::string(R"(,"_meta":{"io.modelcontextprotocol/protocolVersion":")") +
+                                     kModernVersion +
+                                     R"(","io.modelcontextprotocol/clientCapabilities":{}})");
+    return body;
 }
 
 std::string initialize_body() {
@@ -478,12 +488,16 @@ public:
         return std::nullopt;
     }
 
-    std::string post_request(const std::string& body, const std::string& session) const {
+    std::string post_request(const std::string& body, const std::string& session,
+                             const std::string& modern_tool = "") const {
         std::string r = "POST " + url_.path + " HTTP/1.1\r\nHost: " + url_.host + ":" +
                         std::to_string(url_.port) +
                         "\r\nContent-Type: application/json\r\n"
                         "Accept: application/json, text/event-stream\r\n"
-                        "MCP-Protocol-Version: " + kProtocolVersion + "\r\n";
+                        "MCP-Protocol-Version: " +
+                        (modern_tool.empty() ? kProtocolVersion : kModernVersion) + "\r\n";
+        if (!modern_tool.empty())
+            r += "Mcp-Method: tools/call\r\nMcp-Name: " + modern_tool + "\r\n";
         if (!session.empty()) r += "Mcp-Session-Id: " + session + "\r\n";
         r += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
         return r += body;
@@ -716,7 +730,8 @@ void run_stdio(Run& run) {
     run.driver_cpu_s = self_cpu_seconds() - self0;
 }
 
-// HTTP: C keep-alive connections on C threads; MCP (one legacy session) or gateway GETs.
+// HTTP: C keep-alive connections on C threads; MCP (one legacy session, or stateless 2026-07-28
+// requests with --transport modern) or gateway GETs.
 void run_http(Run& run) {
     const Options& o = run.o;
     const Url url = parse_url(o.url);
@@ -729,7 +744,8 @@ void run_http(Run& run) {
     } else {
         run.pid = o.server_pid;
     }
-    const bool mcp = o.transport == "http";
+    const bool modern = o.transport == "modern";
+    const bool mcp = o.transport == "http" || modern;
     simdjson::ondemand::parser parser;
 
     std::string session;
@@ -740,7 +756,7 @@ void run_http(Run& run) {
             if (Clock::now() > run.deadline) die("cannot connect to " + o.url);
             std::this_thread::sleep_for(std::chrono::microseconds(200));
         }
-        if (mcp) {
+        if (mcp && !modern) {
             auto r = first.exchange(first.post_request(initialize_body(), ""), run.deadline);
             if (!r || r->status != 200) die("initialize failed");
             session = r->session;
@@ -764,7 +780,9 @@ void run_http(Run& run) {
     // One logical call: an MCP tools/call, or one gateway read (all its pages with --scan).
     auto one_call = [&](HttpConnection& conn, simdjson::ondemand::parser& p, long id) -> Answer {
         if (mcp) {
-            auto r = conn.exchange(conn.post_request(call_body(o, id), session), run.deadline);
+            auto r = conn.exchange(modern ? conn.post_request(modern_call_body(o, id), "", o.tool)
+                                          : conn.post_request(call_body(o, id), session),
+                                   run.deadline);
             if (!r) return {id, false, "no HTTP answer"};
             if (r->status != 200) return {id, false, "HTTP " + std::to_string(r->status)};
             Answer a = inspect(rpc_payload(*r), p);
@@ -834,7 +852,7 @@ int main(int argc, char** argv) {
     const Options& o = run.o;
     if (o.transport == "stdio") {
         run_stdio(run);
-    } else if (o.transport == "http" || o.transport == "gateway") {
+    } else if (o.transport == "http" || o.transport == "modern" || o.transport == "gateway") {
         run_http(run);
     } else {
         die("unknown transport " + o.transport);

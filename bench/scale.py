@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""Scale-out throughput (`make bench-scale`): stateless 2026-07-28 read calls through HAProxy
+(deploy/haproxy.cfg, the shipped file) to three agency-mcp instances, beside one instance
+(directly, and alone behind the same HAProxy), all on one standalone sample gateway.
+
+Reads make no state-store round trip, so the instances use SQLite files of their own unless
+--pg is given (a throwaway PostgreSQL cluster from scripts/pg-cluster.sh and --state-url; it
+changes nothing for reads and is there to show it). The load comes from bench's driver
+(agency_bench_driver --transport modern: C keep-alive connections, no session). Writes
+bench/results/scale.json and bench/results/scale.md, and puts the latter into
+docs/benchmarks.md as its "Scale-out" section (bench/run.py keeps it). Standard library only.
+
+  python3 bench/scale.py [--build-dir build-release] [--requests 6000] [--concurrency 16] [--pg]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HAPROXY_CFG = os.path.join(ROOT, "deploy", "haproxy.cfg")
+TOOLS = {
+    "get_client": '{"client_id":"demo-dental"}',
+    "list_keywords": '{"client_id":"demo-plumbing","limit":100}',
+}
+
+
+def log(msg):
+    print(f"[bench-scale {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process, seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_line(proc, pattern, what, timeout=20):
+    """Reads proc's output until pattern matches; returns the match."""
+    deadline = time.time() + timeout
+    seen = ""
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen += line
+        m = re.search(pattern, line)
+        if m:
+            return m
+    raise RuntimeError(f"{what} did not start:\n{seen}")
+
+
+class Deployment:
+    def __init__(self, args):
+        self.args = args
+        self.build = os.path.join(ROOT, args.build_dir)
+        self.agency = os.path.join(self.build, "agency-mcp")
+        self.driver = os.path.join(self.build, "agency_bench_driver")
+        for path in (self.agency, self.driver):
+            if not os.access(path, os.X_OK):
+                sys.exit(f"{path} is missing: build agency-mcp and agency_bench_driver first")
+        if not shutil.which("haproxy"):
+            sys.exit("haproxy is missing: scripts/install-deps.sh installs it")
+        self.tmp = tempfile.mkdtemp(prefix="agency-bench-scale-")
+        os.chmod(self.tmp, 0o711)  # a PostgreSQL cluster run as `postgres` lives below
+        self.procs = []
+        self.instances = []
+        self.state_url = None
+        self.pg_dir = None
+
+    def spawn(self, argv, env=None):
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env={**os.environ, **(env or {})})
+        self.procs.append(proc)
+        return proc
+
+    def start(self):
+        gw = self.spawn([self.agency, "--log-level", "warn", "sample-gateway", "--listen",
+                         "127.0.0.1:0"])
+        self.gateway_url = wait_line(gw, r"(http://127\.0\.0\.1:\d+/api)", "sample gateway").group(1)
+        self.gateway = gw
+        if self.args.pg:
+            self.pg_dir = os.path.join(self.tmp, "pg")
+            run = subprocess.run(["bash", os.path.join(ROOT, "scripts", "pg-cluster.sh"), "start",
+                                  self.pg_dir], capture_output=True, text=True, timeout=60)
+            if run.returncode != 0:
+                raise RuntimeError(f"scripts/pg-cluster.sh start: {run.stderr}")
+            self.state_url = run.stdout.strip().splitlines()[-1]
+        for i in range(1, 4):
+            state = (["--state-url", self.state_url] if self.state_url
+                     else ["--state-db", os.path.join(self.tmp, f"state{i}.db")])
+            proc = self.spawn([self.agency, "serve", "--http", "--listen", "127.0.0.1:0",
+                               "--gateway-url", self.gateway_url, *state],
+                              env={"AGENCY_SERVER_SECRET": "bench-scale-secret-0123456789abcdef"})
+            url = wait_line(proc, r"MCP over Streamable HTTP at (http://\S+)", f"instance {i}").group(1)
+            self.instances.append({"proc": proc, "url": url, "host": url.split("/")[2]})
+        # Their logs are not read any more: drain them so that a full pipe never blocks them.
+        for proc in self.procs:
+            subprocess.Popen(["cat"], stdin=proc.stdout, stdout=subprocess.DEVNULL)
+
+    def haproxy(self, hosts):
+        """HAProxy with the shipped file, its servers at hosts (repeated to fill three)."""
+        port = free_port()
+        env = {"AGENCY_LISTEN": f"127.0.0.1:{port}", "AGENCY_CHECK_MS": "1000"}
+        for k in range(3):
+            env[f"AGENCY_{k + 1}"] = hosts[k % len(hosts)]
+        proc = subprocess.Popen(["haproxy", "-db", "-f", HAPROXY_CFG], env={**os.environ, **env},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"http://127.0.0.1:{port}/mcp"
+        for _ in range(200):
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    return proc, url
+            except OSError:
+                time.sleep(0.05)
+        proc.kill()
+        raise RuntimeError("haproxy did not listen")
+
+    def drive(self, url, tool, concurrency, requests):
+        argv = [self.driver, "--transport", "modern", "--url", url, "--tool", tool,
+                "--args", TOOLS[tool], "-n", str(requests), "--warmup", str(requests // 10),
+                "-c", str(concurrency), "--max-seconds", "300"]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=400)
+        if not proc.stdout.strip():
+            raise RuntimeError(f"driver: {proc.stderr}")
+        result = json.loads(proc.stdout)
+        if result["failed"]:
+            raise RuntimeError(f"driver: {result['failed']} failed: {result['first_failure']}")
+        return result
+
+    def measure(self, setup, url, instances, hp, tool, concurrency):
+        pids = {"instances": [i["proc"].pid for i in instances], "gateway": [self.gateway.pid],
+                "haproxy": [hp.pid] if hp else []}
+        before = {k: sum(cpu_seconds(p) for p in v) for k, v in pids.items()}
+        r = self.drive(url, tool, concurrency, self.args.requests)
+        calls = r["requests"] + r["requests"] // 10
+        cpu = {k: (sum(cpu_seconds(p) for p in v) - before[k]) * 1000 / calls
+               for k, v in pids.items()}
+        row = {"setup": setup, "tool": tool, "concurrency": concurrency,
+               "calls_per_s": r["calls_per_s"], "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"],
+               "cpu_ms_per_call": {**cpu, "driver": r["driver_cpu_per_call_ms"]}}
+        log(f"{setup:24} {tool:14} c={concurrency:3} {r['calls_per_s']:8.0f}/s "
+            f"p50 {r['p50_ms']:.2f} ms p99 {r['p99_ms']:.2f} ms  cpu/call "
+            + " ".join(f"{k} {v:.3f}" for k, v in row["cpu_ms_per_call"].items()))
+        return row
+
+    def run(self):
+        rows = []
+        hp1, url1 = self.haproxy([self.instances[0]["host"]])
+        hp3, url3 = self.haproxy([i["host"] for i in self.instances])
+        try:
+            time.sleep(1.5)  # the first health checks
+            setups = [("one instance, direct", self.instances[0]["url"], self.instances[:1], None),
+                      ("one instance, HAProxy", url1, self.instances[:1], hp1),
+                      ("three instances, HAProxy", url3, self.instances, hp3)]
+            for tool in TOOLS:
+                for c in self.args.concurrency:
+                    for setup, url, insts, hp in setups:
+                        rows.append(self.measure(setup, url, insts, hp, tool, c))
+        finally:
+            for p in (hp1, hp3):
+                p.terminate()
+                p.wait()
+        return rows
+
+    def stop(self):
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        if self.pg_dir:
+            subprocess.run(["bash", os.path.join(ROOT, "scripts", "pg-cluster.sh"), "stop",
+                            self.pg_dir], capture_output=True, timeout=60)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def machine():
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    field = lambda name: next((l.split(":", 1)[1].strip() for l in lscpu.splitlines()
+                               if l.startswith(name + ":")), "?")
+    return {"cpu": field("Model name"), "cpus": field("CPU(s)"),
+            "threads_per_core": field("Thread(s) per core"),
+            "haproxy": subprocess.run(["haproxy", "-v"], capture_output=True,
+                                      text=True).stdout.split(" - ")[0].replace(" version", ""),
+            "loadavg": open("/proc/loadavg").read().split()[:3],
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+
+
+def markdown(results):
+    m = results["machine"]
+    lines = ["## Scale-out", "",
+             "<!-- Generated by `make bench-scale` (bench/scale.py); bench/results/scale.json "
+             "has every figure. -->", "",
+             f"`make bench-scale`: stateless 2026-07-28 `tools/call`s (bench's driver, "
+             f"`--transport modern`, {results['requests']:,} calls after a tenth as warm-up, "
+             "keep-alive connections) to one agency-mcp instance directly, to the same instance "
+             "alone behind HAProxy, and to three instances behind HAProxy (`deploy/haproxy.cfg` "
+             "as shipped: leastconn, one connection to the instance per request), all on one "
+             f"standalone sample gateway; state: {results['state']} (a read makes no store "
+             "round trip).", "",
+             f"- machine: {m['cpu']}, {m['cpus']} CPUs ({m['threads_per_core']} thread(s) per "
+             f"core), shared by the driver, HAProxy, the instances and the gateway; "
+             f"{m['haproxy']}; binary `{results['binary']}`; load average at the start "
+             f"{' '.join(m['loadavg'])} (other builds ran meanwhile: the figures are noisy); "
+             f"{m['date']}",
+             "", "| tool | calls in flight | setup | calls/s | p50 ms | p99 ms | CPU ms a call: "
+             "instances | HAProxy | gateway | driver |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in results["rows"]:
+        c = r["cpu_ms_per_call"]
+        lines.append(f"| {r['tool']} | {r['concurrency']} | {r['setup']} | "
+                     f"{r['calls_per_s']:,.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | "
+                     f"{c['instances']:.3f} | {c['haproxy']:.3f} | {c['gateway']:.3f} | "
+                     f"{c['driver']:.3f} |")
+    explanation = os.path.join(ROOT, "bench", "scale-notes.md")
+    if os.path.exists(explanation):
+        lines += ["", open(explanation).read().rstrip()]
+    return "\n".join(lines) + "\n"
+
+
+def splice(doc_path, section):
+    """Replaces the '## Scale-out' section of docs/benchmarks.md (or adds it before the
+    profile findings)."""
+    with open(doc_path) as f:
+        doc = f.read()
+    pattern = re.compile(r"^## Scale-out\n.*?(?=^## |\Z)", re.S | re.M)
+    if pattern.search(doc):
+        doc = pattern.sub(lambda _: section + "\n", doc, count=1)
+    else:
+        anchor = "## What the profiles showed"
+        at = doc.find("\n" + anchor)
+        doc = doc[:at + 1] + section + "\n" + doc[at + 1:] if at >= 0 else doc + "\n" + section
+    with open(doc_path, "w") as f:
+        f.write(doc)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build-dir", default=os.environ.get("BUILD_DIR", "build-release"))
+    ap.add_argument("--requests", type=int, default=6000)
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[16])
+    ap.add_argument("--pg", action="store_true",
+                    help="a throwaway PostgreSQL cluster as the shared store (--state-url)")
+    ap.add_argument("--no-write", action="store_true",
+                    help="do not write bench/results/scale.* or docs/benchmarks.md")
+    args = ap.parse_args()
+    d = Deployment(args)
+    try:
+        d.start()
+        rows = d.run()
+    finally:
+        d.stop()
+    results = {"machine": machine(), "requests": args.requests, "rows": rows,
+               "state": "PostgreSQL (one cluster)" if args.pg else "an SQLite file per instance",
+               "binary": os.path.relpath(d.agency, ROOT)}
+    if args.no_write:
+        print(json.dumps(results, indent=1))
+        return
+    out = os.path.join(ROOT, "bench", "results")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "scale.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    section = markdown(results)
+    with open(os.path.join(out, "scale.md"), "w") as f:
+        f.write(section)
+    splice(os.path.join(ROOT, "docs", "benchmarks.md"), section)
+    log("bench/results/scale.json, bench/results/scale.md, docs/benchmarks.md (Scale-out)")
+
+
+if __name__ == "__main__":
+    main()
