@@ -39,7 +39,7 @@ before(async () => {
   lb = cluster.haproxy.url;
 });
 
-after(async () => { if (cluster) await cluster.stop(); });
+after(async () => { if (cluster && process.env.SCALE_DUMP_LOGS) console.error(cluster.logs()); if (cluster) await cluster.stop(); });
 
 // Fails with what the instances and HAProxy logged.
 function check(condition, message) {
