@@ -16,9 +16,17 @@ namespace {
 constexpr const char* kMigrationLock = "SELECT pg_advisory_lock(107083818574457)";
 constexpr const char* kMigrationUnlock = "SELECT pg_advisory_unlock(107083818574457)";
 
+// libpq's message on one line (it breaks lines and indents with tabs): logs are line-based.
 std::string trimmed(const char* text) {
-    std::string s = text ? text : "";
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    std::string s;
+    for (const char* p = text ? text : ""; *p; ++p) {
+        const bool blank = *p == '\n' || *p == '\t' || *p == ' ';
+        if (!blank)
+            s += *p;
+        else if (!s.empty() && s.back() != ' ')
+            s += ' ';
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
     return s;
 }
 
