@@ -13,7 +13,8 @@ pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 # RE2 runs schema patterns in linear time (std::regex recursed once per character). From its
 # static archive, as SQLite: binding a shared library's symbols costs every cold start.
 pkg_check_modules(RE2 REQUIRED re2)
-# libpq (libpq-dev) for the PostgreSQL state store (state/pg_store.hpp); its TLS is libpq's own.
+# libpq (libpq-dev) for the PostgreSQL state store (state/pg_store.hpp): its header at build
+# time, libpq.so.5 loaded at run time (state/pg_libpq.cpp); the tests' cluster helper links it.
 pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
 find_library(AGENCY_RE2_STATIC NAMES libre2.a REQUIRED)
 add_library(agency_re2 INTERFACE)

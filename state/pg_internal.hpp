@@ -18,6 +18,27 @@
 
 namespace agency::state {
 
+// libpq's functions, loaded on first use (dlopen of libpq.so.5) rather than linked: a process
+// that never opens a PostgreSQL store never loads libpq and the ~17 libraries it pulls in
+// (Kerberos, LDAP, ...; about 5M instructions at every start, all bound at once).
+// clang-format off
+#define AGENCY_LIBPQ_FUNCTIONS(X)                                                                \
+    X(PQconnectdbParams) X(PQstatus) X(PQerrorMessage) X(PQfinish) X(PQsetNoticeProcessor)     \
+    X(PQexecPrepared) X(PQexecParams) X(PQexec) X(PQprepare) X(PQresultStatus)                  \
+    X(PQresultErrorField) X(PQresultErrorMessage) X(PQclear) X(PQntuples) X(PQnfields)          \
+    X(PQgetisnull) X(PQgetvalue) X(PQgetlength) X(PQfname) X(PQftype) X(PQcmdTuples)            \
+    X(PQreset) X(PQtransactionStatus) X(PQsocket) X(PQconsumeInput) X(PQnotifies) X(PQfreemem)
+// clang-format on
+
+struct LibPq {
+#define AGENCY_LIBPQ_MEMBER(name) decltype(&::name) name = nullptr;
+    AGENCY_LIBPQ_FUNCTIONS(AGENCY_LIBPQ_MEMBER)
+#undef AGENCY_LIBPQ_MEMBER
+};
+
+// Loads libpq once; throws StoreError naming the package to install when it cannot.
+const LibPq& libpq();
+
 // One text-format parameter; nullopt is SQL NULL.
 struct PgParam {
     std::optional<std::string> value;
@@ -37,13 +58,13 @@ struct PgParam {
 // A query's result (owned); rows are read by column index in text format.
 class PgResult {
 public:
-    explicit PgResult(PGresult* r) : r_(r, &PQclear) {}
-    int rows() const { return PQntuples(r_.get()); }
-    int columns() const { return PQnfields(r_.get()); }
-    bool null(int row, int column) const { return PQgetisnull(r_.get(), row, column) != 0; }
+    explicit PgResult(PGresult* r) : r_(r) {}
+    int rows() const { return libpq().PQntuples(r_.get()); }
+    int columns() const { return libpq().PQnfields(r_.get()); }
+    bool null(int row, int column) const { return libpq().PQgetisnull(r_.get(), row, column) != 0; }
     std::string text(int row, int column) const {
-        return std::string(PQgetvalue(r_.get(), row, column),
-                           static_cast<std::size_t>(PQgetlength(r_.get(), row, column)));
+        return std::string(libpq().PQgetvalue(r_.get(), row, column),
+                           static_cast<std::size_t>(libpq().PQgetlength(r_.get(), row, column)));
     }
     std::int64_t integer(int row, int column) const {
         return null(row, column) ? 0 : std::stoll(text(row, column));
@@ -66,7 +87,10 @@ public:
     Row row(int i) const { return Row{this, i}; }
 
 private:
-    std::unique_ptr<PGresult, decltype(&PQclear)> r_;
+    struct Clear {
+        void operator()(PGresult* r) const { libpq().PQclear(r); }
+    };
+    std::unique_ptr<PGresult, Clear> r_;
 };
 
 // StoreError from a failed result or connection: Kind::busy when waiting or reconnecting may
@@ -78,7 +102,7 @@ struct PgStore::Conn {
     bool prepared = false;  // this connection's statements are prepared (lost on reset)
 
     ~Conn() {
-        if (pg) PQfinish(pg);
+        if (pg) libpq().PQfinish(pg);
     }
     // A prepared statement (state/pg_statements.cpp) with text parameters.
     PgResult run(const char* name, std::initializer_list<PgParam> params);
@@ -136,7 +160,8 @@ auto PgStore::in_transaction(F&& body) {
             return out;
         }
     } catch (...) {
-        if (PQstatus(conn->pg) == CONNECTION_OK) PQclear(PQexec(conn->pg, "ROLLBACK"));
+        if (libpq().PQstatus(conn->pg) == CONNECTION_OK)
+            libpq().PQclear(libpq().PQexec(conn->pg, "ROLLBACK"));
         throw;
     }
 }

@@ -169,7 +169,7 @@ std::optional<Draft> PgStore::draft(std::string_view id) {
 
 bool PgStore::mark_draft_sent(std::string_view id) {
     const auto r = acquire()->run("draft_sent", {id});
-    return std::string_view(PQcmdTuples(r.get())) != "0";
+    return std::string_view(libpq().PQcmdTuples(r.get())) != "0";
 }
 
 // --- confirmations ---------------------------------------------------------------------------

@@ -78,8 +78,8 @@ void PgStore::export_rows(const std::function<void(const json&)>& sink) {
             for (int i = 0; i < r.rows(); ++i) {
                 json row = json::object();
                 for (int c = 0; c < r.columns(); ++c) {
-                    const std::string name = PQfname(r.get(), c);
-                    const Oid type = PQftype(r.get(), c);
+                    const std::string name = libpq().PQfname(r.get(), c);
+                    const Oid type = libpq().PQftype(r.get(), c);
                     if (r.null(i, c))
                         row[name] = nullptr;
                     else if (type == kBoolOid)

@@ -16,9 +16,17 @@ namespace {
 constexpr const char* kMigrationLock = "SELECT pg_advisory_lock(107083818574457)";
 constexpr const char* kMigrationUnlock = "SELECT pg_advisory_unlock(107083818574457)";
 
+// libpq's message on one line (it breaks lines and indents with tabs): logs are line-based.
 std::string trimmed(const char* text) {
-    std::string s = text ? text : "";
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    std::string s;
+    for (const char* p = text ? text : ""; *p; ++p) {
+        const bool blank = *p == '\n' || *p == '\t' || *p == ' ';
+        if (!blank)
+            s += *p;
+        else if (!s.empty() && s.back() != ' ')
+            s += ' ';
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
     return s;
 }
 
@@ -43,11 +51,11 @@ std::string first_word(std::string_view sql) {
 }  // namespace
 
 StoreError pg_error(PGconn* conn, const PGresult* result, std::string_view what) {
-    const char* state = result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
-    const bool lost = !conn || PQstatus(conn) != CONNECTION_OK;
+    const char* state = result ? libpq().PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
+    const bool lost = !conn || libpq().PQstatus(conn) != CONNECTION_OK;
     const bool busy = lost || (state && busy_state(state));
-    std::string message = trimmed(result ? PQresultErrorMessage(result) : nullptr);
-    if (message.empty() && conn) message = trimmed(PQerrorMessage(conn));
+    std::string message = trimmed(result ? libpq().PQresultErrorMessage(result) : nullptr);
+    if (message.empty() && conn) message = trimmed(libpq().PQerrorMessage(conn));
     std::string text = "state store (PostgreSQL): " + std::string(what) + ": " + message;
     if (lost)
         text += " (the connection was lost: retry; it is reopened on the next call)";
@@ -60,9 +68,9 @@ PgResult PgStore::Conn::run(const char* name, std::initializer_list<PgParam> par
     std::vector<const char*> values;
     values.reserve(params.size());
     for (const auto& p : params) values.push_back(p.value ? p.value->c_str() : nullptr);
-    PgResult r(PQexecPrepared(pg, name, static_cast<int>(values.size()), values.data(), nullptr,
-                              nullptr, 0));
-    const auto status = PQresultStatus(r.get());
+    PgResult r(libpq().PQexecPrepared(pg, name, static_cast<int>(values.size()), values.data(),
+                                      nullptr, nullptr, 0));
+    const auto status = libpq().PQresultStatus(r.get());
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) throw pg_error(pg, r.get(), name);
     return r;
 }
@@ -70,17 +78,17 @@ PgResult PgStore::Conn::run(const char* name, std::initializer_list<PgParam> par
 PgResult PgStore::Conn::sql(const std::string& text, const std::vector<PgParam>& params) {
     std::vector<const char*> values;
     for (const auto& p : params) values.push_back(p.value ? p.value->c_str() : nullptr);
-    PgResult r(PQexecParams(pg, text.c_str(), static_cast<int>(values.size()), nullptr,
-                            values.data(), nullptr, nullptr, 0));
-    const auto status = PQresultStatus(r.get());
+    PgResult r(libpq().PQexecParams(pg, text.c_str(), static_cast<int>(values.size()), nullptr,
+                                    values.data(), nullptr, nullptr, 0));
+    const auto status = libpq().PQresultStatus(r.get());
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
         throw pg_error(pg, r.get(), first_word(text));
     return r;
 }
 
 void PgStore::Conn::exec(const char* text) {
-    PgResult r(PQexec(pg, text));
-    const auto status = PQresultStatus(r.get());
+    PgResult r(libpq().PQexec(pg, text));
+    const auto status = libpq().PQresultStatus(r.get());
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
         throw pg_error(pg, r.get(), first_word(text));
 }
@@ -90,16 +98,17 @@ std::unique_ptr<PgStore::Conn> pg_connect(const std::string& url, const std::str
     const char* keys[] = {"connect_timeout", "application_name", "options", "dbname", nullptr};
     const char* values[] = {"10", "agency-mcp", "-c lock_timeout=10000", url.c_str(), nullptr};
     auto conn = std::make_unique<PgStore::Conn>();
-    conn->pg = PQconnectdbParams(keys, values, 1);
-    if (!conn->pg || PQstatus(conn->pg) != CONNECTION_OK) {
-        const std::string why = conn->pg ? trimmed(PQerrorMessage(conn->pg)) : "out of memory";
+    conn->pg = libpq().PQconnectdbParams(keys, values, 1);
+    if (!conn->pg || libpq().PQstatus(conn->pg) != CONNECTION_OK) {
+        const std::string why =
+            conn->pg ? trimmed(libpq().PQerrorMessage(conn->pg)) : "out of memory";
         throw StoreError("cannot connect to the state database " + described + ": " + why +
                              " (check that PostgreSQL runs there and that the URL's host, port, "
                              "database, user and password are right)",
                          StoreError::Kind::busy);
     }
     // CREATE ... IF NOT EXISTS and the like send notices; libpq would print them on stderr.
-    PQsetNoticeProcessor(conn->pg, ignore_notice, nullptr);
+    libpq().PQsetNoticeProcessor(conn->pg, ignore_notice, nullptr);
     return conn;
 }
 
@@ -152,19 +161,19 @@ PgStore::Lease PgStore::acquire() {
     try {
         if (!conn) {
             conn = pg_connect(url_, described_);
-        } else if (PQstatus(conn->pg) != CONNECTION_OK) {
-            PQreset(conn->pg);  // a broken connection is reopened on its next use
+        } else if (libpq().PQstatus(conn->pg) != CONNECTION_OK) {
+            libpq().PQreset(conn->pg);  // a broken connection is reopened on its next use
             conn->prepared = false;
-            if (PQstatus(conn->pg) != CONNECTION_OK)
+            if (libpq().PQstatus(conn->pg) != CONNECTION_OK)
                 throw StoreError("cannot reconnect to the state database " + described_ + ": " +
-                                     trimmed(PQerrorMessage(conn->pg)) +
+                                     trimmed(libpq().PQerrorMessage(conn->pg)) +
                                      " (check that PostgreSQL runs there; retry)",
                                  StoreError::Kind::busy);
         }
         if (!conn->prepared) {
             for (const auto& s : pg_statements()) {
-                PgResult r(PQprepare(conn->pg, s.name, s.sql, 0, nullptr));
-                if (PQresultStatus(r.get()) != PGRES_COMMAND_OK)
+                PgResult r(libpq().PQprepare(conn->pg, s.name, s.sql, 0, nullptr));
+                if (libpq().PQresultStatus(r.get()) != PGRES_COMMAND_OK)
                     throw pg_error(conn->pg, r.get(), std::string("preparing ") + s.name);
             }
             conn->prepared = true;
@@ -179,10 +188,11 @@ PgStore::Lease PgStore::acquire() {
 }
 
 void PgStore::release(std::unique_ptr<Conn> conn) {
-    const auto tx = PQtransactionStatus(conn->pg);
-    if (tx == PQTRANS_INTRANS || tx == PQTRANS_INERROR) PQclear(PQexec(conn->pg, "ROLLBACK"));
+    const auto tx = libpq().PQtransactionStatus(conn->pg);
+    if (tx == PQTRANS_INTRANS || tx == PQTRANS_INERROR)
+        libpq().PQclear(libpq().PQexec(conn->pg, "ROLLBACK"));
     std::lock_guard lock(pool_mutex_);
-    if (PQtransactionStatus(conn->pg) == PQTRANS_ACTIVE)
+    if (libpq().PQtransactionStatus(conn->pg) == PQTRANS_ACTIVE)
         --open_;  // mid-query (cannot happen between calls): dropped, not reused
     else
         idle_.push_back(std::move(conn));
@@ -255,9 +265,9 @@ void PgStore::apply_migrations(Conn& conn, bool migrate) {
             conn.exec("COMMIT");
         }
     } catch (...) {
-        if (PQstatus(conn.pg) == CONNECTION_OK) {
-            PQclear(PQexec(conn.pg, "ROLLBACK"));
-            PQclear(PQexec(conn.pg, kMigrationUnlock));
+        if (libpq().PQstatus(conn.pg) == CONNECTION_OK) {
+            libpq().PQclear(libpq().PQexec(conn.pg, "ROLLBACK"));
+            libpq().PQclear(libpq().PQexec(conn.pg, kMigrationUnlock));
         }
         throw;
     }
@@ -288,14 +298,14 @@ void PgStore::listen_loop() {
             pause();  // the renewal's list still reports every cancel meanwhile
             continue;
         }
-        while (!stopping_ && PQstatus(conn->pg) == CONNECTION_OK) {
-            pollfd fd{.fd = PQsocket(conn->pg), .events = POLLIN, .revents = 0};
+        while (!stopping_ && libpq().PQstatus(conn->pg) == CONNECTION_OK) {
+            pollfd fd{.fd = libpq().PQsocket(conn->pg), .events = POLLIN, .revents = 0};
             const int ready = ::poll(&fd, 1, 100);
             if (ready < 0 && errno != EINTR) break;
-            if (ready > 0 && PQconsumeInput(conn->pg) == 0) break;
-            while (PGnotify* n = PQnotifies(conn->pg)) {
+            if (ready > 0 && libpq().PQconsumeInput(conn->pg) == 0) break;
+            while (PGnotify* n = libpq().PQnotifies(conn->pg)) {
                 const std::string id = n->extra ? n->extra : "";
-                PQfreemem(n);
+                libpq().PQfreemem(n);
                 std::function<void(const std::string&)> callback;
                 {
                     std::lock_guard lock(watch_mutex_);
