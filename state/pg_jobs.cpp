@@ -4,6 +4,7 @@
 #include "base/clock.hpp"
 #include "base/crypto.hpp"
 #include "state/pg_internal.hpp"
+#include "state/rows.hpp"
 
 namespace agency::state {
 
@@ -13,26 +14,9 @@ namespace {
 std::int64_t now_s() { return base::Clock::system().unix_s(); }
 std::int64_t now_ms() { return base::Clock::system().unix_ms(); }
 
-Job job_from(const PgResult::Row& s) {
-    Job job;
-    job.id = s.text(0);
-    job.kind = s.text(1);
-    job.client_id = s.text(2);
-    job.principal = s.text(3);
-    job.args = s.json_column(4);
-    job.status = s.text(5);
-    job.result = s.json_column(6);
-    job.error = s.json_column(7);
-    job.created_at = s.integer(8);
-    job.updated_at = s.integer(9);
-    job.lease_owner = s.text(10);
-    job.lease_until_ms = s.integer(11);
-    return job;
-}
-
 std::vector<Job> jobs_from(const PgResult& r) {
     std::vector<Job> out;
-    for (int i = 0; i < r.rows(); ++i) out.push_back(job_from(r.row(i)));
+    for (int i = 0; i < r.rows(); ++i) out.push_back(job_from_row(r.row(i)));
     return out;
 }
 }  // namespace
@@ -41,14 +25,7 @@ std::vector<Job> jobs_from(const PgResult& r) {
 
 Job PgStore::create_job(std::string_view kind, std::string_view client_id,
                         std::string_view principal, const json& args) {
-    Job job{.id = "aud_" + crypto::random_hex(8),
-            .kind = std::string(kind),
-            .client_id = std::string(client_id),
-            .principal = std::string(principal),
-            .args = args,
-            .status = "queued",
-            .created_at = now_s()};
-    job.updated_at = job.created_at;
+    const Job job = new_job(kind, client_id, principal, args);
     acquire()->run("job_create",
                    {job.id, job.kind, job.client_id, job.principal, args.dump(), job.created_at});
     return job;
@@ -57,7 +34,7 @@ Job PgStore::create_job(std::string_view kind, std::string_view client_id,
 std::optional<Job> PgStore::job(std::string_view id) {
     const auto r = acquire()->run("job_get", {id});
     if (r.rows() == 0) return std::nullopt;
-    return job_from(r.row(0));
+    return job_from_row(r.row(0));
 }
 
 std::optional<Job> PgStore::claim_job(std::string_view id, std::string_view owner,
@@ -66,7 +43,7 @@ std::optional<Job> PgStore::claim_job(std::string_view id, std::string_view owne
     const auto r = acquire()->run(
         "job_claim", {id, owner, now + lease.count(), PgParam::boolean(force), now, now / 1000});
     if (r.rows() == 0) return std::nullopt;
-    return job_from(r.row(0));
+    return job_from_row(r.row(0));
 }
 
 void PgStore::renew_job_leases(std::string_view owner, std::chrono::milliseconds lease) {

@@ -107,13 +107,16 @@ const PgStatement kStatements[] = {
      "INSERT INTO jobs (id, kind, client_id, principal, args, status, created_at, "
      "updated_at) VALUES ($1, $2, $3, $4, $5, 'queued', $6, $6)"},
     {"job_get", "SELECT " AGENCY_JOB_COLUMNS " FROM jobs WHERE id = $1"},
-    // The row is locked and its claim re-checked against the committed state: of several
-    // instances claiming at once, one gets it. RETURNING gives the row as it was.
+    // The row is locked and its claim checked against the committed state: of several
+    // instances claiming at once, one gets it; the others skip the locked row rather than wait
+    // (SKIP LOCKED: it is being claimed, cancelled or finished). RETURNING gives the row as it
+    // was.
     {"job_claim",
      "WITH b AS (SELECT " AGENCY_JOB_COLUMNS " FROM jobs WHERE id = $1 AND (status = "
      "'queued' OR (status = 'running' AND ($4::boolean OR lease_owner = '' OR lease_owner = "
-     "$2 OR lease_until_ms < $5::bigint))) FOR UPDATE) UPDATE jobs SET status = 'running', "
-     "lease_owner = $2, lease_until_ms = $3, updated_at = $6 FROM b WHERE jobs.id = b.id "
+     "$2 OR lease_until_ms < $5::bigint))) FOR UPDATE SKIP LOCKED) UPDATE jobs SET status = "
+     "'running', lease_owner = $2, lease_until_ms = $3, updated_at = $6 FROM b WHERE jobs.id = "
+     "b.id "
      "RETURNING b.id, b.kind, b.client_id, b.principal, b.args, b.status, b.result, b.error, "
      "b.created_at, b.updated_at, b.lease_owner, b.lease_until_ms"},
     {"job_renew",
@@ -203,7 +206,8 @@ const PgStatement kStatements[] = {
     {"task_claim",
      "WITH b AS (SELECT " AGENCY_TASK_COLUMNS " FROM tasks WHERE id = $1 AND status IN "
      "('working','input_required') AND ($4::boolean OR lease_owner = '' OR lease_owner = $2 "
-     "OR lease_until_ms < $5::bigint) FOR UPDATE) UPDATE tasks SET lease_owner = $2, "
+     "OR lease_until_ms < $5::bigint) FOR UPDATE SKIP LOCKED) UPDATE tasks SET lease_owner = "
+     "$2, "
      "lease_until_ms = $3 FROM b WHERE tasks.id = b.id RETURNING " AGENCY_TASK_BEFORE},
     {"task_renew",
      "UPDATE tasks SET lease_until_ms = $2 WHERE lease_owner = $1 AND status IN "

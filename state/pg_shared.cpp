@@ -5,6 +5,7 @@
 #include "base/clock.hpp"
 #include "base/crypto.hpp"
 #include "state/pg_internal.hpp"
+#include "state/rows.hpp"
 
 namespace agency::state {
 
@@ -46,19 +47,6 @@ void PgStore::release_credit(std::string_view slot_id) {
 // --- export / import -------------------------------------------------------------------------
 
 namespace {
-// Columns holding JSON text: exported as JSON values, imported back as text (as SQLite's).
-bool json_column(std::string_view table, std::string_view column) {
-    if (table == "jobs") return column == "args" || column == "result" || column == "error";
-    if (table == "tasks")
-        return column == "arguments" || column == "error" || column == "input_requests" ||
-               column == "resume";
-    return false;
-}
-
-bool known_table(std::string_view name) {
-    return std::find(std::begin(kStateTables), std::end(kStateTables), name) !=
-           std::end(kStateTables);
-}
 
 // Each table's key, for a stable export order.
 const char* order_of(std::string_view table) {
@@ -88,7 +76,7 @@ void PgStore::export_rows(const std::function<void(const json&)>& sink) {
                         row[name] = r.integer(i, c);
                     else
                         row[name] =
-                            json_column(table, name) ? r.json_column(i, c) : json(r.text(i, c));
+                            is_json_column(table, name) ? r.json_column(i, c) : json(r.text(i, c));
                 }
                 sink({{"table", table}, {"row", std::move(row)}});
             }
@@ -99,7 +87,7 @@ void PgStore::export_rows(const std::function<void(const json&)>& sink) {
 void PgStore::import_row(const json& line) {
     const std::string table = line.value("table", "");
     const auto row = line.find("row");
-    if (!known_table(table) || row == line.end() || !row->is_object() || row->empty())
+    if (!is_state_table(table) || row == line.end() || !row->is_object() || row->empty())
         throw StoreError(
             "not an exported state row (want {\"table\": one of jobs, "
             "idempotency, drafts, confirmations, tasks, credit_slots, \"row\": "
@@ -114,7 +102,7 @@ void PgStore::import_row(const json& line) {
         marks += (marks.empty() ? "$" : ", $") + std::to_string(values.size() + 1);
         if (value.is_null())
             values.emplace_back(nullptr);
-        else if (json_column(table, name))
+        else if (is_json_column(table, name))
             values.emplace_back(value.dump());
         else if (value.is_boolean())
             values.emplace_back(value.get<bool>() ? "1" : "0");

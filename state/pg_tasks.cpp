@@ -2,37 +2,17 @@
 // instances (claim, renew, orphans) decided in SQL.
 #include "base/clock.hpp"
 #include "state/pg_internal.hpp"
+#include "state/rows.hpp"
 
 namespace agency::state {
 
 using json = nlohmann::json;
 
 namespace {
-TaskRecord task_from(const PgResult::Row& st) {
-    TaskRecord t;
-    t.id = st.text(0);
-    t.owner = st.text(1);
-    t.tool = st.text(2);
-    t.era = st.text(3);
-    t.status = parse_task_status(st.text(4)).value_or(TaskStatus::failed);
-    t.status_message = st.text(5);
-    t.created_ms = st.integer(6);
-    t.updated_ms = st.integer(7);
-    t.ttl_ms = st.integer(8);
-    t.poll_ms = st.integer(9);
-    t.arguments = st.json_column(10);
-    t.result = st.text(11);
-    t.error = st.json_column(12);
-    t.input_requests = st.json_column(13);
-    t.resume = st.json_column(14);
-    t.lease_owner = st.text(15);
-    t.lease_until_ms = st.integer(16);
-    return t;
-}
 
 std::vector<TaskRecord> tasks_from(const PgResult& r) {
     std::vector<TaskRecord> out;
-    for (int i = 0; i < r.rows(); ++i) out.push_back(task_from(r.row(i)));
+    for (int i = 0; i < r.rows(); ++i) out.push_back(task_from_row(r.row(i)));
     return out;
 }
 }  // namespace
@@ -49,7 +29,7 @@ void PgStore::put(const TaskRecord& t) {
 std::optional<TaskRecord> PgStore::get(std::string_view id) {
     const auto r = acquire()->run("task_get", {id});
     if (r.rows() == 0) return std::nullopt;
-    return task_from(r.row(0));
+    return task_from_row(r.row(0));
 }
 
 std::vector<TaskRecord> PgStore::list(std::string_view owner, std::size_t offset,
@@ -70,7 +50,7 @@ std::optional<TaskRecord> PgStore::claim_task(std::string_view id, std::string_v
     const auto r =
         acquire()->run("task_claim", {id, owner, now + lease_ms, PgParam::boolean(force), now});
     if (r.rows() == 0) return std::nullopt;
-    return task_from(r.row(0));
+    return task_from_row(r.row(0));
 }
 
 std::vector<std::string> PgStore::renew_task_leases(std::string_view owner, std::int64_t lease_ms) {

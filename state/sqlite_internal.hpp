@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
+#include "state/rows.hpp"
 #include "state/sqlite_store.hpp"
 
 namespace agency::state {
@@ -98,22 +99,5 @@ inline constexpr const char* kJobColumns =
     "id, kind, client_id, principal, args, status, result, error, created_at, updated_at, "
     "lease_owner, lease_until_ms";
 
-template <typename S>
-Job read_job(const S& s) {
-    Job job;
-    job.id = s.text(0);
-    job.kind = s.text(1);
-    job.client_id = s.text(2);
-    job.principal = s.text(3);
-    job.args = s.json_column(4);
-    job.status = s.text(5);
-    job.result = s.json_column(6);
-    job.error = s.json_column(7);
-    job.created_at = s.integer(8);
-    job.updated_at = s.integer(9);
-    job.lease_owner = s.text(10);
-    job.lease_until_ms = s.integer(11);
-    return job;
-}
 
 }  // namespace agency::state

@@ -27,7 +27,7 @@ std::optional<Job> SqliteStore::claim_job(std::string_view id, std::string_view 
                     (std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?").c_str());
         s.bind(id);
         if (!s.step()) return std::nullopt;
-        Job before = read_job(s);
+        Job before = job_from_row(s);
         const std::int64_t now = now_ms();
         const bool free = before.status == "queued" ||
                           (before.status == "running" &&
@@ -58,7 +58,7 @@ std::vector<Job> SqliteStore::orphaned_jobs(std::size_t limit) {
                          .c_str());
     s.bind(now_ms()).bind(static_cast<std::int64_t>(limit));
     std::vector<Job> out;
-    while (s.step()) out.push_back(read_job(s));
+    while (s.step()) out.push_back(job_from_row(s));
     return out;
 }
 
@@ -108,21 +108,6 @@ void SqliteStore::release_credit(std::string_view slot_id) {
 
 // --- export / import -------------------------------------------------------------------------
 
-namespace {
-// Columns holding JSON text: exported as JSON values, imported back as text.
-bool json_column(std::string_view table, std::string_view column) {
-    if (table == "jobs") return column == "args" || column == "result" || column == "error";
-    if (table == "tasks")
-        return column == "arguments" || column == "error" || column == "input_requests" ||
-               column == "resume";
-    return false;
-}
-
-bool known_table(std::string_view name) {
-    return std::find(std::begin(kStateTables), std::end(kStateTables), name) !=
-           std::end(kStateTables);
-}
-}  // namespace
 
 void SqliteStore::export_rows(const std::function<void(const json&)>& sink) {
     std::unique_lock<std::mutex> lock;
@@ -138,7 +123,8 @@ void SqliteStore::export_rows(const std::function<void(const json&)>& sink) {
                     case SQLITE_NULL: row[name] = nullptr; break;
                     case SQLITE_INTEGER: row[name] = s.integer(i); break;
                     default:
-                        row[name] = json_column(table, name) ? s.json_column(i) : json(s.text(i));
+                        row[name] =
+                            is_json_column(table, name) ? s.json_column(i) : json(s.text(i));
                 }
             }
             sink({{"table", table}, {"row", std::move(row)}});
@@ -149,7 +135,7 @@ void SqliteStore::export_rows(const std::function<void(const json&)>& sink) {
 void SqliteStore::import_row(const json& line) {
     const std::string table = line.value("table", "");
     const auto row = line.find("row");
-    if (!known_table(table) || row == line.end() || !row->is_object() || row->empty())
+    if (!is_state_table(table) || row == line.end() || !row->is_object() || row->empty())
         throw StoreError("not an exported state row (want {\"table\": one of jobs, "
                          "idempotency, drafts, confirmations, tasks, credit_slots, \"row\": "
                          "{...}})");
@@ -166,7 +152,7 @@ void SqliteStore::import_row(const json& line) {
     for (const auto& [name, value] : row->items()) {
         if (value.is_null())
             s.bind_null();
-        else if (json_column(table, name))
+        else if (is_json_column(table, name))
             s.bind(value.dump());
         else if (value.is_boolean())
             s.bind(std::int64_t{value.get<bool>() ? 1 : 0});

@@ -259,17 +259,9 @@ COMMIT;
 
 // --- jobs ------------------------------------------------------------------------------------
 
-
 Job SqliteStore::create_job(std::string_view kind, std::string_view client_id,
                       std::string_view principal, const json& args) {
-    Job job{.id = "aud_" + crypto::random_hex(8),
-            .kind = std::string(kind),
-            .client_id = std::string(client_id),
-            .principal = std::string(principal),
-            .args = args,
-            .status = "queued",
-            .created_at = base::Clock::system().unix_s()};
-    job.updated_at = job.created_at;
+    const Job job = new_job(kind, client_id, principal, args);
     const auto lock = open_locked();
     Statement s(db_,
                 "INSERT INTO jobs (id, kind, client_id, principal, args, status, created_at, "
@@ -285,7 +277,7 @@ std::optional<Job> SqliteStore::job(std::string_view id) {
     Statement s(db_, (std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?").c_str());
     s.bind(id);
     if (!s.step()) return std::nullopt;
-    return read_job(s);
+    return job_from_row(s);
 }
 
 void SqliteStore::finish_job(std::string_view id, bool succeeded, const json& result,
@@ -326,7 +318,7 @@ std::vector<Job> SqliteStore::unfinished_jobs() {
                       " FROM jobs WHERE status IN ('queued','running') ORDER BY created_at, rowid")
                          .c_str());
     std::vector<Job> out;
-    while (s.step()) out.push_back(read_job(s));
+    while (s.step()) out.push_back(job_from_row(s));
     return out;
 }
 

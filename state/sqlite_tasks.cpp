@@ -20,30 +20,6 @@ constexpr const char* kTaskColumns =
 std::string json_or_null(const json& value) { return value.is_null() ? std::string() : value.dump(); }
 }  // namespace
 
-namespace {
-TaskRecord task_from(const auto& st) {
-    TaskRecord t;
-    t.id = st.text(0);
-    t.owner = st.text(1);
-    t.tool = st.text(2);
-    t.era = st.text(3);
-    t.status = parse_task_status(st.text(4)).value_or(TaskStatus::failed);
-    t.status_message = st.text(5);
-    t.created_ms = st.integer(6);
-    t.updated_ms = st.integer(7);
-    t.ttl_ms = st.integer(8);
-    t.poll_ms = st.integer(9);
-    t.arguments = st.json_column(10);
-    t.result = st.text(11);
-    t.error = st.json_column(12);
-    t.input_requests = st.json_column(13);
-    t.resume = st.json_column(14);
-    t.lease_owner = st.text(15);
-    t.lease_until_ms = st.integer(16);
-    return t;
-}
-}  // namespace
-
 void SqliteStore::put(const TaskRecord& t) {
     const auto lock = open_locked();
     // Leases change only through claim_task and renew_task_leases; a cancelled row stays so.
@@ -75,7 +51,7 @@ std::optional<TaskRecord> SqliteStore::get(std::string_view id) {
     Statement st(db_, (std::string("SELECT ") + kTaskColumns + " FROM tasks WHERE id = ?").c_str());
     st.bind(id);
     if (!st.step()) return std::nullopt;
-    return task_from(st);
+    return task_from_row(st);
 }
 
 std::vector<TaskRecord> SqliteStore::list(std::string_view owner, std::size_t offset,
@@ -86,7 +62,7 @@ std::vector<TaskRecord> SqliteStore::list(std::string_view owner, std::size_t of
                           .c_str());
     st.bind(owner).bind(static_cast<std::int64_t>(limit)).bind(static_cast<std::int64_t>(offset));
     std::vector<TaskRecord> out;
-    while (st.step()) out.push_back(task_from(st));
+    while (st.step()) out.push_back(task_from_row(st));
     return out;
 }
 
@@ -98,7 +74,7 @@ std::vector<TaskRecord> SqliteStore::unfinished() {
                        "created_ms")
                           .c_str());
     std::vector<TaskRecord> out;
-    while (st.step()) out.push_back(task_from(st));
+    while (st.step()) out.push_back(task_from_row(st));
     return out;
 }
 
@@ -118,7 +94,7 @@ std::optional<TaskRecord> SqliteStore::claim_task(std::string_view id, std::stri
                      (std::string("SELECT ") + kTaskColumns + " FROM tasks WHERE id = ?").c_str());
         st.bind(id);
         if (!st.step()) return std::nullopt;
-        TaskRecord before = task_from(st);
+        TaskRecord before = task_from_row(st);
         const std::int64_t now = base::Clock::system().unix_ms();
         if (is_terminal(before.status) ||
             !(force || before.lease_owner.empty() || before.lease_owner == owner ||
@@ -162,7 +138,7 @@ std::vector<TaskRecord> SqliteStore::orphaned_tasks(std::size_t limit) {
                           .c_str());
     st.bind(base::Clock::system().unix_ms()).bind(static_cast<std::int64_t>(limit));
     std::vector<TaskRecord> out;
-    while (st.step()) out.push_back(task_from(st));
+    while (st.step()) out.push_back(task_from_row(st));
     return out;
 }
 

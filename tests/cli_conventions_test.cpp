@@ -22,16 +22,14 @@
 
 #include "base/crypto.hpp"
 #include "gateway/sample/sample_gateway.hpp"
+#include "run_binary.hpp"
 
 namespace {
 
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-struct Outcome {
-    int exit_code = -1;
-    std::string out, err;
-};
+using agency::testing::Outcome;
 
 std::string slurp(const fs::path& path) {
     std::ifstream in(path);
@@ -67,21 +65,11 @@ protected:
     // `env -u ... ENV agency-mcp ARGS < stdin_text`, to its end.
     Outcome run(const std::string& args, const std::string& stdin_text = "",
             const std::string& env = "") {
-        const fs::path in = dir / "in.txt", err = dir / "err.txt";
-        std::ofstream(in) << stdin_text;
-        const std::string command =
+        return agency::testing::run_command(
+            dir,
             "env -u AGENCY_GATEWAY_URL -u AGENCY_KEYS_FILE -u AGENCY_LOG_LEVEL -u AGENCY_LOG_FILE "
-            "-u SSL_CERT_FILE -u SSL_CERT_DIR " + env + " '" + AGENCY_BINARY + "' " + args +
-            " < '" + in.string() + "' 2> '" + err.string() + "'";
-        Outcome r;
-        FILE* pipe = popen(command.c_str(), "r");
-        if (!pipe) return r;
-        char buffer[4096];
-        while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) r.out.append(buffer, n);
-        const int status = pclose(pipe);
-        r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        r.err = slurp(err);
-        return r;
+            "-u SSL_CERT_FILE -u SSL_CERT_DIR " + env + " '" + AGENCY_BINARY + "' " + args,
+            stdin_text);
     }
 
     std::string gateway_args() {

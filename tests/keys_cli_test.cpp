@@ -20,6 +20,7 @@
 
 #include "base/crypto.hpp"
 #include "gateway/sample/sample_gateway.hpp"
+#include "run_binary.hpp"
 
 namespace {
 
@@ -27,10 +28,7 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-struct Outcome {
-    int exit_code = -1;
-    std::string out, err;
-};
+using agency::testing::Outcome;
 
 std::string slurp(const fs::path& path) {
     std::ifstream in(path);
@@ -65,19 +63,8 @@ protected:
     }
 
     Outcome run(const std::string& args, const std::string& env = "", const std::string& input = "") {
-        const fs::path in = dir / "in.txt", err = dir / "err.txt";
-        std::ofstream(in) << input;
-        const std::string command = kClean + env + " '" + AGENCY_BINARY + "' " + args + " < '" +
-                                    in.string() + "' 2> '" + err.string() + "'";
-        Outcome r;
-        FILE* pipe = popen(command.c_str(), "r");
-        if (!pipe) return r;
-        char buffer[4096];
-        while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) r.out.append(buffer, n);
-        const int status = pclose(pipe);
-        r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        r.err = slurp(err);
-        return r;
+        return agency::testing::run_command(
+            dir, kClean + env + " '" + AGENCY_BINARY + "' " + args, input);
     }
 
     std::string add(const std::string& name, const std::string& scopes) {

@@ -15,6 +15,7 @@
 
 #include "base/crypto.hpp"
 #include "pg_cluster.hpp"
+#include "run_binary.hpp"
 #include "state/sqlite_store.hpp"
 
 namespace {
@@ -22,10 +23,7 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-struct Outcome {
-    int exit_code = -1;
-    std::string out, err;
-};
+using agency::testing::Outcome;
 
 class StateCli : public ::testing::Test {
 protected:
@@ -38,22 +36,11 @@ protected:
 
     Outcome run(const std::string& args, const std::string& env = "",
                 const std::string& stdin_text = "") {
-        const fs::path in = dir / "in.txt", err = dir / "err.txt";
-        std::ofstream(in) << stdin_text;
-        const std::string command =
+        return agency::testing::run_command(
+            dir,
             "env -u AGENCY_GATEWAY_URL -u AGENCY_STATE_URL -u AGENCY_STATE_DB "
-            "-u AGENCY_SERVER_SECRET " + env + " '" + AGENCY_BINARY + "' " + args + " < '" +
-            in.string() + "' 2> '" + err.string() + "'";
-        Outcome r;
-        FILE* pipe = popen(command.c_str(), "r");
-        if (!pipe) return r;
-        char buffer[4096];
-        while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) r.out.append(buffer, n);
-        const int status = pclose(pipe);
-        r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        std::ifstream e(err);
-        r.err.assign(std::istreambuf_iterator<char>(e), {});
-        return r;
+            "-u AGENCY_SERVER_SECRET " + env + " '" + AGENCY_BINARY + "' " + args,
+            stdin_text);
     }
 };
 

@@ -1,0 +1,85 @@
+// What both backends share about their rows: the columns of a job and a task in the order
+// their SELECTs list them, read through any row type with text(i), integer(i) and
+// json_column(i); and which exported columns hold JSON. Private to state/.
+#pragma once
+
+#include <algorithm>
+#include <iterator>
+#include <string_view>
+
+#include "base/clock.hpp"
+#include "base/crypto.hpp"
+#include "state/store.hpp"
+
+namespace agency::state {
+
+// A new queued job as create_job stores it: its id and times assigned.
+inline Job new_job(std::string_view kind, std::string_view client_id,
+                   std::string_view principal, const nlohmann::json& args) {
+    Job job{.id = "aud_" + crypto::random_hex(8),
+            .kind = std::string(kind),
+            .client_id = std::string(client_id),
+            .principal = std::string(principal),
+            .args = args,
+            .status = "queued",
+            .created_at = base::Clock::system().unix_s()};
+    job.updated_at = job.created_at;
+    return job;
+}
+
+template <typename Row>
+Job job_from_row(const Row& s) {
+    Job job;
+    job.id = s.text(0);
+    job.kind = s.text(1);
+    job.client_id = s.text(2);
+    job.principal = s.text(3);
+    job.args = s.json_column(4);
+    job.status = s.text(5);
+    job.result = s.json_column(6);
+    job.error = s.json_column(7);
+    job.created_at = s.integer(8);
+    job.updated_at = s.integer(9);
+    job.lease_owner = s.text(10);
+    job.lease_until_ms = s.integer(11);
+    return job;
+}
+
+template <typename Row>
+TaskRecord task_from_row(const Row& st) {
+    TaskRecord t;
+    t.id = st.text(0);
+    t.owner = st.text(1);
+    t.tool = st.text(2);
+    t.era = st.text(3);
+    t.status = parse_task_status(st.text(4)).value_or(TaskStatus::failed);
+    t.status_message = st.text(5);
+    t.created_ms = st.integer(6);
+    t.updated_ms = st.integer(7);
+    t.ttl_ms = st.integer(8);
+    t.poll_ms = st.integer(9);
+    t.arguments = st.json_column(10);
+    t.result = st.text(11);
+    t.error = st.json_column(12);
+    t.input_requests = st.json_column(13);
+    t.resume = st.json_column(14);
+    t.lease_owner = st.text(15);
+    t.lease_until_ms = st.integer(16);
+    return t;
+}
+
+// Columns holding JSON text: exported as JSON values, imported back as text.
+inline bool is_json_column(std::string_view table, std::string_view column) {
+    if (table == "jobs") return column == "args" || column == "result" || column == "error";
+    if (table == "tasks")
+        return column == "arguments" || column == "error" || column == "input_requests" ||
+               column == "resume";
+    return false;
+}
+
+inline bool is_state_table(std::string_view name) {
+    return std::find(std::begin(kStateTables), std::end(kStateTables), name) !=
+           std::end(kStateTables);
+}
+
+}  // namespace agency::state
