@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= 2
 PORT ?= 8787
 
-.PHONY: deps build run test npm-deps bench bench-scale soak clean fuzz-deps fuzz-build fuzz fuzz-replay \
+.PHONY: deps build run test npm-deps bench bench-scale bench-store soak clean fuzz-deps fuzz-build fuzz fuzz-replay \
 	fuzz-known test-asan test-tsan check-sizes
 
 deps:
@@ -49,6 +49,13 @@ bench-scale: deps
 	cmake --preset release >/dev/null
 	cmake --build build-release -j$(JOBS) --target agency-mcp agency_bench_driver
 	python3 bench/scale.py --build-dir build-release $(BENCH_SCALE_ARGS)
+
+# State stores (docs/benchmarks.md, "State stores"): generate_article, run_seo_audit and
+# get_client on SQLite and on a throwaway PostgreSQL cluster, with the store round trips per call.
+bench-store: deps
+	cmake --preset release >/dev/null
+	cmake --build build-release -j$(JOBS) --target agency-mcp agency_bench_driver
+	python3 bench/store.py --build-dir build-release $(BENCH_STORE_ARGS)
 
 # The soak (docs/benchmarks.md, "Soak"): reads, actions, tasks and confirmations at 16 in flight
 # against the sample gateway with faults on, for SOAK_SECONDS (default 300); fails on a crash,

@@ -4,6 +4,8 @@
 # auth, socket in DIR, fsync off) and prints its URL (also written to DIR/url); `stop DIR`
 # stops it at once and removes DIR. PostgreSQL refuses to run as root: as root the cluster runs
 # as the `postgres` user (Debian's postgresql package makes it) through runuser.
+# PG_EXTRA_OPTS: more server options for `start`, e.g.
+# "-c shared_preload_libraries=pg_stat_statements" (bench/store.py counts statements with it).
 set -euo pipefail
 cmd=${1:-}
 dir=${2:-}
@@ -35,7 +37,7 @@ start)
     for _ in 1 2 3 4 5 6 7 8; do
         port=$((20000 + RANDOM % 40000))
         if "${as[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 -o \
-            "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
+            "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 ${PG_EXTRA_OPTS:-}" \
             start >/dev/null 2>&1; then
             url="postgres://agency@127.0.0.1:$port/postgres"
             echo "$url" >"$dir/url"
