@@ -27,21 +27,8 @@ namespace {
 
 // A whole number of seconds from 1 to 3600 in the variable `name`, else `fallback`.
 std::chrono::milliseconds seconds_env(const char* name, std::chrono::milliseconds fallback) {
-    const std::string text = env_or(name);
-    if (text.empty()) return fallback;
-    std::size_t used = 0;
-    long value = 0;
-    try {
-        value = std::stol(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != text.size() || value < 1 || value > 3600) {
-        throw std::runtime_error(std::string(name) +
-                                 " must be a whole number of seconds from 1 to 3600 (got '" + text +
-                                 "')");
-    }
-    return std::chrono::milliseconds(value * 1000);
+    if (env_or(name).empty()) return fallback;
+    return std::chrono::seconds(whole_env(name, 1, 3600, 0, "seconds"));
 }
 
 // The gateway client, checked: an unreachable host or a rejected key fails here with one clear

@@ -26,6 +26,24 @@ std::string env_or(const char* name, std::string fallback) {
     return v && *v ? std::string(v) : fallback;
 }
 
+long long whole_env(const char* name, long long low, long long high, long long fallback,
+                    const char* unit) {
+    const std::string text = env_or(name);
+    if (text.empty()) return fallback;
+    std::size_t used = 0;
+    long long value = 0;
+    try {
+        value = std::stoll(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != text.size() || value < low || value > high)
+        throw std::runtime_error(std::string(name) + " must be whole " + unit + " from " +
+                                 std::to_string(low) + " to " + std::to_string(high) +
+                                 " (got '" + text + "')");
+    return value;
+}
+
 std::string read_secret_file(const std::string& path) {
     std::ifstream in(path);
     if (!in) throw std::runtime_error("cannot read " + path);

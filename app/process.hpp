@@ -9,6 +9,10 @@ namespace agency::app {
 
 // The variable's value, or `fallback` when it is unset or empty.
 std::string env_or(const char* name, std::string fallback = {});
+// The whole number in variable `name`, from `low` to `high`; `fallback` when unset. Throws
+// std::runtime_error naming the variable, the range and `unit` when it is anything else.
+long long whole_env(const char* name, long long low, long long high, long long fallback,
+                    const char* unit);
 // The first line of a file holding a secret (trailing spaces and CR dropped).
 std::string read_secret_file(const std::string& path);
 // spdlog to stderr, or appended to `file` when one is named; never stdout, which carries

@@ -42,19 +42,8 @@ std::string instance_name() {
 }
 
 std::chrono::milliseconds lease_from_env() {
-    const std::string text = env_or("AGENCY_STATE_LEASE_MS");
-    if (text.empty()) return std::chrono::milliseconds(15'000);
-    std::size_t used = 0;
-    long long value = 0;
-    try {
-        value = std::stoll(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != text.size() || value < 300 || value > 600'000)
-        throw std::runtime_error("AGENCY_STATE_LEASE_MS must be whole milliseconds from 300 to "
-                                 "600000 (got '" + text + "')");
-    return std::chrono::milliseconds(value);
+    return std::chrono::milliseconds(
+        whole_env("AGENCY_STATE_LEASE_MS", 300, 600'000, 15'000, "milliseconds"));
 }
 
 int run_state_migrate(const StateArgs& args) {

@@ -235,12 +235,12 @@ def markdown(results):
     return "\n".join(lines) + "\n"
 
 
-def splice(doc_path, section):
-    """Replaces the '## Scale-out' section of docs/benchmarks.md (or adds it before the
+def splice(doc_path, section, heading="Scale-out"):
+    """Replaces the '## <heading>' section of docs/benchmarks.md (or adds it before the
     profile findings)."""
     with open(doc_path) as f:
         doc = f.read()
-    pattern = re.compile(r"^## Scale-out\n.*?(?=^## |\Z)", re.S | re.M)
+    pattern = re.compile(r"^## " + re.escape(heading) + r"\n.*?(?=^## |\Z)", re.S | re.M)
     if pattern.search(doc):
         doc = pattern.sub(lambda _: section + "\n", doc, count=1)
     else:

@@ -28,7 +28,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from scale import ROOT, Deployment, cpu_seconds, wait_line  # noqa: E402
+from scale import ROOT, Deployment, cpu_seconds, splice, wait_line  # noqa: E402
 
 SECRET = "bench-store-secret-0123456789abcdef0123"
 PG_CLUSTER = os.path.join(ROOT, "scripts", "pg-cluster.sh")
@@ -290,21 +290,6 @@ def markdown(results):
     return "\n".join(lines) + "\n"
 
 
-def splice(doc_path, section):
-    """Replaces the '## State stores' section of docs/benchmarks.md (or adds it before the
-    profile findings)."""
-    with open(doc_path) as f:
-        doc = f.read()
-    pattern = re.compile(r"^## State stores\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(doc):
-        doc = pattern.sub(lambda _: section + "\n", doc, count=1)
-    else:
-        at = doc.find("\n## What the profiles showed")
-        doc = doc[:at + 1] + section + "\n" + doc[at + 1:] if at >= 0 else doc + "\n" + section
-    with open(doc_path, "w") as f:
-        f.write(doc)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -342,7 +327,7 @@ def main():
     section = markdown(results)
     with open(os.path.join(out, "store.md"), "w") as f:
         f.write(section)
-    splice(os.path.join(ROOT, "docs", "benchmarks.md"), section)
+    splice(os.path.join(ROOT, "docs", "benchmarks.md"), section, "State stores")
     log("bench/results/store.json, bench/results/store.md, docs/benchmarks.md (State stores)")
 
 
