@@ -19,6 +19,7 @@
 #include "net/socket_stream.hpp"
 #include "net/work_queue.hpp"
 #include "server/http_cors.hpp"
+#include "server/http_drain.hpp"
 #include "server/http_headers.hpp"
 #include "server/http_replies.hpp"
 #include "server/http_streams.hpp"
@@ -37,6 +38,7 @@ struct HttpTransport::Impl {
     // Runs streamed calls so the connection thread can watch the stream.
     std::unique_ptr<net::WorkQueue> workers;
     std::vector<std::string> allowed_origins;  // normalized (lowercase)
+    DrainGate gate;  // calls in flight; closed by drain()
 
     // Streamed answers open, in all and per legacy session.
     std::mutex streams_mutex;
@@ -167,6 +169,7 @@ struct HttpTransport::Impl {
         MessageKind kind = MessageKind::invalid;
         json id;
         std::string method;
+        DrainGate::Ticket ticket;  // a request's, held until its answer is written
     };
     // Where it goes: its era, and the legacy session (opened here for initialize).
     struct PostRoute {
@@ -318,6 +321,8 @@ void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Resp
     if (!post) return;
     auto route = route_message(req, res, *principal, *post);
     if (!route) return;
+    if (post->kind == MessageKind::request && !(post->ticket = gate.enter()))
+        return refuse_while_draining(res, post->id);
     if (post->kind != MessageKind::request) {
         server.handle_message(post->message, http_inbound(*route, *principal));
         res.status = 202;
@@ -347,7 +352,8 @@ void HttpTransport::Impl::stream_call(httplib::Response& res, PostMessage& post,
     auto call_in = std::make_shared<Inbound>(http_inbound(route, principal));
     call_in->channel = channel.get();
     call_in->stop = channel->stop_token();
-    workers->post([this, channel, call_in, slot, message = std::move(post.message)] {
+    workers->post([this, channel, call_in, slot, ticket = post.ticket,
+                   message = std::move(post.message)] {
         channel->finish(server.handle_message(message, *call_in));
     });
     if (auto quick = channel->finished_quietly(options.stream_grace)) {
@@ -360,7 +366,8 @@ void HttpTransport::Impl::stream_call(httplib::Response& res, PostMessage& post,
         return;
     }
     res.set_chunked_content_provider(
-        "text/event-stream", [this, channel, slot](std::size_t, httplib::DataSink& sink) {
+        "text/event-stream", [this, channel, slot, ticket = post.ticket](std::size_t,
+                                                                         httplib::DataSink& sink) {
             channel->relay(sink, options.keepalive);
             sink.done();
             return true;
@@ -585,6 +592,10 @@ void HttpTransport::stop() {
         impl_->thread.join();
         impl_->workers->drain();
     }
+}
+
+bool HttpTransport::drain(std::chrono::milliseconds timeout) {
+    return drain_calls(impl_->gate, impl_->server, timeout);
 }
 
 void HttpTransport::wait() {
