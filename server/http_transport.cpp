@@ -81,6 +81,10 @@ struct HttpTransport::Impl {
     bool host_allowed(const std::string& host) const {
         return std::find(allowed_hosts.begin(), allowed_hosts.end(), host) != allowed_hosts.end();
     }
+    bool any_host_route(const std::string& path) const {
+        return std::any_of(options.routes.begin(), options.routes.end(),
+                           [&](const HttpRoute& r) { return r.any_host && r.path == path; });
+    }
 
     // Only a well-formed origin can pass: "http://127.0.0.1:80@evil.com" is not one.
     bool origin_allowed(const std::string& origin) const {
@@ -431,7 +435,7 @@ void HttpTransport::Impl::install_guards() {
         };
         // DNS rebinding: only our own names may reach us, from our own origins.
         std::string host = req.get_header_value("Host");
-        if (!host.empty() && !host_allowed(host_part(host)))
+        if (!host.empty() && !host_allowed(host_part(host)) && !any_host_route(req.path))
             return refuse(403, "forbidden Host header: " + host);
         std::string origin = req.get_header_value("Origin");
         if (!origin.empty() && !origin_allowed(origin))
