@@ -16,7 +16,7 @@ DrainGate::Ticket DrainGate::enter() {
     ++state_->calls;
     // The ticket keeps the state alive: a stream may outlive the transport's own members.
     return Ticket(static_cast<void*>(state_.get()), [state = state_](void*) {
-        std::lock_guard lock(state->mutex);
+        std::lock_guard released(state->mutex);
         if (--state->calls == 0) state->idle.notify_all();
     });
 }

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { bin, startHttpServer } from './helpers.mjs';
@@ -68,11 +69,22 @@ async function answerOf(response) {
   return data[data.length - 1];
 }
 
-async function get(url, pathname, host) {
+// One request through node:http, which sends the Host header it is given (fetch does not).
+function request(url, pathname, { method = 'GET', host, headers = {}, body } = {}) {
   const u = new URL(pathname, url);
-  const response = await fetch(u, { headers: host ? { Host: host } : {} });
-  return { status: response.status, body: await response.json(), headers: response.headers };
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method,
+      headers: { ...headers, ...(host ? { Host: host } : {}) }, agent: false }, (res) => {
+      let text = '';
+      res.on('data', (c) => { text += c; });
+      res.on('end', () => resolve({ status: res.statusCode, body: text ? JSON.parse(text) : null,
+        headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
+const get = (url, pathname, host) => request(url, pathname, { host });
 
 test('/healthz and /readyz answer without a key and whatever the Host', async () => {
   const state = tempState();
@@ -81,17 +93,24 @@ test('/healthz and /readyz answer without a key and whatever the Host', async ()
     const live = await get(url, '/healthz');
     assert.equal(live.status, 200);
     assert.equal(live.body.status, 'alive');
-    assert.equal(live.headers.get('cache-control'), 'no-store');
+    assert.equal(live.headers['cache-control'], 'no-store');
     const ready = await get(url, '/readyz');
     assert.equal(ready.status, 200, JSON.stringify(ready.body));
     assert.equal(ready.body.status, 'ready');
     assert.deepEqual(Object.keys(ready.body.checks).sort(), ['draining', 'gateway', 'started', 'store']);
     // A balancer's check names the machine by its address; /mcp still refuses that Host.
     const byAddress = await get(url, '/readyz', '10.1.2.3:8787');
-    assert.equal(byAddress.status, 200);
-    const mcp = await fetch(url, { method: 'POST', headers: { Host: '10.1.2.3:8787', 'Content-Type': 'application/json' },
+    assert.equal(byAddress.status, 200, JSON.stringify(byAddress.body));
+    assert.equal((await get(url, '/healthz', '10.1.2.3')).status, 200);
+    const mcp = await request(url, '/mcp', { method: 'POST', host: '10.1.2.3:8787',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
       body: '{"jsonrpc":"2.0","id":1,"method":"ping"}' });
-    assert.equal(mcp.status, 403);
+    assert.equal(mcp.status, 403, JSON.stringify(mcp.body));
+    assert.match(mcp.body.error.message, /forbidden Host/);
+    // An exclusion names a check that may be left out, or it is refused.
+    assert.equal((await get(url, '/readyz?exclude=draining')).status, 400);
+    const excluded = await get(url, '/readyz?exclude=store,gateway');
+    assert.deepEqual(excluded.body.excluded, ['store', 'gateway']);
   } finally {
     child.kill('SIGKILL');
     fs.rmSync(state.dir, { recursive: true, force: true });
@@ -144,6 +163,7 @@ test('SIGTERM over HTTP: the call in flight is answered, new calls get 503, exit
     const refused = await listClients(url, 2);
     assert.equal(refused.status, 503);
     assert.ok(refused.headers.get('retry-after'));
+    assert.equal(refused.headers.get('connection'), 'close');
     assert.match((await refused.json()).error.message, /shutting down/);
 
     const response = await inFlight;
@@ -151,7 +171,7 @@ test('SIGTERM over HTTP: the call in flight is answered, new calls get 503, exit
     const answer = await answerOf(response);
     assert.equal(answer.id, 1);
     assert.ok(answer.result?.structuredContent, JSON.stringify(answer));
-    assert.equal(answer.result.isError, undefined, JSON.stringify(answer.result));
+    assert.notEqual(answer.result.isError, true, JSON.stringify(answer.result));
     assert.equal(await exited(child), 0, log);
     assert.ok(Date.now() - sent < SLOW_MS + 3000, 'exits once the call is answered');
     assert.match(log, /stopped cleanly/);
