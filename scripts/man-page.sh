@@ -3,7 +3,10 @@
 # subcommands' help as COMMANDS, then the files and variables the Debian package uses.
 # Usage: man-page.sh AGENCY_MCP_BINARY OUTPUT.1.gz
 set -eu
-bin=$1
+# Run by its bare name, so that the usage lines say "agency-mcp", not the build path.
+PATH="$(cd "$(dirname "$1")" && pwd):$PATH"
+export PATH
+bin=$(basename "$1")
 out=$2
 command -v help2man >/dev/null || {
     echo "man-page.sh: help2man is missing: apt-get install help2man (scripts/install-deps.sh)" >&2
