@@ -41,8 +41,8 @@ echo "== the package (cpack in $build)"
 rm -f "$build"/package/agency-mcp_*.deb
 (cd "$build" && cpack -G DEB >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log"; exit 1; }
 deb=$(ls "$build"/package/agency-mcp_*.deb)
-dpkg-deb --info "$deb" | sed -n '/Package:/,$p'
-dpkg-deb --info "$deb" | grep -q '^ Depends:.*libc6' || { echo "no shared-library dependencies"; exit 1; }
+dpkg-deb --field "$deb" Package Version Architecture Depends Suggests Installed-Size
+dpkg-deb --field "$deb" Depends | grep -q 'libc6' || { echo "no shared-library dependencies"; exit 1; }
 
 echo "== a fresh Debian 12 root"
 if [ ! -s "$cache" ]; then
@@ -82,7 +82,8 @@ echo "  agency-mcp --version: $version"
 zcat "$root/usr/share/man/man1/agency-mcp.1.gz" | grep -q 'drain-timeout' || fail "manual page lacks serve's options"
 [ -f "$root/lib/systemd/system/agency-mcp.service" ] || fail "no systemd unit"
 in_root getent passwd agency-mcp >/dev/null || fail "no agency-mcp user"
-[ "$(stat -c '%U %a' "$root/var/lib/agency-mcp")" = "agency-mcp 700" ] || fail "state directory: $(stat -c '%U %a' "$root/var/lib/agency-mcp")"
+state_mode=$(in_root stat -c '%U %a' /var/lib/agency-mcp)
+[ "$state_mode" = "agency-mcp 700" ] || fail "state directory: $state_mode"
 env_mode=$(in_root stat -c '%U:%G %a' /etc/agency-mcp/agency-mcp.env)
 [ "$env_mode" = "root:agency-mcp 640" ] || fail "settings file is $env_mode"
 in_root dpkg-query -W -f='${Conffiles}\n' agency-mcp | grep -q /etc/agency-mcp/agency-mcp.env ||
