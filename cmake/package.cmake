@@ -25,7 +25,7 @@ install(TARGETS agency-mcp RUNTIME DESTINATION bin)
 # Debian 12 keeps packaged units in /lib/systemd/system.
 install(FILES ${PROJECT_SOURCE_DIR}/deploy/debian/agency-mcp.service
         DESTINATION /lib/systemd/system)
-# Settings may hold the gateway key: root and the agency-mcp group only (postinst sets the group).
+# Settings may hold the gateway key: root only (systemd reads it as root for the service).
 install(FILES ${PROJECT_SOURCE_DIR}/deploy/debian/agency-mcp.env DESTINATION /etc/agency-mcp
         PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/operations.md

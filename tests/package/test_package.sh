@@ -84,8 +84,8 @@ zcat "$root/usr/share/man/man1/agency-mcp.1.gz" | grep -q 'drain-timeout' || fai
 in_root getent passwd agency-mcp >/dev/null || fail "no agency-mcp user"
 state_mode=$(in_root stat -c '%U %a' /var/lib/agency-mcp)
 [ "$state_mode" = "agency-mcp 700" ] || fail "state directory: $state_mode"
-env_mode=$(in_root stat -c '%U:%G %a' /etc/agency-mcp/agency-mcp.env)
-[ "$env_mode" = "root:agency-mcp 640" ] || fail "settings file is $env_mode"
+env_mode=$(in_root stat -c '%U:%G %a' /etc/agency-mcp/agency-mcp.env /etc/agency-mcp | tr '\n' ' ')
+[ "$env_mode" = "root:root 640 root:agency-mcp 750 " ] || fail "settings file and directory: $env_mode"
 in_root dpkg-query -W -f='${Conffiles}\n' agency-mcp | grep -q /etc/agency-mcp/agency-mcp.env ||
   fail "agency-mcp.env is not a conffile"
 
