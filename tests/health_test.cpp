@@ -3,6 +3,7 @@
 // HTTP transport's drain gate. The routes, the drain and the exit are driven through the real
 // binary in tests/clients/drain.test.mjs.
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <thread>
