@@ -23,5 +23,8 @@ void send_json_error(httplib::Response& res, int status, const json& id, int cod
 void send_busy(httplib::Response& res, const json& id, const std::string& message);
 // Modern-era JSON-RPC errors travel with a matching HTTP status.
 int http_status_for_modern_error(const std::string& reply);
+// The status of a reply: 429 with Retry-After for a caller over its rate limit (either era),
+// else http_status_for_modern_error for the modern era (legacy: 200).
+void set_reply_status(httplib::Response& res, const std::string& reply, bool legacy);
 
 }  // namespace agency::mcp
