@@ -4,6 +4,9 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
 #include <iterator>
 #include <string>
 #include <string_view>
@@ -95,8 +98,14 @@ WriteLogEntry write_log_from_row(const Row& r) {
 }
 
 // A new write log row as append_write_log stores it: its id (and time, when unset) assigned.
+// Rows are read in (at_ms, id) order, so the id sorts by this process's order of appends
+// within a millisecond (a counter), then a random tail keeps instances' ids apart.
 inline WriteLogEntry new_write_log_entry(WriteLogEntry e) {
-    e.id = "wl_" + crypto::random_hex(12);
+    static std::atomic<std::uint64_t> appended{0};
+    char order[17];
+    std::snprintf(order, sizeof order, "%016llx",
+                  static_cast<unsigned long long>(appended.fetch_add(1)));
+    e.id = "wl_" + std::string(order) + crypto::random_hex(6);
     if (e.at_ms == 0) e.at_ms = base::Clock::system().unix_ms();
     if (!e.args_summary.is_object()) e.args_summary = nlohmann::json::object();
     return e;

@@ -59,6 +59,14 @@ std::string text_of(const json& object, const char* key) {
     return it->is_string() ? it->get<std::string>() : it->dump();
 }
 
+// `text` with every occurrence of `secret` replaced (a refusal's message quotes the id).
+std::string without_secret(std::string text, const std::string& secret) {
+    if (secret.empty()) return text;
+    for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at))
+        text.replace(at, secret.size(), "[confirmation_id]");
+    return text;
+}
+
 std::string reference(const std::string& confirmation_id) {
     return confirmation_id.empty() ? std::string() : crypto::sha256_hex(confirmation_id).substr(0, 16);
 }
@@ -99,7 +107,8 @@ state::WriteLogEntry write_log_entry(const std::string& tool, const json& args,
     if (result.is_error) {
         const json error = error_of(result);
         e.reason = text_of(error, "reason");
-        e.detail = cut(text_of(error, "message"), kMaxDetail);
+        e.detail = cut(without_secret(text_of(error, "message"), trail.confirmation_id),
+                       kMaxDetail);
         e.outcome = e.reason == "outcome_unknown" ? "unknown"
                     : trail.sent || trail.replayed ? "failed"
                                                    : "refused";
