@@ -693,6 +693,33 @@ TEST_F(PgOnly, InstancesStartingTogetherMigrateOnce) {
     EXPECT_EQ(PgStore::migrate(url), agency::state::kSchemaVersion) << "nothing left to do";
 }
 
+// A database of version 2 (before the write log) gains it by migration step 3, rows kept.
+TEST_F(PgOnly, Version2GainsTheWriteLog) {
+    {
+        PgStore store(url);
+        store.create_job("seo_audit", "acme", "p", json::object());
+    }
+    agency::testing::pg_exec(url,
+                             "DROP TABLE write_log; DROP FUNCTION agency_write_log_append_only(); "
+                             "UPDATE agency_schema SET version = 2");
+    try {
+        PgStore old(url, PgStore::Options{.pool_size = 1, .migrate = false});
+        FAIL() << "version 2 is older than this build needs";
+    } catch (const StoreError& e) {
+        EXPECT_NE(std::string(e.what()).find("version 2"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(PgStore::migrate(url), agency::state::kSchemaVersion);
+    PgStore store(url);
+    EXPECT_EQ(store.unfinished_jobs().size(), 1u) << "rows kept";
+    store.append_write_log({.tool = "deploy_article", .outcome = "ok"});
+    int rows = 0;
+    store.read_write_log({}, [&](const WriteLogEntry&) { ++rows; });
+    EXPECT_EQ(rows, 1);
+    EXPECT_THROW(agency::testing::pg_exec(url, "UPDATE write_log SET outcome = 'x'"),
+                 std::exception)
+        << "append-only after the migration too";
+}
+
 TEST_F(PgOnly, UnmigratedDatabaseIsRefusedWithoutMigrate) {
     try {
         PgStore store(url, PgStore::Options{.pool_size = 1, .migrate = false});
