@@ -64,6 +64,8 @@ CommandLine::CommandLine()
     add_answer_options();
     add_tool_selection();
     add_state();
+    add_write_log();
+    add_rate_limit();
     add_serve_footer();
     tools_doc_cmd_ = app_->add_subcommand(
         "tools-doc",
@@ -104,6 +106,8 @@ std::optional<Command> CommandLine::parse(int argc, char** argv) {
     if (*state_migrate_cmd_) return Command::state_migrate;
     if (*state_export_cmd_) return Command::state_export;
     if (*state_import_cmd_) return Command::state_import;
+    if (*write_log_prune_cmd_) return Command::write_log_prune;
+    if (*write_log_cmd_) return Command::write_log;
     return Command::serve;
 }
 
@@ -347,6 +351,59 @@ void CommandLine::add_state() {
                         "PostgreSQL URL of a shared store (wins over --state-db)")
             ->envname("AGENCY_STATE_URL");
     }
+}
+
+// write-log [prune]: the record of every action call (docs/operations.md).
+void CommandLine::add_write_log() {
+    write_log_cmd_ = app_->add_subcommand(
+        "write-log", "Print the write log: every action call, done or refused (JSON lines or CSV)");
+    write_log_cmd_->add_option("--since", write_log.since,
+                               "Rows from this date or time (2026-11-01, 2026-11-01T09:00:00Z) "
+                               "or age (7d, 12h, 30m) on");
+    write_log_cmd_->add_option("--client", write_log.client_id, "Only this client_id's rows");
+    write_log_cmd_->add_option("--tool", write_log.tool, "Only this tool's rows");
+    write_log_cmd_->add_option("--format", write_log.format, "jsonl (default) or csv")
+        ->check(CLI::IsMember({"jsonl", "csv"}));
+    write_log_cmd_->add_option("--limit", write_log.limit, "At most this many rows (0: all)");
+    write_log_prune_cmd_ = write_log_cmd_->add_subcommand(
+        "prune", "Delete the rows older than --before (itself recorded in the log)");
+    write_log_prune_cmd_
+        ->add_option("--before", write_log.before,
+                     "Rows before this date or time (2026-01-01) are deleted")
+        ->required();
+    for (auto* cmd : {write_log_cmd_, write_log_prune_cmd_}) {
+        cmd->add_option("--state-db", write_log.state_db,
+                        "SQLite state file (default: the one serve uses)")
+            ->envname("AGENCY_STATE_DB");
+        cmd->add_option("--state-url", write_log.state_url,
+                        "PostgreSQL URL of a shared store (wins over --state-db)")
+            ->envname("AGENCY_STATE_URL");
+    }
+}
+
+// serve --rate-limit: tool calls per caller (server/rate_limit.hpp).
+void CommandLine::add_rate_limit() {
+    serve_cmd_
+        ->add_option("--rate-limit", serve.rate_limit,
+                     "Tool calls per caller: N or N/minute, N/second, or off (default "
+                     "600/minute); over it a call is refused saying when to retry (HTTP 429)")
+        ->envname("AGENCY_RATE_LIMIT")
+        ->check(CLI::Validator(
+            [](std::string& value) -> std::string {
+                try {
+                    mcp::parse_rate_limit(value, 0);
+                    return {};
+                } catch (const std::invalid_argument& e) {
+                    return std::string(e.what()) + " (from the option or $AGENCY_RATE_LIMIT)";
+                }
+            },
+            "RATE"));
+    serve_cmd_
+        ->add_option("--rate-limit-burst", serve.rate_limit_burst,
+                     "Tool calls a caller may make at once before the rate applies (default "
+                     "120; 0: one minute's worth)")
+        ->envname("AGENCY_RATE_LIMIT_BURST")
+        ->check(CLI::Range(0, 1'000'000));
 }
 
 // Options of the whole program, accepted before or after the subcommand (fallthrough: a

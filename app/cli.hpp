@@ -45,6 +45,9 @@ struct ServeArgs {
     std::string structured_text = "auto";
     // --toolsets, --tools, --exclude-tools (tools/toolsets.hpp).
     mcp::ToolSelection selection;
+    // Tool calls per principal (server/rate_limit.hpp): "off", "N" or "N/minute", "N/second".
+    std::string rate_limit = "600/minute";
+    int rate_limit_burst = 120;
 };
 
 struct SampleArgs {
@@ -60,6 +63,18 @@ struct StateArgs {
     std::string state_db;
     std::string state_url;
     std::string file;  // export: where to write (stdout when empty); import: what to read
+};
+
+// write-log [prune]: reading the write log, and its explicit retention.
+struct WriteLogArgs {
+    std::string state_db;
+    std::string state_url;
+    std::string since;  // a date, a time, or an age (7d, 12h, 30m)
+    std::string client_id;
+    std::string tool;
+    std::string format = "jsonl";  // jsonl | csv
+    std::size_t limit = 0;         // 0: every row
+    std::string before;            // prune: rows before this date or time go
 };
 
 struct KeysArgs {
@@ -78,7 +93,9 @@ enum class Command {
     tools_doc,
     state_migrate,
     state_export,
-    state_import
+    state_import,
+    write_log,
+    write_log_prune
 };
 
 class CommandLine {
@@ -99,6 +116,7 @@ public:
     SampleArgs sample;
     KeysArgs keys;
     StateArgs state;
+    WriteLogArgs write_log;
 
 private:
     void add_serve();
@@ -114,6 +132,8 @@ private:
     void add_answer_options();
     void add_tool_selection();
     void add_state();
+    void add_write_log();
+    void add_rate_limit();
 
     std::unique_ptr<CLI::App> app_;
     int exit_code_ = 0;
@@ -129,6 +149,8 @@ private:
     CLI::App* state_migrate_cmd_ = nullptr;
     CLI::App* state_export_cmd_ = nullptr;
     CLI::App* state_import_cmd_ = nullptr;
+    CLI::App* write_log_cmd_ = nullptr;
+    CLI::App* write_log_prune_cmd_ = nullptr;
     // The HTTP limits as the options hold them (whole numbers), copied into serve.http_limits.
     int max_connections_ = 0, max_connections_per_address_ = 0, head_timeout_s_ = 0,
         idle_timeout_s_ = 0, max_streams_ = 0, max_streams_per_session_ = 0, max_sessions_ = 0;

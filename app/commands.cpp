@@ -98,6 +98,7 @@ struct ToolServerSetup {
     bool mark_sample_data = true;  // false for tools-doc: the reference is not an answer
     mcp::ToolSelection selection;  // the server's (--toolsets, --tools, --exclude-tools)
     bool read_only = false;
+    mcp::RateLimit rate_limit;  // tool calls per principal (off for tools-doc)
 };
 
 // Sample data must not pass for a real agency's: said where the assistant sees it (title,
@@ -162,6 +163,7 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
         options.task_lease_ms = setup.actions->settings().sharing.lease.count();
     }
     options.structured_text = setup.structured_text;
+    options.rate_limit = setup.rate_limit;
     if (sample_data && setup.mark_sample_data) mark_sample_data(options);
     auto server = std::make_unique<mcp::Server>(options);
     tools::Settings tool_settings;
@@ -238,6 +240,12 @@ int run_serve(const ServeArgs& args) {
     setup.call_timeout = std::chrono::milliseconds(std::llround(args.call_timeout_s * 1000));
     setup.selection = args.selection;
     setup.read_only = args.read_only;
+    setup.rate_limit = mcp::parse_rate_limit(args.rate_limit, args.rate_limit_burst);
+    if (setup.rate_limit.on())
+        spdlog::info("rate limit: {} tool call(s) a minute per caller, {} at once",
+                     setup.rate_limit.per_minute,
+                     setup.rate_limit.burst > 0 ? setup.rate_limit.burst
+                                                : setup.rate_limit.per_minute);
     setup.structured_text = args.structured_text == "full"      ? mcp::StructuredText::full
                             : args.structured_text == "summary" ? mcp::StructuredText::summary
                                                                 : mcp::StructuredText::automatic;

@@ -38,5 +38,8 @@ std::chrono::milliseconds lease_from_env();
 int run_state_migrate(const StateArgs& args);
 int run_state_export(const StateArgs& args);
 int run_state_import(const StateArgs& args);
+// app/write_log_commands.cpp
+int run_write_log(const WriteLogArgs& args);
+int run_write_log_prune(const WriteLogArgs& args);
 
 }  // namespace agency::app

@@ -6,6 +6,7 @@
 //   agency-mcp --version
 //   agency-mcp tools-doc                      the tool reference (docs/tools.md) on stdout
 //   agency-mcp state migrate|export|import    the state store (docs/deploy.md)
+//   agency-mcp write-log [prune]              the record of every action call
 #include <cstdio>
 #include <exception>
 #include <thread>
@@ -45,6 +46,8 @@ int main(int argc, char** argv) {
             case Command::state_migrate: return run_state_migrate(cli.state);
             case Command::state_export: return run_state_export(cli.state);
             case Command::state_import: return run_state_import(cli.state);
+            case Command::write_log: return run_write_log(cli.write_log);
+            case Command::write_log_prune: return run_write_log_prune(cli.write_log);
         }
     } catch (const std::exception& e) {
         spdlog::critical("{}", e.what());

@@ -170,7 +170,7 @@ def main():
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENCY_")}
     server = subprocess.Popen(
         [args.binary, "--log-level", "error", "serve", "--http", "--listen", f"127.0.0.1:{port}",
-         "--state-db", os.path.join(state, "state.db"),
+         "--state-db", os.path.join(state, "state.db"), "--rate-limit", "off",
          "--max-waiting-on-clients", str(max(64, args.streams + 16)),
          "--http-max-streams", str(max(256, args.streams + 16))],
         env=env)

@@ -82,7 +82,7 @@ class Bench:
     def server(self, impl, transport):
         """The command that starts one server ({port} is filled by the driver)."""
         if impl == "agency":
-            cmd = [self.agency, "--log-level", "warn", "serve", "--state-db",
+            cmd = [self.agency, "--log-level", "warn", "serve", "--rate-limit", "off", "--state-db",
                    os.path.join(self.tmp, "state.db"),
                    # generate_article at 16 in flight: the per-client credit limiter (2 in flight,
                    # 20 a minute by default) would refuse most calls; the peer has none.

@@ -103,7 +103,7 @@ class Deployment:
             state = (["--state-url", self.state_url] if self.state_url
                      else ["--state-db", os.path.join(self.tmp, f"state{i}.db")])
             proc = self.spawn([self.agency, "serve", "--http", "--listen", "127.0.0.1:0",
-                               "--gateway-url", self.gateway_url, *state],
+                               "--gateway-url", self.gateway_url, *state, "--rate-limit", "off"],
                               env={"AGENCY_SERVER_SECRET": "bench-scale-secret-0123456789abcdef"})
             url = wait_line(proc, r"MCP over Streamable HTTP at (http://\S+)", f"instance {i}").group(1)
             self.instances.append({"proc": proc, "url": url, "host": url.split("/")[2]})

@@ -418,7 +418,7 @@ class Soak:
         env.pop("AGENCY_API_KEY", None)
         self.server_log = os.path.join(self.tmp, "server.log")
         self.server = subprocess.Popen(
-            [self.agency, "--log-level", "warn", "serve", "--http",
+            [self.agency, "--log-level", "warn", "serve", "--http", "--rate-limit", "off",
              "--listen", f"127.0.0.1:{self.port}",
              "--state-db", os.path.join(self.tmp, "state.db"),
              # The per-client credit limiter would refuse most generation calls at 16 in

@@ -124,7 +124,7 @@ class StoreBench(Deployment):
 
     def instance(self, state):
         proc = self.spawn([self.agency, "serve", "--http", "--listen", "127.0.0.1:0",
-                           "--gateway-url", self.gateway_url, *state,
+                           "--gateway-url", self.gateway_url, *state, "--rate-limit", "off",
                            "--max-actions-per-minute-per-client", "100000000",
                            "--max-actions-in-flight-per-client", "1024"],
                           env={"AGENCY_SERVER_SECRET": SECRET})

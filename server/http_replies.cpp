@@ -48,6 +48,23 @@ int http_status_for_modern_error(const std::string& reply) {
     }
 }
 
+// A caller over its rate limit hears 429 with Retry-After in either era (the JSON-RPC error's
+// data says when); the status of any other reply is as before.
+void set_reply_status(httplib::Response& res, const std::string& reply, bool legacy) {
+    static const std::string kRateLimited =
+        R"({"error":{"code":)" + std::to_string(error_code::rate_limited) + ",";
+    if (reply.rfind(kRateLimited, 0) == 0) {
+        const json parsed = json::parse(reply, nullptr, false);
+        const json* data = parsed.is_object() ? &parsed["error"]["data"] : nullptr;
+        const long long wait =
+            data && data->is_object() ? data->value("retryAfterSeconds", 1LL) : 1LL;
+        res.status = 429;
+        res.set_header("Retry-After", std::to_string(wait < 1 ? 1 : wait));
+        return;
+    }
+    if (!legacy) res.status = http_status_for_modern_error(reply);
+}
+
 // Reads the body (before: the caller's key has been checked), counting every byte against
 // max_body_bytes whether its length was announced or it comes chunked (or compressed):
 // reading stops at the bound with a 413. False after writing the error.

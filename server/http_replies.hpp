@@ -32,5 +32,8 @@ bool read_bounded_body(const httplib::Request& req, httplib::Response& res,
 void install_extra_routes(httplib::Server& http, const std::vector<HttpRoute>& routes);
 // Modern-era JSON-RPC errors travel with a matching HTTP status.
 int http_status_for_modern_error(const std::string& reply);
+// The status of a reply: 429 with Retry-After for a caller over its rate limit (either era),
+// else http_status_for_modern_error for the modern era (legacy: 200).
+void set_reply_status(httplib::Response& res, const std::string& reply, bool legacy);
 
 }  // namespace agency::mcp

@@ -321,7 +321,7 @@ void HttpTransport::Impl::stream_call(httplib::Response& res, PostMessage& post,
             res.status = 202;
             return;
         }
-        if (!legacy) res.status = http_status_for_modern_error(**quick);
+        set_reply_status(res, **quick, legacy);
         set_body(res, std::move(**quick), "application/json");
         return;
     }
@@ -351,7 +351,7 @@ void HttpTransport::Impl::answer_call(httplib::Response& res, const PostMessage&
         server.register_session(route.session);
         res.set_header(std::string(kHeaderSessionId), route.session->id);
     }
-    if (!route.legacy) res.status = http_status_for_modern_error(*reply);
+    set_reply_status(res, *reply, route.legacy);
     auto notes = buffer.take();
     if (!notes.empty() && accepts_sse) {
         std::string body;

@@ -22,6 +22,9 @@ inline constexpr int internal_error = -32603;
 inline constexpr int header_mismatch = -32020;
 inline constexpr int missing_client_capability = -32021;
 inline constexpr int unsupported_protocol_version = -32022;
+// This server's: a caller over its tool-call rate limit (data.retryAfterSeconds); over HTTP
+// a 429 with Retry-After.
+inline constexpr int rate_limited = -32029;
 // legacy (2025-11-25 and earlier)
 inline constexpr int resource_not_found_legacy = -32002;
 }  // namespace error_code

@@ -88,6 +88,7 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     impl_->state_sealer.emplace(secret, "request-state", *impl_->clock);
     impl_->spent_states.emplace(*impl_->clock);
     impl_->tasks_cursor_sealer.emplace(secret, "tasks-cursor", *impl_->clock);
+    impl_->rate_limiter.emplace(impl_->options.rate_limit, *impl_->clock);
     impl_->task_store = impl_->options.task_store ? impl_->options.task_store
                                                   : std::make_shared<MemoryTaskStore>();
     impl_->instance_id = impl_->options.instance_id.empty() ? "i_" + crypto::random_hex(8)

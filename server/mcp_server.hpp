@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "server/json_rpc.hpp"
+#include "server/rate_limit.hpp"
 #include "server/protocol.hpp"
 #include "state/task_store.hpp"
 
@@ -203,6 +204,10 @@ struct ToolDef {
     // Sends notifications or asks the client mid-call; transports then stream the answer.
     bool interactive = false;
     std::function<ToolResult(const json& arguments, RequestContext& ctx)> handler;
+    // Hears a call the core refused before the handler ran (the caller lacks a required
+    // scope), with the refusal the caller gets; e.g. to record it. Unset: nothing.
+    std::function<void(const json& arguments, RequestContext& ctx, const ToolResult& refusal)>
+        on_refused;
 
     // --- tasks ---
     TaskSupport task_support = TaskSupport::forbidden;
@@ -293,6 +298,9 @@ struct ServerOptions {
     // place (WorkQueue::Waiting), so each waiting call costs a thread: beyond this bound one
     // more fails at once (the tool sees an error) instead.
     std::size_t max_waiting_on_clients = 64;
+    // tools/call per principal (server/rate_limit.hpp): a token bucket each; off by default
+    // here (the command line's default is on). Over it: error_code::rate_limited.
+    RateLimit rate_limit;
 };
 
 // Per-message facts from the transport.

@@ -14,6 +14,7 @@
 #include "base/clock.hpp"
 #include "base/sealed_token.hpp"
 #include "server/mcp_server.hpp"
+#include "server/rate_limit.hpp"
 #include "server/method_table.hpp"
 
 namespace agency::mcp {
@@ -99,6 +100,7 @@ struct Server::Impl {
     std::optional<base::TokenSealer> state_sealer;
     std::optional<base::SpentTokens> spent_states;
     std::optional<base::TokenSealer> tasks_cursor_sealer;
+    std::optional<CallRateLimiter> rate_limiter;  // tools/call per principal (options.rate_limit)
     // {name, version}: every modern result's _meta carries it under kMetaServerInfo.
     json server_info_meta;
     std::vector<ToolDef> tools;

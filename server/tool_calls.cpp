@@ -9,6 +9,18 @@ namespace agency::mcp {
 
 std::optional<std::string> Server::call_tool(const json& id, const json& params,
                                              RequestContext& ctx) {
+    // Before anything else runs: a caller over its limit costs the server nothing more.
+    if (auto wait = impl_->rate_limiter->take(ctx.principal.name)) {
+        const auto& limit = impl_->rate_limiter->limit();
+        spdlog::warn("tools/call of {} refused: over the rate limit", ctx.principal.name);
+        throw RpcError(error_code::rate_limited,
+                       "rate limit: this caller made more than " +
+                           std::to_string(limit.per_minute) + " tool calls a minute (" +
+                           std::to_string(limit.burst > 0 ? limit.burst : limit.per_minute) +
+                           " at once); retry in " + std::to_string(wait->count()) + " s",
+                       {{"retryAfterSeconds", wait->count()},
+                        {"limitPerMinute", limit.per_minute}});
+    }
     std::string name = require_string(params, "name");
     auto found = impl_->tool_index.find(name);
     if (found == impl_->tool_index.end() || !impl_->tool_visible(impl_->tools[found->second]))
@@ -34,6 +46,7 @@ std::optional<std::string> Server::call_tool(const json& id, const json& params,
                                                       "' scope, which this caller lacks"}}}};
             result = ToolResult::text(reason.dump(), true);
             done = true;
+            if (tool.on_refused) tool.on_refused(arguments, ctx, result);
             break;
         }
     }

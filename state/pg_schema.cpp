@@ -85,6 +85,32 @@ CREATE TABLE credit_slots (
   released_ms bigint
 );
 CREATE INDEX credit_slots_client ON credit_slots (client_id, granted_ms);
+)sql"},
+                                                   // 3: the write log, append-only (an
+                                                   // UPDATE is refused by the database).
+                                                   {3, R"sql(
+CREATE TABLE write_log (
+  id text PRIMARY KEY,
+  at_ms bigint NOT NULL,
+  principal text NOT NULL,
+  tool text NOT NULL,
+  client_id text NOT NULL,
+  args_digest text NOT NULL,
+  args_summary text NOT NULL,
+  confirmation text NOT NULL,
+  confirmation_ref text NOT NULL DEFAULT '',
+  outcome text NOT NULL,
+  reason text NOT NULL DEFAULT '',
+  record_id text NOT NULL DEFAULT '',
+  replayed boolean NOT NULL DEFAULT false,
+  detail text NOT NULL DEFAULT ''
+);
+CREATE INDEX write_log_at ON write_log (at_ms);
+CREATE INDEX write_log_client ON write_log (client_id, at_ms);
+CREATE FUNCTION agency_write_log_append_only() RETURNS trigger LANGUAGE plpgsql AS
+  $$ BEGIN RAISE EXCEPTION 'the write log is append-only'; END $$;
+CREATE TRIGGER write_log_append_only BEFORE UPDATE ON write_log FOR EACH ROW
+  EXECUTE FUNCTION agency_write_log_append_only();
 )sql"}};
     return steps;
 }
@@ -182,6 +208,12 @@ const PgStatement kStatements[] = {
     {"credit_insert", "INSERT INTO credit_slots (id, client_id, granted_ms) VALUES ($1, $2, $3)"},
     {"credit_release",
      "UPDATE credit_slots SET released_ms = $2 WHERE id = $1 AND released_ms IS NULL"},
+    // --- the write log
+    {"write_log_append",
+     "INSERT INTO write_log (id, at_ms, principal, tool, client_id, args_digest, args_summary, "
+     "confirmation, confirmation_ref, outcome, reason, record_id, replayed, detail) VALUES ($1, "
+     "$2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"},
+    {"write_log_prune", "DELETE FROM write_log WHERE at_ms < $1"},
     // --- tasks
     // Leases change only through claim and renew; a cancelled row stays cancelled; a put
     // that cancels notifies every instance's LISTEN in the same transaction.

@@ -50,6 +50,7 @@ namespace {
 
 // Each table's key, for a stable export order.
 const char* order_of(std::string_view table) {
+    if (table == "write_log") return "at_ms, id";
     return table == "idempotency" ? "principal, tool, key" : "id";
 }
 
@@ -90,7 +91,7 @@ void PgStore::import_row(const json& line) {
     if (!is_state_table(table) || row == line.end() || !row->is_object() || row->empty())
         throw StoreError(
             "not an exported state row (want {\"table\": one of jobs, "
-            "idempotency, drafts, confirmations, tasks, credit_slots, \"row\": "
+            "idempotency, drafts, confirmations, tasks, credit_slots, write_log, \"row\": "
             "{...}})");
     std::string columns, marks;
     std::vector<PgParam> values;

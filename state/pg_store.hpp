@@ -93,6 +93,12 @@ public:
                               std::chrono::seconds hold_limit) override;
     void release_credit(std::string_view slot_id) override;
 
+    // --- the write log (state/pg_write_log.cpp)
+    WriteLogEntry append_write_log(WriteLogEntry entry) override;
+    void read_write_log(const WriteLogQuery& query,
+                        const std::function<void(const WriteLogEntry&)>& sink) override;
+    std::int64_t prune_write_log(std::int64_t before_ms, WriteLogEntry note) override;
+
     // --- export / import
     void export_rows(const std::function<void(const nlohmann::json&)>& sink) override;
     void import_row(const nlohmann::json& line) override;

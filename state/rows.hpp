@@ -4,7 +4,11 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
 #include <iterator>
+#include <string>
 #include <string_view>
 
 #include "base/clock.hpp"
@@ -68,12 +72,66 @@ TaskRecord task_from_row(const Row& st) {
     return t;
 }
 
+// A write log row in the order kWriteLogColumns lists its columns.
+inline constexpr const char* kWriteLogColumns =
+    "id, at_ms, principal, tool, client_id, args_digest, args_summary, confirmation, "
+    "confirmation_ref, outcome, reason, record_id, replayed, detail";
+
+template <typename Row>
+WriteLogEntry write_log_from_row(const Row& r) {
+    WriteLogEntry e;
+    e.id = r.text(0);
+    e.at_ms = r.integer(1);
+    e.principal = r.text(2);
+    e.tool = r.text(3);
+    e.client_id = r.text(4);
+    e.args_digest = r.text(5);
+    e.args_summary = r.json_column(6);
+    e.confirmation = r.text(7);
+    e.confirmation_ref = r.text(8);
+    e.outcome = r.text(9);
+    e.reason = r.text(10);
+    e.record_id = r.text(11);
+    e.replayed = r.integer(12) != 0;
+    e.detail = r.text(13);
+    return e;
+}
+
+// A new write log row as append_write_log stores it: its id (and time, when unset) assigned.
+// Rows are read in (at_ms, id) order, so the id sorts by this process's order of appends
+// within a millisecond (a counter), then a random tail keeps instances' ids apart.
+inline WriteLogEntry new_write_log_entry(WriteLogEntry e) {
+    static std::atomic<std::uint64_t> appended{0};
+    char order[17];
+    std::snprintf(order, sizeof order, "%016llx",
+                  static_cast<unsigned long long>(appended.fetch_add(1)));
+    e.id = "wl_" + std::string(order) + crypto::random_hex(6);
+    if (e.at_ms == 0) e.at_ms = base::Clock::system().unix_ms();
+    if (!e.args_summary.is_object()) e.args_summary = nlohmann::json::object();
+    return e;
+}
+
+// The WHERE clause and ORDER BY of a write log query, with `mark(i)` writing the i-th
+// parameter's placeholder ("?" or "$i"); the parameters are since_ms, then client_id and tool
+// when set, then the limit when set.
+template <typename Mark>
+std::string write_log_filter(const WriteLogQuery& q, Mark mark) {
+    int n = 1;
+    std::string sql = " WHERE at_ms >= " + mark(n++);
+    if (!q.client_id.empty()) sql += " AND client_id = " + mark(n++);
+    if (!q.tool.empty()) sql += " AND tool = " + mark(n++);
+    sql += q.newest_first ? " ORDER BY at_ms DESC, id DESC" : " ORDER BY at_ms, id";
+    if (q.limit > 0) sql += " LIMIT " + mark(n++);
+    return sql;
+}
+
 // Columns holding JSON text: exported as JSON values, imported back as text.
 inline bool is_json_column(std::string_view table, std::string_view column) {
     if (table == "jobs") return column == "args" || column == "result" || column == "error";
     if (table == "tasks")
         return column == "arguments" || column == "error" || column == "input_requests" ||
                column == "resume";
+    if (table == "write_log") return column == "args_summary";
     return false;
 }
 

@@ -116,6 +116,29 @@ CREATE TABLE IF NOT EXISTS jobs (
   lease_until_ms INTEGER NOT NULL DEFAULT 0
 );
 )sql";
+// Version 3: the write log, append-only (an UPDATE is refused by the database itself).
+constexpr const char* kWriteLogTable = R"sql(
+CREATE TABLE IF NOT EXISTS write_log (
+  id TEXT PRIMARY KEY,
+  at_ms INTEGER NOT NULL,
+  principal TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  client_id TEXT NOT NULL,
+  args_digest TEXT NOT NULL,
+  args_summary TEXT NOT NULL,
+  confirmation TEXT NOT NULL,
+  confirmation_ref TEXT NOT NULL DEFAULT '',
+  outcome TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  record_id TEXT NOT NULL DEFAULT '',
+  replayed INTEGER NOT NULL DEFAULT 0,
+  detail TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS write_log_at ON write_log(at_ms);
+CREATE INDEX IF NOT EXISTS write_log_client ON write_log(client_id, at_ms);
+CREATE TRIGGER IF NOT EXISTS write_log_append_only BEFORE UPDATE ON write_log
+BEGIN SELECT RAISE(ABORT, 'the write log is append-only'); END;
+)sql";
 }  // namespace
 
 int SqliteStore::schema_version() {
@@ -231,6 +254,7 @@ CREATE TABLE IF NOT EXISTS credit_slots (
 );
 CREATE INDEX IF NOT EXISTS credit_slots_client ON credit_slots(client_id, granted_ms);
 )sql");
+    exec(kWriteLogTable);  // version 3
 }
 
 // A database written before jobs could be cancelled has a CHECK without 'cancelled'; SQLite

@@ -90,15 +90,51 @@ struct CreditSlot {
     int retry_after_s = 1;   // when refused: when a retry may succeed
 };
 
+// One row of the write log: an action tool call that reached the gateway or was refused on
+// the way. Append-only: no product code changes or deletes a row, except `write-log prune`
+// (an explicit, recorded operation).
+struct WriteLogEntry {
+    std::string id;           // "wl_" + random; assigned by append_write_log
+    std::int64_t at_ms = 0;   // unix ms; the store's clock when 0
+    std::string principal;
+    std::string tool;
+    std::string client_id;    // "" when the arguments named none
+    std::string args_digest;  // SHA-256 of the arguments less confirmation_id
+    // A short summary of the arguments (bounded, never a confirmation_id).
+    nlohmann::json args_summary = nlohmann::json::object();
+    // How it was confirmed: person (the elicitation form) | confirmation_id | not_needed |
+    // none (stopped before the confirmation stage, or refused there).
+    std::string confirmation = "none";
+    std::string confirmation_ref;  // a digest of the confirmation_id involved ("" if none)
+    // ok (the gateway ran it) | refused (stopped before the gateway) | failed (the gateway
+    // said no) | unknown (outcome unknown) | preview (a confirmation was asked for)
+    std::string outcome;
+    std::string reason;     // the tool error's reason ("" when ok)
+    std::string record_id;  // the gateway's (or the job's) record id ("" when none)
+    bool replayed = false;  // answered from a finished idempotency key: nothing was sent
+    std::string detail;     // a short message (bounded)
+};
+
+// What write_log reads: rows at or after since_ms, of one client and tool when set; at most
+// `limit` (0: all), oldest first unless newest_first.
+struct WriteLogQuery {
+    std::int64_t since_ms = 0;
+    std::string client_id;
+    std::string tool;
+    std::size_t limit = 0;
+    bool newest_first = false;
+};
+
 // The schema version this build writes and understands; a database at a newer version is
 // refused (StoreError naming both versions), an older one is migrated when opened.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // Tables and their columns as `state export` writes them, identical for every backend:
 // {"table": "<name>", "row": {"<column>": value, ...}} per line (JSON values for JSON
 // columns, integers for integer/boolean columns, strings or null otherwise).
-inline constexpr const char* kStateTables[] = {"jobs",   "idempotency",   "drafts",
-                                               "confirmations", "tasks", "credit_slots"};
+inline constexpr const char* kStateTables[] = {"jobs",  "idempotency",  "drafts",
+                                               "confirmations", "tasks", "credit_slots",
+                                               "write_log"};
 
 // The server's durable state: jobs, idempotency records, drafts, confirmations and MCP task
 // records (as the core's TaskStore). Tools and the task runtime see only this interface;
@@ -182,6 +218,16 @@ public:
                                       int max_per_minute, std::chrono::seconds hold_limit) = 0;
     // Ends a slot's in-flight time (its grant still counts toward the minute).
     virtual void release_credit(std::string_view slot_id) = 0;
+
+    // --- the write log (append-only)
+    // Appends `entry` (id and, when 0, at_ms assigned) and returns it as stored.
+    virtual WriteLogEntry append_write_log(WriteLogEntry entry) = 0;
+    // The rows `query` selects, handed to `sink` in order.
+    virtual void read_write_log(const WriteLogQuery& query,
+                                const std::function<void(const WriteLogEntry&)>& sink) = 0;
+    // Retention: deletes the rows older than `before_ms` and appends `note` (its detail
+    // completed with the count) in the same transaction; returns how many were deleted.
+    virtual std::int64_t prune_write_log(std::int64_t before_ms, WriteLogEntry note) = 0;
 
     // --- export / import (`agency-mcp state export|import`; format at kStateTables)
     virtual void export_rows(const std::function<void(const nlohmann::json&)>& sink) = 0;

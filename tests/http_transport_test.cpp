@@ -25,6 +25,7 @@
 #include "server/http_transport.hpp"
 #include "server/keys.hpp"
 #include "server/mcp_server.hpp"
+#include "tests/support/manual_clock.hpp"
 
 namespace {
 
@@ -458,6 +459,72 @@ TEST_F(HttpTransport, ModernErrorsMapToHttpStatus) {
     ASSERT_TRUE(unknown);
     EXPECT_EQ(unknown->status, 400);
     EXPECT_EQ(rpc_error_code(unknown), -32602) << unknown->body;
+}
+
+// A caller over its tool-call rate limit gets 429 with Retry-After in both eras; another
+// caller keeps its own bucket; time (a ManualClock) refills it. tools/list is not limited.
+TEST_F(HttpTransport, CallerOverItsRateLimitGets429WithRetryAfter) {
+    transport_->stop();
+    transport_.reset();
+    agency::testing::ManualClock clock;
+    ServerOptions options;
+    options.state_secret = "http-secret";
+    options.clock = &clock;
+    options.rate_limit = {.per_minute = 60, .burst = 2};
+    server_ = std::make_unique<Server>(options);
+    register_http_test_tools(*server_);
+    HttpOptions http = default_options();
+    http.clock = &clock;
+    const std::string path = make_keys_file();
+    const std::string alice = KeyStore::add(path, "alice", {"read", "write"});
+    const std::string bob = KeyStore::add(path, "bob", {"read", "write"});
+    http.keys = std::make_shared<const KeyStore>(KeyStore::load(path));
+    start(http);
+
+    json params = {{"name", "echo"}, {"arguments", {{"text", "m"}}}, {"_meta", modern_meta()}};
+    auto as = [&](const std::string& key) {
+        auto h = modern_headers("tools/call", "echo");
+        h.emplace("Authorization", "Bearer " + key);
+        return h;
+    };
+    for (int i = 0; i < 2; ++i) {
+        auto ok = post(rpc(i, "tools/call", params), as(alice));
+        ASSERT_TRUE(ok);
+        EXPECT_EQ(ok->status, 200) << ok->body;
+    }
+    auto over = post(rpc(3, "tools/call", params), as(alice));
+    ASSERT_TRUE(over);
+    EXPECT_EQ(over->status, 429) << over->body;
+    EXPECT_EQ(over->get_header_value("Retry-After"), "1");
+    EXPECT_EQ(rpc_error_code(over), -32029) << over->body;
+    const json error = body_json(over)["error"];
+    EXPECT_EQ(error["data"]["retryAfterSeconds"], 1);
+    EXPECT_NE(error.value("message", "").find("retry in 1 s"), std::string::npos) << error;
+
+    auto other = post(rpc(4, "tools/call", params), as(bob));
+    ASSERT_TRUE(other);
+    EXPECT_EQ(other->status, 200) << "bob has a bucket of his own: " << other->body;
+    auto h = modern_headers("tools/list");
+    h.emplace("Authorization", "Bearer " + alice);
+    auto list = post(rpc(5, "tools/list", {{"_meta", modern_meta()}}), h);
+    ASSERT_TRUE(list);
+    EXPECT_EQ(list->status, 200) << "only tool calls count";
+
+    // A legacy session's call over the limit is 429 as well.
+    httplib::Headers auth{{"Authorization", "Bearer " + alice}};
+    const std::string sid = open_session(auth);
+    auto legacy = legacy_headers(sid);
+    legacy.insert(auth.begin(), auth.end());
+    auto legacy_over = post(rpc(6, "tools/call", {{"name", "echo"}, {"arguments", json::object()}}),
+                            legacy);
+    ASSERT_TRUE(legacy_over);
+    EXPECT_EQ(legacy_over->status, 429) << legacy_over->body;
+    EXPECT_FALSE(legacy_over->get_header_value("Retry-After").empty());
+
+    clock.advance(1s);  // one call a second refills
+    auto again = post(rpc(7, "tools/call", params), as(alice));
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->status, 200) << again->body;
 }
 
 TEST_F(HttpTransport, ModernInteractiveToolIsInputRequired) {

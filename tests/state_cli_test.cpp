@@ -127,7 +127,7 @@ TEST_F(StateCli, MigrateReportsTheSchemaVersion) {
     const std::string url = agency::testing::pg_fresh_database();
     const Outcome migrated = run("state migrate --state-url '" + url + "'");
     ASSERT_EQ(migrated.exit_code, 0) << migrated.err;
-    EXPECT_NE(migrated.out.find("schema version 2"), std::string::npos) << migrated.out;
+    EXPECT_NE(migrated.out.find("schema version " + std::to_string(agency::state::kSchemaVersion)), std::string::npos) << migrated.out;
     const Outcome typo = run("state migrat");
     EXPECT_EQ(typo.exit_code, 2);
     EXPECT_NE(typo.err.find("Did you mean 'migrate'?"), std::string::npos) << typo.err;

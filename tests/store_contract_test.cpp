@@ -34,6 +34,7 @@ using agency::state::Store;
 using agency::state::StoreError;
 using agency::state::TaskRecord;
 using agency::state::TaskStatus;
+using agency::state::WriteLogEntry;
 using json = nlohmann::json;
 
 enum class Backend { sqlite, postgres };
@@ -95,6 +96,24 @@ void fill(Store& store) {
     auto slot = store.acquire_credit("acme", 5, 50, 600s);
     store.release_credit(slot.id);
     store.acquire_credit("acme", 5, 50, 600s);
+    store.append_write_log({.principal = "alice",
+                            .tool = "deploy_article",
+                            .client_id = "acme",
+                            .args_digest = "d",
+                            .args_summary = {{"post_id", "p1"}, {"n", 3}},
+                            .confirmation = "person",
+                            .outcome = "ok",
+                            .record_id = "p1",
+                            .replayed = true});
+    store.append_write_log({.principal = "bob", .tool = "generate_article", .outcome = "refused",
+                            .reason = "scope", .detail = "é ✓"});
+}
+
+// The write log as `ids` in the order read.
+std::vector<std::string> log_ids(Store& store, const agency::state::WriteLogQuery& query) {
+    std::vector<std::string> ids;
+    store.read_write_log(query, [&](const WriteLogEntry& e) { ids.push_back(e.id); });
+    return ids;
 }
 
 class StoreContract : public ::testing::TestWithParam<Backend> {
@@ -406,11 +425,107 @@ TEST_P(StoreContract, TaskLeasesClaimRenewOrphansAndCancels) {
     EXPECT_TRUE(store->renew_task_leases("i1", 60'000).empty()) << "not i1's any more";
 }
 
+TEST_P(StoreContract, WriteLogAppendsReadsAndPrunes) {
+    auto store = open();
+    EXPECT_TRUE(log_ids(*store, {}).empty());
+    const auto a = store->append_write_log({.at_ms = 1000,
+                                            .principal = "alice",
+                                            .tool = "deploy_article",
+                                            .client_id = "acme",
+                                            .args_digest = "d1",
+                                            .args_summary = {{"post_id", "p1"}},
+                                            .confirmation = "confirmation_id",
+                                            .confirmation_ref = "ref",
+                                            .outcome = "ok",
+                                            .record_id = "p1",
+                                            .replayed = true,
+                                            .detail = "published"});
+    const auto b = store->append_write_log(
+        {.at_ms = 2000, .principal = "bob", .tool = "generate_article", .client_id = "acme"});
+    const auto c = store->append_write_log(
+        {.at_ms = 3000, .principal = "bob", .tool = "deploy_article", .client_id = "zeta"});
+    EXPECT_TRUE(a.id.starts_with("wl_"));
+    EXPECT_NE(a.id, b.id);
+    const auto now = store->append_write_log({.tool = "deploy_article"});
+    EXPECT_GE(now.at_ms, now_ms() - 60'000) << "the time is the store's when unset";
+
+    EXPECT_EQ(log_ids(*store, {}), (std::vector<std::string>{a.id, b.id, c.id, now.id}));
+    EXPECT_EQ(log_ids(*store, {.client_id = "acme"}), (std::vector<std::string>{a.id, b.id}));
+    EXPECT_EQ(log_ids(*store, {.tool = "deploy_article", .limit = 2}),
+              (std::vector<std::string>{a.id, c.id}));
+    EXPECT_EQ(log_ids(*store, {.since_ms = 2000, .limit = 2, .newest_first = true}),
+              (std::vector<std::string>{now.id, c.id}));
+    std::vector<WriteLogEntry> read;
+    store->read_write_log({.client_id = "acme", .tool = "deploy_article"},
+                          [&](const WriteLogEntry& e) { read.push_back(e); });
+    ASSERT_EQ(read.size(), 1u);
+    const WriteLogEntry& r = read[0];
+    EXPECT_EQ(r.at_ms, 1000);
+    EXPECT_EQ(r.principal, "alice");
+    EXPECT_EQ(r.args_digest, "d1");
+    EXPECT_EQ(r.args_summary, json({{"post_id", "p1"}}));
+    EXPECT_EQ(r.confirmation, "confirmation_id");
+    EXPECT_EQ(r.confirmation_ref, "ref");
+    EXPECT_EQ(r.outcome, "ok");
+    EXPECT_EQ(r.record_id, "p1");
+    EXPECT_TRUE(r.replayed);
+    EXPECT_EQ(r.detail, "published");
+
+    // Append-only: the database itself refuses a change to a row.
+    if (GetParam() == Backend::sqlite) {
+        sqlite3* db = nullptr;
+        ASSERT_EQ(sqlite3_open(where.c_str(), &db), SQLITE_OK);
+        EXPECT_NE(sqlite3_exec(db, "UPDATE write_log SET outcome = 'ok'", nullptr, nullptr,
+                               nullptr),
+                  SQLITE_OK);
+        sqlite3_close(db);
+    } else {
+        EXPECT_THROW(agency::testing::pg_exec(where, "UPDATE write_log SET outcome = 'ok'"),
+                     std::exception);
+    }
+
+    // Retention: rows before the date go, and the prune itself is recorded.
+    const std::int64_t deleted = store->prune_write_log(
+        2500, {.principal = "operator", .tool = "write-log prune", .outcome = "ok",
+               .detail = "before 1970-01-01T00:00:02Z"});
+    EXPECT_EQ(deleted, 2);
+    std::vector<WriteLogEntry> left;
+    store->read_write_log({}, [&](const WriteLogEntry& e) { left.push_back(e); });
+    ASSERT_EQ(left.size(), 3u);
+    EXPECT_EQ(left[0].id, c.id);
+    const WriteLogEntry& note = left.back().tool == "write-log prune" ? left.back() : left[1];
+    EXPECT_EQ(note.tool, "write-log prune");
+    EXPECT_EQ(note.detail, "before 1970-01-01T00:00:02Z: 2 row(s) deleted");
+}
+
+// A database of version 2 (before the write log) gains the table when opened.
+TEST(SqliteMigration, Version2GainsTheWriteLog) {
+    const fs::path file = fs::temp_directory_path() / ("agency-v2-" + agency::crypto::random_hex(6) + ".db");
+    {
+        SqliteStore store(file.string());
+        store.create_job("seo_audit", "acme", "p", json::object());
+    }
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "DROP TABLE write_log; PRAGMA user_version = 2", nullptr, nullptr,
+                           nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+    SqliteStore store(file.string());
+    EXPECT_EQ(store.schema_version(), agency::state::kSchemaVersion);
+    EXPECT_EQ(store.unfinished_jobs().size(), 1u) << "rows kept";
+    store.append_write_log({.tool = "deploy_article", .outcome = "ok"});
+    int rows = 0;
+    store.read_write_log({}, [&](const WriteLogEntry&) { ++rows; });
+    EXPECT_EQ(rows, 1);
+    fs::remove(file);
+}
+
 TEST_P(StoreContract, ExportImportRoundTrip) {
     auto source = open();
     fill(*source);
     const auto rows = exported(*source);
-    EXPECT_EQ(rows.size(), 11u);
+    EXPECT_EQ(rows.size(), 13u);
     auto copy = open(fresh());
     for (const auto& line : rows) copy->import_row(json::parse(line));
     EXPECT_EQ(exported(*copy), rows);
@@ -576,6 +691,33 @@ TEST_F(PgOnly, InstancesStartingTogetherMigrateOnce) {
             std::async(std::launch::async, [&] { return PgStore(url).schema_version(); }));
     for (auto& s : starts) EXPECT_EQ(s.get(), agency::state::kSchemaVersion);
     EXPECT_EQ(PgStore::migrate(url), agency::state::kSchemaVersion) << "nothing left to do";
+}
+
+// A database of version 2 (before the write log) gains it by migration step 3, rows kept.
+TEST_F(PgOnly, Version2GainsTheWriteLog) {
+    {
+        PgStore store(url);
+        store.create_job("seo_audit", "acme", "p", json::object());
+    }
+    agency::testing::pg_exec(url,
+                             "DROP TABLE write_log; DROP FUNCTION agency_write_log_append_only(); "
+                             "UPDATE agency_schema SET version = 2");
+    try {
+        PgStore old(url, PgStore::Options{.pool_size = 1, .migrate = false});
+        FAIL() << "version 2 is older than this build needs";
+    } catch (const StoreError& e) {
+        EXPECT_NE(std::string(e.what()).find("version 2"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(PgStore::migrate(url), agency::state::kSchemaVersion);
+    PgStore store(url);
+    EXPECT_EQ(store.unfinished_jobs().size(), 1u) << "rows kept";
+    store.append_write_log({.tool = "deploy_article", .outcome = "ok"});
+    int rows = 0;
+    store.read_write_log({}, [&](const WriteLogEntry&) { ++rows; });
+    EXPECT_EQ(rows, 1);
+    EXPECT_THROW(agency::testing::pg_exec(url, "UPDATE write_log SET outcome = 'x'"),
+                 std::exception)
+        << "append-only after the migration too";
 }
 
 TEST_F(PgOnly, UnmigratedDatabaseIsRefusedWithoutMigrate) {

@@ -57,7 +57,7 @@ TEST(Surface, ModernListsResourcesAndTemplates) {
     EXPECT_NE(std::find(uris.begin(), uris.end(), "agency://clients/demo-plumbing/overview"),
               uris.end());
     json templates = s.result("resources/templates/list", json::object())["resourceTemplates"];
-    ASSERT_EQ(templates.size(), 4u);
+    ASSERT_EQ(templates.size(), 5u);
     for (const json& t : templates) {
         EXPECT_FALSE(t.value("title", "").empty());
         EXPECT_FALSE(t.value("description", "").empty());

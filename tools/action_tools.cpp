@@ -228,11 +228,16 @@ ToolSpec action_spec(const std::shared_ptr<Toolbox>& box,
         .tool = spec.name,
         .box = box,
         .title = spec.title,
+        .record_field = entry.id_field,
         .spends_credits = entry.spends_credits,
         .preview = std::move(entry.preview),
         .execute = entry.execute ? std::move(entry.execute) : one_post(box, rt, spec.gateway_action, entry)});
     spec.handler = [rt, call](const json& args, mcp::RequestContext& ctx) {
         return run_action(*rt, *call, args, ctx);
+    };
+    spec.on_refused = [rt, call](const json& args, mcp::RequestContext& ctx,
+                                 const mcp::ToolResult& refusal) {
+        record_refusal(*rt, call->tool, call->record_field, args, ctx, refusal);
     };
     return spec;
 }

@@ -64,6 +64,7 @@ std::vector<ToolSpec> audit_tools(const std::shared_ptr<Toolbox>& box,
     auto submit = std::make_shared<ActionCall>(ActionCall{
         .tool = "run_seo_audit",
         .box = box,  // a key known to lack write is refused here, never queued
+        .record_field = "audit_id",
         .spends_credits = false,
         .execute = [rt](const json& args, const Preview&, mcp::RequestContext& ctx) {
             const std::string client_id = args.at("client_id").get<std::string>();
@@ -113,6 +114,11 @@ std::vector<ToolSpec> audit_tools(const std::shared_ptr<Toolbox>& box,
                   [rt](const json& resume) {
                       // A queued audit is never sent; a running one's POST is already out.
                       rt->audits().cancel(resume.value("audit_id", ""));
+                  },
+              .on_refused =
+                  [rt](const json& args, mcp::RequestContext& ctx,
+                       const mcp::ToolResult& refusal) {
+                      record_refusal(*rt, "run_seo_audit", "audit_id", args, ctx, refusal);
                   }});
 
     tools.push_back(

@@ -117,6 +117,7 @@ ActionEntry deploy_article(const std::shared_ptr<Toolbox>& box) {
                   .gateway_action = "deploy_blog",
                   .mapping = "POST action=deploy_blog {post_id: article_id} after confirmation; "
                              "the preview reads resource=blogs by id and resource=clients"},
+         .id_field = "article_id",  // the write log's record id
          .spends_credits = false,
          .preview = [box](const json& args, mcp::RequestContext& ctx) {
              return deploy_preview(*box, args, ctx);
@@ -156,6 +157,7 @@ ActionEntry send_prospect_email(const std::shared_ptr<Toolbox>& box, const std::
                   .mapping = "POST action=send_prospect_email {to: recipient or the draft's "
                              "address, subject, html, email_id} from the stored draft, after "
                              "confirmation; the draft is then marked sent"},
+         .id_field = "email_id",  // the write log's record id
          .spends_credits = false,
          .preview = [rt](const json& args, mcp::RequestContext&) {
              return send_preview(*rt, args);

@@ -12,6 +12,7 @@
 #include "tools/action_internal.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/untrusted_results.hpp"
+#include "tools/write_log.hpp"
 
 namespace agency::tools {
 
@@ -58,7 +59,7 @@ const json& without(const json& args, const char* name, json& storage) {
 // the key cannot be used (other arguments, or the first call still running).
 mcp::ToolResult known_key_answer(const IdempotencyRecord& existing, const std::string& digest,
                                  const std::string& tool, const std::string& key,
-                                 const std::string& principal) {
+                                 const std::string& principal, WriteTrail& trail) {
     if (existing.args_digest != digest)
         return tool_error("validation", "idempotency_key \"" + key +
                                             "\" was already used with other arguments for " +
@@ -70,6 +71,7 @@ mcp::ToolResult known_key_answer(const IdempotencyRecord& existing, const std::s
                                              "shortly");
     spdlog::info("{}: idempotency_key {} of {} replayed, no gateway request", tool, key,
                  principal);
+    trail.replayed = true;
     // Marked, so that nobody takes the first call's answer for a second action.
     json answer = json::parse(existing.result, nullptr, false);
     json* target = existing.is_error && answer.is_object() && answer.contains("error")
@@ -88,8 +90,8 @@ mcp::ToolResult known_key_answer(const IdempotencyRecord& existing, const std::s
 // repeat gets the first result (nothing is sent again), a misuse its error, without asking
 // anyone.
 std::optional<mcp::ToolResult> replay_known_key(ActionRuntime& rt, const std::string& tool,
-                                                const json& call_args,
-                                                mcp::RequestContext& ctx) {
+                                                const json& call_args, mcp::RequestContext& ctx,
+                                                WriteTrail& trail) {
     const std::string key = string_arg(call_args, "idempotency_key");
     if (key.empty()) return std::nullopt;
     const std::string principal = principal_of(ctx);
@@ -97,7 +99,7 @@ std::optional<mcp::ToolResult> replay_known_key(ActionRuntime& rt, const std::st
     if (!record) return std::nullopt;
     json stripped;
     return known_key_answer(*record, args_digest(without(call_args, "idempotency_key", stripped)),
-                            tool, key, principal);
+                            tool, key, principal, trail);
 }
 
 // Idempotency stage: an idempotency_key claimed for one call. The claim stays only once the
@@ -112,7 +114,8 @@ public:
 
     // nullopt when claimed (or no key was given), else the known key's answer. The digest is
     // taken only with a key: most calls have none.
-    std::optional<mcp::ToolResult> claim(const json& call_args, std::stop_token stop) {
+    std::optional<mcp::ToolResult> claim(const json& call_args, std::stop_token stop,
+                                         WriteTrail& trail) {
         if (key_.empty()) return std::nullopt;
         const std::string digest = args_digest(call_args);
         auto existing = rt_.store().claim_idempotency(principal_, tool_, key_, digest,
@@ -122,7 +125,7 @@ public:
             // its result is what this call answers, so wait for it a while.
             if (existing->pending && existing->args_digest == digest)
                 existing = await_first_call(std::move(*existing), stop);
-            return known_key_answer(*existing, digest, tool_, key_, principal_);
+            return known_key_answer(*existing, digest, tool_, key_, principal_, trail);
         }
         held_ = true;
         return std::nullopt;
@@ -178,11 +181,12 @@ std::variant<CreditLimiter::Permit, mcp::ToolResult> acquire_credits(ActionRunti
 
 // Idempotency, credits, execute and shape: the stages after the confirmation.
 mcp::ToolResult claim_and_execute(ActionRuntime& rt, const ActionCall& call, const json& args,
-                                  const Preview& preview, mcp::RequestContext& ctx) {
+                                  const Preview& preview, mcp::RequestContext& ctx,
+                                  WriteTrail& trail) {
     json stripped;
     const json& call_args = without(args, "idempotency_key", stripped);
     KeyClaim claim(rt, principal_of(ctx), call.tool, string_arg(args, "idempotency_key"));
-    if (auto known = claim.claim(call_args, ctx.stop)) return std::move(*known);
+    if (auto known = claim.claim(call_args, ctx.stop, trail)) return std::move(*known);
     try {
         std::optional<CreditLimiter::Permit> permit;  // held until the work is done
         if (call.spends_credits) {
@@ -193,6 +197,7 @@ mcp::ToolResult claim_and_execute(ActionRuntime& rt, const ActionCall& call, con
             }
             permit.emplace(std::move(std::get<CreditLimiter::Permit>(got)));
         }
+        trail.sent = true;
         std::string text = call.execute(call_args, preview, ctx).dump();
         // The result echoes the gateway's record: its text is cleaned before anyone reads it
         // (and before a replay of this key would).
@@ -209,6 +214,7 @@ mcp::ToolResult claim_and_execute(ActionRuntime& rt, const ActionCall& call, con
         return error;
     } catch (const Refused& r) {
         claim.release();
+        trail.sent = false;  // the action could not run at all: nothing was sent
         return tool_error(r.reason, r.message);
     } catch (...) {
         claim.release();
@@ -221,26 +227,36 @@ mcp::ToolResult claim_and_execute(ActionRuntime& rt, const ActionCall& call, con
 namespace {
 
 mcp::ToolResult run_stages(ActionRuntime& rt, const ActionCall& call, const json& args,
-                           mcp::RequestContext& ctx) {
+                           mcp::RequestContext& ctx, WriteTrail& trail) {
     if (call.box)
         if (auto refused = write_scope_refusal(*call.box, call.tool))
             return tool_error(refused->reason, refused->message);
-    if (!call.preview) return claim_and_execute(rt, call, args, Preview{.needed = false}, ctx);
+    if (!call.preview) {
+        trail.confirmation = "not_needed";
+        return claim_and_execute(rt, call, args, Preview{.needed = false}, ctx, trail);
+    }
 
     const std::string confirmation_id = string_arg(args, "confirmation_id");
+    trail.confirmation_id = confirmation_id;
     json stripped;
     const json& call_args = without(args, "confirmation_id", stripped);
-    if (auto replay = replay_known_key(rt, call.tool, call_args, ctx)) return std::move(*replay);
+    if (auto replay = replay_known_key(rt, call.tool, call_args, ctx, trail))
+        return std::move(*replay);
     std::optional<Preview> preview;
     try {
         preview = call.preview(call_args, ctx);
     } catch (const Refused& r) {
         return tool_error(r.reason, r.message);
     }
-    if (preview->needed)
+    if (preview->needed) {
         if (auto stop = confirm(rt, call, call_args, confirmation_id, *preview, ctx))
             return std::move(*stop);
-    return claim_and_execute(rt, call, call_args, *preview, ctx);
+        // confirm() lets a call through only on a valid confirmation_id or a person's yes.
+        trail.confirmation = confirmation_id.empty() ? "person" : "confirmation_id";
+    } else {
+        trail.confirmation = "not_needed";
+    }
+    return claim_and_execute(rt, call, call_args, *preview, ctx, trail);
 }
 
 }  // namespace
@@ -249,16 +265,48 @@ mcp::ToolResult run_action(ActionRuntime& rt, const ActionCall& call, const json
                            mcp::RequestContext& ctx) {
     // Every answer but an error carries the gateway's records (the result's data, a replay of
     // it, a preview's title and excerpt): marked untrusted.
-    mcp::ToolResult result = run_stages(rt, call, args, ctx);
+    WriteTrail trail;
+    mcp::ToolResult result;
+    try {
+        result = run_stages(rt, call, args, ctx, trail);
+    } catch (const mcp::InputRequired&) {
+        throw;  // a modern round asking a person: the call comes again with the answer
+    } catch (const gateway::Error& e) {
+        // A preview's read that failed: the shape stage makes it a tool error; recorded here.
+        append_write(rt.store(), write_log_entry(call.tool, args, principal_of(ctx), trail,
+                                                 tool_error(e), call.record_field));
+        throw;
+    } catch (const state::StoreError& e) {
+        append_write(rt.store(),
+                     write_log_entry(call.tool, args, principal_of(ctx), trail,
+                                     tool_error("state_unavailable", e.what()),
+                                     call.record_field));
+        throw;
+    }
+    append_write(rt.store(),
+                 write_log_entry(call.tool, args, principal_of(ctx), trail, result,
+                                 call.record_field));
     if (!result.is_error) mark_untrusted(result);
     return result;
 }
 
-Handler checked_handler(std::shared_ptr<const InputValidator> validator, Handler handler) {
-    return [validator = std::move(validator), handler = std::move(handler)](
-               const json& args, mcp::RequestContext& ctx) -> mcp::ToolResult {
-        if (std::string problem = validator->validate(args); !problem.empty())
-            return tool_error("validation", problem);
+void record_refusal(ActionRuntime& rt, const std::string& tool, const std::string& record_field,
+                    const json& args, mcp::RequestContext& ctx, const mcp::ToolResult& refusal) {
+    append_write(rt.store(),
+                 write_log_entry(tool, args, principal_of(ctx), WriteTrail{}, refusal,
+                                 record_field));
+}
+
+Handler checked_handler(std::shared_ptr<const InputValidator> validator, Handler handler,
+                        RefusalHook on_refused) {
+    return [validator = std::move(validator), handler = std::move(handler),
+            on_refused = std::move(on_refused)](const json& args,
+                                                mcp::RequestContext& ctx) -> mcp::ToolResult {
+        if (std::string problem = validator->validate(args); !problem.empty()) {
+            mcp::ToolResult refusal = tool_error("validation", problem);
+            if (on_refused) on_refused(args, ctx, refusal);
+            return refusal;
+        }
         return failures_as_tool_errors([&] { return handler(args, ctx); });
     };
 }

@@ -47,6 +47,8 @@ struct ActionCall {
     // scope, before anything else runs.
     std::shared_ptr<Toolbox> box;
     std::string title;  // the elicitation asks "<title> now?"
+    // The result member holding the gateway's record id, for the write log (article_id, ...).
+    std::string record_field;
     bool spends_credits = true;
     // Set: the confirmation stage runs. Reads what the action touches and says what it would
     // do; throws Refused or gateway::Error when it cannot run. Sends nothing.
@@ -59,13 +61,19 @@ struct ActionCall {
 // Why the gateway key cannot run `tool` (it lacks the write scope), nullopt when it may.
 std::optional<Refused> write_scope_refusal(Toolbox& box, const std::string& tool);
 
-// Runs an action call's stages from replay to shape.
+// Runs an action call's stages from replay to shape, and appends its row to the write log
+// (tools/write_log.hpp) whatever the outcome.
 mcp::ToolResult run_action(ActionRuntime& rt, const ActionCall& call, const json& args,
                            mcp::RequestContext& ctx);
+// The write log's row for an action call refused before run_action (invalid arguments, or
+// the caller's missing scope): ToolSpec::on_refused of the action tools.
+void record_refusal(ActionRuntime& rt, const std::string& tool, const std::string& record_field,
+                    const json& args, mcp::RequestContext& ctx, const mcp::ToolResult& refusal);
 
 // The validate and shape stages around any handler: invalid arguments and gateway or state
-// failures become tool errors.
-Handler checked_handler(std::shared_ptr<const InputValidator> validator, Handler handler);
+// failures become tool errors. `on_refused` hears a call refused for its arguments.
+Handler checked_handler(std::shared_ptr<const InputValidator> validator, Handler handler,
+                        RefusalHook on_refused = {});
 std::function<mcp::ToolResult(const json& resume, const json& args, mcp::RequestContext&)>
 checked_resume(
     std::function<mcp::ToolResult(const json& resume, const json& args, mcp::RequestContext&)>

@@ -1,12 +1,13 @@
 // The server's resources: its own usage notes, and templates over a client's overview, an
-// audit report, an article and an audit job's status (the one resource whose changes are
-// announced to subscribers). Each template is one declarative entry in template_specs().
+// audit report, an article, a client's write log and an audit job's status (the one
+// resource whose changes are announced to subscribers). Each template is one declarative entry in template_specs().
 #include <future>
 #include <optional>
 #include <set>
 
 #include <spdlog/spdlog.h>
 
+#include "base/clock.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/surface.hpp"
 #include "tools/untrusted_results.hpp"
@@ -256,6 +257,44 @@ json audit_job(ActionRuntime& actions, const std::string& uri, const std::string
     return text_contents(uri, "application/json", audit_status_json(*job).dump(2));
 }
 
+constexpr std::size_t kWriteLogRows = 50;
+
+// The client's newest rows of the write log. Callers' arguments are in them (another
+// assistant's words, as far as this reader goes): cleaned and marked untrusted like gateway
+// text.
+json write_log(ActionRuntime& actions, const std::string& uri, const std::string& client_id,
+               mcp::RequestContext& ctx) {
+    if (!ctx.principal.has_scope("read"))
+        throw mcp::RpcError(mcp::error_code::invalid_params,
+                            uri + " needs the 'read' scope, which this caller lacks");
+    json writes = json::array();
+    actions.store().read_write_log(
+        {.client_id = client_id, .limit = kWriteLogRows, .newest_first = true},
+        [&](const state::WriteLogEntry& e) {
+            writes.push_back({{"at", base::iso8601_ms(e.at_ms)},
+                              {"principal", e.principal},
+                              {"tool", e.tool},
+                              {"outcome", e.outcome},
+                              {"reason", e.reason},
+                              {"record_id", e.record_id},
+                              {"confirmation", e.confirmation},
+                              {"replayed", e.replayed},
+                              {"args_summary", e.args_summary},
+                              {"detail", e.detail}});
+        });
+    gateway_strings(writes);
+    json out = {{"client_id", client_id},
+                {"returned", writes.size()},
+                {"limit", kWriteLogRows},
+                {"order", "newest first"},
+                {"writes", std::move(writes)}};
+    if (out["returned"] == kWriteLogRows)
+        out["note"] = "only the newest " + std::to_string(kWriteLogRows) +
+                      " rows; the operator reads them all with agency-mcp write-log --client " +
+                      client_id;
+    return gateway_contents(uri, out);
+}
+
 // Sends resource updates for job changes while the server lives.
 struct Notifier {
     std::mutex mutex;
@@ -275,6 +314,10 @@ std::vector<TemplateSpec> template_specs() {
          "application/json"},
         {"agency://clients/{client_id}/articles/{article_id}", "article", "Article",
          "One blog or geo article of a client, with its body when the gateway has it.",
+         "application/json"},
+        {"agency://clients/{client_id}/write-log", "write_log", "Write log",
+         "A client's newest action calls (up to 50): who, which tool, how confirmed, the outcome "
+         "and the record id; refused calls too.",
          "application/json"},
         {"agency://audit-jobs/{audit_id}", "audit_job", "Audit job status",
          "The status of an audit job run_seo_audit queued (yours only); subscribe to hear when "
@@ -310,6 +353,9 @@ void register_surface(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
         {"clients/*/articles/*",
          [box](const std::string& uri, const std::vector<std::string>& at,
                mcp::RequestContext& ctx) { return article(*box, uri, at, ctx); }},
+        {"clients/*/write-log",
+         [actions](const std::string& uri, const std::vector<std::string>& at,
+                   mcp::RequestContext& ctx) { return write_log(*actions, uri, at[0], ctx); }},
         {"audit-jobs/*",
          [actions](const std::string& uri, const std::vector<std::string>& at,
                    mcp::RequestContext& ctx) { return audit_job(*actions, uri, at[0], ctx); }},

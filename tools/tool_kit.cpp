@@ -527,9 +527,12 @@ ToolDoc add_tool(mcp::Server& server, ToolSpec spec) {
     auto validator = std::make_shared<const InputValidator>(
         spec.input_schema_patch.is_null() ? InputValidator::borrowing(embedded_input)
                                           : InputValidator(def.input_schema));
-    def.handler = checked_handler(validator, std::move(spec.handler));
+    def.handler = checked_handler(validator, std::move(spec.handler), spec.on_refused);
     def.task_support = spec.task_support;
-    if (spec.task_handler) def.task_handler = checked_handler(validator, std::move(spec.task_handler));
+    if (spec.task_handler)
+        def.task_handler =
+            checked_handler(validator, std::move(spec.task_handler), spec.on_refused);
+    def.on_refused = std::move(spec.on_refused);
     if (spec.resume_task) def.resume_task = checked_resume(std::move(spec.resume_task));
     def.on_cancel = std::move(spec.on_cancel);
     server.add_tool(std::move(def));

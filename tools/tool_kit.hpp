@@ -63,6 +63,9 @@ private:
 };
 
 using Handler = std::function<mcp::ToolResult(const json& args, mcp::RequestContext& ctx)>;
+// Hears a call refused before its handler ran (its arguments, or the caller's scope).
+using RefusalHook = std::function<void(const json& args, mcp::RequestContext& ctx,
+                                       const mcp::ToolResult& refusal)>;
 
 // One declarative entry per tool.
 struct ToolSpec {
@@ -91,6 +94,8 @@ struct ToolSpec {
     std::function<mcp::ToolResult(const json& resume, const json& args, mcp::RequestContext&)>
         resume_task;
     std::function<void(const json& resume)> on_cancel;
+    // Action tools: records a call refused before the handler (the write log).
+    RefusalHook on_refused;
 };
 
 // What docs/tools.md says of a tool beyond its definition: taken from its entry.

@@ -120,7 +120,8 @@ if (process.env.MUTATION_DUMP) {
 test('stdio: no mutated message ends the process', async () => {
   const child = spawn(bin, ['serve', '--state-db', ':memory:'], {
     stdio: ['pipe', 'pipe', 'pipe'],
-    env: { ...process.env, AGENCY_GATEWAY_URL: '', AGENCY_LOG_LEVEL: 'error' },
+    // Off: the mutated calls are meant to reach the tools, not the per-caller rate limit.
+    env: { ...process.env, AGENCY_GATEWAY_URL: '', AGENCY_LOG_LEVEL: 'error', AGENCY_RATE_LIMIT: 'off' },
   });
   let out = '';
   let err = '';
@@ -152,7 +153,7 @@ test('stdio: no mutated message ends the process', async () => {
 
 test('HTTP: no mutated message ends the process or gets a 5xx', async () => {
   const { url, child } = await startHttpServer(['--state-db', ':memory:'],
-                                               { AGENCY_GATEWAY_URL: '' });
+                                               { AGENCY_GATEWAY_URL: '', AGENCY_RATE_LIMIT: 'off' });
   try {
     const headers = {
       'Content-Type': 'application/json',

@@ -46,6 +46,7 @@ async function exerciseSurface(client) {
     'agency://clients/{client_id}/overview',
     'agency://clients/{client_id}/audits/{report_id}',
     'agency://clients/{client_id}/articles/{article_id}',
+    'agency://clients/{client_id}/write-log',
     'agency://audit-jobs/{audit_id}',
   ]);
 
@@ -300,7 +301,7 @@ test('Inspector CLI lists resources and prompts', async () => {
   const { url, child } = await startHttpServer([], stateEnv());
   try {
     const viaHttp = await run([url, '--transport', 'http', '--method', 'resources/templates/list']);
-    assert.equal(viaHttp.resourceTemplates.length, 4);
+    assert.equal(viaHttp.resourceTemplates.length, 5);
   } finally {
     child.kill('SIGTERM');
   }

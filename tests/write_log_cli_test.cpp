@@ -1,0 +1,187 @@
+// The write log and the rate limit through the real binary: serve over stdio records an action
+// call that `write-log` then prints (JSON lines, CSV safe to open in a spreadsheet, filters);
+// `write-log prune` deletes only what is older than --before and records itself; --rate-limit
+// refuses a caller over it and refuses a malformed value at start.
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "base/crypto.hpp"
+#include "run_binary.hpp"
+#include "state/sqlite_store.hpp"
+
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+using agency::testing::Outcome;
+
+class WriteLogCli : public ::testing::Test {
+protected:
+    fs::path dir = fs::temp_directory_path() / ("agency-wlog-cli-" + agency::crypto::random_hex(6));
+    std::string db;
+    void SetUp() override {
+        fs::create_directories(dir);
+        db = (dir / "state.db").string();
+    }
+    void TearDown() override {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+    }
+    Outcome run(const std::string& args, const std::string& stdin_text = "") {
+        return agency::testing::run_command(
+            dir,
+            "env -u AGENCY_GATEWAY_URL -u AGENCY_STATE_URL -u AGENCY_STATE_DB "
+            "-u AGENCY_RATE_LIMIT -u AGENCY_RATE_LIMIT_BURST '" +
+                std::string(AGENCY_BINARY) + "' " + args,
+            stdin_text);
+    }
+};
+
+std::vector<json> json_lines(const std::string& text) {
+    std::vector<json> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty()) out.push_back(json::parse(line));
+    return out;
+}
+
+std::string request(int id, const std::string& method, const json& params) {
+    return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump() +
+           "\n";
+}
+
+std::string session(const std::vector<std::string>& calls) {
+    std::string text = request(0, "initialize",
+                               {{"protocolVersion", "2025-11-25"},
+                                {"capabilities", json::object()},
+                                {"clientInfo", {{"name", "t"}, {"version", "1"}}}});
+    text += R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n";
+    for (const auto& c : calls) text += c;
+    return text;
+}
+
+std::string call(int id, const std::string& tool, const json& args) {
+    return request(id, "tools/call", {{"name", tool}, {"arguments", args}});
+}
+
+}  // namespace
+
+TEST_F(WriteLogCli, ServedActionCallsAreReadBack) {
+    const Outcome served = run(
+        "serve --state-db '" + db + "'",
+        session({call(1, "generate_topical_map", {{"client_id", "demo-dental"}, {"topic", "=1+1"}}),
+                 call(2, "generate_topical_map", {{"client_id", "demo-law"}, {"topic", 7}})}));
+    ASSERT_EQ(served.exit_code, 0) << served.err;
+
+    const Outcome all = run("write-log --state-db '" + db + "'");
+    ASSERT_EQ(all.exit_code, 0) << all.err;
+    auto rows = json_lines(all.out);
+    ASSERT_EQ(rows.size(), 2u) << all.out;
+    // The calls ran on the stdio workers, in either order.
+    if (rows[0]["outcome"] != "ok") std::swap(rows[0], rows[1]);
+    EXPECT_EQ(rows[0]["principal"], "local");
+    EXPECT_EQ(rows[0]["tool"], "generate_topical_map");
+    EXPECT_EQ(rows[0]["outcome"], "ok");
+    EXPECT_FALSE(rows[0].value("record_id", "").empty());
+    EXPECT_EQ(rows[0]["confirmation"], "not_needed");
+    EXPECT_EQ(rows[1]["outcome"], "refused");
+    EXPECT_EQ(rows[1]["reason"], "validation");
+    EXPECT_TRUE(rows[0]["at"].get<std::string>().ends_with("Z"));
+
+    const Outcome law = run("write-log --client demo-law --state-db '" + db + "'");
+    EXPECT_EQ(json_lines(law.out).size(), 1u) << law.out;
+    const Outcome none = run("write-log --tool deploy_article --state-db '" + db + "'");
+    EXPECT_EQ(json_lines(none.out).size(), 0u) << none.out;
+    const Outcome future = run("write-log --since 2999-01-01 --state-db '" + db + "'");
+    EXPECT_EQ(json_lines(future.out).size(), 0u) << future.out;
+    const Outcome recent = run("write-log --since 1h --state-db '" + db + "'");
+    EXPECT_EQ(json_lines(recent.out).size(), 2u) << recent.out;
+    const Outcome bad = run("write-log --since yesterday --state-db '" + db + "'");
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.err.find("--since"), std::string::npos) << bad.err;
+
+    // CSV: every cell quoted; the caller's "=1+1" cannot run as a formula.
+    const Outcome csv = run("write-log --format csv --state-db '" + db + "'");
+    ASSERT_EQ(csv.exit_code, 0) << csv.err;
+    EXPECT_TRUE(csv.out.starts_with("\"at\",\"principal\",\"tool\"")) << csv.out;
+    EXPECT_NE(csv.out.find("\"\"topic\"\":\"\"=1+1\"\""), std::string::npos) << csv.out;
+    std::istringstream lines(csv.out);
+    for (std::string line; std::getline(lines, line);) {
+        for (std::size_t at = line.find(",\""); at != std::string::npos;
+             at = line.find(",\"", at + 1))
+            EXPECT_EQ(std::string("=+-@").find(line[at + 2]), std::string::npos) << line;
+    }
+}
+
+TEST_F(WriteLogCli, FormulaCellsAreNeutralised) {
+    {
+        agency::state::SqliteStore store(db);
+        store.append_write_log({.principal = "=HYPERLINK(\"http://x\")",
+                                .tool = "@SUM(A1)",
+                                .client_id = "+1",
+                                .outcome = "refused",
+                                .detail = "-2 \"quoted\""});
+    }
+    const Outcome csv = run("write-log --format csv --state-db '" + db + "'");
+    ASSERT_EQ(csv.exit_code, 0) << csv.err;
+    EXPECT_NE(csv.out.find(",\"'=HYPERLINK(\"\"http://x\"\")\","), std::string::npos) << csv.out;
+    EXPECT_NE(csv.out.find(",\"'@SUM(A1)\","), std::string::npos) << csv.out;
+    EXPECT_NE(csv.out.find(",\"'+1\","), std::string::npos) << csv.out;
+    EXPECT_NE(csv.out.find(",\"'-2 \"\"quoted\"\"\","), std::string::npos) << csv.out;
+}
+
+TEST_F(WriteLogCli, PruneDeletesOnlyOlderRowsAndRecordsItself) {
+    {
+        agency::state::SqliteStore store(db);
+        store.append_write_log({.at_ms = 1'000'000'000'000, .tool = "generate_article"});  // 2001
+        store.append_write_log({.tool = "deploy_article"});                                  // now
+    }
+    const Outcome future = run("write-log prune --before 2999-01-01 --state-db '" + db + "'");
+    EXPECT_NE(future.exit_code, 0);
+    EXPECT_NE(future.err.find("future"), std::string::npos) << future.err;
+    const Outcome missing = run("write-log prune --state-db '" + db + "'");
+    EXPECT_NE(missing.exit_code, 0) << "--before is required";
+
+    const Outcome pruned = run("write-log prune --before 2020-01-01 --state-db '" + db + "'");
+    ASSERT_EQ(pruned.exit_code, 0) << pruned.err;
+    EXPECT_NE(pruned.out.find("deleted 1 row(s)"), std::string::npos) << pruned.out;
+    EXPECT_NE(pruned.err.find("pruned 1 row(s)"), std::string::npos) << "logged: " << pruned.err;
+    const auto rows = json_lines(run("write-log --state-db '" + db + "'").out);
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0]["tool"], "deploy_article");
+    EXPECT_EQ(rows[1]["tool"], "write-log prune");
+    EXPECT_TRUE(rows[1].value("principal", "").starts_with("operator:"));
+    EXPECT_EQ(rows[1]["args_summary"]["before"], "2020-01-01T00:00:00.000Z");
+    EXPECT_NE(rows[1].value("detail", "").find("1 row(s) deleted"), std::string::npos);
+}
+
+TEST_F(WriteLogCli, RateLimitRefusesOverTheLimitAndBadValues) {
+    const Outcome served = run(
+        "serve --state-db '" + db + "' --rate-limit 1/minute --rate-limit-burst 2",
+        session({call(1, "list_clients", json::object()), call(2, "list_clients", json::object()),
+                 call(3, "list_clients", json::object())}));
+    ASSERT_EQ(served.exit_code, 0) << served.err;
+    // Answers come as the workers finish: counted, not ordered.
+    int answered = 0;
+    std::vector<json> refused;
+    for (const json& reply : json_lines(served.out)) {
+        if (reply.value("id", 0) == 0) continue;
+        ++answered;
+        if (reply.contains("error")) refused.push_back(reply["error"]);
+    }
+    EXPECT_EQ(answered, 3) << served.out;
+    ASSERT_EQ(refused.size(), 1u) << served.out;
+    EXPECT_EQ(refused[0]["code"], -32029);
+    EXPECT_EQ(refused[0]["data"]["retryAfterSeconds"], 60);
+    EXPECT_NE(refused[0].value("message", "").find("retry in 60 s"), std::string::npos);
+
+    const Outcome bad = run("serve --rate-limit fast");
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.err.find("--rate-limit"), std::string::npos) << bad.err;
+    EXPECT_NE(bad.err.find("N/minute"), std::string::npos) << bad.err;
+}

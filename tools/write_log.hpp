@@ -1,0 +1,38 @@
+// The write log's rows as the action pipeline makes them (state::Store::append_write_log):
+// one row per action tool call that reached the gateway or was refused on the way, with a
+// bounded summary of its arguments that never holds a confirmation_id.
+#pragma once
+
+#include <string>
+
+#include "server/mcp_server.hpp"
+#include "state/store.hpp"
+#include "tools/tool_kit.hpp"
+
+namespace agency::tools {
+
+// What the stages of one action call learned, for its row.
+struct WriteTrail {
+    // person | confirmation_id | not_needed | none (see state::WriteLogEntry::confirmation)
+    std::string confirmation = "none";
+    std::string confirmation_id;  // the one passed or issued; stored only as a digest
+    bool sent = false;            // the execute stage began (the gateway may have acted)
+    bool replayed = false;        // answered from a finished idempotency key
+};
+
+// The arguments in short: at most 12 members, strings cut to 80 characters, arrays and
+// objects as their size; confirmation_id and anything named like a secret left out.
+json args_summary(const json& args);
+
+// The row for a call of `tool` that ended with `result`. `record_field` names the result
+// member holding the gateway's record id (article_id, audit_id, ...).
+state::WriteLogEntry write_log_entry(const std::string& tool, const json& args,
+                                     const std::string& principal, const WriteTrail& trail,
+                                     const mcp::ToolResult& result,
+                                     const std::string& record_field);
+
+// Appends the row; a store failure is logged with the row's facts (never failing the call,
+// whose outcome the caller must still hear).
+void append_write(state::Store& store, const state::WriteLogEntry& entry);
+
+}  // namespace agency::tools
