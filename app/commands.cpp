@@ -197,6 +197,8 @@ int serve_http(mcp::Server& server, const ServeArgs& args, const mcp::Principal&
     options.anonymous = anonymous;
     options.max_connections = fit_connections_to_fd_limit(options.max_connections);
     if (!args.keys_file.empty()) options.keys = open_keys_for_serving(args.keys_file);
+    // /metrics beside /mcp, unless --metrics-listen gave it an address of its own.
+    if (args.metrics_listen.empty()) options.routes.push_back(mcp::metrics_route());
     mcp::HttpTransport transport(server, options);
     transport.start();
     spdlog::info("MCP over Streamable HTTP at {}", transport.url());

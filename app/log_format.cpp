@@ -1,11 +1,12 @@
 #include "app/log_format.hpp"
 
+#include <cstdio>
 #include <ctime>
 #include <stdexcept>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "base/trace_context.hpp"
 

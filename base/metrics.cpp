@@ -81,7 +81,9 @@ CounterFamily::CounterFamily(std::string name, std::string help,
 
 CounterFamily::~CounterFamily() = default;
 
-void CounterFamily::add(Labels values, double amount) { impl_->cache.get(values).Increment(amount); }
+void CounterFamily::add(Labels values, double amount) {
+    impl_->cache.get(values).Increment(amount);
+}
 
 struct GaugeFamily::Impl {
     SeriesCache<prometheus::Gauge> cache;
@@ -115,8 +117,8 @@ void HistogramFamily::observe(Labels values, double value) {
 }
 
 const std::vector<double>& duration_buckets() {
-    static const std::vector<double> bounds{0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2,
-                                            0.5,   1,      2,     5,    10,   30,   60,  120, 300};
+    static const std::vector<double> bounds{0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5,
+                                            1,     2,      5,     10,   30,   60,   120, 300};
     return bounds;
 }
 

@@ -54,7 +54,8 @@ struct HttpTransport::Impl {
         std::string session_id;
         ~StreamSlot() {
             std::lock_guard lock(impl->streams_mutex);
-            --impl->streams_open, count_stream(-1);
+            --impl->streams_open;
+            count_stream(-1);
             if (session_id.empty()) return;
             auto it = impl->streams_per_session.find(session_id);
             if (it != impl->streams_per_session.end() && --it->second == 0)
@@ -70,7 +71,8 @@ struct HttpTransport::Impl {
             if (n >= options.max_streams_per_session) return nullptr;
             ++n;
         }
-        ++streams_open, count_stream(1);
+        ++streams_open;
+        count_stream(1);
         return std::make_shared<StreamSlot>(this, session_id);
     }
 

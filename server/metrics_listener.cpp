@@ -9,6 +9,15 @@
 
 namespace agency::mcp {
 
+HttpRoute metrics_route() {
+    return {.method = "GET", .path = "/metrics", .handler = [](const HttpRequestView&) {
+                return HttpReply{.status = 200,
+                                 .content_type = base::metrics::kContentType,
+                                 .body = base::metrics::render(),
+                                 .headers = {}};
+            }};
+}
+
 struct MetricsListener::Impl {
     std::unique_ptr<net::PlainServer> http;
     std::thread thread;
@@ -38,7 +47,8 @@ int MetricsListener::start(const std::string& host, int port) {
         port == 0 ? http->bind_to_any_port(host) : (http->bind_to_port(host, port) ? port : -1);
     if (bound < 0)
         throw std::runtime_error("--metrics-listen: cannot listen on " + host + ":" +
-                                 std::to_string(port) + " (in use, or not an address of this host)");
+                                 std::to_string(port) +
+                                 " (in use, or not an address of this host)");
     httplib::Server* raw = http.get();
     impl_->thread = std::thread([raw] { raw->listen_after_bind(); });
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

@@ -8,7 +8,12 @@
 #include <memory>
 #include <string>
 
+#include "server/http_routes.hpp"
+
 namespace agency::mcp {
+
+// GET /metrics for the HTTP transport's routes (HttpOptions::routes).
+HttpRoute metrics_route();
 
 class MetricsListener {
 public:

@@ -38,8 +38,8 @@ metrics::CounterFamily& tool_calls() {
 metrics::CounterFamily& tasks() {
     static auto* family = [] {
         auto* made = new metrics::CounterFamily(
-            "agency_mcp_tasks_total",
-            "MCP tasks that reached each status on this process", {"status"});
+            "agency_mcp_tasks_total", "MCP tasks that reached each status on this process",
+            {"status"});
         for (const auto status : {"working", "input_required", "completed", "failed", "cancelled"})
             made->touch({status});
         return made;
@@ -50,8 +50,9 @@ metrics::CounterFamily& tasks() {
 metrics::GaugeFamily& gauges() {
     static auto* family = [] {
         auto* made = new metrics::GaugeFamily(
-            "agency_mcp_open", "What is open now: tasks running on this process, streamed (SSE) "
-                               "HTTP answers, legacy sessions",
+            "agency_mcp_open",
+            "What is open now: tasks running on this process, streamed (SSE) "
+            "HTTP answers, legacy sessions",
             {"what"});
         for (const auto what : {"tasks", "streams", "sessions"}) made->set({what}, 0);
         return made;
@@ -59,15 +60,22 @@ metrics::GaugeFamily& gauges() {
     return *family;
 }
 
+// Every family shows from the start, not from its first use.
+[[maybe_unused]] const bool g_registered =
+    (operation_duration(), tool_calls(), tasks(), gauges(), true);
+
 // Error codes this server sends; a client's own (an answer to our request) may be any number,
 // and a label must come from a bounded set.
 std::string error_label(int code) {
-    static constexpr std::array<int, 9> kKnown{
-        error_code::parse_error,        error_code::invalid_request,
-        error_code::method_not_found,   error_code::invalid_params,
-        error_code::internal_error,     error_code::header_mismatch,
-        error_code::missing_client_capability, error_code::unsupported_protocol_version,
-        error_code::resource_not_found_legacy};
+    static constexpr std::array<int, 9> kKnown{error_code::parse_error,
+                                               error_code::invalid_request,
+                                               error_code::method_not_found,
+                                               error_code::invalid_params,
+                                               error_code::internal_error,
+                                               error_code::header_mismatch,
+                                               error_code::missing_client_capability,
+                                               error_code::unsupported_protocol_version,
+                                               error_code::resource_not_found_legacy};
     if (std::find(kKnown.begin(), kKnown.end(), code) == kKnown.end()) return "other";
     return std::to_string(code);
 }
@@ -116,7 +124,7 @@ RequestObserver::RequestObserver(const json& message, const Inbound& in)
     // As Server::resolve_era decides it, without its checks (a refused request counts too).
     era_ = in.era ? *in.era
                   : (name != "initialize" && meta && meta->contains(kMetaVersion) ? Era::modern
-                                                                                   : Era::legacy);
+                                                                                  : Era::legacy);
     auto trace = std::make_shared<base::CallTrace>();
     const auto incoming = incoming_trace(meta, in);
     trace->trace = incoming ? base::child_span(*incoming) : base::start_trace();

@@ -60,8 +60,9 @@ public:
             const int err = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
             ::dup2(err, 2);
             for (int fd : {in[0], in[1], out[0], out[1], err}) ::close(fd);
-            const std::string command = std::string("exec env -u AGENCY_GATEWAY_URL AGENCY_API_KEY=") +
-                                        kGatewayKey + " '" + AGENCY_BINARY + "' " + args;
+            const std::string command =
+                std::string("exec env -u AGENCY_GATEWAY_URL AGENCY_API_KEY=") + kGatewayKey + " '" +
+                AGENCY_BINARY + "' " + args;
             ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
             ::_exit(127);
         }
@@ -148,7 +149,8 @@ json call(int id, const std::string& tool, const json& args) {
 }  // namespace
 
 TEST(MetricsCli, StdioServesMetricsOnItsOwnAddressAndLogsJsonLines) {
-    const fs::path dir = fs::temp_directory_path() / ("agency-metrics-cli-" + std::to_string(::getpid()));
+    const fs::path dir =
+        fs::temp_directory_path() / ("agency-metrics-cli-" + std::to_string(::getpid()));
     fs::create_directories(dir);
     const int port = free_port();
     ServeProcess serve(dir, "serve --metrics-listen 127.0.0.1:" + std::to_string(port) +
@@ -161,14 +163,16 @@ TEST(MetricsCli, StdioServesMetricsOnItsOwnAddressAndLogsJsonLines) {
 
     // An audit: its job runs on a worker thread after the answer; its log line carries the
     // call's trace all the same.
-    serve.send(call(2, "run_seo_audit", {{"client_id", "demo-dental"}, {"url", "https://example.com/"}}));
+    serve.send(
+        call(2, "run_seo_audit", {{"client_id", "demo-dental"}, {"url", "https://example.com/"}}));
     const json audit = serve.answer(2);
     ASSERT_TRUE(audit.is_object()) << serve.stderr_text();
     const std::string audit_id = audit["result"]["structuredContent"].value("audit_id", "");
     ASSERT_FALSE(audit_id.empty()) << audit.dump().substr(0, 400);
     std::string status;
     for (int i = 0; i < 200 && status != "succeeded" && status != "failed"; ++i) {
-        serve.send(call(3 + i, "get_audit_status", {{"client_id", "demo-dental"}, {"audit_id", audit_id}}));
+        serve.send(call(3 + i, "get_audit_status",
+                        {{"client_id", "demo-dental"}, {"audit_id", audit_id}}));
         const json got = serve.answer(3 + i);
         ASSERT_TRUE(got.is_object());
         status = got["result"]["structuredContent"].value("status", "");
@@ -182,11 +186,14 @@ TEST(MetricsCli, StdioServesMetricsOnItsOwnAddressAndLogsJsonLines) {
     EXPECT_EQ(res->status, 200);
     EXPECT_EQ(res->get_header_value("Content-Type").rfind("text/plain; version=0.0.4", 0), 0u);
     using agency::testing::metric_value;
-    EXPECT_EQ(metric_value(res->body, "agency_mcp_tool_calls_total",
-                           {{"gen_ai_tool_name", "list_clients"}, {"outcome", "ok"}, {"era", "modern"}}),
-              1);
+    EXPECT_EQ(
+        metric_value(res->body, "agency_mcp_tool_calls_total",
+                     {{"gen_ai_tool_name", "list_clients"}, {"outcome", "ok"}, {"era", "modern"}}),
+        1);
     EXPECT_EQ(metric_value(res->body, "agency_mcp_audit_jobs_total", {{"status", "succeeded"}}), 1);
-    EXPECT_GE(metric_value(res->body, "agency_gateway_requests_total", {{"http_request_method", "POST"}}), 1);
+    EXPECT_GE(
+        metric_value(res->body, "agency_gateway_requests_total", {{"http_request_method", "POST"}}),
+        1);
     EXPECT_EQ(metrics.Get("/mcp")->status, 404) << "only /metrics is served there";
     std::ofstream(dir / "metrics.txt") << res->body;
     const auto lint = agency::testing::promtool_check(dir / "metrics.txt");

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -17,6 +18,7 @@
 #include "base/metrics.hpp"
 #include "base/trace_context.hpp"
 #include "server/http_transport.hpp"
+#include "server/metrics_listener.hpp"
 #include "tests/metrics_text.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/action_tools.hpp"
@@ -53,8 +55,22 @@ ToolReply traced_call(ToolHarness& h, const std::string& tool, const json& args,
     return reply;
 }
 
+// Waits until the sample gateway has logged every request it received (it logs a request
+// after answering it, so a call's answer can come back first).
+void settle(const ToolHarness& h) {
+    for (int i = 0; i < 400 && h.gw->requests_in_flight() > 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+// The requests the sample gateway has logged, once it has logged all it received.
+std::size_t logged(const ToolHarness& h) {
+    settle(h);
+    return h.requests();
+}
+
 // The traceparent headers of the gateway requests logged from `from` on.
 std::vector<std::string> traceparents_since(const ToolHarness& h, std::size_t from) {
+    settle(h);
     std::vector<std::string> out;
     const auto log = h.gw->request_log();
     for (std::size_t i = from; i < log.size(); ++i) out.push_back(log[i].traceparent);
@@ -71,11 +87,11 @@ TEST(TraceContext, ParsesOnlyWellFormedTraceparents) {
     EXPECT_EQ(ok->flags, 1);
     EXPECT_EQ(ok->header(), kTraceparent);
     const std::string t = kTrace, p = kParent;
-    for (const std::string bad : {
+    for (const std::string& bad : std::vector<std::string>{
              std::string(""),
-             "00-" + t + "-" + p,                                // no flags
-             "00-" + t + "-" + p + "-01-extra",                  // version 00 has no more fields
-             "00-" + t + "-" + p + "-1",                         // flags one digit
+             "00-" + t + "-" + p,                                 // no flags
+             "00-" + t + "-" + p + "-01-extra",                   // version 00 has no more fields
+             "00-" + t + "-" + p + "-1",                          // flags one digit
              "00-4BF92F3577B34DA6A3CE929D0E0E4736-" + p + "-01",  // uppercase
              "00-00000000000000000000000000000000-" + p + "-01",  // zero trace id
              "00-" + t + "-0000000000000000-01",                  // zero parent id
@@ -110,8 +126,9 @@ TEST(TraceContext, ChildSpansKeepTheTraceAndNewTracesDiffer) {
 // same trace id and a span id of this server's.
 TEST(Telemetry, MetaTraceparentReachesEveryGatewayRequestOfTheCall) {
     ToolHarness h;
-    const std::size_t before = h.requests();
-    const ToolReply r = traced_call(h, "list_keywords", {{"client_id", "demo-plumbing"}}, kTraceparent);
+    const std::size_t before = logged(h);
+    const ToolReply r =
+        traced_call(h, "list_keywords", {{"client_id", "demo-plumbing"}}, kTraceparent);
     ASSERT_FALSE(r.is_error()) << r.response.dump().substr(0, 400);
     const auto sent = traceparents_since(h, before);
     ASSERT_FALSE(sent.empty());
@@ -129,9 +146,9 @@ TEST(Telemetry, MetaTraceparentReachesEveryGatewayRequestOfTheCall) {
 TEST(Telemetry, WithoutAValidTraceparentEachCallStartsItsOwnTrace) {
     ToolHarness h;
     std::vector<std::string> traces;
-    for (const std::string given :
-         {std::string(), "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01"}) {
-        const std::size_t before = h.requests();
+    for (const std::string& given :
+         std::vector<std::string>{"", "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01"}) {
+        const std::size_t before = logged(h);
         const ToolReply r = traced_call(h, "list_clients", json::object(), given);
         ASSERT_FALSE(r.is_error() || r.rpc_error) << r.response.dump().substr(0, 400);
         const auto sent = traceparents_since(h, before);
@@ -144,11 +161,13 @@ TEST(Telemetry, WithoutAValidTraceparentEachCallStartsItsOwnTrace) {
     EXPECT_NE(traces[0], traces[1]);
 }
 
-// The HTTP header counts when _meta has none.
-TEST(Telemetry, HttpTraceparentHeaderReachesTheGateway) {
+// Over HTTP: the traceparent header counts when _meta has none, and /metrics (a route beside
+// /mcp) shows the call.
+TEST(Telemetry, HttpTraceparentHeaderReachesTheGatewayAndMetricsIsARoute) {
     ToolHarness h;
     agency::mcp::HttpOptions options;
     options.port = 0;
+    options.routes.push_back(agency::mcp::metrics_route());
     agency::mcp::HttpTransport transport(*h.server, options);
     const int port = transport.start();
     httplib::Client client("127.0.0.1", port);
@@ -159,9 +178,11 @@ TEST(Telemetry, HttpTraceparentHeaderReachesTheGateway) {
                         {{"name", "list_clients"},
                          {"arguments", json::object()},
                          {"_meta", ToolHarness::modern_meta()}}}};
-    const std::size_t before = h.requests();
+    const std::size_t before = logged(h);
     const auto res = client.Post("/mcp",
                                  {{"MCP-Protocol-Version", "2026-07-28"},
+                                  {"Mcp-Method", "tools/call"},
+                                  {"Mcp-Name", "list_clients"},
                                   {"Accept", "application/json, text/event-stream"},
                                   {"traceparent", kTraceparent}},
                                  body.dump(), "application/json");
@@ -172,6 +193,13 @@ TEST(Telemetry, HttpTraceparentHeaderReachesTheGateway) {
     const auto parsed = agency::base::parse_traceparent(sent.front());
     ASSERT_TRUE(parsed) << sent.front();
     EXPECT_EQ(parsed->trace_id_hex(), kTrace);
+    const auto scraped = client.Get("/metrics");
+    ASSERT_TRUE(scraped);
+    EXPECT_EQ(scraped->status, 200);
+    EXPECT_EQ(scraped->get_header_value("Content-Type").rfind("text/plain; version=0.0.4", 0), 0u);
+    EXPECT_GE(metric_value(scraped->body, "agency_mcp_tool_calls_total",
+                           {{"gen_ai_tool_name", "list_clients"}, {"era", "modern"}}),
+              1);
     transport.stop();
 }
 
@@ -180,13 +208,15 @@ TEST(Telemetry, HttpTraceparentHeaderReachesTheGateway) {
 TEST(Telemetry, ToolCallsAndGatewayRequestsAreCounted) {
     ToolHarness h;
     using Labels = std::map<std::string, std::string>;
-    const Labels ok_call{{"gen_ai_tool_name", "list_clients"}, {"outcome", "ok"}, {"era", "modern"}};
+    const Labels ok_call{
+        {"gen_ai_tool_name", "list_clients"}, {"outcome", "ok"}, {"era", "modern"}};
     const Labels duration{{"mcp_method_name", "tools/call"}, {"gen_ai_tool_name", "list_clients"}};
-    const Labels first_get{{"http_request_method", "GET"}, {"http_response_status_code", "200"},
-                           {"retry", "false"}};
-    const Labels retried_get{{"http_request_method", "GET"}, {"http_response_status_code", "200"},
-                             {"retry", "true"}};
-    const Labels failed_get{{"http_request_method", "GET"}, {"http_response_status_code", "500"},
+    const Labels first_get{
+        {"http_request_method", "GET"}, {"http_response_status_code", "200"}, {"retry", "false"}};
+    const Labels retried_get{
+        {"http_request_method", "GET"}, {"http_response_status_code", "200"}, {"retry", "true"}};
+    const Labels failed_get{{"http_request_method", "GET"},
+                            {"http_response_status_code", "500"},
                             {"error_type", "5xx"}};
     const Labels unknown{{"gen_ai_tool_name", ""}, {"outcome", "rpc_error"}};
     const Labels tool_error{{"gen_ai_tool_name", "list_keywords"}, {"outcome", "tool_error"}};
@@ -200,15 +230,16 @@ TEST(Telemetry, ToolCallsAndGatewayRequestsAreCounted) {
                  failed0 = count(failed_get, "agency_gateway_requests_total"),
                  unknown0 = count(unknown), errors0 = count(tool_error);
 
-    const std::size_t before = h.requests();
+    const std::size_t before = logged(h);
     ASSERT_FALSE(h.call("list_clients", json::object()).is_error());
-    const double gets = static_cast<double>(h.requests() - before);
+    const double gets = static_cast<double>(logged(h) - before);
     EXPECT_EQ(count(ok_call), calls0 + 1);
     EXPECT_EQ(count(duration, "mcp_server_operation_duration_seconds_count"), durations0 + 1);
     EXPECT_EQ(count(first_get, "agency_gateway_requests_total"), gets0 + gets);
 
     // One 500, then the retry's 200.
-    h.gw->inject({.target = "keywords", .mode = agency::sample::FaultMode::fail_before, .count = 1});
+    h.gw->inject(
+        {.target = "keywords", .mode = agency::sample::FaultMode::fail_before, .count = 1});
     ASSERT_FALSE(h.call("list_keywords", {{"client_id", "demo-plumbing"}}).is_error());
     EXPECT_EQ(count(failed_get, "agency_gateway_requests_total"), failed0 + 1);
     EXPECT_EQ(count(retried_get, "agency_gateway_requests_total"), retried0 + 1);
@@ -267,8 +298,8 @@ TEST(Telemetry, ConfirmationsAndCreditRefusalsAreCounted) {
         return counted(c, {{"result", result}, {"via", "confirmation_id"}});
     };
     const double asked0 = by_id("asked"), granted0 = by_id("granted"), refused0 = by_id("refused");
-    const double refusals0 = counted("agency_mcp_credit_refusals_total",
-                                     {{"gen_ai_tool_name", "generate_article"}});
+    const double refusals0 =
+        counted("agency_mcp_credit_refusals_total", {{"gen_ai_tool_name", "generate_article"}});
 
     const ToolReply made = a.h->call(
         "generate_article", {{"client_id", "demo-dental"}, {"keyword", "dental implants"}});
@@ -277,9 +308,9 @@ TEST(Telemetry, ConfirmationsAndCreditRefusalsAreCounted) {
     const ToolReply over = a.h->call(
         "generate_article", {{"client_id", "demo-dental"}, {"keyword", "teeth whitening"}});
     EXPECT_EQ(over.reason(), "rate_limited");
-    EXPECT_EQ(counted("agency_mcp_credit_refusals_total",
-                      {{"gen_ai_tool_name", "generate_article"}}),
-              refusals0 + 1);
+    EXPECT_EQ(
+        counted("agency_mcp_credit_refusals_total", {{"gen_ai_tool_name", "generate_article"}}),
+        refusals0 + 1);
 
     json args = {{"client_id", "demo-dental"}, {"article_id", article}};
     const ToolReply preview = a.h->call("deploy_article", args);
@@ -299,10 +330,9 @@ TEST(Telemetry, AuditJobCarriesItsCallsTraceToTheGateway) {
     const std::string j = "agency_mcp_audit_jobs_total";
     const double queued0 = counted(j, {{"status", "queued"}}),
                  done0 = counted(j, {{"status", "succeeded"}});
-    const ToolReply r = traced_call(*a.h, "run_seo_audit",
-                                    {{"client_id", "demo-dental"},
-                                     {"url", "https://example.com/"}},
-                                    kTraceparent);
+    const ToolReply r =
+        traced_call(*a.h, "run_seo_audit",
+                    {{"client_id", "demo-dental"}, {"url", "https://example.com/"}}, kTraceparent);
     ASSERT_FALSE(r.is_error() || r.rpc_error) << r.response.dump().substr(0, 400);
     std::string header;
     for (int i = 0; i < 500 && header.empty(); ++i) {

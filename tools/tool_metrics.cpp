@@ -34,14 +34,18 @@ metrics::CounterFamily& credit_refusals() {
 metrics::CounterFamily& audit_jobs() {
     static auto* family = [] {
         auto* made = new metrics::CounterFamily(
-            "agency_mcp_audit_jobs_total",
-            "Audit jobs that reached each status on this process", {"status"});
+            "agency_mcp_audit_jobs_total", "Audit jobs that reached each status on this process",
+            {"status"});
         for (const auto status : {"queued", "running", "succeeded", "failed", "cancelled"})
             made->touch({status});
         return made;
     }();
     return *family;
 }
+
+// Every family shows from the start (at zero where its labels are known), not from its first
+// use: a scrape right after start lists what will be counted.
+[[maybe_unused]] const bool g_registered = (confirmations(), credit_refusals(), audit_jobs(), true);
 
 }  // namespace
 
