@@ -117,6 +117,11 @@ void CommandLine::add_serve() {
     serve_cmd_->add_option("--listen", serve.listen,
                            "HOST:PORT for --http (default 127.0.0.1:8787)")
         ->envname("AGENCY_HTTP_LISTEN");
+    serve_cmd_
+        ->add_option("--metrics-listen", serve.metrics_listen,
+                     "HOST:PORT of a listener serving only GET /metrics (Prometheus text), also "
+                     "in stdio mode; --http serves /metrics beside /mcp as well")
+        ->envname("AGENCY_METRICS_LISTEN");
     serve_cmd_->add_flag("--read-only", serve.read_only, "Hide and refuse every action tool")
         ->envname("AGENCY_READ_ONLY");
     serve_cmd_->add_option("--gateway-url", serve.gateway_url,
@@ -418,6 +423,11 @@ void CommandLine::add_global_options() {
     app_->add_option("--log-file", log_file,
                      "Append logs to this file instead of stderr (stdout stays protocol-only)")
         ->envname("AGENCY_LOG_FILE");
+    app_->add_option("--log-format", log_format,
+                     "text (default) or json: one JSON object a line for log collectors; lines "
+                     "of a call carry its trace_id, tool and principal")
+        ->envname("AGENCY_LOG_FORMAT")
+        ->check(CLI::IsMember({"text", "json"}));
 }
 
 // The environment `serve --help` names besides the options' own variables.
@@ -429,7 +439,8 @@ void CommandLine::add_serve_footer() {
         "  SSL_CERT_FILE        a PEM file of CA certificates to trust for an https gateway,\n"
         "                       e.g. your private CA (default: the system's CA store)\n"
         "  SSL_CERT_DIR         a directory of CA certificates (hashed, as c_rehash makes)\n"
-        "Global options (--log-level, --log-file) go before or after the subcommand.\n"
+        "Global options (--log-level, --log-file, --log-format) go before or after the "
+        "subcommand.\n"
         "Client setup (Claude Desktop, Claude Code, VS Code, Cursor, Inspector): "
         "docs/clients.md\n");
 }
@@ -455,7 +466,7 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 int next_word(int argc, char** argv, int from) {
     for (int i = from; i < argc; ++i) {
         const std::string arg = argv[i];
-        if (arg == "--log-level" || arg == "--log-file") {
+        if (arg == "--log-level" || arg == "--log-file" || arg == "--log-format") {
             ++i;  // its value
             continue;
         }

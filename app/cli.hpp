@@ -24,6 +24,7 @@ struct ServeArgs {
     bool http = false;
     bool read_only = false;
     std::string listen = "127.0.0.1:8787";
+    std::string metrics_listen;  // HOST:PORT of a /metrics-only listener; "" = none
     std::string gateway_url;
     std::string api_key_file;
     std::string keys_file;
@@ -112,6 +113,7 @@ public:
     std::string log_level;
     bool readme_section = false;  // tools-doc --readme
     std::string log_file;  // empty: logs to stderr
+    std::string log_format = "text";  // or "json"
     ServeArgs serve;
     SampleArgs sample;
     KeysArgs keys;

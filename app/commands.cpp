@@ -17,7 +17,9 @@
 #include "server/http_transport.hpp"
 #include "server/keys.hpp"
 #include "server/mcp_server.hpp"
+#include "server/metrics_listener.hpp"
 #include "server/stdio_transport.hpp"
+#include "server/telemetry.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"
 #include "tools/tool_docs.hpp"
@@ -178,6 +180,18 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
     return server;
 }
 
+// --metrics-listen: GET /metrics on an address of its own (and then only there).
+void start_metrics_listener(mcp::MetricsListener& listener, const std::string& address) {
+    std::pair<std::string, int> where;
+    try {
+        where = parse_listen(address);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument("--metrics-listen" + std::string(e.what()).substr(8));
+    }
+    listener.start(where.first, where.second);
+    spdlog::info("metrics (Prometheus text) at {}", listener.url());
+}
+
 int serve_http(mcp::Server& server, const ServeArgs& args, const mcp::Principal& anonymous,
                ReadinessChecks checks) {
     auto [host, port] = parse_listen(args.listen);
@@ -192,6 +206,8 @@ int serve_http(mcp::Server& server, const ServeArgs& args, const mcp::Principal&
     if (!args.keys_file.empty()) options.keys = open_keys_for_serving(args.keys_file);
     Health health(std::move(checks));
     for (auto& route : health.routes()) options.routes.push_back(std::move(route));
+    // /metrics beside /mcp, unless --metrics-listen gave it an address of its own.
+    if (args.metrics_listen.empty()) options.routes.push_back(mcp::metrics_route());
     mcp::HttpTransport transport(server, options);
     catch_stop_signals();
     transport.start();
@@ -263,6 +279,9 @@ int run_serve(const ServeArgs& args) {
     }
     mcp::Principal principal;
     if (args.read_only) principal.scopes = {"read"};
+    const mcp::SessionGauge sessions(*server);  // /metrics reads the sessions open
+    mcp::MetricsListener metrics;
+    if (!args.metrics_listen.empty()) start_metrics_listener(metrics, args.metrics_listen);
     if (args.http) return serve_http(*server, args, principal, std::move(checks));
     mcp::StdioOptions options;
     options.max_message_bytes = args.max_body;

@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
     std::jthread schemas_warmed;
     if (command == Command::serve || command == Command::tools_doc) schemas_warmed = warm_schemas();
     try {
-        setup_logging(cli.log_level, cli.log_file);
+        setup_logging(cli.log_level, cli.log_file, cli.log_format);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "agency-mcp: %s\n", e.what());
         return 2;

@@ -19,6 +19,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "app/log_format.hpp"
 #include "tools/schemas.hpp"
 
 namespace agency::app {
@@ -55,7 +56,8 @@ std::string read_secret_file(const std::string& path) {
     return value;
 }
 
-void setup_logging(const std::string& level, const std::string& file) {
+void setup_logging(const std::string& level, const std::string& file, const std::string& format) {
+    auto formatter = make_log_formatter(format);  // a wrong format stops the start first
     std::shared_ptr<spdlog::logger> logger;
     if (file.empty()) {
         logger = spdlog::stderr_color_mt("agency-mcp");
@@ -68,8 +70,8 @@ void setup_logging(const std::string& level, const std::string& file) {
         }
         logger->flush_on(spdlog::level::info);  // a file is read while the server runs
     }
+    logger->set_formatter(std::move(formatter));
     spdlog::set_default_logger(logger);
-    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
     spdlog::set_level(spdlog::level::from_str(level));
 }
 

@@ -16,8 +16,10 @@ long long whole_env(const char* name, long long low, long long high, long long f
 // The first line of a file holding a secret (trailing spaces and CR dropped).
 std::string read_secret_file(const std::string& path);
 // spdlog to stderr, or appended to `file` when one is named; never stdout, which carries
-// protocol messages in stdio mode. Throws std::runtime_error when the file cannot be opened.
-void setup_logging(const std::string& level, const std::string& file = {});
+// protocol messages in stdio mode. `format`: "text" or "json" (app/log_format.hpp). Throws
+// std::runtime_error when the file cannot be opened, std::invalid_argument for a bad format.
+void setup_logging(const std::string& level, const std::string& file = {},
+                   const std::string& format = "text");
 void tune_malloc();
 void prefault_heap();
 // Parses every embedded tool schema on a thread of its own; join before exit.

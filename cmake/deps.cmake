@@ -37,6 +37,15 @@ endif()
 # spdlog and fmt header-only (Debian ships both headers): their shared libraries would cost
 # ~1,600 symbol bindings at every start (bench/findings.md).
 find_package(fmt REQUIRED)
+# prometheus-cpp's core (prometheus-cpp-dev): the metrics registry and its text serializer
+# behind base/metrics.hpp. Its pull library (civetweb) is not used: /metrics is served by
+# our own HTTP server. Found by hand: the package's CMake config also looks for the pull and
+# push libraries' dependencies (civetweb, curl, zlib development files), which nothing here uses.
+find_library(AGENCY_PROMETHEUS_CORE NAMES prometheus-cpp-core REQUIRED)
+find_path(AGENCY_PROMETHEUS_INCLUDE prometheus/registry.h REQUIRED)
+add_library(agency_prometheus INTERFACE)
+target_include_directories(agency_prometheus SYSTEM INTERFACE ${AGENCY_PROMETHEUS_INCLUDE})
+target_link_libraries(agency_prometheus INTERFACE ${AGENCY_PROMETHEUS_CORE})
 add_library(agency_logging INTERFACE)
 target_compile_definitions(agency_logging INTERFACE SPDLOG_FMT_EXTERNAL FMT_HEADER_ONLY=1)
 target_link_libraries(agency_logging INTERFACE Threads::Threads)

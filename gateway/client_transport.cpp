@@ -11,7 +11,9 @@
 
 #include <simdjson.h>
 
+#include "base/metrics.hpp"
 #include "base/progress_notes.hpp"
+#include "base/trace_context.hpp"
 #include "gateway/client_internal.hpp"
 #include "gateway/json_parse.hpp"
 #include "gateway/plain_client.hpp"
@@ -40,6 +42,55 @@ bool request_may_have_arrived(httplib::Error error) {
             return false;
         default: return true;
     }
+}
+
+// The attempt the current thread's request is (0: the first; with_retries sets it).
+thread_local int t_attempt = 0;
+
+base::metrics::CounterFamily& gateway_requests() {
+    static auto* family = new base::metrics::CounterFamily(
+        "agency_gateway_requests_total",
+        "HTTP requests sent to the gateway by method, status (0: no answer), error type (the "
+        "network failure, or the status class) and whether it was a retry",
+        {"http_request_method", "http_response_status_code", "error_type", "retry"});
+    return *family;
+}
+
+base::metrics::HistogramFamily& gateway_duration() {
+    static auto* family = new base::metrics::HistogramFamily(
+        "http_client_request_duration_seconds",
+        "Gateway request duration, each attempt on its own (OpenTelemetry "
+        "http.client.request.duration)",
+        {"http_request_method", "http_response_status_code"}, base::metrics::duration_buckets());
+    return *family;
+}
+
+// Both show from the start, not from the first request.
+[[maybe_unused]] const bool g_registered = (gateway_requests(), gateway_duration(), true);
+
+// What went wrong, in the OpenTelemetry error.type manner: "" for a 2xx or 3xx answer, the
+// status for an error answer, the failure's name without one.
+std::string_view error_type(const Exchange& ex) {
+    if (ex.status >= 400) return ex.status >= 500 ? "5xx" : "4xx";
+    if (ex.status > 0) return "";
+    if (ex.timed_out) return "timeout";
+    switch (ex.error) {
+        case httplib::Error::Connection: return "connect";
+        case httplib::Error::ConnectionTimeout: return "connect_timeout";
+        case httplib::Error::Read: return "read";
+        case httplib::Error::Write: return "write";
+        case httplib::Error::Canceled: return "cancelled";
+        case httplib::Error::SSLConnection:
+        case httplib::Error::SSLLoadingCerts:
+        case httplib::Error::SSLServerVerification: return "tls";
+        default: return "other";
+    }
+}
+
+void count_request(const char* method, const Exchange& ex, double seconds) {
+    const std::string status = std::to_string(ex.status);
+    gateway_requests().add({method, status, error_type(ex), t_attempt > 0 ? "true" : "false"});
+    gateway_duration().observe({method, status}, seconds);
 }
 
 }  // namespace
@@ -302,7 +353,16 @@ void Client::Impl::with_retries(int max_attempts, const std::string& what,
     // A request outside any public call (none should be) still gets the call's budget.
     std::optional<DeadlineScope> own;
     if (DeadlineScope::current() == nullptr) own.emplace(clock, config.call_timeout);
-    run_with_retries(schedule(max_attempts), what, stop, attempt,
+    // Each attempt tells perform() which it is (retries are counted apart).
+    const auto numbered = [&attempt](int n, bool last) {
+        const int outer = std::exchange(internal::t_attempt, n);
+        struct Restore {
+            int value;
+            ~Restore() { internal::t_attempt = value; }
+        } restore{outer};
+        return attempt(n, last);
+    };
+    run_with_retries(schedule(max_attempts), what, stop, numbered,
                      {.throw_cancelled = [&] { throw cancelled(what); },
                       .warn = [&](const std::string& line) {
                           log_line(spdlog::level::warn, "{}", line);
@@ -336,6 +396,9 @@ Exchange Client::Impl::perform(const char* method, const std::string& target, co
     req.method = method;
     req.path = target;
     req.headers = headers;
+    // The call's trace goes on to the gateway as a new span of it (W3C trace context).
+    if (const auto* call = base::current_call_trace())
+        req.headers.emplace("traceparent", base::child_span(call->trace).header());
     if (body != nullptr) {
         req.body = *body;
         req.headers.emplace("Content-Type", "application/json");
@@ -378,7 +441,8 @@ Exchange Client::Impl::perform(const char* method, const std::string& target, co
         }
         ok = client.send(req, res, err);
     }
-    ex.elapsed = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - started);
+    const auto took = std::chrono::steady_clock::now() - started;
+    ex.elapsed = std::chrono::duration_cast<milliseconds>(took);
     if (ok) {
         ex.status = res.status;
         ex.retry_after = res.get_header_value("Retry-After");
@@ -388,6 +452,7 @@ Exchange Client::Impl::perform(const char* method, const std::string& target, co
         ex.maybe_sent = internal::request_may_have_arrived(err);
         ex.timed_out = err == httplib::Error::Read && ex.elapsed + milliseconds(50) >= timeout;
     }
+    internal::count_request(method, ex, std::chrono::duration<double>(took).count());
     return ex;
 }
 

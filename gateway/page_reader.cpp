@@ -8,6 +8,8 @@
 #include <thread>
 #include <utility>
 
+#include "base/trace_context.hpp"
+
 namespace agency::gateway {
 
 // One thread per page in flight ahead (not per page read: thread start-up would cost more
@@ -26,7 +28,11 @@ struct PageReader::Worker {
 
     Worker(Client& client, const ReadQuery& query, std::stop_token call_stop)
         : follow_call(call_stop, std::function<void()>([this] { cancel.request_stop(); })),
-          thread([this, &client, query](std::stop_token quit) { run(client, query, quit); }) {}
+          // Reads ahead for the call on this thread: its requests carry the call's trace.
+          thread([this, &client, query, trace = base::shared_call_trace()](std::stop_token quit) {
+              const base::CallTraceScope traced(trace);
+              run(client, query, quit);
+          }) {}
 
     ~Worker() {
         cancel.request_stop();

@@ -25,6 +25,7 @@
 #include "server/http_routes.hpp"
 #include "server/http_streams.hpp"
 #include "server/protocol.hpp"
+#include "server/telemetry.hpp"
 
 namespace agency::mcp {
 
@@ -56,6 +57,7 @@ struct HttpTransport::Impl {
         ~StreamSlot() {
             std::lock_guard lock(impl->streams_mutex);
             --impl->streams_open;
+            count_stream(-1);
             if (session_id.empty()) return;
             auto it = impl->streams_per_session.find(session_id);
             if (it != impl->streams_per_session.end() && --it->second == 0)
@@ -72,6 +74,7 @@ struct HttpTransport::Impl {
             ++n;
         }
         ++streams_open;
+        count_stream(1);
         return std::make_shared<StreamSlot>(this, session_id);
     }
 
@@ -136,9 +139,11 @@ struct HttpTransport::Impl {
         bool legacy = false;
         bool is_init = false;
         std::shared_ptr<Session> session;
+        std::string traceparent;  // the W3C header, for the core's trace context
     };
     static Inbound http_inbound(const PostRoute& route, const Principal& principal) {
         Inbound in;
+        in.traceparent = route.traceparent;
         in.era = route.legacy ? Era::legacy : Era::modern;
         in.session = route.session;
         in.principal = principal;
@@ -235,7 +240,8 @@ std::optional<HttpTransport::Impl::PostRoute> HttpTransport::Impl::route_message
     const bool modern = session_id.empty() && (!version_header.empty() || has_meta) &&
                         !(!has_meta && is_legacy_version(version_header));
     PostRoute route{!modern,
-                    !modern && post.kind == MessageKind::request && post.method == "initialize"};
+                    !modern && post.kind == MessageKind::request && post.method == "initialize",
+                    nullptr, req.get_header_value("traceparent")};
     if (route.is_init) {
         sweep_sessions();
         if (server.session_count() >= options.max_sessions) {

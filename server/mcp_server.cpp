@@ -12,6 +12,7 @@
 
 #include "base/crypto.hpp"
 #include "server/server_impl.hpp"
+#include "server/telemetry.hpp"
 
 namespace agency::mcp {
 
@@ -361,7 +362,10 @@ std::optional<std::string> Server::handle_message(const json& message, const Inb
     }
     // A notification or a response gets no answer, even when handling it failed.
     const bool answered = !message.is_object() || (!id.is_null() && message.contains("method"));
+    // Its trace for the thread (log lines, gateway requests) and its metrics.
+    RequestObserver observed(message, in);
     auto error = [&](int code, const std::string& text, json data) -> std::optional<std::string> {
+        observed.rpc_error(code);
         if (!answered) return std::nullopt;
         return make_error_text(id, code, text, std::move(data));
     };

@@ -313,6 +313,8 @@ struct Inbound {
     Channel* channel = nullptr;        // path back during this request (may be null)
     std::stop_token stop;              // fires when the transport loses the caller
     bool http = false;
+    // The HTTP `traceparent` header as received ("" when none); params._meta's wins.
+    std::string traceparent;
 };
 
 class Server {

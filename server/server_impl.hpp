@@ -29,6 +29,7 @@ struct LiveTask {
     std::mutex mutex;
     std::condition_variable_any changed;  // status, answers or waiters changed
     TaskRecord record;
+    TaskStatus counted = TaskStatus::working;  // the status last counted in the metrics
     std::stop_source stop;
     std::shared_ptr<Session> session;      // legacy: the session that created it
     json responses = json::object();       // modern: answers delivered by tasks/update

@@ -11,6 +11,7 @@
 #include "base/crypto.hpp"
 #include "base/progress_notes.hpp"
 #include "server/server_impl.hpp"
+#include "server/telemetry.hpp"
 
 namespace agency::mcp {
 
@@ -132,11 +133,14 @@ namespace {
 // Saves the record and tells a legacy client with a notification path about the change.
 void publish(LiveTask& task) {
     TaskRecord copy;
+    bool entered = false;  // a status it was not in when last published
     {
         std::lock_guard lock(task.mutex);
         task.record.updated_ms = task.clock->unix_ms();
         copy = task.record;
+        entered = std::exchange(task.counted, copy.status) != copy.status;
     }
+    if (entered) count_task_status(copy.status);
     task.changed.notify_all();
     task.store->put(copy);
     if (copy.era == "legacy" && task.session && task.session->notify && task.session->initialized)
@@ -265,6 +269,7 @@ std::string Server::start_task(const ToolDef& tool, const json& id, const json& 
     }
     task->session = ctx.session;
     impl.task_store->put(task->record);
+    count_task_status(task->record.status);
     TaskRecord created = task->record;
     launch_task(task, &tool, ctx, false);
 
@@ -297,7 +302,15 @@ void Server::launch_task(std::shared_ptr<LiveTask> task, const ToolDef* tool, Re
     });
     std::erase_if(impl.tasks, [](const auto& entry) { return entry.second->finished.load(); });
     const ServerOptions* options = &impl.options;
-    std::jthread worker([task, tool, ctx = std::move(ctx), resumed, options]() mutable {
+    // The work runs on after its request: its log lines and gateway requests keep the trace.
+    auto trace = trace_for_work(tool->name, ctx.principal.name);
+    std::jthread worker([task, tool, ctx = std::move(ctx), resumed, options,
+                         trace = std::move(trace)]() mutable {
+        const base::CallTraceScope traced(std::move(trace));
+        count_task_running(1);
+        struct Ended {
+            ~Ended() { count_task_running(-1); }
+        } ended;
         ToolResult result;
         std::optional<RpcError> failure;
         // How the work below goes (the gateway's retries) becomes the task's statusMessage,

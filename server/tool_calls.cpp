@@ -4,6 +4,7 @@
 
 #include "base/progress_notes.hpp"
 #include "server/server_impl.hpp"
+#include "server/telemetry.hpp"
 
 namespace agency::mcp {
 
@@ -31,6 +32,7 @@ std::optional<std::string> Server::call_tool(const json& id, const json& params,
         throw RpcError(error_code::invalid_params,
                        "unknown tool: " + name + " (not among the toolsets and tools enabled " +
                            "for this server or request; tools/list shows the available tools)");
+    RequestObserver::tool_found(name);
     json arguments = params.value("arguments", json::object());
     if (arguments.is_null()) arguments = json::object();
     if (!arguments.is_object())
@@ -71,9 +73,12 @@ std::optional<std::string> Server::call_tool(const json& id, const json& params,
             if (tool.before_task) tool.before_task(arguments, ctx);
         } catch (const InputRequired& question) {
             if (!modern) throw RpcError(error_code::internal_error, "internal error");
+            RequestObserver::tool_outcome("input_required");
             return input_required_text(id, "tool:" + name, arguments, ctx, question);
         }
-        return start_task(tool, id, arguments, params, ctx);
+        auto started = start_task(tool, id, arguments, params, ctx);
+        RequestObserver::tool_outcome("task");
+        return started;
     }
 
     if (!done) {
@@ -90,6 +95,7 @@ std::optional<std::string> Server::call_tool(const json& id, const json& params,
             result = tool.handler(arguments, ctx);
         } catch (const InputRequired& question) {
             if (!modern) throw RpcError(error_code::internal_error, "internal error");
+            RequestObserver::tool_outcome("input_required");
             return input_required_text(id, "tool:" + name, arguments, ctx, question);
         } catch (const RpcError&) {
             throw;
@@ -102,6 +108,7 @@ std::optional<std::string> Server::call_tool(const json& id, const json& params,
     // A legacy request cancelled by notifications/cancelled gets no answer.
     if (!modern && ctx.stop.stop_requested() && ctx.session) return std::nullopt;
 
+    if (result.is_error) RequestObserver::tool_outcome("tool_error");
     summarize_structured_text(result, impl_->options, ctx.era);
     // Reserved once: the answer carries the structured text twice (once escaped), and growing
     // a ~50 KB string on the way copies it.

@@ -9,6 +9,7 @@
 
 #include "base/untrusted_text.hpp"
 #include "tools/action_internal.hpp"
+#include "tools/tool_metrics.hpp"
 
 namespace agency::tools {
 
@@ -45,6 +46,8 @@ std::optional<mcp::ToolResult> confirm_with_id(ActionRuntime& rt, const std::str
     const ConfirmOutcome outcome = rt.store().consume_confirmation(
         confirmation_id, principal, tool, args_digest(call_args));
     if (outcome != ConfirmOutcome::accepted) {
+        count_confirmation(outcome == ConfirmOutcome::expired ? "expired" : "refused",
+                           "confirmation_id");
         // The confirmation_id is a secret: it never goes to the log.
         spdlog::warn("{}: a confirmation_id of {} was refused", tool, principal);
         return tool_error("confirmation",
@@ -53,6 +56,7 @@ std::optional<mcp::ToolResult> confirm_with_id(ActionRuntime& rt, const std::str
                               " without confirmation_id for a new preview.");
     }
     spdlog::info("{}: confirmed by {} with a confirmation_id", tool, principal);
+    count_confirmation("granted", "confirmation_id");
     return std::nullopt;
 }
 
@@ -76,8 +80,17 @@ std::optional<mcp::ToolResult> confirm_by_elicitation(const ActionCall& call,
             {"title", call.title + " now?"},
             {"description", preview.message}}}}},
         {"required", json::array({"confirm"})}};
-    const json answer = ctx.ask("confirm", "elicitation/create",
-                                {{"message", preview.message}, {"requestedSchema", schema}});
+    // Asked once per question: a legacy client now; a modern one in the round that returns
+    // input_required (the round that brings the answer asks nothing).
+    if (ctx.era == mcp::Era::legacy) count_confirmation("asked", "elicitation");
+    json answer;
+    try {
+        answer = ctx.ask("confirm", "elicitation/create",
+                         {{"message", preview.message}, {"requestedSchema", schema}});
+    } catch (const mcp::InputRequired&) {
+        count_confirmation("asked", "elicitation");
+        throw;
+    }
     // The answer is the client's: any shape may arrive. Only a boolean true confirms;
     // "true" or 1 is refused as malformed rather than taken for a yes.
     const json* action_field = member(answer, "action");
@@ -88,6 +101,7 @@ std::optional<mcp::ToolResult> confirm_by_elicitation(const ActionCall& call,
     const json* confirm = content ? member(*content, "confirm") : nullptr;
     if (action == "accept" && confirm && !confirm->is_boolean()) {
         spdlog::info("{}: malformed confirmation answer from {}, nothing sent", tool, principal);
+        count_confirmation("refused", "elicitation");
         return tool_error("invalid_answer",
                           "the client's confirmation answer is malformed: confirm must be "
                           "true or false, got " +
@@ -96,6 +110,7 @@ std::optional<mcp::ToolResult> confirm_by_elicitation(const ActionCall& call,
                               ". Nothing was done; call the tool again to be asked again.");
     }
     const bool yes = action == "accept" && confirm && *confirm == true;
+    count_confirmation(yes ? "granted" : "declined", "elicitation");
     if (yes) return std::nullopt;
     const std::string why = action == "accept" ? "not confirmed (confirm was not true)"
                             : action.empty()   ? "not answered"
@@ -115,6 +130,7 @@ mcp::ToolResult issue_confirmation(ActionRuntime& rt, const std::string& tool,
                                    const std::string& principal) {
     const Confirmation c =
         rt.store().create_confirmation(principal, tool, args_digest(call_args), kConfirmationTtl);
+    count_confirmation("asked", "confirmation_id");
     json out = {{"ok", true},
                 {"client_id", call_args.value("client_id", "")},
                 {"status", "confirmation_required"},

@@ -6,6 +6,7 @@
 
 #include "base/clock.hpp"
 #include "base/untrusted_text.hpp"
+#include "tools/tool_metrics.hpp"
 
 namespace agency::tools {
 
@@ -186,9 +187,10 @@ void AuditJobs::stop() {
 Job AuditJobs::submit(const std::string& client_id, const std::string& principal,
                       const std::string& url) {
     Job job = store_->create_job("seo_audit", client_id, principal, {{"url", url}});
+    count_audit_job("queued");
     {
         std::lock_guard lock(mutex_);
-        queue_.push_back({job.id, false});
+        queue_.push_back({job.id, false, base::shared_call_trace()});
         if (started_ && workers_.empty()) start_workers();
     }
     ready_.notify_one();
@@ -200,6 +202,7 @@ std::optional<Job> AuditJobs::find(const std::string& id) { return store_->job(i
 bool AuditJobs::cancel(const std::string& id) {
     const auto before = store_->cancel_job(id);
     if (!before) return false;
+    count_audit_job("cancelled");
     // A queued id may still sit in queue_: the worker's claim refuses a cancelled job.
     if (*before == "running")
         spdlog::warn("audit job {} cancelled while running: its POST is already out, so the "
@@ -260,6 +263,15 @@ void AuditJobs::work(std::stop_token stop) {
             pending = std::move(queue_.front());
             queue_.pop_front();
         }
+        auto trace = pending.trace;
+        if (!trace) {
+            auto own = std::make_shared<base::CallTrace>();
+            own->trace = base::start_trace();
+            own->method = "audit-job";
+            own->tool = "run_seo_audit";
+            trace = std::move(own);
+        }
+        const base::CallTraceScope traced(std::move(trace));
         try {
             run_one(pending, stop);
         } catch (const std::exception& e) {
@@ -321,6 +333,7 @@ void AuditJobs::run_one(const Pending& pending, std::stop_token stop) {
     // Finished, cancelled, or another instance's meanwhile: nothing to do here.
     auto job = store_->claim_job(id, sharing_.instance_id, sharing_.lease, pending.force);
     if (!job) return;
+    count_audit_job("running");
     if (job->status != "running") changed(id);
     const std::string url = job->args.value("url", "");
 
@@ -331,6 +344,7 @@ void AuditJobs::run_one(const Pending& pending, std::stop_token stop) {
             if (auto report = find_report(*job, stop)) {
                 const json result = audit_result(*report, url);
                 store_->finish_job(id, true, result, nullptr);
+                count_audit_job("succeeded");
                 changed(id);
                 spdlog::info("audit job {} reconciled: its report {} is at the gateway, so it "
                              "was not sent again",
@@ -352,6 +366,7 @@ void AuditJobs::run_one(const Pending& pending, std::stop_token stop) {
             box_->gateway().act("seo_audit", job->client_id, {{"url", url}}, stop);
         const json result = audit_result(r.data.is_object() ? r.data : json::object(), url);
         store_->finish_job(id, true, result, nullptr);
+        count_audit_job("succeeded");
         changed(id);
         spdlog::info("audit job {} succeeded: report {}", id,
                      result["report_id"].get<std::string>());
@@ -365,6 +380,7 @@ void AuditJobs::run_one(const Pending& pending, std::stop_token stop) {
         if (e.http_status()) error["http_status"] = e.http_status();
         if (e.status_code()) error["status_code"] = *e.status_code();
         store_->finish_job(id, false, nullptr, error);
+        count_audit_job("failed");
         changed(id);
         spdlog::warn("audit job {} failed: {}", id, e.what());
     }

@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/trace_context.hpp"
 #include "state/store.hpp"
 #include "tools/tool_kit.hpp"
 
@@ -150,6 +151,9 @@ private:
     struct Pending {
         std::string id;
         bool force = false;  // a restart of the only instance: take it whatever its lease
+        // The submitting call's trace (its log lines and the POST carry it); null for a job
+        // picked up after a restart or from another instance, which gets a trace of its own.
+        std::shared_ptr<const base::CallTrace> trace;
     };
     void start_workers();  // with mutex_ held
     // Shared store: renews this instance's leases and queues the jobs of dead instances.

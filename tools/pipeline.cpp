@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "tools/action_internal.hpp"
+#include "tools/tool_metrics.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/untrusted_results.hpp"
 #include "tools/write_log.hpp"
@@ -173,6 +174,7 @@ std::variant<CreditLimiter::Permit, mcp::ToolResult> acquire_credits(ActionRunti
     auto got = rt.credits().try_acquire(client_id);
     if (auto* refusal = std::get_if<CreditLimiter::Refusal>(&got)) {
         spdlog::warn("{}: refused for {}: {}", tool, client_id, refusal->message);
+        count_credit_refusal(tool);
         return tool_error("rate_limited", refusal->message,
                           {{"retry_after_s", refusal->retry_after_s}});
     }

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/clock.hpp"
+#include "base/trace_context.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/surface.hpp"
 #include "tools/untrusted_results.hpp"
@@ -172,8 +173,16 @@ json run_parts(const std::vector<std::pair<std::string, Part>>& parts,
     std::stop_source stop;
     std::stop_callback relay(caller, [&] { stop.request_stop(); });
     std::vector<std::future<json>> running;
+    // Each part's gateway reads and log lines carry the call's trace.
+    auto trace = base::shared_call_trace();
     for (const auto& part : parts)
-        running.push_back(std::async(std::launch::async, part.second, stop.get_token()));
+        running.push_back(std::async(
+            std::launch::async,
+            [trace, &run = part.second](std::stop_token token) {
+                const base::CallTraceScope traced(trace);
+                return run(std::move(token));
+            },
+            stop.get_token()));
     const auto deadline = std::chrono::steady_clock::now() + budget;
     json out = json::object();
     for (std::size_t i = 0; i < parts.size(); ++i) {

@@ -82,6 +82,7 @@ void Gateway::Impl::record(const httplib::Request& req, const Reply& reply) {
     entry.detail = req.method == "POST" ? req.body : query_of(req);
     entry.status = reply.drop ? 0 : reply.status;
     entry.fault = reply.fault;
+    entry.traceparent = req.get_header_value("traceparent");
     entry.at = std::chrono::system_clock::now();
     std::lock_guard lock(log_mutex);
     --in_flight;
@@ -175,6 +176,7 @@ json Gateway::Impl::log_json() const {
                        {"detail", e.detail},
                        {"status", e.status},
                        {"fault", e.fault},
+                       {"traceparent", e.traceparent},
                        {"at", detail::iso_time(std::chrono::floor<std::chrono::seconds>(e.at))}});
     }
     return out;

@@ -99,6 +99,7 @@ struct LoggedRequest {
     std::string detail;     // query string (GET) or body (POST)
     int status = 0;         // HTTP status sent (0 for a dropped connection)
     std::string fault;      // fault mode applied, "" if none
+    std::string traceparent;  // the W3C trace context header as received, "" if none
     std::chrono::system_clock::time_point at;
 };
 

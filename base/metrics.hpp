@@ -1,0 +1,71 @@
+// The process's metrics, in one registry every layer records into (prometheus-cpp's core
+// underneath; no prometheus type crosses this header). A family is made once (a function-local
+// static, never destroyed: threads may record until exit); recording looks its series up by
+// label values in a small cache, so a hot path pays a short lock and a hash, no allocation once
+// the series exists. Label values must come from a bounded set (tool names the server knows,
+// HTTP methods, outcomes): never a caller's free text.
+#pragma once
+
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace agency::base::metrics {
+
+using Labels = std::initializer_list<std::string_view>;  // values, in the family's label order
+
+class CounterFamily {
+public:
+    CounterFamily(std::string name, std::string help, std::vector<std::string> label_names);
+    ~CounterFamily();
+    void add(Labels values, double amount = 1);
+    // Makes the series (at 0) so that it shows before anything is counted.
+    void touch(Labels values) { add(values, 0); }
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+class GaugeFamily {
+public:
+    GaugeFamily(std::string name, std::string help, std::vector<std::string> label_names);
+    ~GaugeFamily();
+    void add(Labels values, double delta);
+    void set(Labels values, double value);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+class HistogramFamily {
+public:
+    HistogramFamily(std::string name, std::string help, std::vector<std::string> label_names,
+                    std::vector<double> bounds);
+    ~HistogramFamily();
+    void observe(Labels values, double value);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// Seconds: the OpenTelemetry MCP conventions' boundaries, with a few below 10 ms (a read
+// from a nearby gateway is answered in about a millisecond).
+const std::vector<double>& duration_buckets();
+
+// Runs before each render: what is read rather than counted (sessions open now) is set there.
+// Returns an id for remove_render_hook, which whoever owns what the hook reads calls before
+// letting it go.
+int add_render_hook(std::function<void()> hook);
+void remove_render_hook(int id);
+
+// Every family in the Prometheus text exposition format (version 0.0.4).
+std::string render();
+constexpr const char* kContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+}  // namespace agency::base::metrics

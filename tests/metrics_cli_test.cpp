@@ -1,0 +1,226 @@
+// The real binary in stdio mode with --metrics-listen and --log-format json: /metrics answers
+// on its own address while stdout carries only protocol, the counts follow the calls, promtool
+// accepts the exposition, and every log line is one JSON object, those of a call carrying its
+// trace id, tool and principal (also from the audit worker's thread), never the gateway key.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/metrics_text.hpp"
+
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+constexpr const char* kTrace = "0af7651916cd43dd8448eb211c80319c";
+constexpr const char* kTraceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+constexpr const char* kGatewayKey = "gw-secret-key-7f3a9c";
+
+// A free loopback port (the kernel's pick, released for the child to take).
+int free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::close(fd);
+    return ntohs(addr.sin_port);
+}
+
+// `agency-mcp serve` on pipes: requests in, answers out, stderr into a file.
+class ServeProcess {
+public:
+    ServeProcess(const fs::path& dir, const std::string& args) : err_(dir / "stderr.txt") {
+        int in[2], out[2];
+        if (::pipe(in) != 0 || ::pipe(out) != 0) throw std::runtime_error("pipe");
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            ::dup2(in[0], 0);
+            ::dup2(out[1], 1);
+            const int err = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            ::dup2(err, 2);
+            for (int fd : {in[0], in[1], out[0], out[1], err}) ::close(fd);
+            const std::string command =
+                std::string("exec env -u AGENCY_GATEWAY_URL AGENCY_API_KEY=") + kGatewayKey + " '" +
+                AGENCY_BINARY + "' " + args;
+            ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+            ::_exit(127);
+        }
+        ::close(in[0]);
+        ::close(out[1]);
+        in_ = in[1];
+        out_ = out[0];
+    }
+    ~ServeProcess() {
+        close_input();
+        if (pid_ > 0) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, nullptr, 0);
+        }
+        if (out_ >= 0) ::close(out_);
+    }
+
+    void send(const json& message) {
+        const std::string line = message.dump() + "\n";
+        ASSERT_EQ(::write(in_, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+    }
+    // The answer to request `id` (other lines skipped), or null after 10 s.
+    json answer(int id) {
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (std::chrono::steady_clock::now() < deadline) {
+            if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
+                const json message = json::parse(buffer_.substr(0, nl), nullptr, false);
+                buffer_.erase(0, nl + 1);
+                EXPECT_FALSE(message.is_discarded()) << "stdout carries only JSON-RPC";
+                if (message.is_object() && message.value("id", 0) == id) return message;
+                continue;
+            }
+            pollfd p{out_, POLLIN, 0};
+            if (::poll(&p, 1, 100) <= 0) continue;
+            char chunk[8192];
+            const ssize_t n = ::read(out_, chunk, sizeof chunk);
+            if (n <= 0) break;
+            buffer_.append(chunk, static_cast<std::size_t>(n));
+        }
+        return nullptr;
+    }
+    void close_input() {
+        if (in_ >= 0) ::close(in_);
+        in_ = -1;
+    }
+    // Closes stdin and waits for the exit code (-1 after 10 s).
+    int finish() {
+        close_input();
+        for (int i = 0; i < 1000; ++i) {
+            int status = 0;
+            if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+                pid_ = -1;
+                return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+            }
+            std::this_thread::sleep_for(10ms);
+        }
+        return -1;
+    }
+    std::string stderr_text() const {
+        std::ifstream in(err_);
+        return {std::istreambuf_iterator<char>(in), {}};
+    }
+
+private:
+    fs::path err_;
+    pid_t pid_ = -1;
+    int in_ = -1, out_ = -1;
+    std::string buffer_;
+};
+
+json call(int id, const std::string& tool, const json& args) {
+    return {{"jsonrpc", "2.0"},
+            {"id", id},
+            {"method", "tools/call"},
+            {"params",
+             {{"name", tool},
+              {"arguments", args},
+              {"_meta",
+               {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+                {"io.modelcontextprotocol/clientCapabilities", json::object()},
+                {"traceparent", kTraceparent}}}}}};
+}
+
+}  // namespace
+
+TEST(MetricsCli, StdioServesMetricsOnItsOwnAddressAndLogsJsonLines) {
+    const fs::path dir =
+        fs::temp_directory_path() / ("agency-metrics-cli-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const int port = free_port();
+    ServeProcess serve(dir, "serve --metrics-listen 127.0.0.1:" + std::to_string(port) +
+                                " --log-format json --state-db '" + (dir / "state.db").string() +
+                                "'");
+    serve.send(call(1, "list_clients", json::object()));
+    const json listed = serve.answer(1);
+    ASSERT_TRUE(listed.is_object()) << serve.stderr_text();
+    EXPECT_FALSE(listed["result"].value("isError", true)) << listed.dump().substr(0, 300);
+
+    // An audit: its job runs on a worker thread after the answer; its log line carries the
+    // call's trace all the same.
+    serve.send(
+        call(2, "run_seo_audit", {{"client_id", "demo-dental"}, {"url", "https://example.com/"}}));
+    const json audit = serve.answer(2);
+    ASSERT_TRUE(audit.is_object()) << serve.stderr_text();
+    const std::string audit_id = audit["result"]["structuredContent"].value("audit_id", "");
+    ASSERT_FALSE(audit_id.empty()) << audit.dump().substr(0, 400);
+    std::string status;
+    for (int i = 0; i < 200 && status != "succeeded" && status != "failed"; ++i) {
+        serve.send(call(3 + i, "get_audit_status",
+                        {{"client_id", "demo-dental"}, {"audit_id", audit_id}}));
+        const json got = serve.answer(3 + i);
+        ASSERT_TRUE(got.is_object());
+        status = got["result"]["structuredContent"].value("status", "");
+        if (status != "succeeded") std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_EQ(status, "succeeded");
+
+    httplib::Client metrics("127.0.0.1", port);
+    const auto res = metrics.Get("/metrics");
+    ASSERT_TRUE(res) << "no /metrics on 127.0.0.1:" << port << "\n" << serve.stderr_text();
+    EXPECT_EQ(res->status, 200);
+    EXPECT_EQ(res->get_header_value("Content-Type").rfind("text/plain; version=0.0.4", 0), 0u);
+    using agency::testing::metric_value;
+    EXPECT_EQ(
+        metric_value(res->body, "agency_mcp_tool_calls_total",
+                     {{"gen_ai_tool_name", "list_clients"}, {"outcome", "ok"}, {"era", "modern"}}),
+        1);
+    EXPECT_EQ(metric_value(res->body, "agency_mcp_audit_jobs_total", {{"status", "succeeded"}}), 1);
+    EXPECT_GE(
+        metric_value(res->body, "agency_gateway_requests_total", {{"http_request_method", "POST"}}),
+        1);
+    EXPECT_EQ(metrics.Get("/mcp")->status, 404) << "only /metrics is served there";
+    std::ofstream(dir / "metrics.txt") << res->body;
+    const auto lint = agency::testing::promtool_check(dir / "metrics.txt");
+    EXPECT_EQ(lint.first, 0) << lint.second;
+    EXPECT_EQ(lint.second, "");
+
+    EXPECT_EQ(serve.finish(), 0);
+    const std::string err = serve.stderr_text();
+    EXPECT_EQ(err.find(kGatewayKey), std::string::npos) << "the gateway key reached the log";
+    std::istringstream lines(err);
+    std::string line;
+    bool audit_line = false;
+    int n = 0;
+    while (std::getline(lines, line)) {
+        ++n;
+        const json entry = json::parse(line, nullptr, false);
+        ASSERT_TRUE(entry.is_object()) << "not a JSON line: " << line;
+        EXPECT_TRUE(entry.contains("time") && entry.contains("level") && entry.contains("message"))
+            << line;
+        if (entry.value("message", "").find("audit job " + audit_id + " succeeded") == 0) {
+            audit_line = true;
+            EXPECT_EQ(entry.value("trace_id", ""), kTrace) << line;
+            EXPECT_EQ(entry.value("tool", ""), "run_seo_audit") << line;
+            EXPECT_EQ(entry.value("principal", ""), "local") << line;
+        }
+    }
+    EXPECT_GT(n, 0);
+    EXPECT_TRUE(audit_line) << err;
+    fs::remove_all(dir);
+}
