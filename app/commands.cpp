@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "app/oauth_setup.hpp"
 #include "app/process.hpp"
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
@@ -183,6 +184,8 @@ int serve_http(mcp::Server& server, const ServeArgs& args, const mcp::Principal&
     options.anonymous = anonymous;
     options.max_connections = fit_connections_to_fd_limit(options.max_connections);
     if (!args.keys_file.empty()) options.keys = open_keys_for_serving(args.keys_file);
+    if (args.oauth.enabled())
+        options.authenticator = oauth_for_serving(args.oauth, options.keys, args.read_only);
     mcp::HttpTransport transport(server, options);
     transport.start();
     spdlog::info("MCP over Streamable HTTP at {}", transport.url());
@@ -194,6 +197,8 @@ int serve_http(mcp::Server& server, const ServeArgs& args, const mcp::Principal&
 }  // namespace
 
 int run_serve(const ServeArgs& args) {
+    if (args.oauth.enabled() && !args.http)
+        throw std::invalid_argument("--oauth-issuer and --oauth-resource apply to serve --http");
     ToolServerSetup setup;
     setup.gateway_url = args.gateway_url.empty() ? env_or("AGENCY_GATEWAY_URL") : args.gateway_url;
     setup.api_key =

@@ -47,4 +47,24 @@ int http_status_for_modern_error(const std::string& reply) {
     }
 }
 
+HttpRequestView request_view(const httplib::Request& req) {
+    HttpRequestView view;
+    view.method = req.method;
+    view.path = req.path;
+    view.remote_addr = req.remote_addr;
+    const auto query_at = req.target.find('?');
+    if (query_at != std::string::npos) view.query = req.target.substr(query_at + 1);
+    view.header = [&req](std::string_view name) {
+        return req.get_header_value(std::string(name));
+    };
+    return view;
+}
+
+void send_refusal(httplib::Response& res, const AuthDecision& decision) {
+    if (!decision.www_authenticate.empty())
+        res.set_header("WWW-Authenticate", decision.www_authenticate);
+    if (decision.status == 503) res.set_header("Retry-After", "5");
+    send_json_error(res, decision.status, nullptr, error_code::invalid_request, decision.message);
+}
+
 }  // namespace agency::mcp

@@ -6,6 +6,8 @@
 
 #include <httplib.h>
 
+#include "server/authenticator.hpp"
+#include "server/http_routes.hpp"
 #include "server/json_rpc.hpp"
 
 namespace agency::mcp {
@@ -23,5 +25,9 @@ void send_json_error(httplib::Response& res, int status, const json& id, int cod
 void send_busy(httplib::Response& res, const json& id, const std::string& message);
 // Modern-era JSON-RPC errors travel with a matching HTTP status.
 int http_status_for_modern_error(const std::string& reply);
+// What an authenticator or a route sees of a request; valid while `req` lives.
+HttpRequestView request_view(const httplib::Request& req);
+// An authenticator's refusal: its status, WWW-Authenticate and message (503: Retry-After).
+void send_refusal(httplib::Response& res, const AuthDecision& decision);
 
 }  // namespace agency::mcp

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "server/authenticator.hpp"
 #include "server/keys.hpp"
 #include "server/mcp_server.hpp"
 
@@ -20,6 +21,8 @@ struct HttpOptions {
     std::vector<std::string> allowed_hosts;    // Host names accepted besides loopback names
     std::vector<std::string> allowed_origins;  // full origins, e.g. "https://app.example.com"
     std::shared_ptr<const KeyStore> keys;      // null or empty: no authentication
+    // Who may call (server/authenticator.hpp: keys, OAuth); null: `keys` alone decide.
+    std::shared_ptr<const Authenticator> authenticator;
     Principal anonymous;                       // the caller's scopes when there is no auth
     std::chrono::milliseconds session_idle{30 * 60 * 1000};
     // Paces the idle-session sweep; null: base::Clock::system(). Must outlive the transport.
