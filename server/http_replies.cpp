@@ -1,6 +1,7 @@
 // How the Streamable HTTP transport writes its answers (see http_replies.hpp).
 #include "server/http_replies.hpp"
 
+#include <string_view>
 #include <utility>
 
 namespace agency::mcp {
@@ -65,6 +66,80 @@ void send_refusal(httplib::Response& res, const AuthDecision& decision) {
         res.set_header("WWW-Authenticate", decision.www_authenticate);
     if (decision.status == 503) res.set_header("Retry-After", "5");
     send_json_error(res, decision.status, nullptr, error_code::invalid_request, decision.message);
+}
+
+// Reads the body (before: the caller's key has been checked), counting every byte against
+// max_body_bytes whether its length was announced or it comes chunked (or compressed):
+// reading stops at the bound with a 413. False after writing the error.
+bool read_bounded_body(const httplib::Request& req, httplib::Response& res,
+                       const httplib::ContentReader& reader, std::size_t limit, std::string& body) {
+    const auto too_large = [&] {
+        close_after(res);
+        send_json_error(res, 413, nullptr, error_code::invalid_request,
+                        "request body too large (the limit is " + std::to_string(limit) +
+                            " bytes)");
+        return false;
+    };
+    if (req.has_header("Content-Length")) {
+        const std::string announced = req.get_header_value("Content-Length");
+        if (announced.empty() || announced.size() > 19 ||
+            announced.find_first_not_of("0123456789") != std::string::npos) {
+            close_after(res);
+            send_json_error(res, 400, nullptr, error_code::invalid_request,
+                            "invalid Content-Length");
+            return false;
+        }
+        const auto length = std::stoull(announced);
+        if (length > limit) return too_large();
+        body.reserve(static_cast<std::size_t>(length));
+    }
+    bool over = false;
+    const bool read = reader([&](const char* data, std::size_t size) {
+        if (size > limit - body.size()) {
+            over = true;
+            return false;
+        }
+        body.append(data, size);
+        return true;
+    });
+    if (over) return too_large();
+    if (!read) {
+        close_after(res);
+        send_json_error(res, 400, nullptr, error_code::invalid_request,
+                        "the request body could not be read");
+        return false;
+    }
+    return true;
+}
+
+
+// Exact paths: httplib matches a route's pattern as a regular expression.
+static std::string exact_pattern(const std::string& path) {
+    std::string out;
+    for (char c : path) {
+        if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out += '\\';
+        out += c;
+    }
+    return out;
+}
+
+void install_extra_routes(httplib::Server& http, const std::vector<HttpRoute>& routes) {
+    for (const auto& route : routes) {
+        auto handler = [handle = route.handler](const httplib::Request& req,
+                                                httplib::Response& res) {
+            HttpReply reply = handle(request_view(req));
+            for (const auto& [name, value] : reply.headers) res.set_header(name, value);
+            res.status = reply.status;
+            set_body(res, std::move(reply.body), reply.content_type.c_str());
+        };
+        const std::string pattern = exact_pattern(route.path);
+        if (route.method == "POST")
+            http.Post(pattern, handler);
+        else if (route.method == "OPTIONS")
+            http.Options(pattern, handler);
+        else
+            http.Get(pattern, handler);
+    }
 }
 
 }  // namespace agency::mcp

@@ -6,6 +6,8 @@
 
 #include <httplib.h>
 
+#include <vector>
+
 #include "server/authenticator.hpp"
 #include "server/http_routes.hpp"
 #include "server/json_rpc.hpp"
@@ -23,6 +25,12 @@ void send_json_error(httplib::Response& res, int status, const json& id, int cod
                      const std::string& message, const json& data = nullptr);
 // At a bound: come back later.
 void send_busy(httplib::Response& res, const json& id, const std::string& message);
+// Reads a body, counting every byte against `limit` whether its length was announced or it comes
+// chunked: reading stops at the bound with a 413. False after writing the error.
+bool read_bounded_body(const httplib::Request& req, httplib::Response& res,
+                       const httplib::ContentReader& reader, std::size_t limit, std::string& body);
+// Serves each route at its exact path (HttpOptions::routes).
+void install_extra_routes(httplib::Server& http, const std::vector<HttpRoute>& routes);
 // Modern-era JSON-RPC errors travel with a matching HTTP status.
 int http_status_for_modern_error(const std::string& reply);
 // What an authenticator or a route sees of a request; valid while `req` lives.

@@ -1,4 +1,5 @@
-// Routes served beside the MCP endpoint, and what a route sees of a request (no httplib types).
+// Routes beside the MCP endpoint (health, metrics, OAuth metadata…): what they see of a request
+// and what they answer, without httplib types, so that the code behind them needs no transport.
 #pragma once
 
 #include <functional>
@@ -9,8 +10,11 @@
 
 namespace agency::mcp {
 
-struct HttpRequestView {  // what a route sees of a request (no httplib types)
-    std::string method, path, remote_addr, query;  // query: the raw query string
+struct HttpRequestView {
+    std::string method;
+    std::string path;
+    std::string remote_addr;
+    std::string query;  // the raw query string, without '?'
     std::function<std::string(std::string_view)> header;  // "" when absent
 };
 
@@ -21,9 +25,11 @@ struct HttpReply {
     std::vector<std::pair<std::string, std::string>> headers;
 };
 
-struct HttpRoute {  // a route outside the MCP endpoint (GET unless said)
-    std::string method = "GET";
-    std::string path;  // exact path, e.g. "/healthz"
+// Served outside the MCP endpoint and never authenticated by the transport (a route that needs
+// a caller checks it itself); still behind the Host and Origin guards. GET routes answer HEAD.
+struct HttpRoute {
+    std::string method = "GET";  // GET, POST or OPTIONS (a body is refused: routes read none)
+    std::string path;            // matched exactly
     std::function<HttpReply(const HttpRequestView&)> handler;
 };
 

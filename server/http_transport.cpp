@@ -21,6 +21,7 @@
 #include "server/http_cors.hpp"
 #include "server/http_headers.hpp"
 #include "server/http_replies.hpp"
+#include "server/http_routes.hpp"
 #include "server/http_streams.hpp"
 #include "server/protocol.hpp"
 
@@ -89,51 +90,6 @@ struct HttpTransport::Impl {
         return std::find(allowed_origins.begin(), allowed_origins.end(), *normal) !=
                    allowed_origins.end() ||
                host_allowed(host);
-    }
-
-    // Reads the body (before: the caller's key has been checked), counting every byte against
-    // max_body_bytes whether its length was announced or it comes chunked (or compressed):
-    // reading stops at the bound with a 413. False after writing the error.
-    bool read_body(const httplib::Request& req, httplib::Response& res,
-                   const httplib::ContentReader& reader, std::string& body) {
-        const std::size_t limit = options.max_body_bytes;
-        const auto too_large = [&] {
-            close_after(res);
-            send_json_error(res, 413, nullptr, error_code::invalid_request,
-                            "request body too large (the limit is " + std::to_string(limit) +
-                                " bytes)");
-            return false;
-        };
-        if (req.has_header("Content-Length")) {
-            const std::string announced = req.get_header_value("Content-Length");
-            if (announced.empty() || announced.size() > 19 ||
-                announced.find_first_not_of("0123456789") != std::string::npos) {
-                close_after(res);
-                send_json_error(res, 400, nullptr, error_code::invalid_request,
-                                "invalid Content-Length");
-                return false;
-            }
-            const auto length = std::stoull(announced);
-            if (length > limit) return too_large();
-            body.reserve(static_cast<std::size_t>(length));
-        }
-        bool over = false;
-        const bool read = reader([&](const char* data, std::size_t size) {
-            if (size > limit - body.size()) {
-                over = true;
-                return false;
-            }
-            body.append(data, size);
-            return true;
-        });
-        if (over) return too_large();
-        if (!read) {
-            close_after(res);
-            send_json_error(res, 400, nullptr, error_code::invalid_request,
-                            "the request body could not be read");
-            return false;
-        }
-        return true;
     }
 
     // Returns the caller, or nullopt after writing the refusal (401, 403, 503).
@@ -221,7 +177,7 @@ std::optional<Principal> HttpTransport::Impl::admit_post(const httplib::Request&
 std::optional<HttpTransport::Impl::PostMessage> HttpTransport::Impl::read_message(
     const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
     std::string text;
-    if (!read_body(req, res, reader, text)) return std::nullopt;
+    if (!read_bounded_body(req, res, reader, options.max_body_bytes, text)) return std::nullopt;
     ParsedMessage parsed = parse_message(text, options.json_limits);
     if (!parsed.error.empty()) {
         res.status = 400;
@@ -537,6 +493,8 @@ void HttpTransport::Impl::install_routes() {
     http.Delete(options.path, [this](const httplib::Request& req, httplib::Response& res) {
         handle_delete(req, res);
     });
+    install_extra_routes(http, options.routes);
+    install_extra_routes(http, options.authenticator->routes());  // OAuth: RFC 9728 metadata
     http.Get(options.path, [](const httplib::Request&, httplib::Response& res) {
         res.set_header("Allow", "POST, DELETE");
         send_json_error(res, 405, nullptr, error_code::invalid_request,

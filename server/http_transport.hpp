@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "server/authenticator.hpp"
+#include "server/http_routes.hpp"
 #include "server/keys.hpp"
 #include "server/mcp_server.hpp"
 
@@ -24,6 +25,8 @@ struct HttpOptions {
     // Who may call (server/authenticator.hpp: keys, OAuth); null: `keys` alone decide.
     std::shared_ptr<const Authenticator> authenticator;
     Principal anonymous;                       // the caller's scopes when there is no auth
+    // Routes beside the endpoint (health, metrics, metadata): outside caller authentication.
+    std::vector<HttpRoute> routes;
     std::chrono::milliseconds session_idle{30 * 60 * 1000};
     // Paces the idle-session sweep; null: base::Clock::system(). Must outlive the transport.
     const base::Clock* clock = nullptr;

@@ -828,3 +828,56 @@ TEST_F(HttpTransport, ModernStreamedCallErrorsKeepTheirStatus) {
     EXPECT_EQ(res->status, 400);
     EXPECT_EQ(rpc_error_code(res), -32602);
 }
+
+namespace {
+
+// Routes beside /mcp: exact paths, headers and query seen, HEAD answered, no key asked even
+// when keys guard the endpoint, and the Host guard still in front.
+TEST_F(HttpTransport, ExtraRoutesAnswerOutsideTheEndpoint) {
+    std::string path = make_keys_file();
+    KeyStore::add(path, "rw", {"read", "write"});
+    auto options = default_options();
+    options.keys = std::make_shared<const KeyStore>(KeyStore::load(path));
+    agency::mcp::HttpRoute probe;
+    probe.path = "/.well-known/probe";
+    probe.handler = [](const agency::mcp::HttpRequestView& req) {
+        agency::mcp::HttpReply reply;
+        reply.status = 203;
+        reply.content_type = "text/plain";
+        reply.body = req.method + " " + req.path + " q=" + req.query + " h=" + req.header("X-Probe");
+        reply.headers.emplace_back("Cache-Control", "no-store");
+        return reply;
+    };
+    options.routes.push_back(probe);
+    start(options);
+
+    auto got = client()->Get("/.well-known/probe?a=1", {{"X-Probe", "yes"}});
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->status, 203);
+    EXPECT_EQ(got->body, "GET /.well-known/probe q=a=1 h=yes");
+    EXPECT_EQ(got->get_header_value("Cache-Control"), "no-store");
+    EXPECT_EQ(got->get_header_value("Content-Type"), "text/plain");
+
+    auto head = client()->Head("/.well-known/probe");
+    ASSERT_TRUE(head);
+    EXPECT_EQ(head->status, 203);
+
+    // The path is matched exactly, not as a pattern: '.' is no wildcard.
+    auto near = client()->Get("/Xwell-known/probe");
+    ASSERT_TRUE(near);
+    EXPECT_EQ(near->status, 404);
+    auto longer = client()->Get("/.well-known/probe/more");
+    ASSERT_TRUE(longer);
+    EXPECT_EQ(longer->status, 404);
+
+    // The endpoint itself still asks for a key.
+    auto anonymous = post(rpc(1, "initialize", initialize_params()));
+    ASSERT_TRUE(anonymous);
+    EXPECT_EQ(anonymous->status, 401);
+
+    auto foreign = client()->Get("/.well-known/probe", {{"Host", "evil.example"}});
+    ASSERT_TRUE(foreign);
+    EXPECT_EQ(foreign->status, 403);
+}
+
+}  // namespace
