@@ -60,7 +60,7 @@ std::vector<std::string> discovery_urls(const std::string& issuer) {
     const auto path_at = issuer.find('/', scheme_end);
     const std::string origin = issuer.substr(0, path_at);
     std::string path = path_at == std::string::npos ? "" : issuer.substr(path_at);
-    if (path == "/") path.clear();
+    while (!path.empty() && path.back() == '/') path.pop_back();  // "https://h/" has no path
     return {origin + "/.well-known/oauth-authorization-server" + path,
             origin + path + "/.well-known/openid-configuration",
             origin + "/.well-known/openid-configuration" + path};
