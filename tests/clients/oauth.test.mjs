@@ -13,10 +13,26 @@ import Provider from 'oidc-provider';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
-import { startHttpServer } from './helpers.mjs';
+import { spawn } from 'node:child_process';
+import { bin } from './helpers.mjs';
 
 const REDIRECT = 'http://127.0.0.1:1/callback';  // never fetched: the code is read from it
 const b64u = (data) => Buffer.from(data).toString('base64url');
+
+// `agency-mcp serve --http` on a chosen port (the OAuth resource URL names it before start).
+function startAgency(port, args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, ['serve', '--http', '--listen', `127.0.0.1:${port}`,
+      '--state-db', ':memory:', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    const timer = setTimeout(() => reject(new Error('server did not start: ' + stderr)), 15000);
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+      if (/MCP over Streamable HTTP at /.test(stderr)) { clearTimeout(timer); resolve({ child, log: () => stderr }); }
+    });
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited ${code}: ${stderr}`)); });
+  });
+}
 
 function freePort() {
   return new Promise((resolve) => {
@@ -69,9 +85,7 @@ before(async () => {
     if (ctx.oidc.params.grant_type === 'refresh_token') refreshes.push(Date.now());
   });
   issuerServer.on('request', provider.callback());
-  agency = await startHttpServer(
-    ['--listen', `127.0.0.1:${mcpPort}`, '--state-db', ':memory:',
-     '--oauth-issuer', issuer, '--oauth-resource', mcpUrl]);
+  agency = await startAgency(mcpPort, ['--oauth-issuer', issuer, '--oauth-resource', mcpUrl]);
 });
 
 after(() => {
@@ -237,31 +251,33 @@ test('the SDK signs in, refreshes and steps up to the write scope for an action'
   const args = { name: 'generate_article', arguments: { client_id: 'demo-dental', keyword: 'oauth step-up' } };
   await assert.rejects(client.callTool(args), UnauthorizedError);
   assert.equal(auth.requestedScope, 'agency:read agency:write');
-  const raw = await fetch(mcpUrl, { method: 'POST', headers: {
-    'content-type': 'application/json', accept: 'application/json, text/event-stream',
-    authorization: `Bearer ${auth.saved.access_token}`,
-    'mcp-protocol-version': '2026-07-28' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { ...args,
-      _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} } } }) });
+  const raw = await modernCall(auth.saved.access_token, args);
   assert.equal(raw.status, 403);
   assert.match(raw.headers.get('www-authenticate'),
     /^Bearer resource_metadata="[^"]+", error="insufficient_scope", scope="agency:read agency:write"$/);
-  const { transport: t2 } = { transport: client.transport };
-  await t2.finishAuth(auth.code);
+  await client.transport.finishAuth(auth.code);
   auth.hideRefresh = false;
   const wrote = await client.callTool(args);
   assert.ok(!wrote.isError, JSON.stringify(wrote));
   await client.close();
 });
 
-// One POST with `token` as the bearer (or in the URL); the status and challenge it got.
-async function present(token, { inUrl = false } = {}) {
+// A modern (2026-07-28) tools/call with `token` as the bearer (or in the URL).
+function modernCall(token, { name, arguments: args }, { inUrl = false } = {}) {
   const url = inUrl ? `${mcpUrl}?access_token=${encodeURIComponent(token)}` : mcpUrl;
-  const headers = { 'content-type': 'application/json', accept: 'application/json' };
+  const headers = { 'content-type': 'application/json', accept: 'application/json',
+    'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': name };
   if (!inUrl) headers.authorization = `Bearer ${token}`;
-  const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify({
-    jsonrpc: '2.0', id: 1, method: 'tools/call',
-    params: { name: 'generate_article', arguments: { client_id: 'demo-dental', keyword: 'attack' } } }) });
+  return fetch(url, { method: 'POST', headers, body: JSON.stringify({
+    jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args,
+      _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+               'io.modelcontextprotocol/clientCapabilities': {} } } }) });
+}
+
+// An action call with `token`; the status, challenge and body it got.
+async function present(token, options) {
+  const res = await modernCall(token,
+    { name: 'generate_article', arguments: { client_id: 'demo-dental', keyword: 'attack' } }, options);
   const body = await res.json();
   return { status: res.status, challenge: res.headers.get('www-authenticate'), body };
 }
@@ -304,19 +320,26 @@ test('attacks are refused before any tool runs', async () => {
   // The good token itself works (so the refusals above are the attacks', not the setup's).
   const ok = await present(good);
   assert.equal(ok.status, 200, JSON.stringify(ok));
+  assert.equal(ok.body.result.isError, false, JSON.stringify(ok));
   // A token in the URL is refused, even a good one.
   const inUrl = await present(good, { inUrl: true });
   assert.equal(inUrl.status, 400);
   assert.match(inUrl.challenge, /error="invalid_request"/);
   assert.match(inUrl.body.error.message, /not accepted in the URL/);
+  // No token, good or forged, reached the server's log.
+  for (const token of [good, ...Object.values(attacks)]) {
+    const secretPart = token.split('.')[2] || token.split('.')[1];
+    assert.ok(!agency.log().includes(secretPart), 'a token was logged');
+  }
+  assert.match(agency.log(), /OAuth: token refused/);
 });
 
 test('unreachable issuer keys fail closed with 503', async () => {
   const deadPort = await freePort();
   const port = await freePort();
   const url = `http://127.0.0.1:${port}/mcp`;
-  const dead = await startHttpServer(['--listen', `127.0.0.1:${port}`, '--state-db', ':memory:',
-    '--oauth-issuer', `http://127.0.0.1:${deadPort}`, '--oauth-resource', url]);
+  const dead = await startAgency(port, ['--oauth-issuer', `http://127.0.0.1:${deadPort}`,
+    '--oauth-resource', url]);
   try {
     const token = sign({ alg: 'RS256', kid: 'test-key', typ: 'at+jwt' },
       { iss: `http://127.0.0.1:${deadPort}`, aud: url, sub: 'alice', exp: Math.floor(Date.now() / 1000) + 300, scope: 'agency:read' });
