@@ -199,6 +199,7 @@ int serve_http(mcp::Server& server, const ServeArgs& args, const mcp::Principal&
 int run_serve(const ServeArgs& args) {
     if (args.oauth.enabled() && !args.http)
         throw std::invalid_argument("--oauth-issuer and --oauth-resource apply to serve --http");
+    if (args.oauth.enabled()) check_oauth(args.oauth);
     ToolServerSetup setup;
     setup.gateway_url = args.gateway_url.empty() ? env_or("AGENCY_GATEWAY_URL") : args.gateway_url;
     setup.api_key =

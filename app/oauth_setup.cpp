@@ -21,9 +21,7 @@ void check_scope(const std::string& option, const std::string& scope) {
 
 }  // namespace
 
-std::shared_ptr<const mcp::Authenticator> oauth_for_serving(const OAuthArgs& args,
-                                                            std::shared_ptr<const mcp::KeyStore> keys,
-                                                            bool read_only) {
+void check_oauth(const OAuthArgs& args) {
     if (args.issuer.empty() || args.resource.empty())
         throw std::invalid_argument(
             "OAuth needs both --oauth-issuer (AGENCY_OAUTH_ISSUER) and --oauth-resource "
@@ -36,6 +34,15 @@ std::shared_ptr<const mcp::Authenticator> oauth_for_serving(const OAuthArgs& arg
     check_scope("--oauth-scopes-write", args.write_scope);
     if (args.read_scope == args.write_scope)
         throw std::invalid_argument("--oauth-scopes-read and --oauth-scopes-write must differ");
+    if (!auth::is_secure_url(args.issuer))
+        throw std::invalid_argument("--oauth-issuer must be an https URL (http only on a loopback "
+                                    "address): " + args.issuer);
+}
+
+std::shared_ptr<const mcp::Authenticator> oauth_for_serving(const OAuthArgs& args,
+                                                            std::shared_ptr<const mcp::KeyStore> keys,
+                                                            bool read_only) {
+    check_oauth(args);
     auth::ValidatorOptions options;
     options.issuer = args.issuer;
     options.resource = args.resource;

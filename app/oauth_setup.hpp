@@ -9,6 +9,10 @@
 
 namespace agency::app {
 
+// Throws std::invalid_argument naming the option to fix when the --oauth-* options do not hold
+// together (before anything starts).
+void check_oauth(const OAuthArgs& args);
+
 // Throws std::invalid_argument with the option to fix when the settings do not hold together.
 // `keys` (may be null) keep working beside OAuth.
 std::shared_ptr<const mcp::Authenticator> oauth_for_serving(const OAuthArgs& args,

@@ -259,11 +259,13 @@ Checked verify_token(std::string_view token, const KeySet& keys, const TokenRule
     JwsPtr jws(cjose_jws_import(token.data(), token.size(), &err));
     if (!jws) return refuse(Failure::malformed, "the token is not a signed JWT this server can read");
     bool kid_known = false;
+    bool fits = false;
     bool verified = false;
     for (const auto& key : keys.keys()) {
         if (!header.kid.empty() && key.kid != header.kid) continue;
         kid_known = true;
         if (!key_fits_algorithm(key, header.alg)) continue;
+        fits = true;
         JwkPtr jwk(cjose_jwk_import(key.json.data(), key.json.size(), &err));
         if (jwk && cjose_jws_verify(jws.get(), jwk.get(), &err)) {
             verified = true;
@@ -271,6 +273,7 @@ Checked verify_token(std::string_view token, const KeySet& keys, const TokenRule
         }
     }
     if (!kid_known) return refuse(Failure::unknown_key, "the token's key (kid) is not one of the issuer's");
+    if (!fits) return refuse(Failure::bad_algorithm, "the token's algorithm is not its key's");
     if (!verified) return refuse(Failure::bad_signature, "the token's signature does not verify");
     uint8_t* plain = nullptr;
     std::size_t plain_len = 0;

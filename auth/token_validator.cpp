@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include <httplib.h>
+#include <jansson.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -122,6 +123,9 @@ struct TokenValidator::Impl {
 
     explicit Impl(ValidatorOptions o)
         : options(std::move(o)), clock(options.clock ? *options.clock : base::Clock::system()) {
+        // jansson (under libcjose) seeds its hash function on first use; seeding here, before
+        // requests arrive on many threads, keeps that first use out of a race.
+        json_object_seed(0);
         if (!is_secure_url(options.issuer))
             throw std::invalid_argument("the OAuth issuer must be an https URL (http only on a "
                                         "loopback address): " + options.issuer);

@@ -59,12 +59,23 @@ TEST_F(OAuthValidator, AcceptsASignedTokenForThisResource) {
     EXPECT_EQ(got.claims.subject, "user-1");
     EXPECT_EQ(got.claims.issuer, issuer.url());
     EXPECT_EQ(got.claims.scopes, (std::vector<std::string>{"agency:read", "agency:write"}));
-    // aud as an array holding this resource among others, and PS256.
+    // aud as an array holding this resource among others.
     json c = claims();
     c["aud"] = {"https://other.example.com", kResource};
-    EXPECT_TRUE(check(key.sign(header("PS256"), c)).ok());
+    EXPECT_TRUE(check(key.sign(header(), c)).ok());
     // Keys are fetched once and kept.
     EXPECT_EQ(issuer.jwks_fetches.load(), 1);
+    // The key says RS256: a PS256 token under it is refused; a key that names no alg takes it.
+    EXPECT_EQ(check(key.sign(header("PS256"), c)).failure, Failure::bad_algorithm);
+    RsaKey any_alg("k-any");
+    json jwk = any_alg.jwk();
+    jwk.erase("alg");
+    issuer.publish(jwk);
+    json ps = header("PS256");
+    ps["kid"] = any_alg.kid;
+    clock.advance(std::chrono::seconds(31));
+    auto pss = check(any_alg.sign(ps, claims()));
+    EXPECT_TRUE(pss.ok()) << pss.reason;
 }
 
 TEST_F(OAuthValidator, RefusesAlgNoneAndHs256WithThePublicKey) {
@@ -181,7 +192,7 @@ TEST_F(OAuthValidator, AcceptsEs256SignedByCjose) {
     // The EC key cannot stand in for RS256.
     const std::string input =
         b64(json{{"alg", "RS256"}, {"kid", "ec1"}}.dump()) + "." + b64(claims().dump());
-    EXPECT_EQ(check(input + "." + b64("x")).failure, Failure::bad_signature);
+    EXPECT_EQ(check(input + "." + b64("x")).failure, Failure::bad_algorithm);
 }
 
 TEST_F(OAuthValidator, ManyThreadsValidateWhileKeysRotate) {
