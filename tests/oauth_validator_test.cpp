@@ -222,6 +222,42 @@ TEST_F(OAuthValidator, RefusesOversizeAndMalformedTokens) {
     EXPECT_EQ(check("").failure, Failure::malformed);
 }
 
+TEST_F(OAuthValidator, IntrospectsOpaqueTokensWhenConfigured) {
+    json active = claims();
+    active["active"] = true;
+    json other = active;
+    other["aud"] = "https://other.example.com/mcp";
+    {
+        std::lock_guard lock(issuer.mu);
+        issuer.opaque_tokens["opaque-good"] = active;
+        issuer.opaque_tokens["opaque-other"] = other;
+    }
+    // Without introspection configured, an opaque token is refused without asking anyone.
+    EXPECT_EQ(check("opaque-good").failure, Failure::malformed);
+    EXPECT_EQ(issuer.introspections.load(), 0);
+
+    agency::auth::ValidatorOptions options;
+    options.issuer = issuer.url();
+    options.resource = kResource;
+    options.clock = &clock;
+    options.introspection_client_id = "rs";
+    options.introspection_client_secret = "s3cret";
+    agency::auth::TokenValidator introspecting(options);
+    auto got = introspecting.validate("opaque-good");
+    ASSERT_TRUE(got.ok()) << got.reason;
+    EXPECT_EQ(got.claims.subject, "user-1");
+    EXPECT_EQ(introspecting.validate("opaque-other").failure, Failure::bad_claims);
+    EXPECT_EQ(introspecting.validate("opaque-unknown").failure, Failure::inactive);
+    EXPECT_EQ(issuer.introspections.load(), 3);
+    // JWTs still go to the keys, not the endpoint.
+    EXPECT_TRUE(introspecting.validate(key.sign(header(), claims())).ok());
+    EXPECT_EQ(issuer.introspections.load(), 3);
+    // Wrong client credentials: the endpoint refuses, and so does the server (fail closed).
+    options.introspection_client_secret = "wrong";
+    agency::auth::TokenValidator misconfigured(options);
+    EXPECT_EQ(misconfigured.validate("opaque-good").failure, Failure::unavailable);
+}
+
 TEST(OAuthValidatorOptions, IssuerMustBeHttpsUnlessLoopback) {
     agency::auth::ValidatorOptions options;
     options.resource = kResource;

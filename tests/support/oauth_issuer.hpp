@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -79,14 +80,34 @@ struct Issuer {
     json keys = json::array();
     std::atomic<int> jwks_fetches{0};
     std::atomic<bool> broken{false};
+    std::atomic<int> introspections{0};
+    std::map<std::string, json> opaque_tokens;
 
     Issuer() {
         server.http.Get("/.well-known/oauth-authorization-server",
                         [this](const httplib::Request&, httplib::Response& res) {
                             if (broken) return void(res.status = 503);
-                            res.set_content(json{{"issuer", url()}, {"jwks_uri", url() + "/jwks"}}.dump(),
+                            res.set_content(json{{"issuer", url()},
+                                                 {"jwks_uri", url() + "/jwks"},
+                                                 {"introspection_endpoint", url() + "/introspect"}}
+                                                .dump(),
                                             "application/json");
                         });
+        // RFC 7662 for client "rs" (secret "s3cret"): `opaque_tokens` maps a token to its answer.
+        server.http.Post("/introspect", [this](const httplib::Request& req, httplib::Response& res) {
+            ++introspections;
+            if (req.get_header_value("Authorization") !=
+                "Basic " + std::string("cnM6czNjcmV0")) {  // base64("rs:s3cret")
+                res.status = 401;
+                return;
+            }
+            std::lock_guard lock(mu);
+            const std::string token = req.get_param_value("token");
+            auto it = opaque_tokens.find(token);
+            res.set_content(it == opaque_tokens.end() ? json{{"active", false}}.dump()
+                                                      : it->second.dump(),
+                            "application/json");
+        });
         server.http.Get("/jwks", [this](const httplib::Request&, httplib::Response& res) {
             ++jwks_fetches;
             if (broken) return void(res.status = 503);
