@@ -67,6 +67,10 @@ public:
         }
         if (!checked.ok()) {
             spdlog::info("OAuth: token refused from {}: {}", request.remote_addr, checked.reason);
+            // A mistyped key is not a malformed JWT to the person who sent it.
+            if (keys_on && checked.failure == auth::Failure::malformed)
+                return refusal(401, "invalid_token",
+                               "unknown API key, and not an access token this server accepts");
             return refusal(401, "invalid_token", checked.reason);
         }
         Principal principal;

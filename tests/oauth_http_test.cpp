@@ -176,6 +176,10 @@ TEST_F(OAuthHttp, KeysAndTokensTogether) {
     ASSERT_TRUE(token_as_key);
     EXPECT_EQ(token_as_key->status, 401);
     EXPECT_NE(token_as_key->body.find("unknown API key"), std::string::npos);
+    auto mistyped = post("tools/list", json::object(), bearer(api_key + "x"));
+    ASSERT_TRUE(mistyped);
+    EXPECT_EQ(mistyped->status, 401);
+    EXPECT_NE(mistyped->body.find("unknown API key"), std::string::npos) << mistyped->body;
     // Never in the URL, whatever the header says.
     auto in_url = post("tools/list", json::object(), bearer(api_key),
                        "/mcp?access_token=" + token("alice", "agency:read"));
