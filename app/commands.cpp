@@ -184,8 +184,10 @@ int serve_http(mcp::Server& server, const ServeArgs& args, const mcp::Principal&
     options.anonymous = anonymous;
     options.max_connections = fit_connections_to_fd_limit(options.max_connections);
     if (!args.keys_file.empty()) options.keys = open_keys_for_serving(args.keys_file);
-    if (args.oauth.enabled())
-        options.authenticator = oauth_for_serving(args.oauth, options.keys, args.read_only);
+    // --read-only holds for every HTTP caller: no key or token grants the write scope.
+    options.authenticator = args.oauth.enabled()
+                                ? oauth_for_serving(args.oauth, options.keys, args.read_only)
+                                : mcp::key_authenticator(options.keys, args.read_only);
     mcp::HttpTransport transport(server, options);
     transport.start();
     spdlog::info("MCP over Streamable HTTP at {}", transport.url());

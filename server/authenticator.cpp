@@ -33,13 +33,15 @@ namespace {
 
 class KeyAuthenticator final : public Authenticator {
 public:
-    explicit KeyAuthenticator(std::shared_ptr<const KeyStore> keys) : keys_(std::move(keys)) {}
+    KeyAuthenticator(std::shared_ptr<const KeyStore> keys, bool read_only)
+        : keys_(std::move(keys)), read_only_(read_only) {}
     bool required() const override { return keys_ && !keys_->empty(); }
 
     AuthDecision authenticate(const HttpRequestView& request) const override {
         AuthDecision out;
         const std::string key = presented_credential(request);
         if (auto principal = keys_->authenticate(key)) {
+            if (read_only_) std::erase(principal->scopes, std::string("write"));
             out.principal = std::move(principal);
             return out;
         }
@@ -53,12 +55,14 @@ public:
 
 private:
     std::shared_ptr<const KeyStore> keys_;
+    bool read_only_;
 };
 
 }  // namespace
 
-std::shared_ptr<const Authenticator> key_authenticator(std::shared_ptr<const KeyStore> keys) {
-    return std::make_shared<KeyAuthenticator>(std::move(keys));
+std::shared_ptr<const Authenticator> key_authenticator(std::shared_ptr<const KeyStore> keys,
+                                                       bool read_only) {
+    return std::make_shared<KeyAuthenticator>(std::move(keys), read_only);
 }
 
 }  // namespace agency::mcp

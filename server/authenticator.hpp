@@ -36,8 +36,10 @@ public:
 };
 
 // The server's API keys alone: X-API-Key, or Authorization: Bearer with a key. An empty store
-// asks for nothing (KeyStore::empty()).
-std::shared_ptr<const Authenticator> key_authenticator(std::shared_ptr<const KeyStore> keys);
+// asks for nothing (KeyStore::empty()). `read_only` (serve --read-only): no key's caller gets
+// the write scope, whatever the key holds.
+std::shared_ptr<const Authenticator> key_authenticator(std::shared_ptr<const KeyStore> keys,
+                                                       bool read_only = false);
 
 // The presented bearer value of a request: X-API-Key, else Authorization: Bearer (any case of
 // the scheme); "" when neither.

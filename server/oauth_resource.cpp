@@ -54,7 +54,10 @@ public:
                            "WWW-Authenticate header names the metadata) or send an agency-mcp key");
         const bool keys_on = keys_ && !keys_->empty();
         if (keys_on) {
-            if (auto principal = keys_->authenticate(presented)) return admit(std::move(*principal));
+            if (auto principal = keys_->authenticate(presented)) {
+                if (settings_.read_only) std::erase(principal->scopes, std::string("write"));
+                return admit(std::move(*principal));
+            }
         }
         if (!request.header("X-API-Key").empty())
             return refusal(401, "invalid_token", "unknown API key");

@@ -211,4 +211,56 @@ TEST_F(OAuthHttp, ALegacySessionBelongsToItsSubject) {
     EXPECT_EQ(theirs->status, 404);
 }
 
+// serve --read-only holds for keys too: a key holding the write scope neither sees nor runs an
+// action tool.
+TEST(ReadOnlyKeys, AWriteKeyGetsNoWriteScope) {
+    agency::mcp::Server server;
+    std::atomic<int> writes{0};
+    agency::mcp::ToolDef writer;
+    writer.name = "write_thing";
+    writer.description = "Needs the write scope.";
+    writer.input_schema = {{"type", "object"}};
+    writer.required_scopes = {"write"};
+    writer.handler = [&](const json&, agency::mcp::RequestContext&) {
+        ++writes;
+        return agency::mcp::ToolResult::text("written");
+    };
+    server.add_tool(std::move(writer));
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("agency-ro-keys-" + agency::crypto::random_hex(6) + ".json"))
+                                 .string();
+    const std::string key = agency::mcp::KeyStore::add(path, "w", {"read", "write"});
+    auto keys = std::make_shared<agency::mcp::KeyStore>(agency::mcp::KeyStore::load(path));
+    agency::mcp::HttpOptions options;
+    options.port = 0;
+    options.authenticator = agency::mcp::key_authenticator(keys, true);
+    agency::mcp::HttpTransport transport(server, options);
+    const int port = transport.start();
+    httplib::Client cli("127.0.0.1", port);
+    const json meta = {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+                       {"io.modelcontextprotocol/clientCapabilities", json::object()}};
+    httplib::Headers headers{{"Authorization", "Bearer " + key},
+                             {"MCP-Protocol-Version", "2026-07-28"},
+                             {"Mcp-Method", "tools/list"}};
+    auto list = cli.Post("/mcp", headers,
+                         json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"},
+                              {"params", {{"_meta", meta}}}}.dump(),
+                         "application/json");
+    ASSERT_TRUE(list);
+    EXPECT_EQ(list->status, 200);
+    EXPECT_EQ(list->body.find("write_thing"), std::string::npos) << list->body;
+    headers = {{"Authorization", "Bearer " + key}, {"MCP-Protocol-Version", "2026-07-28"},
+               {"Mcp-Method", "tools/call"}, {"Mcp-Name", "write_thing"}};
+    auto call = cli.Post("/mcp", headers,
+                         json{{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/call"},
+                              {"params", {{"name", "write_thing"}, {"arguments", json::object()},
+                                          {"_meta", meta}}}}.dump(),
+                         "application/json");
+    ASSERT_TRUE(call);
+    EXPECT_EQ(writes.load(), 0) << call->body;
+    transport.stop();
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+}
+
 }  // namespace
