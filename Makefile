@@ -4,7 +4,7 @@ JOBS ?= 2
 PORT ?= 8787
 
 .PHONY: deps build run test npm-deps bench bench-scale bench-store soak clean fuzz-deps fuzz-build fuzz fuzz-replay \
-	fuzz-known test-asan test-tsan check-sizes
+	fuzz-known test-asan test-tsan check-sizes package test-package
 
 deps:
 	@scripts/install-deps.sh
@@ -26,6 +26,15 @@ npm-deps:
 # Every test: unit and integration (GoogleTest via ctest) and the real-client suites.
 test: build npm-deps
 	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)
+
+# The Debian package (cmake/package.cmake): build/package/agency-mcp_<version>_<arch>.deb.
+package: build
+	cmake --build $(BUILD_DIR) --target package
+
+# Installs that package with apt into a fresh Debian 12 root and runs it (root only; `make test`
+# runs it too). The debootstrap root is cached in $(BUILD_DIR)/package-test.
+test-package: build
+	cd $(BUILD_DIR) && ctest -R '^package\.' --output-on-failure
 
 # No production file over 600 lines and no function over 120 (scripts/check-sizes.sh; the
 # function sizes by clang-tidy over the build's compile_commands.json).
@@ -102,7 +111,7 @@ test-asan: deps fuzz-deps $(FUZZ_DIR)/CMakeCache.txt
 	cmake --build $(FUZZ_DIR) -j$(JOBS) --target agency_tests agency-mcp
 	cd $(FUZZ_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --output-on-failure -j$(JOBS) -E '^(conformance|clients|bench)\.'
+	  ctest --output-on-failure -j$(JOBS) -E '^(conformance|clients|bench|package)\.'
 
 # The concurrency tests under ThreadSanitizer (gcc, build-tsan/; only the test binary).
 build-tsan/CMakeCache.txt:

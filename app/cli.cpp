@@ -112,7 +112,8 @@ void CommandLine::add_serve() {
     serve_cmd_ = app_->add_subcommand("serve", "Run the MCP server (stdio by default)");
     serve_cmd_->add_flag("--http", serve.http, "Serve Streamable HTTP at /mcp instead of stdio");
     serve_cmd_->add_option("--listen", serve.listen,
-                           "HOST:PORT for --http (default 127.0.0.1:8787)");
+                           "HOST:PORT for --http (default 127.0.0.1:8787)")
+        ->envname("AGENCY_HTTP_LISTEN");
     serve_cmd_->add_flag("--read-only", serve.read_only, "Hide and refuse every action tool")
         ->envname("AGENCY_READ_ONLY");
     serve_cmd_->add_option("--gateway-url", serve.gateway_url,
@@ -148,6 +149,13 @@ void CommandLine::add_serve() {
                      "actions change, tools follow and clients are told (default 60)")
         ->envname("AGENCY_DISCOVERY_REFRESH_S")
         ->check(CLI::Range(0, 86400));
+    serve_cmd_
+        ->add_option("--drain-timeout", serve.drain_timeout_s,
+                     "Seconds a stop (SIGTERM, or end of input over stdio) waits for the calls "
+                     "in flight before cancelling them; new calls are refused meanwhile "
+                     "(default 30)")
+        ->envname("AGENCY_DRAIN_TIMEOUT_S")
+        ->check(CLI::Range(0, 3600));
     serve_cmd_
         ->add_option("--confirm", serve.confirm,
                      "How a deploy or send is confirmed: any (an elicitation answer, or the "

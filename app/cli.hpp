@@ -45,6 +45,7 @@ struct ServeArgs {
     std::string state_db;
     std::string state_url;  // postgresql://…: the store several instances share
     int discovery_refresh_s = 60;
+    int drain_timeout_s = 30;  // SIGTERM: how long the calls in flight may take to finish
     std::string confirm = "any";  // "elicitation-only": no confirmation_id confirms
     tools::CreditSettings credits;
     // What HTTP clients may hold: each bound refuses cleanly and keeps serving.

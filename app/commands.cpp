@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -9,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "app/health.hpp"
 #include "app/oauth_setup.hpp"
 #include "app/process.hpp"
 #include "gateway/client.hpp"
@@ -91,6 +93,7 @@ struct ToolServerSetup {
     std::chrono::seconds discovery_refresh{0};
     std::size_t max_waiting_on_clients = mcp::ServerOptions{}.max_waiting_on_clients;
     tools::ToolCatalog* catalog = nullptr;  // when set, receives what was registered
+    std::shared_ptr<gateway::Client>* gateway = nullptr;  // when set, receives the client
     std::chrono::milliseconds call_timeout = gateway::Config{}.call_timeout;
     mcp::StructuredText structured_text = mcp::StructuredText::automatic;
     bool mark_sample_data = true;  // false for tools-doc: the reference is not an answer
@@ -147,6 +150,7 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
     }
     auto gateway = connect_gateway(setup.gateway_url, setup.api_key, setup.call_timeout);
     log_gateway_answered(*gateway, setup.gateway_url, sample_data);
+    if (setup.gateway) *setup.gateway = gateway;
 
     mcp::ServerOptions options;
     options.state_secret = env_or("AGENCY_SERVER_SECRET");
@@ -173,7 +177,8 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
     return server;
 }
 
-int serve_http(mcp::Server& server, const ServeArgs& args, const mcp::Principal& anonymous) {
+int serve_http(mcp::Server& server, const ServeArgs& args, const mcp::Principal& anonymous,
+               ReadinessChecks checks) {
     auto [host, port] = parse_listen(args.listen);
     mcp::HttpOptions options = args.http_limits;
     options.host = host;
@@ -188,11 +193,27 @@ int serve_http(mcp::Server& server, const ServeArgs& args, const mcp::Principal&
     options.authenticator = args.oauth.enabled()
                                 ? oauth_for_serving(args.oauth, options.keys, args.read_only)
                                 : mcp::key_authenticator(options.keys, args.read_only);
+    Health health(std::move(checks));
+    for (auto& route : health.routes()) options.routes.push_back(std::move(route));
     mcp::HttpTransport transport(server, options);
+    catch_stop_signals();
     transport.start();
+    health.set_started();
     spdlog::info("MCP over Streamable HTTP at {}", transport.url());
     wait_for_signal();
+    // Draining: /readyz says so (balancers stop sending), new calls get 503, the calls in
+    // flight finish; jobs and task records stay in the store for the next start.
+    health.set_draining();
+    spdlog::info("stopping: draining the calls in flight (up to {} s)", args.drain_timeout_s);
+    if (!transport.drain(std::chrono::seconds(args.drain_timeout_s))) {
+        // A call that ignores its cancellation would hold stop() (which joins its thread) for
+        // ever; what it did is in the store as far as it got.
+        spdlog::error("exiting with calls still running");
+        spdlog::shutdown();
+        std::_Exit(1);
+    }
     transport.stop();
+    spdlog::info("stopped cleanly");
     return 0;
 }
 
@@ -229,6 +250,10 @@ int run_serve(const ServeArgs& args) {
                             : args.structured_text == "summary" ? mcp::StructuredText::summary
                                                                 : mcp::StructuredText::automatic;
 
+    ReadinessChecks checks{.store = action_settings.store,
+                           .discovery_period = setup.discovery_refresh,
+                           .refresh_time = setup.call_timeout};
+    setup.gateway = &checks.gateway;
     std::unique_ptr<sample::Server> sample_server;
     auto server = make_tool_server(std::move(setup), sample_server);
     if (sample_server) {
@@ -238,10 +263,12 @@ int run_serve(const ServeArgs& args) {
     }
     mcp::Principal principal;
     if (args.read_only) principal.scopes = {"read"};
-    if (args.http) return serve_http(*server, args, principal);
+    if (args.http) return serve_http(*server, args, principal, std::move(checks));
     mcp::StdioOptions options;
     options.max_message_bytes = args.max_body;
     options.principal = principal;
+    options.drain_timeout = std::chrono::seconds(args.drain_timeout_s);
+    options.stop_fd = catch_stop_signals();
     return mcp::serve_stdio(*server, options);
 }
 

@@ -1,11 +1,13 @@
 #include "app/process.hpp"
 
+#include <fcntl.h>
 #include <malloc.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -134,14 +136,31 @@ std::size_t fit_connections_to_fd_limit(std::size_t wanted) {
 }
 
 namespace {
-std::atomic<bool> g_stop{false};
-void on_signal(int) { g_stop = true; }
+// A self-pipe: the handler (any thread) writes a byte, whoever waits polls the read end.
+int g_stop_pipe[2] = {-1, -1};
+void on_signal(int) {
+    const char byte = 1;
+    [[maybe_unused]] const auto n = ::write(g_stop_pipe[1], &byte, 1);
+}
 }  // namespace
 
+int catch_stop_signals() {
+    if (g_stop_pipe[0] >= 0) return g_stop_pipe[0];
+    if (::pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+        throw std::runtime_error("cannot create the signal pipe");
+    struct sigaction action {};
+    action.sa_handler = on_signal;
+    action.sa_flags = SA_RESTART;  // other threads' system calls carry on
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, nullptr);
+    ::sigaction(SIGTERM, &action, nullptr);
+    return g_stop_pipe[0];
+}
+
 void wait_for_signal() {
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
-    while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    pollfd stop{catch_stop_signals(), POLLIN, 0};
+    while (::poll(&stop, 1, -1) < 0 && errno == EINTR) {
+    }
 }
 
 }  // namespace agency::app

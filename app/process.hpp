@@ -24,7 +24,10 @@ void prefault_heap();
 std::jthread warm_schemas();
 // The connection bound that fits the file descriptor limit (raised to the hard limit first).
 std::size_t fit_connections_to_fd_limit(std::size_t wanted);
-// Blocks until SIGINT or SIGTERM.
+// From now on SIGINT and SIGTERM ask the process to stop instead of ending it: the returned
+// descriptor becomes readable. Before this call they end it at once (nothing to drain yet).
+int catch_stop_signals();
+// Blocks until SIGINT or SIGTERM (calls catch_stop_signals).
 void wait_for_signal();
 
 }  // namespace agency::app

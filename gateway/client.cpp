@@ -133,6 +133,16 @@ void Client::start_discovery_refresh(std::chrono::milliseconds period,
         });
 }
 
+Client::DiscoveryHealth Client::discovery_health() const {
+    std::lock_guard lock(impl_->discovery_mu);
+    DiscoveryHealth health;
+    if (impl_->discovery)
+        health.since_answer = std::chrono::duration_cast<std::chrono::milliseconds>(
+            impl_->clock.steady() - impl_->discovery_at);
+    health.failure = impl_->discovery_failure;
+    return health;
+}
+
 void Client::stop_discovery_refresh() {
     std::lock_guard lock(impl_->refresher_mu);
     impl_->refresher = std::jthread();

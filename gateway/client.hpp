@@ -178,6 +178,13 @@ public:
     void start_discovery_refresh(std::chrono::milliseconds period, std::function<void()> on_change);
     // Stops and joins the refresher (before whatever on_change uses goes away).
     void stop_discovery_refresh();
+    // How the gateway's discovery last went (readiness): the time since it last answered
+    // (nullopt: never), and the last fetch's error when that fetch failed ("" otherwise).
+    struct DiscoveryHealth {
+        std::optional<std::chrono::milliseconds> since_answer;
+        std::string failure;
+    };
+    DiscoveryHealth discovery_health() const;
 
     // Whether the gateway refused a POST because the key lacks the write scope (a 403 whose
     // text says so; a 403 for a client not linked to the agency is not one). Learned once, kept

@@ -150,6 +150,8 @@ struct Client::Impl {
     std::mutex discovery_mu;
     std::shared_ptr<const Discovery> discovery;
     internal::SteadyTime discovery_at;
+    // The last discovery fetch's error, "" once one succeeds (readiness: discovery_health).
+    std::string discovery_failure;
 
     std::mutex claimed_mu;
     std::deque<std::string> claimed_order;

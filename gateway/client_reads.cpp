@@ -182,11 +182,25 @@ Pagination Client::Impl::for_each_row(ReadQuery query,
 std::shared_ptr<const Discovery> Client::Impl::fetch_discovery(const std::stop_token& stop,
                                                                int attempts) {
     std::string body;
-    const auto ex = get(url.path, "discovery", body, stop, attempts);
+    internal::Exchange ex;
+    try {
+        ex = get(url.path, "discovery", body, stop, attempts);
+    } catch (const Error& e) {
+        // Readiness reports it (discovery_health); a cancelled fetch says nothing of the gateway.
+        if (e.reason() != ErrorReason::cancelled) {
+            std::lock_guard lock(discovery_mu);
+            discovery_failure = e.what();
+        }
+        throw;
+    }
     std::string problem;
     auto parsed = internal::parse_discovery(body, problem);
     if (!parsed) {
         log_line(spdlog::level::err, "gateway discovery at {}: {}", url.display, problem);
+        {
+            std::lock_guard lock(discovery_mu);
+            discovery_failure = "the gateway's discovery answer is malformed: " + problem;
+        }
         throw error(ErrorReason::upstream,
                     "the gateway at " + url.display + " answered discovery, but " + problem +
                         ": " + internal::body_excerpt(body),
@@ -200,6 +214,7 @@ bool Client::Impl::store_discovery(std::shared_ptr<const Discovery> fresh) {
     const bool changed = discovery && !(*discovery == *fresh);
     discovery = std::move(fresh);
     discovery_at = clock.steady();
+    discovery_failure.clear();
     return changed;
 }
 

@@ -30,6 +30,10 @@ struct HttpReply {
 struct HttpRoute {
     std::string method = "GET";  // GET, POST or OPTIONS (a body is refused: routes read none)
     std::string path;            // matched exactly
+    // Any Host header passes (the Origin guard still applies): a health check from a load
+    // balancer names the machine by its address, which the DNS-rebinding guard would refuse.
+    // Only for routes whose answers are no secret.
+    bool any_host = false;
     std::function<HttpReply(const HttpRequestView&)> handler;
 };
 

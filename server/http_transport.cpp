@@ -19,6 +19,7 @@
 #include "net/socket_stream.hpp"
 #include "net/work_queue.hpp"
 #include "server/http_cors.hpp"
+#include "server/http_drain.hpp"
 #include "server/http_headers.hpp"
 #include "server/http_replies.hpp"
 #include "server/http_routes.hpp"
@@ -38,6 +39,7 @@ struct HttpTransport::Impl {
     // Runs streamed calls so the connection thread can watch the stream.
     std::unique_ptr<net::WorkQueue> workers;
     std::vector<std::string> allowed_origins;  // normalized (lowercase)
+    DrainGate gate;  // calls in flight; closed by drain()
 
     // Streamed answers open, in all and per legacy session.
     std::mutex streams_mutex;
@@ -81,6 +83,10 @@ struct HttpTransport::Impl {
     bool host_allowed(const std::string& host) const {
         return std::find(allowed_hosts.begin(), allowed_hosts.end(), host) != allowed_hosts.end();
     }
+    bool any_host_route(const std::string& path) const {
+        return std::any_of(options.routes.begin(), options.routes.end(),
+                           [&](const HttpRoute& r) { return r.any_host && r.path == path; });
+    }
 
     // Only a well-formed origin can pass: "http://127.0.0.1:80@evil.com" is not one.
     bool origin_allowed(const std::string& origin) const {
@@ -116,6 +122,7 @@ struct HttpTransport::Impl {
         MessageKind kind = MessageKind::invalid;
         json id;
         std::string method;
+        DrainGate::Ticket ticket;  // a request's, held until its answer is written
     };
     // Where it goes: its era, and the legacy session (opened here for initialize).
     struct PostRoute {
@@ -270,6 +277,8 @@ void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Resp
     if (principal->may_step_up && post->kind == MessageKind::request)  // before the call runs
         if (auto scope = server.missing_scope(post->message, *principal))
             return send_refusal(res, options.authenticator->refuse_scope(*principal, *scope));
+    if (post->kind == MessageKind::request && !(post->ticket = gate.enter()))
+        return refuse_while_draining(res, post->id);
     if (post->kind != MessageKind::request) {
         server.handle_message(post->message, http_inbound(*route, *principal));
         res.status = 202;
@@ -299,7 +308,8 @@ void HttpTransport::Impl::stream_call(httplib::Response& res, PostMessage& post,
     auto call_in = std::make_shared<Inbound>(http_inbound(route, principal));
     call_in->channel = channel.get();
     call_in->stop = channel->stop_token();
-    workers->post([this, channel, call_in, slot, message = std::move(post.message)] {
+    workers->post([this, channel, call_in, slot, ticket = post.ticket,
+                   message = std::move(post.message)] {
         channel->finish(server.handle_message(message, *call_in));
     });
     if (auto quick = channel->finished_quietly(options.stream_grace)) {
@@ -312,7 +322,8 @@ void HttpTransport::Impl::stream_call(httplib::Response& res, PostMessage& post,
         return;
     }
     res.set_chunked_content_provider(
-        "text/event-stream", [this, channel, slot](std::size_t, httplib::DataSink& sink) {
+        "text/event-stream", [this, channel, slot, ticket = post.ticket](std::size_t,
+                                                                         httplib::DataSink& sink) {
             channel->relay(sink, options.keepalive);
             sink.done();
             return true;
@@ -420,7 +431,7 @@ void HttpTransport::Impl::install_guards() {
         };
         // DNS rebinding: only our own names may reach us, from our own origins.
         std::string host = req.get_header_value("Host");
-        if (!host.empty() && !host_allowed(host_part(host)))
+        if (!host.empty() && !host_allowed(host_part(host)) && !any_host_route(req.path))
             return refuse(403, "forbidden Host header: " + host);
         std::string origin = req.get_header_value("Origin");
         if (!origin.empty() && !origin_allowed(origin))
@@ -539,6 +550,10 @@ void HttpTransport::stop() {
         impl_->thread.join();
         impl_->workers->drain();
     }
+}
+
+bool HttpTransport::drain(std::chrono::milliseconds timeout) {
+    return drain_calls(impl_->gate, impl_->server, timeout);
 }
 
 void HttpTransport::wait() {

@@ -59,6 +59,9 @@ public:
     // address without authentication.
     int start();
     void stop();
+    // SIGTERM: new calls are refused (503), the calls in flight finish within `timeout` and
+    // are then cancelled; whether every call ended. stop() follows.
+    bool drain(std::chrono::milliseconds timeout);
     // Blocks until stop() (from another thread or a signal handler's helper).
     void wait();
     std::string url() const;

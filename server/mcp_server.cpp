@@ -154,6 +154,11 @@ void Server::set_tool_list_filter(std::function<bool(const ToolDef&)> listed) {
     impl_->tool_list_filter = std::move(listed);
 }
 
+void Server::cancel_calls() {
+    std::lock_guard lock(impl_->mutex);
+    for (auto& [key, stop] : impl_->in_flight) stop->request_stop();
+}
+
 void Server::on_shutdown(std::function<void()> stop) {
     impl_->shutdown_hooks.push_back(std::move(stop));
 }

@@ -346,6 +346,9 @@ public:
     void set_tool_list_filter(std::function<bool(const ToolDef&)> listed);
     // Tells every legacy session with a notification path that the tool list changed.
     void notify_tools_changed();
+    // Cancels every request running now, as notifications/cancelled would (a drain past its
+    // time): each tool sees its stop token. Task work is not a request; it stops with the server.
+    void cancel_calls();
     // Sends notifications/resources/updated to every legacy session with a notification path
     // that subscribed to `uri`; with `principal`, only to sessions of that principal (what
     // one caller owns is not announced to another).

@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_map>
 
+#include <poll.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -86,6 +87,19 @@ bool is_cancellation(const json& message) {
     return method != message.end() && *method == "notifications/cancelled";
 }
 
+// Waits until `in_fd` has bytes (or its end) or `stop_fd` is readable; false for a stop.
+bool wait_for_input(int in_fd, int stop_fd) {
+    pollfd fds[2] = {{in_fd, POLLIN, 0}, {stop_fd, POLLIN, 0}};
+    for (;;) {
+        if (::poll(fds, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            return true;  // let read() report it
+        }
+        if (fds[1].revents != 0) return false;
+        if (fds[0].revents != 0) return true;
+    }
+}
+
 }  // namespace
 
 int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_fd) {
@@ -156,6 +170,10 @@ int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_
     };
 
     for (;;) {
+        if (options.stop_fd >= 0 && !wait_for_input(in_fd, options.stop_fd)) {
+            spdlog::info("asked to stop: answering the calls in flight, then exiting");
+            break;
+        }
         ssize_t n = ::read(in_fd, chunk, sizeof chunk);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;

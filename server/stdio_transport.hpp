@@ -14,6 +14,9 @@ struct StdioOptions {
     std::size_t workers = 8;
     std::chrono::milliseconds drain_timeout{30'000};
     Principal principal;  // the process's own scopes (--read-only drops "write")
+    // When it becomes readable (SIGTERM), reading stops as at end of input: the calls in
+    // flight are answered within drain_timeout, then serve_stdio returns. -1: none.
+    int stop_fd = -1;
 };
 
 // Serves until end of input; returns the process exit code.

@@ -1,0 +1,66 @@
+// /healthz and /readyz for load balancers and supervisors (docs/operations.md, "Health").
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/clock.hpp"
+#include "gateway/client.hpp"
+#include "server/http_routes.hpp"
+#include "state/store.hpp"
+
+namespace agency::app {
+
+struct ReadinessChecks {
+    std::shared_ptr<state::Store> store;        // null: no store check
+    std::shared_ptr<gateway::Client> gateway;   // null: no gateway check
+    // The discovery refresher's period (0: off, so only the start-up check is known) and the
+    // time one refresh may take: discovery older than 2 periods plus that is stale.
+    std::chrono::milliseconds discovery_period{0};
+    std::chrono::milliseconds refresh_time{30'000};
+    const base::Clock* clock = nullptr;  // null: base::Clock::system()
+};
+
+// What the process says of itself. Liveness needs nothing; readiness is the store answering at
+// its schema version, the gateway's discovery answering at its last refresh (and recently),
+// and the server neither starting nor draining.
+class Health {
+public:
+    explicit Health(ReadinessChecks checks);
+    void set_started() { started_ = true; }
+    void set_draining() { draining_ = true; }
+
+    struct Report {
+        bool ready = false;
+        nlohmann::json body;  // {"status", "checks": {name: "ok" | why}, "failed": [names]}
+    };
+    // `excluded`: checks reported but not counted ("store", "gateway"): a balancer in front of
+    // several instances leaves out what they all share, so that an outage of it does not take
+    // every instance out at once.
+    Report readiness(const std::vector<std::string>& excluded = {});
+    // GET /healthz and GET /readyz[?exclude=store,gateway] (HEAD too), JSON, never cached.
+    std::vector<mcp::HttpRoute> routes();
+
+private:
+    std::string check_store();
+    std::string check_gateway() const;
+
+    ReadinessChecks checks_;
+    std::atomic<bool> started_{false};
+    std::atomic<bool> draining_{false};
+    // The store is asked at most once a second (a probe every few seconds from each balancer).
+    std::mutex store_mutex_;
+    std::int64_t store_checked_ms_ = -1;
+    std::string store_result_;
+    // Logged when readiness changes, not at every probe.
+    std::mutex log_mutex_;
+    std::string last_logged_;
+};
+
+}  // namespace agency::app

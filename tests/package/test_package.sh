@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# The Debian package, installed as an operator would: `apt-get install ./agency-mcp_*.deb` in a
+# fresh Debian 12 root (debootstrap, minbase), apt resolving the dependencies; then the
+# installed binary runs (--version, tools/list over stdio as the service user, serve --http
+# answering /readyz and draining on SIGTERM), and purge removes the user and the state.
+# Usage: test_package.sh BUILD_DIR. Needs root (debootstrap, chroot); exits 77 (skipped)
+# otherwise. The debootstrap root is kept as a tarball in BUILD_DIR/package-test, so only the
+# first run waits for it. AGENCY_DEBIAN_MIRROR overrides the mirror (default deb.debian.org).
+set -euo pipefail
+build=$(cd "$1" && pwd)
+mirror=${AGENCY_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+security=${AGENCY_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIPPED: the package test needs root (debootstrap and chroot); CI runs it as root"
+  exit 77
+fi
+for tool in debootstrap cpack chroot; do
+  command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-deps.sh"; exit 1; }
+done
+
+work=$build/package-test
+cache=$work/bookworm-minbase.tar.gz
+root=$work/root.$$
+mkdir -p "$work"
+# A root left by a run that was killed: its /proc mount first, then the files (never across a
+# mount: --one-file-system).
+for old in "$work"/root.*; do
+  [ -d "$old" ] || continue
+  umount -l "$old/proc" 2>/dev/null || true
+  rm -rf --one-file-system "$old"
+done
+server_pid=""
+cleanup() {
+  [ -n "$server_pid" ] && kill -9 "$server_pid" 2>/dev/null || true
+  umount -l "$root/proc" 2>/dev/null || true
+  rm -rf --one-file-system "$root"
+}
+trap cleanup EXIT
+
+echo "== the package (cpack in $build)"
+rm -f "$build"/package/agency-mcp_*.deb
+(cd "$build" && cpack -G DEB >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log"; exit 1; }
+deb=$(ls "$build"/package/agency-mcp_*.deb)
+dpkg-deb --field "$deb" Package Version Architecture Depends Suggests Installed-Size
+dpkg-deb --field "$deb" Depends | grep -q 'libc6' || { echo "no shared-library dependencies"; exit 1; }
+
+echo "== a fresh Debian 12 root"
+if [ ! -s "$cache" ]; then
+  start=$(date +%s)
+  debootstrap --variant=minbase bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+    { tail -30 "$work/debootstrap.log"; exit 1; }
+  tar -C "$root" -czf "$cache.tmp" . && mv "$cache.tmp" "$cache"
+  echo "debootstrap took $(( $(date +%s) - start )) s (kept in $cache)"
+else
+  mkdir -p "$root"
+  tar -C "$root" -xzf "$cache"
+fi
+cat >"$root/etc/apt/sources.list" <<SOURCES
+deb $mirror bookworm main
+deb $mirror bookworm-updates main
+deb $security bookworm-security main
+SOURCES
+cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+mount -t proc proc "$root/proc" 2>/dev/null || echo "(no /proc in the root: mount refused)"
+in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
+
+echo "== apt-get install ./$(basename "$deb")"
+cp "$deb" "$root/tmp/"
+in_root apt-get update -qq
+in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "./tmp/$(basename "$deb")" \
+  >"$work/apt.log" 2>&1 || { tail -40 "$work/apt.log"; exit 1; }
+grep -E '^(Setting up|Unpacking) ' "$work/apt.log" | sed 's/^/  /' | head -40
+
+fail() { echo "FAIL: $*"; exit 1; }
+echo "== what it installed"
+version=$(in_root agency-mcp --version)
+echo "  agency-mcp --version: $version"
+[[ $version == *"$(sed -n 's/^project(agency_mcp VERSION \([0-9.]*\).*/\1/p' "$(dirname "$0")/../../CMakeLists.txt")"* ]] ||
+  fail "unexpected version '$version'"
+[ -x "$root/usr/bin/agency-mcp" ] || fail "no /usr/bin/agency-mcp"
+[ -s "$root/usr/share/man/man1/agency-mcp.1.gz" ] || fail "no manual page"
+zcat "$root/usr/share/man/man1/agency-mcp.1.gz" | grep -q 'drain-timeout' || fail "manual page lacks serve's options"
+[ -f "$root/lib/systemd/system/agency-mcp.service" ] || fail "no systemd unit"
+in_root getent passwd agency-mcp >/dev/null || fail "no agency-mcp user"
+state_mode=$(in_root stat -c '%U %a' /var/lib/agency-mcp)
+[ "$state_mode" = "agency-mcp 700" ] || fail "state directory: $state_mode"
+env_mode=$(in_root stat -c '%U:%G %a' /etc/agency-mcp/agency-mcp.env /etc/agency-mcp | tr '\n' ' ')
+[ "$env_mode" = "root:root 640 root:agency-mcp 750 " ] || fail "settings file and directory: $env_mode"
+in_root dpkg-query -W -f='${Conffiles}\n' agency-mcp | grep -q /etc/agency-mcp/agency-mcp.env ||
+  fail "agency-mcp.env is not a conffile"
+
+echo "== tools/list over stdio, as the service user, state in /var/lib/agency-mcp"
+request() { printf '{"jsonrpc":"2.0","id":%s,"method":"%s","params":%s}\n' "$@"; }
+answer=$({ request 1 initialize '{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}'
+          printf '{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+          request 2 tools/list '{}'; } |
+        in_root setpriv --reuid agency-mcp --regid agency-mcp --clear-groups \
+          agency-mcp serve --state-db /var/lib/agency-mcp/state.db 2>"$work/stdio.log") ||
+  { cat "$work/stdio.log"; fail "serve over stdio failed"; }
+echo "$answer" | grep -q '"id":2' && echo "$answer" | grep -q '"list_clients"' ||
+  { echo "$answer" | head -c 600; cat "$work/stdio.log"; fail "no tools/list answer"; }
+echo "  $(echo "$answer" | grep -o '"name":"[a-z_]*"' | wc -l) tools listed"
+
+echo "== serve --http: /healthz, /readyz, SIGTERM"
+chroot "$root" env -i PATH=/usr/bin:/bin AGENCY_STATE_DB=/var/lib/agency-mcp/state.db \
+  setpriv --reuid agency-mcp --regid agency-mcp --clear-groups \
+  agency-mcp serve --http --listen 127.0.0.1:0 2>"$work/http.log" &
+server_pid=$!
+. "$(dirname "$0")/../lib/wait_for_url.sh"
+url=$(wait_for_url "$work/http.log") || { cat "$work/http.log"; fail "serve --http did not start"; }
+port=${url##*:}; port=${port%%/*}
+get() {  # GET path -> "status body"
+  exec 5<>"/dev/tcp/127.0.0.1/$port" || return 1
+  printf 'GET %s HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nConnection: close\r\n\r\n' "$1" "$port" >&5
+  local reply
+  reply=$(tr -d '\r' <&5); exec 5<&-
+  echo "$(echo "$reply" | head -1 | cut -d' ' -f2) $(echo "$reply" | tail -1)"
+}
+for _ in $(seq 1 100); do get /healthz >/dev/null 2>&1 && break; sleep 0.1; done
+live=$(get /healthz) || fail "no answer on port $port: $(cat "$work/http.log")"
+ready=$(get /readyz)
+echo "  /healthz: $live"; echo "  /readyz: $ready"
+[[ $live == 200* ]] || fail "/healthz"
+[[ $ready == 200*'"status":"ready"'* ]] || fail "/readyz"
+kill -TERM "$server_pid"
+status=0; wait "$server_pid" || status=$?
+server_pid=""
+[ "$status" -eq 0 ] || { cat "$work/http.log"; fail "exit status $status after SIGTERM"; }
+grep -q 'stopped cleanly' "$work/http.log" || { cat "$work/http.log"; fail "no clean stop"; }
+
+echo "== apt-get purge"
+in_root env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q agency-mcp >"$work/purge.log" 2>&1 ||
+  { tail -20 "$work/purge.log"; fail "purge failed"; }
+[ ! -e "$root/usr/bin/agency-mcp" ] || fail "binary left after purge"
+[ ! -e "$root/var/lib/agency-mcp" ] || fail "state left after purge"
+in_root getent passwd agency-mcp >/dev/null && fail "user left after purge"
+echo "PASS"
