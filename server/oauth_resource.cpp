@@ -116,10 +116,13 @@ public:
             reply.headers.emplace_back("Access-Control-Allow-Origin", "*");
             return reply;
         };
-        std::vector<HttpRoute> out{{"GET", "/.well-known/oauth-protected-resource", handler}};
+        std::vector<HttpRoute> out{
+            {.method = "GET", .path = "/.well-known/oauth-protected-resource", .handler = handler}};
         const std::string path = path_of(settings_.resource);
         if (!path.empty())
-            out.push_back({"GET", "/.well-known/oauth-protected-resource" + path, handler});
+            out.push_back({.method = "GET",
+                           .path = "/.well-known/oauth-protected-resource" + path,
+                           .handler = handler});
         return out;
     }
 
