@@ -59,6 +59,7 @@ CommandLine::CommandLine()
     add_global_options();
     add_serve();
     add_http_limits();
+    add_oauth();
     add_sample_gateway();
     add_keys();
     add_answer_options();
@@ -184,6 +185,29 @@ void CommandLine::add_serve() {
                      "reason rate_limited (default 20)")
         ->envname("AGENCY_MAX_ACTIONS_PER_MINUTE")
         ->check(positive_count("AGENCY_MAX_ACTIONS_PER_MINUTE"));
+}
+
+void CommandLine::add_oauth() {
+    OAuthArgs& oauth = serve.oauth;
+    serve_cmd_
+        ->add_option("--oauth-issuer", oauth.issuer,
+                     "OAuth authorization server (issuer URL, https) whose access tokens HTTP "
+                     "callers may present (docs/auth.md)")
+        ->envname("AGENCY_OAUTH_ISSUER");
+    serve_cmd_
+        ->add_option("--oauth-resource", oauth.resource,
+                     "This server's canonical MCP URL, e.g. https://mcp.example.com/mcp: tokens "
+                     "must name it as their audience")
+        ->envname("AGENCY_OAUTH_RESOURCE");
+    serve_cmd_->add_option("--oauth-scopes-read", oauth.read_scope,
+                           "The OAuth scope that grants reads (default agency:read)");
+    serve_cmd_->add_option("--oauth-scopes-write", oauth.write_scope,
+                           "The OAuth scope that grants actions (default agency:write)");
+    serve_cmd_
+        ->add_option("--oauth-introspection-client-id", oauth.introspection_client_id,
+                     "Introspect opaque tokens (RFC 7662) as this client; its secret in "
+                     "$AGENCY_OAUTH_INTROSPECTION_SECRET")
+        ->envname("AGENCY_OAUTH_INTROSPECTION_CLIENT_ID");
 }
 
 void CommandLine::add_http_limits() {

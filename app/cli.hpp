@@ -20,6 +20,18 @@ class App;
 
 namespace agency::app {
 
+// OAuth 2.1 for HTTP callers (docs/auth.md): on when an issuer and a resource are given.
+struct OAuthArgs {
+    std::string issuer;    // --oauth-issuer, $AGENCY_OAUTH_ISSUER
+    std::string resource;  // --oauth-resource, $AGENCY_OAUTH_RESOURCE: this server's /mcp URL
+    std::string read_scope = "agency:read";
+    std::string write_scope = "agency:write";
+    // RFC 7662 for opaque tokens: the client id here, its secret in
+    // $AGENCY_OAUTH_INTROSPECTION_SECRET (never on the command line).
+    std::string introspection_client_id;
+    bool enabled() const { return !issuer.empty() || !resource.empty(); }
+};
+
 struct ServeArgs {
     bool http = false;
     bool read_only = false;
@@ -49,6 +61,7 @@ struct ServeArgs {
     // Tool calls per principal (server/rate_limit.hpp): "off", "N" or "N/minute", "N/second".
     std::string rate_limit = "600/minute";
     int rate_limit_burst = 120;
+    OAuthArgs oauth;
 };
 
 struct SampleArgs {
@@ -128,6 +141,7 @@ private:
     void add_key_commands(CLI::App& keys_cmd);
     void add_global_options();
     void add_serve_footer();
+    void add_oauth();
     // Exit code 2 and a list of the valid commands when the command named is not one of them;
     // nullopt when the names are right (or there is none: CLI11 says what is missing).
     std::optional<int> refuse_unknown_command(int argc, char** argv) const;

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/health.hpp"
+#include "app/oauth_setup.hpp"
 #include "app/process.hpp"
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
@@ -204,6 +205,10 @@ int serve_http(mcp::Server& server, const ServeArgs& args, const mcp::Principal&
     options.anonymous = anonymous;
     options.max_connections = fit_connections_to_fd_limit(options.max_connections);
     if (!args.keys_file.empty()) options.keys = open_keys_for_serving(args.keys_file);
+    // --read-only holds for every HTTP caller: no key or token grants the write scope.
+    options.authenticator = args.oauth.enabled()
+                                ? oauth_for_serving(args.oauth, options.keys, args.read_only)
+                                : mcp::key_authenticator(options.keys, args.read_only);
     Health health(std::move(checks));
     for (auto& route : health.routes()) options.routes.push_back(std::move(route));
     // /metrics beside /mcp, unless --metrics-listen gave it an address of its own.
@@ -233,6 +238,9 @@ int serve_http(mcp::Server& server, const ServeArgs& args, const mcp::Principal&
 }  // namespace
 
 int run_serve(const ServeArgs& args) {
+    if (args.oauth.enabled() && !args.http)
+        throw std::invalid_argument("--oauth-issuer and --oauth-resource apply to serve --http");
+    if (args.oauth.enabled()) check_oauth(args.oauth);
     ToolServerSetup setup;
     setup.gateway_url = args.gateway_url.empty() ? env_or("AGENCY_GATEWAY_URL") : args.gateway_url;
     setup.api_key =

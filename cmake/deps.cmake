@@ -10,6 +10,8 @@ find_package(OpenSSL REQUIRED)
 # Debian's cpp-httplib is a compiled library built with OpenSSL, zlib and brotli; its .pc
 # file carries the matching CPPHTTPLIB_*_SUPPORT defines, which must agree with the library.
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# libcjose: JWS/JWK for OAuth access tokens (auth/).
+pkg_check_modules(CJOSE REQUIRED IMPORTED_TARGET cjose)
 # RE2 runs schema patterns in linear time (std::regex recursed once per character). From its
 # static archive, as SQLite: binding a shared library's symbols costs every cold start.
 pkg_check_modules(RE2 REQUIRED re2)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What keeps the production code readable (issue 16): no file over 600 lines and no function
-# over 120 lines in base/ net/ state/ gateway/ server/ tools/ app/. Sample data
+# over 120 lines in base/ net/ state/ auth/ gateway/ server/ tools/ app/. Sample data
 # (gateway/sample/sample_data.cpp) is exempt. Function sizes come from clang-tidy's
 # readability-function-size over the build's compile_commands.json (lambdas count toward the
 # function that holds them). Usage: scripts/check-sizes.sh [BUILD_DIR]
@@ -11,7 +11,7 @@ max_file_lines=600
 max_function_lines=120
 exempt='^gateway/sample/sample_data\.cpp$'
 
-files=$(git ls-files 'base/*' 'net/*' 'state/*' 'gateway/*' 'server/*' 'tools/*' 'app/*' |
+files=$(git ls-files 'base/*' 'net/*' 'state/*' 'auth/*' 'gateway/*' 'server/*' 'tools/*' 'app/*' |
         grep -E '\.(cpp|hpp)$' | grep -Ev "$exempt")
 status=0
 for f in $files; do

@@ -17,12 +17,12 @@ shift
 seconds=0
 if [ "$mode" != known ]; then seconds=${1:?seconds}; shift; fi
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(stdio_dispatch http_request tool_call sealed_tokens page_walk sample_query preview_text untrusted_text write_log traceparent)
+[ ${#targets[@]} -gt 0 ] || targets=(stdio_dispatch http_request tool_call sealed_tokens page_walk sample_query preview_text untrusted_text write_log traceparent oauth_token)
 
 # Input size limits: a stdio session or an HTTP exchange of several messages; a page of rows.
 max_len() {
     case $1 in
-        stdio_dispatch|http_request) echo 16384 ;;
+        stdio_dispatch|http_request|oauth_token) echo 16384 ;;
         page_walk|preview_text|untrusted_text) echo 65536 ;;
         *) echo 4096 ;;
     esac

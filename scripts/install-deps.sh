@@ -5,7 +5,7 @@
 set -euo pipefail
 packages=(build-essential cmake pkg-config make git
   libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libgtest-dev libgmock-dev libcli11-dev
-  libvalijson-dev libre2-dev libsqlite3-dev libpq-dev postgresql haproxy libssl-dev libsimdjson-dev prometheus-cpp-dev prometheus nodejs npm
+  libvalijson-dev libre2-dev libsqlite3-dev libpq-dev postgresql haproxy libssl-dev libsimdjson-dev prometheus-cpp-dev prometheus libcjose-dev nodejs npm
   dpkg-dev help2man debootstrap "$@")
 missing=()
 for p in "${packages[@]}"; do

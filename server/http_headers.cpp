@@ -193,8 +193,10 @@ std::optional<std::string> narrow_by_headers(const httplib::Request& req, const 
     }
     if (req.has_header("X-MCP-Readonly")) {
         const std::string value = base::ascii_lower(trimmed(req.get_header_value("X-MCP-Readonly")));
-        if (value == "true" || value == "1" || value == "yes")
+        if (value == "true" || value == "1" || value == "yes") {
             std::erase(principal.scopes, std::string("write"));
+            principal.may_step_up = false;  // the request asked for reads only
+        }
         else if (value != "false" && value != "0" && value != "no")
             return "X-MCP-Readonly must be true or false, got \"" + value.substr(0, 40) + "\"";
     }

@@ -65,6 +65,26 @@ void set_reply_status(httplib::Response& res, const std::string& reply, bool leg
     if (!legacy) res.status = http_status_for_modern_error(reply);
 }
 
+HttpRequestView request_view(const httplib::Request& req) {
+    HttpRequestView view;
+    view.method = req.method;
+    view.path = req.path;
+    view.remote_addr = req.remote_addr;
+    const auto query_at = req.target.find('?');
+    if (query_at != std::string::npos) view.query = req.target.substr(query_at + 1);
+    view.header = [&req](std::string_view name) {
+        return req.get_header_value(std::string(name));
+    };
+    return view;
+}
+
+void send_refusal(httplib::Response& res, const AuthDecision& decision) {
+    if (!decision.www_authenticate.empty())
+        res.set_header("WWW-Authenticate", decision.www_authenticate);
+    if (decision.status == 503) res.set_header("Retry-After", "5");
+    send_json_error(res, decision.status, nullptr, error_code::invalid_request, decision.message);
+}
+
 // Reads the body (before: the caller's key has been checked), counting every byte against
 // max_body_bytes whether its length was announced or it comes chunked (or compressed):
 // reading stops at the bound with a 413. False after writing the error.
@@ -124,16 +144,7 @@ void install_extra_routes(httplib::Server& http, const std::vector<HttpRoute>& r
     for (const auto& route : routes) {
         auto handler = [handle = route.handler](const httplib::Request& req,
                                                 httplib::Response& res) {
-            HttpRequestView view;
-            view.method = req.method;
-            view.path = req.path;
-            view.remote_addr = req.remote_addr;
-            const auto mark = req.target.find('?');
-            if (mark != std::string::npos) view.query = req.target.substr(mark + 1);
-            view.header = [&req](std::string_view name) {
-                return req.get_header_value(std::string(name));
-            };
-            HttpReply reply = handle(view);
+            HttpReply reply = handle(request_view(req));
             for (const auto& [name, value] : reply.headers) res.set_header(name, value);
             res.status = reply.status;
             set_body(res, std::move(reply.body), reply.content_type.c_str());

@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "server/authenticator.hpp"
 #include "server/http_routes.hpp"
 #include "server/json_rpc.hpp"
 
@@ -35,5 +36,9 @@ int http_status_for_modern_error(const std::string& reply);
 // The status of a reply: 429 with Retry-After for a caller over its rate limit (either era),
 // else http_status_for_modern_error for the modern era (legacy: 200).
 void set_reply_status(httplib::Response& res, const std::string& reply, bool legacy);
+// What an authenticator or a route sees of a request; valid while `req` lives.
+HttpRequestView request_view(const httplib::Request& req);
+// An authenticator's refusal: its status, WWW-Authenticate and message (503: Retry-After).
+void send_refusal(httplib::Response& res, const AuthDecision& decision);
 
 }  // namespace agency::mcp

@@ -79,7 +79,9 @@ struct HttpTransport::Impl {
     }
 
     Impl(Server& s, HttpOptions o)
-        : server(s), options(std::move(o)), workers(std::make_unique<net::WorkQueue>(options.workers)) {}
+        : server(s), options(std::move(o)), workers(std::make_unique<net::WorkQueue>(options.workers)) {
+        if (!options.authenticator) options.authenticator = key_authenticator(options.keys);
+    }
 
     bool host_allowed(const std::string& host) const {
         return std::find(allowed_hosts.begin(), allowed_hosts.end(), host) != allowed_hosts.end();
@@ -99,21 +101,12 @@ struct HttpTransport::Impl {
                host_allowed(host);
     }
 
-    // Returns the caller, or nullopt after writing a 401.
+    // Returns the caller, or nullopt after writing the refusal (401, 403, 503).
     std::optional<Principal> authenticate(const httplib::Request& req, httplib::Response& res) {
-        if (!options.keys || options.keys->empty()) return options.anonymous;
-        std::string key = req.get_header_value("X-API-Key");
-        std::string auth = req.get_header_value("Authorization");
-        if (key.empty() && auth.size() > 7 && base::ascii_lower(auth.substr(0, 7)) == "bearer ")
-            key = auth.substr(7);
-        if (auto principal = options.keys->authenticate(key)) return principal;
-        res.set_header("WWW-Authenticate",
-                       key.empty() ? R"(Bearer realm="agency-mcp")"
-                                   : R"(Bearer realm="agency-mcp", error="invalid_token")");
-        send_json_error(res, 401, nullptr, error_code::invalid_request,
-                        key.empty() ? "authentication required: send your agency-mcp key as "
-                                      "X-API-Key or Authorization: Bearer"
-                                    : "unknown API key");
+        if (!options.authenticator->required()) return options.anonymous;
+        AuthDecision decision = options.authenticator->authenticate(request_view(req));
+        if (decision.principal) return std::move(decision.principal);
+        send_refusal(res, decision);
         return std::nullopt;
     }
 
@@ -287,6 +280,9 @@ void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Resp
     if (!post) return;
     auto route = route_message(req, res, *principal, *post);
     if (!route) return;
+    if (principal->may_step_up && post->kind == MessageKind::request)  // before the call runs
+        if (auto scope = server.missing_scope(post->message, *principal))
+            return send_refusal(res, options.authenticator->refuse_scope(*principal, *scope));
     if (post->kind == MessageKind::request && !(post->ticket = gate.enter()))
         return refuse_while_draining(res, post->id);
     if (post->kind != MessageKind::request) {
@@ -397,11 +393,11 @@ HttpTransport::~HttpTransport() { stop(); }
 // Refuses to serve beyond loopback without keys, then lists the Host names and origins that
 // may reach the server (DNS rebinding).
 void HttpTransport::Impl::allow_hosts_and_origins() {
-    bool authenticated = options.keys && !options.keys->empty();
-    if (!is_loopback_host(options.host) && !authenticated)
+    if (!is_loopback_host(options.host) && !options.authenticator->required())
         throw std::runtime_error("refusing to listen on " + options.host +
                                  " without authentication: create a key with 'agency-mcp keys "
-                                 "add' (or listen on 127.0.0.1)");
+                                 "add', configure OAuth (--oauth-issuer, --oauth-resource), or "
+                                 "listen on 127.0.0.1");
     allowed_hosts = {"localhost", "127.0.0.1", "[::1]"};
     if (!is_loopback_host(options.host) && options.host != "0.0.0.0" && options.host != "::")
         allowed_hosts.push_back(base::ascii_lower(options.host));
@@ -515,6 +511,7 @@ void HttpTransport::Impl::install_routes() {
         handle_delete(req, res);
     });
     install_extra_routes(http, options.routes);
+    install_extra_routes(http, options.authenticator->routes());  // OAuth: RFC 9728 metadata
     http.Get(options.path, [](const httplib::Request&, httplib::Response& res) {
         res.set_header("Allow", "POST, DELETE");
         send_json_error(res, 405, nullptr, error_code::invalid_request,

@@ -249,7 +249,7 @@ std::vector<const ToolDef*> Server::visible_tools(const Principal& principal) co
         if (impl_->tool_list_filter && !impl_->tool_list_filter(tool)) continue;
         bool allowed = std::all_of(tool.required_scopes.begin(), tool.required_scopes.end(),
                                    [&](const std::string& s) { return principal.has_scope(s); });
-        if (allowed) out.push_back(&tool);
+        if (allowed || principal.may_step_up) out.push_back(&tool);
     }
     return out;
 }

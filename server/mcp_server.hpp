@@ -64,6 +64,9 @@ struct Principal {
     std::string name = "local";
     std::vector<std::string> scopes{"read", "write"};
     ToolSelection selection;  // what this request narrows the tools to (HTTP headers)
+    // An OAuth caller may obtain scopes it lacks (step-up): tools/list shows it the tools
+    // that need them, and a call that needs one is answered 403 insufficient_scope.
+    bool may_step_up = false;
     bool has_scope(std::string_view scope) const;
 };
 
@@ -378,6 +381,10 @@ public:
     // Whether answering `message` may send notifications or requests before the response:
     // transports then open a stream for it instead of a plain JSON answer.
     bool may_stream(const json& message, const Session* session) const;
+    // The scope ("read", "write") a tools/call needs that `principal` lacks, for a transport
+    // that answers it with a step-up challenge before the call runs; nullopt otherwise (the
+    // call then goes on, and meets the tool's own checks).
+    std::optional<std::string> missing_scope(const json& message, const Principal& principal) const;
 
     // Sessions (legacy): created by initialize.
     std::shared_ptr<Session> create_session(std::string id);
@@ -389,7 +396,8 @@ public:
     std::size_t expire_sessions(std::chrono::milliseconds idle);
 
     const ServerOptions& options() const;
-    // Tools visible to a principal (scope and filter applied), in registration order.
+    // Tools visible to a principal (scope and filter applied; a principal that may step up sees
+    // the tools of scopes it lacks), in registration order.
     std::vector<const ToolDef*> visible_tools(const Principal& principal) const;
     json capabilities(Era era) const;
     // The (argument, header name) pairs a tool mirrors into Mcp-Param-* headers: its input

@@ -132,6 +132,22 @@ std::optional<std::string> Server::call_tool(const json& id, const json& params,
     return out;
 }
 
+std::optional<std::string> Server::missing_scope(const json& message,
+                                                 const Principal& principal) const {
+    if (!message.is_object() || message.value("method", json()) != "tools/call") return std::nullopt;
+    const auto params = message.find("params");
+    if (params == message.end() || !params->is_object()) return std::nullopt;
+    const auto name = params->find("name");
+    if (name == params->end() || !name->is_string()) return std::nullopt;
+    auto found = impl_->tool_index.find(name->get<std::string>());
+    if (found == impl_->tool_index.end()) return std::nullopt;
+    const ToolDef& tool = impl_->tools[found->second];
+    if (!impl_->tool_visible(tool) || !tool_selected(tool, principal)) return std::nullopt;
+    for (const auto& scope : tool.required_scopes)
+        if (!principal.has_scope(scope)) return scope;
+    return std::nullopt;
+}
+
 void add_result_meta(json& meta, const ServerOptions& options) {
     if (!options.result_meta.is_object() || options.result_meta.empty()) return;
     if (!meta.is_object()) meta = json::object();
