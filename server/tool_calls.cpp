@@ -8,20 +8,24 @@
 
 namespace agency::mcp {
 
+// Throws rate_limited (the transport's 429) when the caller has no call left this minute.
+static void refuse_over_limit(CallRateLimiter& limiter, const std::string& principal) {
+    auto wait = limiter.take(principal);
+    if (!wait) return;
+    const auto& limit = limiter.limit();
+    spdlog::warn("tools/call of {} refused: over the rate limit", principal);
+    throw RpcError(error_code::rate_limited,
+                   "rate limit: this caller made more than " + std::to_string(limit.per_minute) +
+                       " tool calls a minute (" +
+                       std::to_string(limit.burst > 0 ? limit.burst : limit.per_minute) +
+                       " at once); retry in " + std::to_string(wait->count()) + " s",
+                   {{"retryAfterSeconds", wait->count()}, {"limitPerMinute", limit.per_minute}});
+}
+
 std::optional<std::string> Server::call_tool(const json& id, const json& params,
                                              RequestContext& ctx) {
     // Before anything else runs: a caller over its limit costs the server nothing more.
-    if (auto wait = impl_->rate_limiter->take(ctx.principal.name)) {
-        const auto& limit = impl_->rate_limiter->limit();
-        spdlog::warn("tools/call of {} refused: over the rate limit", ctx.principal.name);
-        throw RpcError(error_code::rate_limited,
-                       "rate limit: this caller made more than " +
-                           std::to_string(limit.per_minute) + " tool calls a minute (" +
-                           std::to_string(limit.burst > 0 ? limit.burst : limit.per_minute) +
-                           " at once); retry in " + std::to_string(wait->count()) + " s",
-                       {{"retryAfterSeconds", wait->count()},
-                        {"limitPerMinute", limit.per_minute}});
-    }
+    if (impl_->rate_limiter) refuse_over_limit(*impl_->rate_limiter, ctx.principal.name);
     std::string name = require_string(params, "name");
     auto found = impl_->tool_index.find(name);
     if (found == impl_->tool_index.end() || !impl_->tool_visible(impl_->tools[found->second]))
