@@ -71,7 +71,7 @@ json object_schema(json properties, json required = json::array()) {
 // The tasks extension's fixtures (conformance tasks-* scenarios).
 void register_task_tools(agency::mcp::Server& s) {
     using agency::mcp::TaskSupport;
-    auto task_tool = [&s](std::string name, std::string description, TaskSupport support,
+    auto task_tool = [](std::string name, std::string description, TaskSupport support,
                           json schema,
                           std::function<ToolResult(const json&, RequestContext&)> handler) {
         ToolDef t;
