@@ -71,6 +71,17 @@ std::string reference(const std::string& confirmation_id) {
     return confirmation_id.empty() ? std::string() : crypto::sha256_hex(confirmation_id).substr(0, 16);
 }
 
+// The summary with the confirmation id taken out wherever a caller put it (a value or a name
+// other than confirmation_id).
+json without_secret(const json& summary, const std::string& secret) {
+    if (secret.empty() || !summary.is_object()) return summary;
+    json out = json::object();
+    for (const auto& [key, value] : summary.items())
+        out[without_secret(key, secret)] =
+            value.is_string() ? json(without_secret(value.get<std::string>(), secret)) : value;
+    return out;
+}
+
 }  // namespace
 
 json args_summary(const json& args) {
@@ -100,7 +111,7 @@ state::WriteLogEntry write_log_entry(const std::string& tool, const json& args,
     json stripped = args;
     if (stripped.is_object()) stripped.erase("confirmation_id");
     e.args_digest = state::args_digest(stripped);
-    e.args_summary = args_summary(args);
+    e.args_summary = without_secret(args_summary(args), trail.confirmation_id);
     e.confirmation = trail.confirmation;
     e.confirmation_ref = reference(trail.confirmation_id);
     e.replayed = trail.replayed;
