@@ -62,8 +62,11 @@ std::string text_of(const json& object, const char* key) {
 // `text` with every occurrence of `secret` replaced (a refusal's message quotes the id).
 std::string without_secret(std::string text, const std::string& secret) {
     if (secret.empty()) return text;
-    for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at))
-        text.replace(at, secret.size(), "[confirmation_id]");
+    // Searching on after the mark: a caller's id may be part of the mark itself ("c").
+    static constexpr std::string_view kMark = "[confirmation_id]";
+    for (auto at = text.find(secret); at != std::string::npos;
+         at = text.find(secret, at + kMark.size()))
+        text.replace(at, secret.size(), kMark);
     return text;
 }
 
