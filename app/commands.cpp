@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "app/health.hpp"
 #include "app/oauth_setup.hpp"
@@ -49,15 +49,15 @@ std::shared_ptr<gateway::Client> connect_gateway(const std::string& url,
     config.read_timeout = seconds_env("AGENCY_GATEWAY_READ_TIMEOUT_S", config.read_timeout);
     config.action_timeout = seconds_env("AGENCY_GATEWAY_ACTION_TIMEOUT_S", config.action_timeout);
     auto client = std::make_shared<gateway::Client>(config);
-    const auto level = spdlog::default_logger()->level();
-    spdlog::set_level(spdlog::level::critical);
+    const auto level = log::current_level();
+    log::set_level(log::Level::critical);
     try {
         client->check();
     } catch (...) {
-        spdlog::set_level(level);
+        log::set_level(level);
         throw;
     }
-    spdlog::set_level(level);
+    log::set_level(level);
     return client;
 }
 
@@ -82,7 +82,7 @@ void log_gateway_answered(gateway::Client& client, const std::string& url, bool 
         }
         names += (shown++ ? ", " : "") + action.action;
     }
-    spdlog::info("{} {} answered: {} action(s){}, {} resource(s)",
+    log::info("{} {} answered: {} action(s){}, {} resource(s)",
                  sample ? "the built-in SAMPLE gateway" : "gateway", shown_url(url),
                  discovery->actions.size(), names.empty() ? "" : " (" + names + ")",
                  discovery->resources.size());
@@ -190,7 +190,7 @@ void start_metrics_listener(mcp::MetricsListener& listener, const std::string& a
         throw std::invalid_argument("--metrics-listen" + std::string(e.what()).substr(8));
     }
     listener.start(where.first, where.second);
-    spdlog::info("metrics (Prometheus text) at {}", listener.url());
+    log::info("metrics (Prometheus text) at {}", listener.url());
 }
 
 int serve_http(mcp::Server& server, const ServeArgs& args, const mcp::Principal& anonymous,
@@ -217,21 +217,21 @@ int serve_http(mcp::Server& server, const ServeArgs& args, const mcp::Principal&
     catch_stop_signals();
     transport.start();
     health.set_started();
-    spdlog::info("MCP over Streamable HTTP at {}", transport.url());
+    log::info("MCP over Streamable HTTP at {}", transport.url());
     wait_for_signal();
     // Draining: /readyz says so (balancers stop sending), new calls get 503, the calls in
     // flight finish; jobs and task records stay in the store for the next start.
     health.set_draining();
-    spdlog::info("stopping: draining the calls in flight (up to {} s)", args.drain_timeout_s);
+    log::info("stopping: draining the calls in flight (up to {} s)", args.drain_timeout_s);
     if (!transport.drain(std::chrono::seconds(args.drain_timeout_s))) {
         // A call that ignores its cancellation would hold stop() (which joins its thread) for
         // ever; what it did is in the store as far as it got.
-        spdlog::error("exiting with calls still running");
-        spdlog::shutdown();
+        log::error("exiting with calls still running");
+        log::shutdown();
         std::_Exit(1);
     }
     transport.stop();
-    spdlog::info("stopped cleanly");
+    log::info("stopped cleanly");
     return 0;
 }
 
@@ -254,7 +254,7 @@ int run_serve(const ServeArgs& args) {
     action_settings.credits = args.credits;
     action_settings.elicitation_only = args.confirm == "elicitation-only";
     setup.actions = std::make_shared<tools::ActionRuntime>(action_settings);
-    spdlog::info("state {}: {}{}", args.state_url.empty() ? "database" : "store (shared)",
+    log::info("state {}: {}{}", args.state_url.empty() ? "database" : "store (shared)",
                  action_settings.store->describe(),
                  args.state_url.empty() ? std::string()
                                         : ", this instance " +
@@ -266,7 +266,7 @@ int run_serve(const ServeArgs& args) {
     setup.read_only = args.read_only;
     setup.rate_limit = mcp::parse_rate_limit(args.rate_limit, args.rate_limit_burst);
     if (setup.rate_limit.on())
-        spdlog::info("rate limit: {} tool call(s) a minute per caller, {} at once",
+        log::info("rate limit: {} tool call(s) a minute per caller, {} at once",
                      setup.rate_limit.per_minute,
                      setup.rate_limit.burst > 0 ? setup.rate_limit.burst
                                                 : setup.rate_limit.per_minute);
@@ -281,7 +281,7 @@ int run_serve(const ServeArgs& args) {
     std::unique_ptr<sample::Server> sample_server;
     auto server = make_tool_server(std::move(setup), sample_server);
     if (sample_server) {
-        spdlog::warn(
+        log::warn(
             "no AGENCY_GATEWAY_URL set: serving SAMPLE DATA from the built-in sample gateway at {}",
             sample_server->base_url());
     }
@@ -316,7 +316,7 @@ int run_sample_gateway(const SampleArgs& args) {
     sample::Server server(gateway);
     server.start(host, port);
     std::cout << server.base_url() << std::endl;
-    spdlog::info("sample gateway (sample data, no key needed) at {}", server.base_url());
+    log::info("sample gateway (sample data, no key needed) at {}", server.base_url());
     wait_for_signal();
     return 0;
 }

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <optional>
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 namespace agency::app {
 
@@ -42,7 +42,7 @@ std::string Health::check_store() {
                                   ", this agency-mcp needs " +
                                   std::to_string(state::kSchemaVersion);
     } catch (const std::exception& e) {
-        spdlog::warn("readiness: the state store did not answer: {}", e.what());
+        log::warn("readiness: the state store did not answer: {}", e.what());
         store_result_ = "not answering (see the server log)";
     }
     store_checked_ms_ = checks_.clock->steady_ms();
@@ -107,9 +107,9 @@ Health::Report Health::readiness(const std::vector<std::string>& excluded) {
     if (summary != last_logged_) {
         if (!last_logged_.empty() || !all_ok) {
             if (all_ok)
-                spdlog::info("readiness: ready");
+                log::info("readiness: ready");
             else
-                spdlog::warn("readiness: not ready: {}", summary);
+                log::warn("readiness: not ready: {}", summary);
         }
         last_logged_ = summary;
     }

@@ -3,7 +3,7 @@
 #include <iostream>
 #include <stdexcept>
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 #include <sys/stat.h>
 
 #include "app/commands.hpp"
@@ -95,9 +95,9 @@ std::shared_ptr<const mcp::KeyStore> open_keys_for_serving(const std::string& pa
             " holds no key, so HTTP requests would NOT be authenticated; refusing to start. "
             "Add one with: agency-mcp keys add --name NAME --keys-file " + path);
     if ((st.st_mode & 077) != 0)
-        spdlog::warn("the keys file {} can be read by other users (mode {:o}); chmod 600 it",
+        log::warn("the keys file {} can be read by other users (mode {:o}); chmod 600 it",
                      path, st.st_mode & 0777);
-    spdlog::info("HTTP callers need a key: {} key(s) in {} (changes apply without a restart)",
+    log::info("HTTP callers need a key: {} key(s) in {} (changes apply without a restart)",
                  keys->size(), path);
     return keys;
 }

@@ -11,7 +11,7 @@
 #include <exception>
 #include <thread>
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "app/cli.hpp"
 #include "app/commands.hpp"
@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
             case Command::write_log_prune: return run_write_log_prune(cli.write_log);
         }
     } catch (const std::exception& e) {
-        spdlog::critical("{}", e.what());
+        agency::log::critical("{}", e.what());
         // With --log-file the reason would otherwise be only in the file.
         if (!cli.log_file.empty()) std::fprintf(stderr, "agency-mcp: %s\n", e.what());
     }

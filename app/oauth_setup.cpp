@@ -3,7 +3,7 @@
 
 #include <stdexcept>
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "app/process.hpp"
 #include "auth/token_validator.hpp"
@@ -58,7 +58,7 @@ std::shared_ptr<const mcp::Authenticator> oauth_for_serving(const OAuthArgs& arg
                                     .read_scope = args.read_scope,
                                     .write_scope = args.write_scope,
                                     .read_only = read_only};
-        spdlog::info("OAuth: access tokens from {} for {} (scopes {}, {})", args.issuer,
+        log::info("OAuth: access tokens from {} for {} (scopes {}, {})", args.issuer,
                      args.resource, args.read_scope, args.write_scope);
         return mcp::oauth_authenticator(std::move(settings), std::move(validator), std::move(keys));
     } catch (const std::invalid_argument& e) {

@@ -7,7 +7,7 @@
 
 #include <unistd.h>
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "app/commands.hpp"
 #include "app/process.hpp"
@@ -73,7 +73,7 @@ int run_state_export(const StateArgs& args) {
     });
     out.flush();
     if (!out) throw std::runtime_error("writing the export failed");
-    spdlog::info("exported {} row(s) from {}", rows, store->describe());
+    log::info("exported {} row(s) from {}", rows, store->describe());
     return 0;
 }
 
@@ -103,7 +103,7 @@ int run_state_import(const StateArgs& args) {
         }
         ++rows;
     }
-    spdlog::info("imported {} row(s) into {}", rows, store->describe());
+    log::info("imported {} row(s) into {}", rows, store->describe());
     return 0;
 }
 

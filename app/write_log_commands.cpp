@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "app/commands.hpp"
 #include "base/clock.hpp"
@@ -110,7 +110,7 @@ int run_write_log(const WriteLogArgs& args) {
     });
     std::cout.flush();
     if (!std::cout) throw std::runtime_error("writing the write log failed");
-    spdlog::info("write log: {} row(s) from {}", rows, store->describe());
+    log::info("write log: {} row(s) from {}", rows, store->describe());
     return 0;
 }
 
@@ -133,7 +133,7 @@ int run_write_log_prune(const WriteLogArgs& args) {
                  .confirmation = "not_needed",
                  .outcome = "ok",
                  .detail = "rows before " + when});
-    spdlog::warn("write log: {} pruned {} row(s) older than {} from {}", who, deleted, when,
+    log::warn("write log: {} pruned {} row(s) older than {} from {}", who, deleted, when,
                  store->describe());
     std::cout << "deleted " << deleted << " row(s) older than " << when
               << "; the prune is recorded in the log\n";

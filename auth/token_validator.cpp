@@ -7,7 +7,7 @@
 
 #include <httplib.h>
 #include <jansson.h>
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -191,7 +191,7 @@ struct TokenValidator::Impl {
             return true;
         }
         last_error = error;
-        spdlog::warn("OAuth: cannot fetch the issuer's keys ({})", error);
+        log::warn("OAuth: cannot fetch the issuer's keys ({})", error);
         return false;
     }
 
@@ -231,7 +231,7 @@ struct TokenValidator::Impl {
             options.introspection_client_id, options.introspection_client_secret, options.timeout,
             options.limits.max_document_bytes);
         if (got.status != 200) {
-            spdlog::warn("OAuth: introspection failed ({})",
+            log::warn("OAuth: introspection failed ({})",
                          got.status ? "HTTP " + std::to_string(got.status) : got.error);
             out.failure = Failure::unavailable;
             out.reason = "the authorization server's introspection endpoint cannot be reached";

@@ -48,11 +48,20 @@ find_path(AGENCY_PROMETHEUS_INCLUDE prometheus/registry.h REQUIRED)
 add_library(agency_prometheus INTERFACE)
 target_include_directories(agency_prometheus SYSTEM INTERFACE ${AGENCY_PROMETHEUS_INCLUDE})
 target_link_libraries(agency_prometheus INTERFACE ${AGENCY_PROMETHEUS_CORE})
+# Logging: every layer writes through base/log.hpp, which needs only fmt's core header. spdlog
+# and fmt are compiled header-only (no shared library to bind at start), and only in the files
+# that say so: agency_spdlog_sources() below (base/log.cpp, the app's sinks and formats, the
+# tests that capture lines). Header-only spdlog in every file that logged cost ~8 s of compile
+# per file.
+# Both in /usr/include (libfmt-dev, libspdlog-dev): found to fail early, nothing to add.
+find_path(AGENCY_FMT_INCLUDE fmt/core.h REQUIRED)
+find_path(AGENCY_SPDLOG_INCLUDE spdlog/spdlog.h REQUIRED)
 add_library(agency_logging INTERFACE)
-target_compile_definitions(agency_logging INTERFACE SPDLOG_FMT_EXTERNAL FMT_HEADER_ONLY=1)
 target_link_libraries(agency_logging INTERFACE Threads::Threads)
-get_target_property(AGENCY_SPDLOG_INCLUDES spdlog::spdlog_header_only INTERFACE_INCLUDE_DIRECTORIES)
-target_include_directories(agency_logging SYSTEM INTERFACE ${AGENCY_SPDLOG_INCLUDES})
+function(agency_spdlog_sources)
+  set_source_files_properties(${ARGN} PROPERTIES
+    COMPILE_DEFINITIONS "SPDLOG_FMT_EXTERNAL;FMT_HEADER_ONLY=1")
+endfunction()
 
 add_library(agency_deps INTERFACE)
 add_library(agency::deps ALIAS agency_deps)

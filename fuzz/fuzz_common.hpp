@@ -15,7 +15,7 @@
 #include <string_view>
 
 #include <httplib.h>
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
@@ -32,7 +32,7 @@ inline std::string_view as_text(const std::uint8_t* data, std::size_t size) {
 
 // Fuzzing runs millions of calls: the server's warnings would be most of the work.
 inline void quiet_logs() {
-    spdlog::set_level(std::getenv("AGENCY_FUZZ_LOG") ? spdlog::level::debug : spdlog::level::off);
+    log::set_level(std::getenv("AGENCY_FUZZ_LOG") ? log::Level::debug : log::Level::off);
 }
 
 // The real server: every tool registered (reads and actions, a state database in memory) over

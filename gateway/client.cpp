@@ -125,9 +125,9 @@ void Client::start_discovery_refresh(std::chrono::milliseconds period,
                     if (changed && on_change) on_change();
                 } catch (const Error& e) {
                     if (e.reason() == ErrorReason::cancelled) return;
-                    spdlog::warn("gateway discovery refresh failed: {}", e.what());
+                    log::warn("gateway discovery refresh failed: {}", e.what());
                 } catch (const std::exception& e) {
-                    spdlog::warn("gateway discovery refresh failed: {}", e.what());
+                    log::warn("gateway discovery refresh failed: {}", e.what());
                 }
             }
         });

@@ -35,7 +35,7 @@ void Client::on_write_denied(std::function<void()> listener) {
 
 void Client::Impl::learn_write_denied() {
     if (write_denied.exchange(true)) return;
-    log_line(spdlog::level::warn,
+    log_line(log::Level::warn,
              "the gateway key lacks the write scope: action tools are withdrawn until the "
              "server runs with a key that has it");
     std::lock_guard lock(write_denied_mu);
@@ -135,7 +135,7 @@ std::optional<Retry> Client::Impl::post_once(ActionRun& run, int attempt, bool l
         if (last) {
             const auto reason =
                 ex.status == 429 ? ErrorReason::rate_limited : ErrorReason::unavailable;
-            log_line(spdlog::level::err, "gateway {} failed after {} attempts: {}; it was not run",
+            log_line(log::Level::error, "gateway {} failed after {} attempts: {}; it was not run",
                      what, attempt + 1, failure);
             throw error(reason,
                         "the gateway " + what + " failed after " + std::to_string(attempt + 1) +
@@ -150,7 +150,7 @@ std::optional<Retry> Client::Impl::post_once(ActionRun& run, int attempt, bool l
         return retry;
     }
     if (ex.status != 0 && ex.status < 500) {
-        log_line(spdlog::level::warn, "gateway {}: {}", what, failure);
+        log_line(log::Level::warn, "gateway {}: {}", what, failure);
         std::string message = "the gateway refused the " + what + ": " + failure;
         if (ex.status == 403 && says_write_scope_missing(failed.gw_text)) {
             learn_write_denied();
@@ -165,7 +165,7 @@ std::optional<Retry> Client::Impl::post_once(ActionRun& run, int attempt, bool l
     // Ambiguous: a 5xx, a timeout or a dropped connection after the request went out.
     if (run.rule == ResendRule::retry_safe) {
         if (last) {
-            log_line(spdlog::level::err, "gateway {} failed after {} attempts: {}", what,
+            log_line(log::Level::error, "gateway {} failed after {} attempts: {}", what,
                      attempt + 1, failure);
             throw error(ex.status != 0 ? ErrorReason::upstream : ErrorReason::unavailable,
                         "the gateway " + what + " failed after " + std::to_string(attempt + 1) +
@@ -198,7 +198,7 @@ Error Client::Impl::outcome_unknown(const std::string& what, const std::string& 
                                     int http_status, const std::string& gw_text,
                                     nlohmann::json data, const std::string& why,
                                     const std::string& hint) const {
-    log_line(spdlog::level::err,
+    log_line(log::Level::error,
              "gateway {}: {}; it may or may not have run and was not re-sent: {}", what, failure,
              why);
     if (!hint.empty() && data.is_object()) data["check"] = hint;
@@ -248,7 +248,7 @@ ActionResult Client::Impl::success(const ActionRun& run, const Exchange& ex) {
                        ? "; the gateway does not bill work that did not complete, and it was "
                          "not re-sent"
                        : "; whether it was billed is not known, and it was not re-sent";
-        log_line(spdlog::level::warn, "gateway: {}", message);
+        log_line(log::Level::warn, "gateway: {}", message);
         throw error(ErrorReason::upstream, std::move(message), ex.status, std::move(gw_text),
                     status_code, std::move(data));
     }

@@ -143,7 +143,7 @@ std::optional<Retry> Client::Impl::check_after_failure(ActionRun& run,
     }
     if (found.evidence == detail::Evidence::ran) {
         claim(run.spec, found.row);
-        log_line(spdlog::level::warn, "gateway {}: {}; {}, so it ran and is not sent again", what,
+        log_line(log::Level::warn, "gateway {}: {}; {}, so it ran and is not sent again", what,
                  failure, found.detail);
         ActionResult& recovered = result.emplace();
         recovered.data = std::move(found.row);
@@ -165,7 +165,7 @@ std::optional<Retry> Client::Impl::check_after_failure(ActionRun& run,
                               run.hint);
     }
     if (last) {
-        log_line(spdlog::level::err, "gateway {} failed after {} attempts: {}; {}", what,
+        log_line(log::Level::error, "gateway {} failed after {} attempts: {}; {}", what,
                  attempt + 1, failure, found.detail);
         throw error(ErrorReason::upstream,
                     "the gateway " + what + " failed after " + std::to_string(attempt + 1) +

@@ -21,7 +21,7 @@
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "base/clock.hpp"
 #include "gateway/actions.hpp"
@@ -174,9 +174,9 @@ struct Client::Impl {
     // Every message, log line and gateway text passes through here: a gateway may echo the key.
     std::string safe(std::string text) const;
     template <typename... Args>
-    void log_line(spdlog::level::level_enum level, fmt::format_string<Args...> format,
+    void log_line(log::Level level, fmt::format_string<Args...> format,
                   Args&&... args) const {
-        spdlog::log(level, "{}", safe(fmt::format(format, std::forward<Args>(args)...)));
+        log::write(level, safe(log::format(format, std::forward<Args>(args)...)));
     }
     Error error(ErrorReason reason, std::string message, int http_status = 0,
                 std::string gateway_error = {}, std::optional<int> status_code = std::nullopt,

@@ -100,7 +100,7 @@ Exchange Client::Impl::get(const std::string& target, const std::string& what, s
         const auto failure = failure_text(ex, out, config.read_timeout);
         const auto gw_text = safe(internal::gateway_error_text(out));
         if (!is_retryable_status(ex.status)) {
-            log_line(spdlog::level::warn, "gateway {}: {}", what, failure);
+            log_line(log::Level::warn, "gateway {}: {}", what, failure);
             throw error(internal::reason_for_status(ex.status),
                         "the gateway refused the " + what + ": " + failure, ex.status, gw_text);
         }
@@ -114,7 +114,7 @@ Exchange Client::Impl::get(const std::string& target, const std::string& what, s
             std::string message = "the gateway " + what + " failed after " +
                                   std::to_string(attempt + 1) + " attempts over " +
                                   ms_text(elapsed) + ": " + failure;
-            log_line(spdlog::level::err, "{}", message);
+            log_line(log::Level::error, "{}", message);
             nlohmann::json data = nullptr;
             if (ex.status == 0) {
                 message += " (gateway at " + url.display + ")";
@@ -139,7 +139,7 @@ Error Client::Impl::bad_page(const std::string& body, const std::string& what, i
     std::string message = "the gateway answered the " + what + " with ";
     message += describe(problem);
     if (!body.empty()) message += ": " + internal::body_excerpt(body);
-    log_line(spdlog::level::err, "gateway: {}", message);
+    log_line(log::Level::error, "gateway: {}", message);
     return error(ErrorReason::upstream, std::move(message), http_status);
 }
 
@@ -196,7 +196,7 @@ std::shared_ptr<const Discovery> Client::Impl::fetch_discovery(const std::stop_t
     std::string problem;
     auto parsed = internal::parse_discovery(body, problem);
     if (!parsed) {
-        log_line(spdlog::level::err, "gateway discovery at {}: {}", url.display, problem);
+        log_line(log::Level::error, "gateway discovery at {}: {}", url.display, problem);
         {
             std::lock_guard lock(discovery_mu);
             discovery_failure = "the gateway's discovery answer is malformed: " + problem;

@@ -338,7 +338,7 @@ Error Client::Impl::out_of_time(const std::string& what, const Retry& retry,
                ") would not fit the call's budget of " + ms_text(end.budget);
     if (retry.not_run) message += "; the action was not run";
     if (retry.http_status == 0) message += " (gateway at " + url.display + ")";
-    log_line(spdlog::level::err, "{}", message);
+    log_line(log::Level::error, "{}", message);
     nlohmann::json data = {{"failure", failure},
                            {"attempts", end.attempts},
                            {"elapsed_ms", end.elapsed.count()},
@@ -365,7 +365,7 @@ void Client::Impl::with_retries(int max_attempts, const std::string& what,
     run_with_retries(schedule(max_attempts), what, stop, numbered,
                      {.throw_cancelled = [&] { throw cancelled(what); },
                       .warn = [&](const std::string& line) {
-                          log_line(spdlog::level::warn, "{}", line);
+                          log_line(log::Level::warn, "{}", line);
                       },
                       .throw_out_of_time = [&](const Retry& retry, const RetryEnd& end) {
                           throw out_of_time(what, retry, end);

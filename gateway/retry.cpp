@@ -7,7 +7,7 @@
 #include <random>
 #include <stdexcept>
 
-#include <spdlog/fmt/fmt.h>
+#include "base/log.hpp"
 
 namespace agency::gateway {
 
@@ -97,7 +97,7 @@ std::string ms_text(milliseconds delay) {
     if (delay < milliseconds(1000)) return std::to_string(delay.count()) + " ms";
     const long long tenths = (delay.count() + 50) / 100;
     if (tenths % 10 == 0) return std::to_string(tenths / 10) + " s";
-    return fmt::format("{}.{} s", tenths / 10, tenths % 10);
+    return log::format("{}.{} s", tenths / 10, tenths % 10);
 }
 
 void run_with_retries(const RetrySchedule& schedule, std::string_view what,
@@ -129,10 +129,10 @@ void run_with_retries(const RetrySchedule& schedule, std::string_view what,
             if (hooks.throw_out_of_time) hooks.throw_out_of_time(*retry, end);
             throw std::logic_error("RetryHooks::throw_out_of_time returned");
         }
-        hooks.warn(fmt::format("gateway {}: {} in {} (attempt {} of {})", what, retry->situation,
+        hooks.warn(log::format("gateway {}: {} in {} (attempt {} of {})", what, retry->situation,
                                ms_text(delay), n + 2, schedule.max_attempts));
         if (hooks.on_retry) {
-            hooks.on_retry(fmt::format("{}; attempt {} of {} in {}", retry_note(*retry), n + 2,
+            hooks.on_retry(log::format("{}; attempt {} of {} in {}", retry_note(*retry), n + 2,
                                        schedule.max_attempts, ms_text(delay)));
         }
         if (!sleep_for(delay, stop)) cancel(hooks);

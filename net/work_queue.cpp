@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 namespace agency::net {
 
@@ -85,7 +85,7 @@ void WorkQueue::run() {
         try {
             job();
         } catch (const std::exception& e) {
-            spdlog::error("worker job failed: {}", e.what());
+            log::error("worker job failed: {}", e.what());
         }
         // What the job captured goes before the job counts as done: drain() returning means
         // nothing of it is left to touch its owner (a transport being destroyed).

@@ -1,7 +1,7 @@
 // A graceful stop of the HTTP transport (see http_drain.hpp).
 #include "server/http_drain.hpp"
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "server/http_replies.hpp"
 #include "server/mcp_server.hpp"
@@ -45,13 +45,13 @@ bool drain_calls(DrainGate& gate, Server& server, std::chrono::milliseconds time
                  std::chrono::milliseconds grace) {
     gate.close();
     if (const auto n = gate.in_flight())
-        spdlog::info("draining: waiting up to {} ms for {} call(s) in flight", timeout.count(), n);
+        log::info("draining: waiting up to {} ms for {} call(s) in flight", timeout.count(), n);
     if (gate.wait_idle(timeout)) return true;
-    spdlog::warn("draining: {} call(s) still running after {} ms: cancelling them",
+    log::warn("draining: {} call(s) still running after {} ms: cancelling them",
                  gate.in_flight(), timeout.count());
     server.cancel_calls();
     if (gate.wait_idle(grace)) return true;
-    spdlog::error("draining: {} call(s) did not end {} ms after being cancelled",
+    log::error("draining: {} call(s) did not end {} ms after being cancelled",
                   gate.in_flight(), grace.count());
     return false;
 }

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include <httplib.h>
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "base/clock.hpp"
 #include "base/crypto.hpp"
@@ -116,7 +116,7 @@ struct HttpTransport::Impl {
         std::int64_t last = last_sweep.load();
         if (now - last < 60'000 || !last_sweep.compare_exchange_strong(last, now)) return;
         if (auto n = server.expire_sessions(options.session_idle))
-            spdlog::info("expired {} idle session(s)", n);
+            log::info("expired {} idle session(s)", n);
     }
 
     // A POST's one message, read and classified.
@@ -408,7 +408,7 @@ void HttpTransport::Impl::allow_hosts_and_origins() {
         if (auto normal = parse_origin(origin, host))
             allowed_origins.push_back(*normal);
         else
-            spdlog::warn("--allowed-origin {} is not an origin (scheme://host[:port]); ignored",
+            log::warn("--allowed-origin {} is not an origin (scheme://host[:port]); ignored",
                          origin);
     }
 }
@@ -494,7 +494,7 @@ void HttpTransport::Impl::install_guards() {
             try {
                 if (ep) std::rethrow_exception(ep);
             } catch (const std::exception& e) {
-                spdlog::error("HTTP handler failed: {}", e.what());
+                log::error("HTTP handler failed: {}", e.what());
             }
             send_json_error(res, 500, nullptr, error_code::internal_error, "internal error");
         });

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "base/crypto.hpp"
 
@@ -133,9 +133,9 @@ struct KeyStore::Watch {
         stamp = now;
         try {
             keys = std::make_shared<const KeyMap>(read_keys(path));
-            spdlog::info("keys file {} changed: {} key(s) now", path, keys->size());
+            log::info("keys file {} changed: {} key(s) now", path, keys->size());
         } catch (const std::exception& e) {
-            spdlog::error("{}; the keys read before stay in force until it is fixed", e.what());
+            log::error("{}; the keys read before stay in force until it is fixed", e.what());
         }
         return keys;
     }

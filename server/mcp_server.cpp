@@ -8,7 +8,7 @@
 #include <set>
 #include <unordered_map>
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "base/crypto.hpp"
 #include "server/server_impl.hpp"
@@ -375,16 +375,16 @@ std::optional<std::string> Server::handle_message(const json& message, const Inb
         return error(e.code(), e.what(), e.data());
     } catch (const json::type_error& e) {
         // A value of the wrong type in the params that a handler read without checking.
-        spdlog::info("{}: params of the wrong type: {}", method, e.what());
+        log::info("{}: params of the wrong type: {}", method, e.what());
         std::string what = e.what();
         if (auto end = what.find("] "); end != std::string::npos) what.erase(0, end + 2);
         return error(error_code::invalid_params,
                      "invalid params: a value has the wrong type (" + what + ")", json());
     } catch (const std::exception& e) {
         // Internals stay in the server's log; the caller gets a generic message.
-        spdlog::error("internal error handling {}: {}", method, e.what());
+        log::error("internal error handling {}: {}", method, e.what());
     } catch (...) {
-        spdlog::error("internal error handling {}", method);
+        log::error("internal error handling {}", method);
     }
     return error(error_code::internal_error, "internal error", json());
 }
@@ -442,7 +442,7 @@ void Server::Impl::handle_notification(const std::string& method, const json& pa
             }
         }
     } catch (const std::exception& e) {
-        spdlog::debug("ignored notification {}: {}", method, e.what());
+        log::debug("ignored notification {}: {}", method, e.what());
     }
 }
 

@@ -1,7 +1,7 @@
 // The OAuth resource server's answers (see oauth_resource.hpp).
 #include "server/oauth_resource.hpp"
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "server/json_rpc.hpp"
 
@@ -69,7 +69,7 @@ public:
             return out;
         }
         if (!checked.ok()) {
-            spdlog::info("OAuth: token refused from {}: {}", request.remote_addr, checked.reason);
+            log::info("OAuth: token refused from {}: {}", request.remote_addr, checked.reason);
             // A mistyped key is not a malformed JWT to the person who sent it.
             if (keys_on && checked.failure == auth::Failure::malformed)
                 return refusal(401, "invalid_token",

@@ -10,7 +10,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "net/work_queue.hpp"
 #include "server/method_table.hpp"
@@ -171,7 +171,7 @@ int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_
 
     for (;;) {
         if (options.stop_fd >= 0 && !wait_for_input(in_fd, options.stop_fd)) {
-            spdlog::info("asked to stop: answering the calls in flight, then exiting");
+            log::info("asked to stop: answering the calls in flight, then exiting");
             break;
         }
         ssize_t n = ::read(in_fd, chunk, sizeof chunk);
@@ -214,7 +214,7 @@ int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_
     }
     server.forget_session(session->id);
     writer.close();
-    spdlog::debug("stdin closed; exiting");
+    log::debug("stdin closed; exiting");
     return 0;
 }
 

@@ -5,7 +5,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "base/clock.hpp"
 #include "base/crypto.hpp"
@@ -333,7 +333,7 @@ void Server::launch_task(std::shared_ptr<LiveTask> task, const ToolDef* tool, Re
             failure = RpcError(error_code::internal_error,
                                "the tool asked for input in a way tasks cannot carry");
         } catch (const std::exception& e) {
-            spdlog::error("task {} ({}) failed: {}", task->record.id, tool->name, e.what());
+            log::error("task {} ({}) failed: {}", task->record.id, tool->name, e.what());
             result = ToolResult::text(
                 "the tool " + tool->name + " failed unexpectedly; see the server log", true);
         }
@@ -488,7 +488,7 @@ std::optional<std::string> Methods::tasks_cancel(Server& server, const Request& 
         try {
             tool->on_cancel(record.resume);
         } catch (const std::exception& e) {
-            spdlog::warn("cancelling the work of task {}: {}", task.id, e.what());
+            log::warn("cancelling the work of task {}: {}", task.id, e.what());
         }
     }
     return complete(server, r, legacy ? legacy_task_json(record) : json::object());

@@ -6,7 +6,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "server/server_impl.hpp"
 
@@ -31,7 +31,7 @@ void Server::resume_task(TaskRecord r) {
         impl.task_store->put(task->record);
         return;
     }
-    spdlog::info("resuming task {} ({})", task->record.id, task->record.tool);
+    log::info("resuming task {} ({})", task->record.id, task->record.tool);
     {
         std::lock_guard lock(impl.mutex);
         impl.tasks[task->record.id] = task;
@@ -63,7 +63,7 @@ void Server::resume_tasks() {
                 keep_task_leases();
             } catch (const std::exception& e) {
                 // The store is away for a moment; the leases still run for a while.
-                spdlog::warn("tasks: renewing leases: {}", e.what());
+                log::warn("tasks: renewing leases: {}", e.what());
             }
             std::unique_lock lock(m);
             cv.wait_for(lock, stop, period, [] { return false; });
@@ -84,7 +84,7 @@ void Server::keep_task_leases() {
         auto claimed = impl.task_store->claim_task(orphan.id, impl.instance_id,
                                                    impl.options.task_lease_ms, false);
         if (!claimed) continue;  // another instance was quicker
-        spdlog::warn("task {} ({}): its instance stopped renewing its lease; taking it over",
+        log::warn("task {} ({}): its instance stopped renewing its lease; taking it over",
                      claimed->id, claimed->tool);
         resume_task(std::move(*claimed));
     }
@@ -102,7 +102,7 @@ void Server::cancel_here(const std::string& task_id) {
     task_set_status(*live, TaskStatus::cancelled, "cancelled by the client", nullptr);
     live->stop.request_stop();
     live->changed.notify_all();
-    spdlog::info("task {} cancelled on another instance; its work here stops", task_id);
+    log::info("task {} cancelled on another instance; its work here stops", task_id);
 }
 
 }  // namespace agency::mcp

@@ -1,6 +1,6 @@
 // tools/call: the checks before a tool runs (scope, client capabilities, task support), the
 // run itself (inline, as a task, or a modern round), and the CallToolResult's text.
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "base/progress_notes.hpp"
 #include "server/server_impl.hpp"
@@ -13,7 +13,7 @@ static void refuse_over_limit(CallRateLimiter& limiter, const std::string& princ
     auto wait = limiter.take(principal);
     if (!wait) return;
     const auto& limit = limiter.limit();
-    spdlog::warn("tools/call of {} refused: over the rate limit", principal);
+    log::warn("tools/call of {} refused: over the rate limit", principal);
     throw RpcError(error_code::rate_limited,
                    "rate limit: this caller made more than " + std::to_string(limit.per_minute) +
                        " tool calls a minute (" +
@@ -104,7 +104,7 @@ std::optional<std::string> Server::call_tool(const json& id, const json& params,
         } catch (const RpcError&) {
             throw;
         } catch (const std::exception& e) {
-            spdlog::error("tool {} failed: {}", name, e.what());
+            log::error("tool {} failed: {}", name, e.what());
             result = ToolResult::text("the tool " + name + " failed unexpectedly; see the server log",
                                       true);
         }

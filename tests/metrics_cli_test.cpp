@@ -22,6 +22,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/paths.hpp"
 #include "tests/metrics_text.hpp"
 
 namespace {

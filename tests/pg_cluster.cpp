@@ -1,3 +1,4 @@
+#include "tests/support/paths.hpp"
 #include "pg_cluster.hpp"
 
 #include <cstdio>

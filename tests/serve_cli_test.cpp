@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
+#include "tests/support/paths.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "base/crypto.hpp"
 

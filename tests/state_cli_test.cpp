@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/paths.hpp"
 #include "base/crypto.hpp"
 #include "pg_cluster.hpp"
 #include "run_binary.hpp"

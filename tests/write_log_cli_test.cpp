@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/paths.hpp"
 #include "base/crypto.hpp"
 #include "run_binary.hpp"
 #include "state/sqlite_store.hpp"

@@ -10,7 +10,7 @@
 #include <optional>
 #include <span>
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "base/clock.hpp"
 #include "base/crypto.hpp"
@@ -168,7 +168,7 @@ std::string write_denial(Toolbox& box) {
             return "the gateway's discovery lists the key's scopes without write";
     } catch (const std::exception& e) {
         // Not known then: the call reports the gateway's failure itself.
-        spdlog::debug("discovery unavailable while checking the key's scope: {}", e.what());
+        log::debug("discovery unavailable while checking the key's scope: {}", e.what());
     }
     return {};
 }
@@ -266,7 +266,7 @@ ToolCatalog register_action_tools(mcp::Server& server, const std::shared_ptr<Too
         try {
             return box->gateway().discovery()->find_action(it->second) != nullptr;
         } catch (const std::exception& e) {
-            spdlog::debug("discovery unavailable while listing tools: {}", e.what());
+            log::debug("discovery unavailable while listing tools: {}", e.what());
             return true;
         }
     });
@@ -279,7 +279,7 @@ ToolCatalog register_action_tools(mcp::Server& server, const std::shared_ptr<Too
                write_denial(*box).empty();
     });
     box->gateway().on_write_denied([&server] {
-        spdlog::info("the gateway key lacks the write scope: telling clients the tool list "
+        log::info("the gateway key lacks the write scope: telling clients the tool list "
                      "changed");
         server.notify_tools_changed();
     });

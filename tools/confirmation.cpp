@@ -5,7 +5,7 @@
 // confirms: the model relays a confirmation_id, so it proves no person saw the preview.
 #include <chrono>
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "base/untrusted_text.hpp"
 #include "tools/action_internal.hpp"
@@ -49,13 +49,13 @@ std::optional<mcp::ToolResult> confirm_with_id(ActionRuntime& rt, const std::str
         count_confirmation(outcome == ConfirmOutcome::expired ? "expired" : "refused",
                            "confirmation_id");
         // The confirmation_id is a secret: it never goes to the log.
-        spdlog::warn("{}: a confirmation_id of {} was refused", tool, principal);
+        log::warn("{}: a confirmation_id of {} was refused", tool, principal);
         return tool_error("confirmation",
                           "confirmation_id \"" + confirmation_id + "\" " +
                               refusal_text(outcome) + "; nothing was done. Call " + tool +
                               " without confirmation_id for a new preview.");
     }
-    spdlog::info("{}: confirmed by {} with a confirmation_id", tool, principal);
+    log::info("{}: confirmed by {} with a confirmation_id", tool, principal);
     count_confirmation("granted", "confirmation_id");
     return std::nullopt;
 }
@@ -100,7 +100,7 @@ std::optional<mcp::ToolResult> confirm_by_elicitation(const ActionCall& call,
     const json* content = member(answer, "content");
     const json* confirm = content ? member(*content, "confirm") : nullptr;
     if (action == "accept" && confirm && !confirm->is_boolean()) {
-        spdlog::info("{}: malformed confirmation answer from {}, nothing sent", tool, principal);
+        log::info("{}: malformed confirmation answer from {}, nothing sent", tool, principal);
         count_confirmation("refused", "elicitation");
         return tool_error("invalid_answer",
                           "the client's confirmation answer is malformed: confirm must be "
@@ -115,7 +115,7 @@ std::optional<mcp::ToolResult> confirm_by_elicitation(const ActionCall& call,
     const std::string why = action == "accept" ? "not confirmed (confirm was not true)"
                             : action.empty()   ? "not answered"
                                                : action + "d";
-    spdlog::info("{}: {} by {}, nothing sent", tool, why, principal);
+    log::info("{}: {} by {}, nothing sent", tool, why, principal);
     return tool_error(action == "cancel" ? "cancelled" : "declined",
                       "the user " + (action == "cancel" ? std::string("cancelled")
                                      : action == "decline" ? std::string("declined")
@@ -148,7 +148,7 @@ mcp::ToolResult issue_confirmation(ActionRuntime& rt, const std::string& tool,
 // so this server takes a person's answer to its form and nothing else.
 mcp::ToolResult elicitation_required(const std::string& tool, const Preview& preview,
                                      bool had_id) {
-    spdlog::info("{}: refused, this server confirms by elicitation only ({})", tool,
+    log::info("{}: refused, this server confirms by elicitation only ({})", tool,
                  had_id ? "a confirmation_id was passed" : "the client cannot elicit");
     return tool_error(
         "confirmation_required",

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "base/clock.hpp"
 #include "base/untrusted_text.hpp"
@@ -28,7 +28,7 @@ CreditLimiter::Permit::~Permit() {
         owner_->shared_store_->release_credit(client_id_);
     } catch (const std::exception& e) {
         // Not fatal: the slot counts as abandoned after the hold limit.
-        spdlog::warn("credits: releasing slot {}: {}", client_id_, e.what());
+        log::warn("credits: releasing slot {}: {}", client_id_, e.what());
     }
 }
 
@@ -111,7 +111,7 @@ void AuditJobs::start(std::shared_ptr<Toolbox> box) {
     } else {
         for (const Job& job : store_->unfinished_jobs()) {
             if (job.kind != "seo_audit") continue;
-            spdlog::warn("audit job {} ({} {}) was left {} by a previous run; {}", job.id,
+            log::warn("audit job {} ({} {}) was left {} by a previous run; {}", job.id,
                          job.client_id, job.args.value("url", ""), job.status,
                          job.status == "running"
                              ? "looking for its report at the gateway before re-sending"
@@ -138,7 +138,7 @@ void AuditJobs::keep_leases(std::stop_token stop) {
             take_orphans();
         } catch (const std::exception& e) {
             // The store is away for a moment: the leases still run for a while; try again.
-            spdlog::warn("audit jobs: renewing leases: {}", e.what());
+            log::warn("audit jobs: renewing leases: {}", e.what());
         }
         std::unique_lock lock(m);
         cv.wait_for(lock, stop, sharing_.lease / 3, [] { return false; });
@@ -155,7 +155,7 @@ void AuditJobs::take_orphans() {
                         [&](const Pending& p) { return p.id == job.id; }))
             continue;
         if (job.status == "running")
-            spdlog::warn("audit job {} ({}): the instance running it stopped renewing its "
+            log::warn("audit job {} ({}): the instance running it stopped renewing its "
                          "lease; taking it over",
                          job.id, job.client_id);
         queue_.push_back({job.id, false});
@@ -205,11 +205,11 @@ bool AuditJobs::cancel(const std::string& id) {
     count_audit_job("cancelled");
     // A queued id may still sit in queue_: the worker's claim refuses a cancelled job.
     if (*before == "running")
-        spdlog::warn("audit job {} cancelled while running: its POST is already out, so the "
+        log::warn("audit job {} cancelled while running: its POST is already out, so the "
                      "audit may still complete at the gateway (the result is kept)",
                      id);
     else
-        spdlog::info("audit job {} cancelled before it was sent", id);
+        log::info("audit job {} cancelled before it was sent", id);
     changed(id);
     return true;
 }
@@ -246,7 +246,7 @@ void AuditJobs::changed(const std::string& id) {
             l(*job);
         } catch (const std::exception& e) {
             // A listener's failure is its own; the job's state is already stored.
-            spdlog::error("audit job {}: change listener failed: {}", id, e.what());
+            log::error("audit job {}: change listener failed: {}", id, e.what());
         }
     };
     if (listener) call(*listener);
@@ -277,7 +277,7 @@ void AuditJobs::work(std::stop_token stop) {
         } catch (const std::exception& e) {
             // A store failure must not kill the worker; the job stays unfinished for the next
             // start to retry.
-            spdlog::error("audit job {}: {}", pending.id, e.what());
+            log::error("audit job {}: {}", pending.id, e.what());
         }
     }
 }
@@ -346,16 +346,16 @@ void AuditJobs::run_one(const Pending& pending, std::stop_token stop) {
                 store_->finish_job(id, true, result, nullptr);
                 count_audit_job("succeeded");
                 changed(id);
-                spdlog::info("audit job {} reconciled: its report {} is at the gateway, so it "
+                log::info("audit job {} reconciled: its report {} is at the gateway, so it "
                              "was not sent again",
                              id, result["report_id"].get<std::string>());
                 return;
             }
-            spdlog::info("audit job {}: no report for {} at the gateway; sending it again", id,
+            log::info("audit job {}: no report for {} at the gateway; sending it again", id,
                          url);
         } catch (const gateway::Error& e) {
             if (e.reason() == gateway::ErrorReason::cancelled) return;  // next start reconciles
-            spdlog::warn("audit job {}: could not look for its report ({}); sending it again "
+            log::warn("audit job {}: could not look for its report ({}); sending it again "
                          "(seo_audit is retry-safe)",
                          id, e.what());
         }
@@ -368,7 +368,7 @@ void AuditJobs::run_one(const Pending& pending, std::stop_token stop) {
         store_->finish_job(id, true, result, nullptr);
         count_audit_job("succeeded");
         changed(id);
-        spdlog::info("audit job {} succeeded: report {}", id,
+        log::info("audit job {} succeeded: report {}", id,
                      result["report_id"].get<std::string>());
     } catch (const gateway::Error& e) {
         if (e.reason() == gateway::ErrorReason::cancelled) return;  // shutting down: next start
@@ -382,7 +382,7 @@ void AuditJobs::run_one(const Pending& pending, std::stop_token stop) {
         store_->finish_job(id, false, nullptr, error);
         count_audit_job("failed");
         changed(id);
-        spdlog::warn("audit job {} failed: {}", id, e.what());
+        log::warn("audit job {} failed: {}", id, e.what());
     }
 }
 

@@ -7,7 +7,7 @@
 #include <stop_token>
 #include <variant>
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "tools/action_internal.hpp"
 #include "tools/tool_metrics.hpp"
@@ -22,7 +22,7 @@ namespace {
 // The state database failed under a call (locked past the busy timeout, read-only, full): the
 // caller hears what happened and what to do, the log keeps SQLite's words.
 mcp::ToolResult state_error(const state::StoreError& e) {
-    spdlog::error("state database: {}", e.what());
+    log::error("state database: {}", e.what());
     const bool busy = e.kind() == state::StoreError::Kind::busy;
     const bool read_only = e.kind() == state::StoreError::Kind::read_only;
     return tool_error(
@@ -70,7 +70,7 @@ mcp::ToolResult known_key_answer(const IdempotencyRecord& existing, const std::s
         return tool_error("in_progress", "the first call with idempotency_key \"" + key +
                                              "\" is still running; retry with the same key "
                                              "shortly");
-    spdlog::info("{}: idempotency_key {} of {} replayed, no gateway request", tool, key,
+    log::info("{}: idempotency_key {} of {} replayed, no gateway request", tool, key,
                  principal);
     trail.replayed = true;
     // Marked, so that nobody takes the first call's answer for a second action.
@@ -173,7 +173,7 @@ std::variant<CreditLimiter::Permit, mcp::ToolResult> acquire_credits(ActionRunti
     const std::string client_id = string_arg(args, "client_id");
     auto got = rt.credits().try_acquire(client_id);
     if (auto* refusal = std::get_if<CreditLimiter::Refusal>(&got)) {
-        spdlog::warn("{}: refused for {}: {}", tool, client_id, refusal->message);
+        log::warn("{}: refused for {}: {}", tool, client_id, refusal->message);
         count_credit_refusal(tool);
         return tool_error("rate_limited", refusal->message,
                           {{"retry_after_s", refusal->retry_after_s}});

@@ -1,6 +1,6 @@
 #include "tools/registry.hpp"
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "tools/action_tools.hpp"
 #include "tools/surface.hpp"
@@ -25,7 +25,7 @@ void watch_discovery(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
     // The filter of register_action_tools reads the client's cached discovery, which the
     // refresher replaces: listing follows by itself, the notification tells clients to look.
     box->gateway().start_discovery_refresh(period, [&server] {
-        spdlog::info("the gateway's actions changed: telling clients the tool list changed");
+        log::info("the gateway's actions changed: telling clients the tool list changed");
         server.notify_tools_changed();
     });
     server.on_shutdown([box] { box->gateway().stop_discovery_refresh(); });

@@ -5,7 +5,7 @@
 #include <optional>
 #include <set>
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "base/clock.hpp"
 #include "base/trace_context.hpp"
@@ -392,7 +392,7 @@ void register_surface(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
             clients = lists->clients(ctx.stop);
         } catch (const gateway::Error& e) {
             // The usage note still lists; the overviews return with the gateway.
-            spdlog::warn("resources/list: the gateway's clients could not be read: {}", e.what());
+            log::warn("resources/list: the gateway's clients could not be read: {}", e.what());
         }
         for (const auto& client : clients)
             entries.push_back(

@@ -9,7 +9,7 @@
 
 #include <re2/re2.h>
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 #include <valijson/adapters/nlohmann_json_adapter.hpp>
 #include <valijson/schema.hpp>
 #include <valijson/schema_parser.hpp>

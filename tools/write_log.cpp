@@ -3,7 +3,7 @@
 #include <array>
 #include <string_view>
 
-#include <spdlog/spdlog.h>
+#include "base/log.hpp"
 
 #include "base/crypto.hpp"
 
@@ -148,7 +148,7 @@ void append_write(state::Store& store, const state::WriteLogEntry& entry) {
         store.append_write_log(entry);
     } catch (const std::exception& e) {
         // The call's outcome stands; what the row would have said stays in the server log.
-        spdlog::error("write log: could not record {} by {} on {} (outcome {}{}{}): {}",
+        log::error("write log: could not record {} by {} on {} (outcome {}{}{}): {}",
                       entry.tool, entry.principal, entry.client_id, entry.outcome,
                       entry.record_id.empty() ? "" : ", record ", entry.record_id, e.what());
     }
