@@ -1,19 +1,27 @@
 # Convenience entry points; each installs what is missing first. See README.md.
 BUILD_DIR ?= build
+# The clang tree (preset `fuzz`): ASan + UBSan and libFuzzer's coverage instrumentation; the
+# GoogleTest suite and the fuzz targets share it.
+FUZZ_DIR = build-fuzz
 JOBS ?= 2
 PORT ?= 8787
 
-.PHONY: deps build run test npm-deps bench bench-scale bench-store soak clean fuzz-deps fuzz-build fuzz fuzz-replay \
+.PHONY: deps test-deps build run test run-unit-asan npm-deps clean-root bench bench-scale bench-store soak clean fuzz-build fuzz fuzz-replay \
 	fuzz-known test-asan test-tsan check-sizes package test-package
 
 deps:
 	@scripts/install-deps.sh
 
+test-deps:
+	@scripts/install-test-deps.sh
+
 $(BUILD_DIR)/CMakeCache.txt:
 	cmake --preset relwithdebinfo >/dev/null
 
+# What `make run` needs and nothing else: the agency-mcp executable (no test, fixture or
+# benchmark target, and none of the test packages).
 build: deps $(BUILD_DIR)/CMakeCache.txt
-	cmake --build $(BUILD_DIR) -j$(JOBS)
+	cmake --build $(BUILD_DIR) -j$(JOBS) --target agency-mcp
 
 # Starts the MCP server over Streamable HTTP on the built-in sample gateway
 # (or on AGENCY_GATEWAY_URL when set).
@@ -23,23 +31,43 @@ run: build
 npm-deps:
 	@scripts/npm-deps.sh
 
-# Every test: unit and integration (GoogleTest via ctest) and the real-client suites.
-test: build npm-deps
-	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)
+# Every test. The GoogleTest suite runs once, under ASan + UBSan (build-fuzz/, clang), beside
+# the product's own tests, the real MCP clients, conformance and the Debian package, which run
+# against the plain build (build/: agency-mcp, the conformance fixture, the benchmark driver,
+# and the one memory-bound test that needs an unsanitized build). ctest labels pick each set.
+PLAIN_LABELS = ^(product|clients|conformance|package|memory)$$
+test: deps test-deps npm-deps $(BUILD_DIR)/CMakeCache.txt $(FUZZ_DIR)/CMakeCache.txt
+	cmake -S . -B $(BUILD_DIR) -DAGENCY_UNIT_TESTS=OFF >/dev/null
+	cmake --build $(BUILD_DIR) -j$(JOBS)
+	cmake --build $(FUZZ_DIR) -j$(JOBS) --target agency_tests agency-mcp
+	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS) -L '$(PLAIN_LABELS)'
+	$(MAKE) --no-print-directory run-unit-asan
+
+# The GoogleTest suite in the sanitizer tree, as built (make test builds it first).
+run-unit-asan:
+	cd $(FUZZ_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j$(JOBS) -L '^unit$$'
 
 # The Debian package (cmake/package.cmake): build/package/agency-mcp_<version>_<arch>.deb.
-package: build
+package: deps $(BUILD_DIR)/CMakeCache.txt
+	@scripts/install-deps.sh dpkg-dev help2man
+	cmake --build $(BUILD_DIR) -j$(JOBS)
 	cmake --build $(BUILD_DIR) --target package
 
 # Installs that package with apt into a fresh Debian 12 root and runs it (root only; `make test`
 # runs it too). The debootstrap root is cached in $(BUILD_DIR)/package-test.
-test-package: build
-	cd $(BUILD_DIR) && ctest -R '^package\.' --output-on-failure
+test-package: package test-deps
+	cd $(BUILD_DIR) && ctest -L '^package$$' --output-on-failure
 
 # No production file over 600 lines and no function over 120 (scripts/check-sizes.sh; the
-# function sizes by clang-tidy over the build's compile_commands.json).
-check-sizes: build
-	scripts/check-sizes.sh $(BUILD_DIR)
+# function sizes from Universal Ctags, no build needed).
+check-sizes:
+	scripts/check-sizes.sh
+
+# The install scripts proved on a fresh Debian 12 root (scripts/check-clean-root.sh; root only).
+clean-root: test-deps
+	scripts/check-clean-root.sh
 
 # The benchmark (docs/benchmarks.md): release build, bench-only packages, the peer's pinned npm
 # packages, every scenario; regenerates docs/benchmarks.md and docs/benchmarks.png.
@@ -75,22 +103,15 @@ soak: deps $(BUILD_DIR)/CMakeCache.txt
 	SOAK_SECONDS=$(SOAK_SECONDS) BUILD_DIR=$(BUILD_DIR) python3 bench/soak.py $(SOAK_ARGS)
 
 # --- Hardening (docs/security.md) -------------------------------------------------------------
-# One clang tree (build-fuzz/, preset `fuzz`): address + undefined sanitizers, libFuzzer's
-# coverage instrumentation; the fuzz targets and the ASan test run share it.
-FUZZ_DIR = build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_REPLAY_SECONDS ?= 20
 FUZZ_TARGETS ?=
-# The tests that run threads against each other: stdio workers, HTTP streams, tasks, jobs.
-TSAN_TESTS ?= ^(StdioTransport|StdioLifetime|HttpTransport|Tasks|AuditTasks|AuditJobs|AuditRestart|PlainServer|McpCore)\.|^PageWalk\.ManyThreads
-
-fuzz-deps:
-	@scripts/install-fuzz-deps.sh
+FUZZ_JOBS ?= $(JOBS)
 
 $(FUZZ_DIR)/CMakeCache.txt:
 	cmake --preset fuzz >/dev/null
 
-fuzz-build: deps fuzz-deps $(FUZZ_DIR)/CMakeCache.txt
+fuzz-build: deps test-deps $(FUZZ_DIR)/CMakeCache.txt
 	cmake --build $(FUZZ_DIR) -j$(JOBS) --target fuzz_targets
 
 # Each fuzz target for FUZZ_SECONDS (FUZZ_TARGETS="page_walk tool_call" for some only); prints
@@ -98,29 +119,29 @@ fuzz-build: deps fuzz-deps $(FUZZ_DIR)/CMakeCache.txt
 fuzz: fuzz-build
 	scripts/fuzz.sh run $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
-# CI: each committed corpus replayed, then each target fuzzed for FUZZ_REPLAY_SECONDS.
+# CI: each committed corpus replayed, then each target fuzzed for FUZZ_REPLAY_SECONDS;
+# FUZZ_JOBS targets at a time (each one process).
 fuzz-replay: fuzz-build
-	scripts/fuzz.sh replay $(FUZZ_REPLAY_SECONDS) $(FUZZ_TARGETS)
+	FUZZ_JOBS=$(FUZZ_JOBS) scripts/fuzz.sh replay $(FUZZ_REPLAY_SECONDS) $(FUZZ_TARGETS)
 
 # Which inputs of fuzz/crashes-known/ still crash (classes being fixed in the MCP core).
 fuzz-known: fuzz-build
 	scripts/fuzz.sh known $(FUZZ_TARGETS)
 
-# The GoogleTest suite (and the small CLI checks) under ASan + UBSan, in the clang tree.
-test-asan: deps fuzz-deps $(FUZZ_DIR)/CMakeCache.txt
+# The GoogleTest suite under ASan + UBSan, in the clang tree (also part of `make test`).
+test-asan: deps test-deps $(FUZZ_DIR)/CMakeCache.txt
 	cmake --build $(FUZZ_DIR) -j$(JOBS) --target agency_tests agency-mcp
-	cd $(FUZZ_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --output-on-failure -j$(JOBS) -E '^(conformance|clients|bench|package)\.'
+	$(MAKE) --no-print-directory run-unit-asan
 
-# The concurrency tests under ThreadSanitizer (gcc, build-tsan/; only the test binary).
+# The concurrency tests under ThreadSanitizer (gcc, build-tsan/): the test files that run
+# threads against each other (tests/CMakeLists.txt lists them), every test in them.
 build-tsan/CMakeCache.txt:
 	cmake --preset tsan >/dev/null
 
-test-tsan: deps build-tsan/CMakeCache.txt
+test-tsan: deps test-deps build-tsan/CMakeCache.txt
 	cmake --build build-tsan -j$(JOBS) --target agency_tests
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-	  ctest --output-on-failure -j$(JOBS) -R '$(TSAN_TESTS)'
+	  ctest --output-on-failure -j$(JOBS) -L '^unit$$'
 
 clean:
 	rm -rf $(BUILD_DIR) $(FUZZ_DIR) build-tsan

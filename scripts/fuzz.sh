@@ -34,9 +34,9 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 sym=$(command -v llvm-symbolizer-14 || ls /usr/lib/llvm-14/bin/llvm-symbolizer 2>/dev/null || true)
 [ -n "$sym" ] && export ASAN_SYMBOLIZER_PATH=$sym
 
-summary=()
-failed=0
-for t in "${targets[@]}"; do
+# One target: its summary line(s) into $BUILD/fuzz-logs/<target>.<mode>.summary; fails on a crash.
+one_target() {
+    local t=$1 summary=() failed=0
     bin=$BUILD/fuzz_$t
     [ -x "$bin" ] || { echo "fuzz: $bin is not built (make fuzz builds it)" >&2; exit 2; }
     seeds=fuzz/corpus/$t
@@ -46,7 +46,7 @@ for t in "${targets[@]}"; do
             -artifact_prefix="$BUILD/fuzz-artifacts/$t/")
     if [ "$mode" = known ]; then
         dir=fuzz/crashes-known/$t
-        [ -d "$dir" ] || continue
+        [ -d "$dir" ] || return 0
         for f in "$dir"/*; do
             [ -f "$f" ] || continue
             if "$bin" "${common[@]}" "$f" >"$log" 2>&1; then
@@ -55,7 +55,8 @@ for t in "${targets[@]}"; do
                 summary+=("$(printf '%-16s %-60s still crashes' "$t" "$f")")
             fi
         done
-        continue
+        printf '%s\n' "${summary[@]}" >"$BUILD/fuzz-logs/$t.$mode.summary"
+        return 0
     fi
     if [ "$mode" = replay ]; then
         # Every committed input once: a crash here is a regression.
@@ -63,8 +64,8 @@ for t in "${targets[@]}"; do
         if ! "$bin" "${common[@]}" -runs=0 "$seeds" >"$log" 2>&1; then
             tail -40 "$log" >&2
             summary+=("$(printf '%-16s replay of %d inputs: CRASH (log %s)' "$t" "$n" "$log")")
-            failed=1
-            continue
+            printf '%s\n' "${summary[@]}" >"$BUILD/fuzz-logs/$t.$mode.summary"
+            return 1
         fi
         summary+=("$(printf '%-16s replay of %d inputs: ok' "$t" "$n")")
     fi
@@ -83,6 +84,20 @@ for t in "${targets[@]}"; do
     else
         summary+=("$(printf '%-16s fuzz: %s execs in %d s: ok, no crash' "$t" "${execs:-?}" "$elapsed")")
     fi
+    printf '%s\n' "${summary[@]}" >"$BUILD/fuzz-logs/$t.$mode.summary"
+    return $failed
+}
+
+# FUZZ_JOBS targets at a time (each fuzzes in one process; CI runs two on two cores).
+export BUILD mode seconds
+export -f one_target max_len
+failed=0
+rm -f "$BUILD"/fuzz-logs/*."$mode".summary
+printf '%s\n' "${targets[@]}" |
+    xargs -P "${FUZZ_JOBS:-1}" -I{} bash -c 'one_target "$1"' _ {} || failed=1
+summary=()
+for t in "${targets[@]}"; do
+    [ -f "$BUILD/fuzz-logs/$t.$mode.summary" ] && mapfile -t -O "${#summary[@]}" summary <"$BUILD/fuzz-logs/$t.$mode.summary"
 done
 echo
 echo "== fuzz $mode =="

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages the build and tests need, plus any named as arguments
-# (scripts/install-bench-deps.sh adds the benchmark's). Idempotent: does nothing when all are
-# present. Needs root (or sudo) only when something is missing.
+# Installs the Debian 12 packages that building and running agency-mcp needs (`make run`), plus
+# any named as arguments (scripts/install-test-deps.sh adds what the tests need,
+# scripts/install-bench-deps.sh the benchmark's). Idempotent: does nothing when all are present.
+# Needs root (or sudo) only when something is missing. CI proves this list on a fresh Debian 12
+# root (scripts/check-clean-root.sh): a package missing here fails it, naming what is missing.
 set -euo pipefail
-packages=(build-essential cmake pkg-config make git
-  libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libgtest-dev libgmock-dev libcli11-dev
-  libvalijson-dev libre2-dev libsqlite3-dev libpq-dev postgresql haproxy libssl-dev libsimdjson-dev prometheus-cpp-dev prometheus libcjose-dev nodejs npm
-  dpkg-dev help2man debootstrap "$@")
+packages=(build-essential cmake pkg-config ccache
+  libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libvalijson-dev
+  libre2-dev libsqlite3-dev libpq-dev libssl-dev libsimdjson-dev prometheus-cpp-dev
+  libcjose-dev libjansson-dev
+  "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

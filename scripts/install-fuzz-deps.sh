@@ -1,7 +1,5 @@
 #!/usr/bin/env bash
-# The Debian 12 packages the fuzz targets and the clang sanitizer builds need on top of the
-# build's (make fuzz, make fuzz-replay, make test-asan, make test-tsan): clang 14 with its
-# compiler-rt (ASan, UBSan, TSan, libFuzzer's runtime) and libFuzzer itself. Idempotent, like
-# install-deps.sh, which does the work.
+# The packages the fuzz targets and the sanitizer builds need (clang 14, its compiler-rt and
+# libFuzzer): part of the test packages (scripts/install-test-deps.sh, which does the work).
 set -euo pipefail
-exec "$(dirname "$0")/install-deps.sh" clang-14 libclang-rt-14-dev libfuzzer-14-dev llvm-14 "$@"
+exec "$(dirname "$0")/install-test-deps.sh" "$@"

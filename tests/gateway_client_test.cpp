@@ -92,15 +92,6 @@ int closed_port() {
     return ntohs(addr.sin_port);
 }
 
-long rss_kib() {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line)) {
-        if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-    }
-    return -1;
-}
-
 // Captures the default logger's output for the lifetime of the object.
 class LogCapture {
 public:
@@ -582,53 +573,6 @@ TEST(GatewayClient, ConcurrentReadsShareThePool) {
     for (auto& t : threads) t.join();
     EXPECT_EQ(ok.load(), 160);
     EXPECT_EQ(h.gw->count_requests("GET", "blogs"), 160u);
-}
-
-TEST(GatewayClient, ForEachRowStreamsBulkKeywordsInBoundedMemory) {
-    constexpr std::size_t kRows = 100000;
-    Harness h(agency::sample::Options{.bulk_keyword_rows = kRows});
-    Client c(h.config());
-    ReadQuery q;
-    q.resource = "keywords";
-    q.client_id = agency::sample::kBulkClient;
-
-    // The sample gateway makes its rows at the first read: make them before measuring.
-    (void)h.gw->rows("clients", "");
-    const long before = rss_kib();
-    long peak = before;
-    std::size_t rows = 0;
-    std::size_t bytes = 0;
-    const auto pagination = c.for_each_row(q, [&](std::string_view row) {
-        if (rows % 997 == 0) {  // each handed-over text is exactly one JSON row
-            const auto json = nlohmann::json::parse(row);
-            EXPECT_TRUE(json.is_object());
-            EXPECT_TRUE(json.contains("keyword"));
-        }
-        if (rows % 10000 == 0) peak = std::max(peak, rss_kib());
-        ++rows;
-        bytes += row.size();
-        return true;
-    });
-    peak = std::max(peak, rss_kib());
-    EXPECT_EQ(rows, kRows);
-    EXPECT_EQ(pagination.total, static_cast<std::int64_t>(kRows));
-    EXPECT_FALSE(pagination.has_more);
-    EXPECT_EQ(h.gw->count_requests("GET", "keywords"), kRows / 1000);
-    // Holding every row would grow memory by at least their total size. (Under sanitizers
-    // freed memory is quarantined or shadowed, so RSS says nothing there.)
-    const long growth_kib = peak - before;
-    RecordProperty("rss_growth_kib", static_cast<int>(growth_kib));
-// GCC names a sanitizer build by __SANITIZE_*__, clang by __has_feature (make test-asan is clang).
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define AGENCY_SANITIZED_BUILD 1
-#endif
-#endif
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && !defined(AGENCY_SANITIZED_BUILD)
-    EXPECT_LT(growth_kib, 30 * 1024);
-    EXPECT_LT(static_cast<std::size_t>(growth_kib) * 1024, bytes / 2)
-        << "rows total " << bytes << " bytes";
-#endif
 }
 
 TEST(GatewayClient, ForEachRowStopsEarly) {

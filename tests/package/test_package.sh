@@ -4,36 +4,28 @@
 # installed binary runs (--version, tools/list over stdio as the service user, serve --http
 # answering /readyz and draining on SIGTERM), and purge removes the user and the state.
 # Usage: test_package.sh BUILD_DIR. Needs root (debootstrap, chroot); exits 77 (skipped)
-# otherwise. The debootstrap root is kept as a tarball in BUILD_DIR/package-test, so only the
-# first run waits for it. AGENCY_DEBIAN_MIRROR overrides the mirror (default deb.debian.org).
+# otherwise. The minimal root and apt's downloads are cached outside the tree
+# (scripts/lib/debian_root.sh), so only the first run on a machine waits for debootstrap.
 set -euo pipefail
 build=$(cd "$1" && pwd)
-mirror=${AGENCY_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-security=${AGENCY_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIPPED: the package test needs root (debootstrap and chroot); CI runs it as root"
   exit 77
 fi
 for tool in debootstrap cpack chroot; do
-  command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-deps.sh"; exit 1; }
+  command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-test-deps.sh"; exit 1; }
 done
+. "$(dirname "$0")/../../scripts/lib/debian_root.sh"
 
 work=$build/package-test
-cache=$work/bookworm-minbase.tar.gz
-root=$work/root.$$
+root=$debian_root_cache/package-root.$$
 mkdir -p "$work"
-# A root left by a run that was killed: its /proc mount first, then the files (never across a
-# mount: --one-file-system).
-for old in "$work"/root.*; do
-  [ -d "$old" ] || continue
-  umount -l "$old/proc" 2>/dev/null || true
-  rm -rf --one-file-system "$old"
-done
+# A root left by a run that was killed.
+for old in "$debian_root_cache"/package-root.*; do debian_root_remove "$old"; done
 server_pid=""
 cleanup() {
   [ -n "$server_pid" ] && kill -9 "$server_pid" 2>/dev/null || true
-  umount -l "$root/proc" 2>/dev/null || true
-  rm -rf --one-file-system "$root"
+  debian_root_remove "$root"
 }
 trap cleanup EXIT
 
@@ -45,23 +37,7 @@ dpkg-deb --field "$deb" Package Version Architecture Depends Suggests Installed-
 dpkg-deb --field "$deb" Depends | grep -q 'libc6' || { echo "no shared-library dependencies"; exit 1; }
 
 echo "== a fresh Debian 12 root"
-if [ ! -s "$cache" ]; then
-  start=$(date +%s)
-  debootstrap --variant=minbase bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 ||
-    { tail -30 "$work/debootstrap.log"; exit 1; }
-  tar -C "$root" -czf "$cache.tmp" . && mv "$cache.tmp" "$cache"
-  echo "debootstrap took $(( $(date +%s) - start )) s (kept in $cache)"
-else
-  mkdir -p "$root"
-  tar -C "$root" -xzf "$cache"
-fi
-cat >"$root/etc/apt/sources.list" <<SOURCES
-deb $mirror bookworm main
-deb $mirror bookworm-updates main
-deb $security bookworm-security main
-SOURCES
-cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
-mount -t proc proc "$root/proc" 2>/dev/null || echo "(no /proc in the root: mount refused)"
+debian_root_make "$root"
 in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
 
 echo "== apt-get install ./$(basename "$deb")"
