@@ -414,8 +414,10 @@ void CommandLine::add_write_log() {
 void CommandLine::add_rate_limit() {
     serve_cmd_
         ->add_option("--rate-limit", serve.rate_limit,
-                     "Tool calls per caller: N or N/minute, N/second, or off (default "
-                     "600/minute); over it a call is refused saying when to retry (HTTP 429)")
+                     "Tool calls per caller: N or N/minute, N/second, or off; over it a call "
+                     "is refused saying when to retry (HTTP 429). Default: 600/minute with "
+                     "--http; off over stdio, whose one caller is the user who started it "
+                     "(an agent's bulk loop; the per-client credit limits still bound actions)")
         ->envname("AGENCY_RATE_LIMIT")
         ->check(CLI::Validator(
             [](std::string& value) -> std::string {

@@ -58,11 +58,17 @@ struct ServeArgs {
     std::string structured_text = "auto";
     // --toolsets, --tools, --exclude-tools (tools/toolsets.hpp).
     mcp::ToolSelection selection;
-    // Tool calls per principal (server/rate_limit.hpp): "off", "N" or "N/minute", "N/second".
-    std::string rate_limit = "600/minute";
+    // Tool calls per principal (server/rate_limit.hpp): "off", "N" or "N/minute", "N/second";
+    // empty: the transport's default (kHttpRateLimit over HTTP, off over stdio).
+    std::string rate_limit;
     int rate_limit_burst = 120;
     OAuthArgs oauth;
 };
+
+// --rate-limit's default over HTTP. Over stdio there is none by default: the one caller is the
+// user who started the process (an agent's bulk loop is not an abuse to bound), and the
+// per-client credit limits still bound what actions cost the gateway.
+inline constexpr const char* kHttpRateLimit = "600/minute";
 
 struct SampleArgs {
     std::string listen = "127.0.0.1:8788";

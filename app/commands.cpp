@@ -264,7 +264,10 @@ int run_serve(const ServeArgs& args) {
     setup.call_timeout = std::chrono::milliseconds(std::llround(args.call_timeout_s * 1000));
     setup.selection = args.selection;
     setup.read_only = args.read_only;
-    setup.rate_limit = mcp::parse_rate_limit(args.rate_limit, args.rate_limit_burst);
+    const std::string rate = !args.rate_limit.empty() ? args.rate_limit
+                             : args.http             ? std::string(kHttpRateLimit)
+                                                     : std::string("off");
+    setup.rate_limit = mcp::parse_rate_limit(rate, args.rate_limit_burst);
     if (setup.rate_limit.on())
         log::info("rate limit: {} tool call(s) a minute per caller, {} at once",
                      setup.rate_limit.per_minute,

@@ -30,6 +30,17 @@ Checked refuse(Failure failure, std::string reason) {
     return out;
 }
 
+// Unpadded base64url (RFC 7515 section 2) of a length that decodes whole. libcjose's decoder
+// asserts, aborting the process, on some malformed input (a '=' inside a segment, a length of
+// 4n+1), so nothing reaches it unchecked: a bearer token is outside input.
+bool is_base64url(std::string_view text) {
+    if (text.size() % 4 == 1) return false;
+    return std::all_of(text.begin(), text.end(), [](char c) {
+        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+               c == '-' || c == '_';
+    });
+}
+
 std::string header_string(cjose_header_t* header, const char* name) {
     cjose_err err;
     const char* value = cjose_header_get(header, name, &err);
@@ -186,8 +197,14 @@ KeySet KeySet::parse(std::string_view jwks, const Limits& limits) {
         key.crv = jwk.value("crv", json()).is_string() ? jwk["crv"].get<std::string>() : "";
         // Only the public members: cjose would take a private key as readily.
         json pub = {{"kty", key.kty}};
-        for (const char* member : {"n", "e", "crv", "x", "y"})
-            if (jwk.contains(member) && jwk[member].is_string()) pub[member] = jwk[member];
+        bool readable = true;
+        for (const char* member : {"n", "e", "crv", "x", "y"}) {
+            if (!jwk.contains(member) || !jwk[member].is_string()) continue;
+            pub[member] = jwk[member];
+            if (std::string_view(member) != "crv")
+                readable = readable && is_base64url(jwk[member].get_ref<const std::string&>());
+        }
+        if (!readable) continue;  // a key cjose's decoder could not take whole
         // RSA under 2048 bits (n shorter than 342 base64url characters) is refused.
         if (key.kty == "RSA" && (pub.value("n", "").size() < 342 || !pub.contains("e"))) continue;
         if (key.kty == "EC" && !(pub.contains("crv") && pub.contains("x") && pub.contains("y")))
@@ -221,6 +238,13 @@ bool read_header(std::string_view token, const Limits& limits, Header& out, std:
     if (std::count(token.begin(), token.end(), '.') != 2) {
         why = "the token is not a signed JWT (three dot-separated parts)";
         return false;
+    }
+    for (std::size_t start = 0, dot = 0; dot != std::string_view::npos; start = dot + 1) {
+        dot = token.find('.', start);
+        if (!is_base64url(token.substr(start, dot == std::string_view::npos ? dot : dot - start))) {
+            why = "the token's parts are not base64url";
+            return false;
+        }
     }
     cjose_err err;
     JwsPtr jws(cjose_jws_import(token.data(), token.size(), &err));

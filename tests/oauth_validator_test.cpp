@@ -220,6 +220,14 @@ TEST_F(OAuthValidator, RefusesOversizeAndMalformedTokens) {
     EXPECT_EQ(check("not-a-token").failure, Failure::malformed);
     EXPECT_EQ(check("a.b.c").failure, Failure::malformed);
     EXPECT_EQ(check("").failure, Failure::malformed);
+    // Parts libcjose's base64 decoder would abort the process on (found by the oauth_token
+    // fuzz target): a '=' inside a part, a part of 4n+1 characters. Refused before it.
+    const std::string good = key.sign(header(), claims());
+    const std::string head_and_body = good.substr(0, good.rfind('.') + 1);
+    EXPECT_EQ(check(head_and_body + "eXXl5eXl5eXl5eXl5=Xk").failure, Failure::malformed);
+    EXPECT_EQ(check(head_and_body + "abcde").failure, Failure::malformed);
+    EXPECT_EQ(check(head_and_body + "ab+/").failure, Failure::malformed);
+    EXPECT_TRUE(check(good).ok());
 }
 
 TEST_F(OAuthValidator, IntrospectsOpaqueTokensWhenConfigured) {
@@ -279,6 +287,10 @@ TEST(OAuthDocuments, JwksKeepsOnlyPublicSigningKeys) {
                  {priv, {{"kty", "oct"}, {"k", "c2VjcmV0"}, {"kid", "h"}},
                   {{"kty", "RSA"}, {"kid", "enc"}, {"use", "enc"}, {"n", "x"}, {"e", "AQAB"}},
                   {{"kty", "RSA"}, {"kid", "short"}, {"n", "AQAB"}, {"e", "AQAB"}}}}};
+    // A member that is not whole base64url never reaches cjose's decoder (it may abort).
+    json bad_e = RsaKey("bad-e").jwk();
+    bad_e["e"] = "AQ=AB";
+    doc["keys"].push_back(bad_e);
     auto set = agency::auth::KeySet::parse(doc.dump(), limits);
     ASSERT_EQ(set.keys().size(), 1u);
     EXPECT_EQ(set.keys()[0].kid, "r");

@@ -161,6 +161,26 @@ TEST_F(WriteLogCli, PruneDeletesOnlyOlderRowsAndRecordsItself) {
     EXPECT_NE(rows[1].value("detail", "").find("1 row(s) deleted"), std::string::npos);
 }
 
+// Issue 29: over stdio the one caller is the user who started the process; an agent's bulk
+// loop (300 calls, as many in flight as the stdio workers take) is answered in full by default.
+TEST_F(WriteLogCli, StdioHasNoPerCallerRateLimitByDefault) {
+    std::vector<std::string> calls;
+    for (int id = 1; id <= 300; ++id)
+        calls.push_back(call(id, "list_keywords", {{"client_id", "demo-dental"}, {"limit", 5}}));
+    const Outcome served = run("serve --state-db '" + db + "'", session(calls));
+    ASSERT_EQ(served.exit_code, 0) << served.err;
+    int answered = 0;
+    int errors = 0;
+    for (const json& reply : json_lines(served.out)) {
+        if (reply.value("id", 0) == 0) continue;
+        ++answered;
+        if (reply.contains("error") || reply["result"].value("isError", false)) ++errors;
+    }
+    EXPECT_EQ(answered, 300);
+    EXPECT_EQ(errors, 0) << served.out.substr(0, 2000);
+    EXPECT_EQ(served.err.find("rate limit:"), std::string::npos) << served.err;
+}
+
 TEST_F(WriteLogCli, RateLimitRefusesOverTheLimitAndBadValues) {
     const Outcome served = run(
         "serve --state-db '" + db + "' --rate-limit 1/minute --rate-limit-burst 2",
