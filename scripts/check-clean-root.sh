@@ -9,7 +9,11 @@
 #   2. scripts/install-test-deps.sh, its --check (every command the tests use), and a configure
 #      with the GoogleTest suite required.
 # A package missing from a script fails here with the module, header or command it would have
-# provided. Needs root (debootstrap, chroot). Usage: scripts/check-clean-root.sh
+# provided. Needs root (debootstrap, chroot). Usage: scripts/check-clean-root.sh [--first-run]
+#
+# --first-run instead times what a newcomer meets (the README's figure): in the fresh root,
+# `make run` from nothing to an answer to MCP `initialize` on 127.0.0.1:8787 (no compiler cache,
+# nothing installed), and checks that it built agency-mcp and no test target.
 # Time (2 cores): ~40 s more the first time (debootstrap) and for each package not yet in the
 # cache of downloads; then ~2-3 min, most of it dpkg unpacking (docs/design.md, "Tests and CI").
 set -euo pipefail
@@ -32,6 +36,38 @@ debian_root_make "$root"
 phase "a fresh Debian 12 root"
 mkdir -p "$root/src"
 git ls-files -z -co --exclude-standard | tar --null -T - -cf - | tar -C "$root/src" -xf -
+
+if [ "${1:-}" = --first-run ]; then
+  start=$SECONDS
+  # make itself is the one thing a minimal root lacks before `make run` can start (README).
+  in_root "$root" bash -c 'apt-get update -qq && apt-get install -y -qq make >/dev/null &&
+                           cd /src && make run' >"$logs/first-run.log" 2>&1 &
+  runner=$!
+  answer=""
+  while kill -0 "$runner" 2>/dev/null; do
+    answer=$(python3 - <<'PY' 2>/dev/null || true
+import json, urllib.request
+body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {},
+    "clientInfo": {"name": "first-run", "version": "1"}}}).encode()
+req = urllib.request.Request("http://127.0.0.1:8787/mcp", body, {
+    "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+print(urllib.request.urlopen(req, timeout=2).read().decode()[:200])
+PY
+)
+    [[ $answer == *serverInfo* ]] && break
+    sleep 2
+  done
+  took=$((SECONDS - start))
+  pkill -f "agency-mcp serve --http --listen 127.0.0.1:8787" 2>/dev/null || true
+  wait "$runner" 2>/dev/null || true
+  [[ $answer == *serverInfo* ]] || { tail -30 "$logs/first-run.log"; fail "make run never answered initialize"; }
+  built=$(cd "$root/src/build" && ls agency-mcp agency_tests agency_memory_tests conformance_fixture \
+            agency_bench_driver 2>/dev/null | tr '\n' ' ')
+  [ "$built" = "agency-mcp " ] || fail "make run built more than it runs: $built"
+  echo "first run: make run answered initialize on 127.0.0.1:8787 after $took s ($((took / 60)) min $((took % 60)) s), building only agency-mcp"
+  exit 0
+fi
 
 # 1. What `make run` needs.
 in_root "$root" bash -c 'cd /src && scripts/install-deps.sh' >"$logs/install-deps.log" 2>&1 ||
