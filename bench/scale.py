@@ -73,7 +73,7 @@ class Deployment:
             if not os.access(path, os.X_OK):
                 sys.exit(f"{path} is missing: build agency-mcp and agency_bench_driver first")
         if not shutil.which("haproxy"):
-            sys.exit("haproxy is missing: scripts/install-deps.sh installs it")
+            sys.exit("haproxy is missing: scripts/install-test-deps.sh installs it")
         self.tmp = tempfile.mkdtemp(prefix="agency-bench-scale-")
         os.chmod(self.tmp, 0o711)  # a PostgreSQL cluster run as `postgres` lives below
         self.procs = []

@@ -18,7 +18,7 @@ if(HELP2MAN)
   install(FILES ${AGENCY_MAN_PAGE} DESTINATION share/man/man1)
 else()
   install(CODE "message(FATAL_ERROR \"the package needs help2man for its manual page: \
-apt-get install help2man (scripts/install-deps.sh)\")")
+apt-get install help2man (scripts/install-test-deps.sh; make package installs it)\")")
 endif()
 
 install(TARGETS agency-mcp RUNTIME DESTINATION bin)

@@ -9,7 +9,7 @@ export PATH
 bin=$(basename "$1")
 out=$2
 command -v help2man >/dev/null || {
-    echo "man-page.sh: help2man is missing: apt-get install help2man (scripts/install-deps.sh)" >&2
+    echo "man-page.sh: help2man is missing: apt-get install help2man (scripts/install-test-deps.sh; make package installs it)" >&2
     exit 1
 }
 include=$(mktemp)

@@ -15,7 +15,7 @@ if [ -z "$cmd" ] || [ -z "$dir" ]; then
 fi
 bin=${PG_BIN:-/usr/lib/postgresql/15/bin}
 if [ ! -x "$bin/initdb" ] || [ ! -x "$bin/pg_ctl" ]; then
-    echo "pg-cluster: no PostgreSQL server in $bin: install it (scripts/install-deps.sh" \
+    echo "pg-cluster: no PostgreSQL server in $bin: install it (scripts/install-test-deps.sh" \
          "installs Debian's postgresql package)" >&2
     exit 3
 fi

@@ -119,7 +119,7 @@ export class Cluster {
   async startHaproxy() {
     const found = spawnSync('haproxy', ['-v'], { encoding: 'utf8' });
     if (found.error) throw new Error('haproxy is not installed: the multi-instance test runs ' +
-                                     'deploy/haproxy.cfg (scripts/install-deps.sh installs haproxy)');
+                                     'deploy/haproxy.cfg (scripts/install-test-deps.sh installs haproxy)');
     const port = await freePort();
     const env = { AGENCY_LISTEN: `127.0.0.1:${port}`, AGENCY_CHECK_MS: '500' };
     this.instances.forEach((inst, k) => { env[`AGENCY_${k + 1}`] = new URL(inst.url).host; });
