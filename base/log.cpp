@@ -36,8 +36,6 @@ void write(Level level, std::string_view text) {
     logger->log(spd_level, spdlog::string_view_t(text.data(), text.size()));
 }
 
-bool enabled(Level level) { return spdlog::default_logger_raw()->should_log(to_spdlog(level)); }
-
 void set_level(Level level) { spdlog::set_level(to_spdlog(level)); }
 
 Level current_level() {

@@ -22,8 +22,6 @@ enum class Level { trace, debug, info, warn, error, critical, off };
 void vwrite(Level level, fmt::string_view format, fmt::format_args args);
 // One line of text as it is (no format braces read).
 void write(Level level, std::string_view text);
-// Whether a line at `level` would be written now.
-bool enabled(Level level);
 // The process's threshold: lines below it are dropped (the app sets it from --log-level).
 void set_level(Level level);
 // The threshold now (to put it back after a quiet stretch).
@@ -36,10 +34,6 @@ std::string vformat(fmt::string_view format, fmt::format_args args);
 template <typename... Args>
 std::string format(fmt::format_string<Args...> format, Args&&... args) {
     return log::vformat(format, fmt::make_format_args(args...));
-}
-template <typename... Args>
-void line(Level level, fmt::format_string<Args...> format, Args&&... args) {
-    log::vwrite(level, format, fmt::make_format_args(args...));
 }
 template <typename... Args>
 void debug(fmt::format_string<Args...> format, Args&&... args) {
