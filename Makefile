@@ -82,14 +82,14 @@ bench: deps
 # Scale-out throughput (docs/benchmarks.md, "Scale-out"): stateless read calls through HAProxy
 # (deploy/haproxy.cfg) to three instances beside one instance; BENCH_SCALE_ARGS=--pg to put
 # them on a throwaway PostgreSQL cluster.
-bench-scale: deps
+bench-scale: deps test-deps
 	cmake --preset release >/dev/null
 	cmake --build build-release -j$(JOBS) --target agency-mcp agency_bench_driver
 	python3 bench/scale.py --build-dir build-release $(BENCH_SCALE_ARGS)
 
 # State stores (docs/benchmarks.md, "State stores"): generate_article, run_seo_audit and
 # get_client on SQLite and on a throwaway PostgreSQL cluster, with the store round trips per call.
-bench-store: deps
+bench-store: deps test-deps
 	cmake --preset release >/dev/null
 	cmake --build build-release -j$(JOBS) --target agency-mcp agency_bench_driver
 	python3 bench/store.py --build-dir build-release $(BENCH_STORE_ARGS)
