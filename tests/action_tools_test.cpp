@@ -773,6 +773,13 @@ struct ChangeLog {
             if (job == id) out.push_back(what);
         return out;
     }
+    // What was reported of `id`, once anything was (up to 5 s): a change is reported after the
+    // store holds it, so a status read from the store may come first.
+    std::vector<std::string> once_reported(const std::string& id) {
+        for (int i = 0; i < 500 && of(id).empty(); ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        return of(id);
+    }
 };
 
 }  // namespace
@@ -924,7 +931,7 @@ TEST(AuditRestart, RestartMidAuditReportsItOnceWithoutASecondPost) {
             EXPECT_EQ(status["issues_found"], row["issues_found"]);
         }
     EXPECT_EQ(h.gw->count_requests("POST", "seo_audit"), 1u) << "no duplicate POST";
-    EXPECT_EQ(next.log.of(audit_id), (std::vector<std::string>{"succeeded+result"}))
+    EXPECT_EQ(next.log.once_reported(audit_id), (std::vector<std::string>{"succeeded+result"}))
         << "reported succeeded exactly once";
 }
 
@@ -959,7 +966,7 @@ TEST(AuditRestart, RunningAuditWhosePostNeverArrivedIsSentOnce) {
     EXPECT_EQ(fresh_posts, 1u) << "no report found: sent again, exactly once";
     EXPECT_EQ(old_posts, 1u) << "a report from before the job does not count as its result";
     EXPECT_EQ(rows_with(h.gw->rows("seo_reports", kDental), "url", fresh), 1u);
-    EXPECT_EQ(next.log.of(fresh_id), (std::vector<std::string>{"succeeded+result"}));
+    EXPECT_EQ(next.log.once_reported(fresh_id), (std::vector<std::string>{"succeeded+result"}));
 }
 
 // A job belongs to its submitter: another caller cannot tell it from an unknown audit_id.
