@@ -38,18 +38,17 @@ dpkg-deb --field "$deb" Depends | grep -q 'libc6' || { echo "no shared-library d
 
 echo "== a fresh Debian 12 root"
 debian_root_make "$root"
-in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
 
 echo "== apt-get install ./$(basename "$deb")"
 cp "$deb" "$root/tmp/"
-in_root apt-get update -qq
-in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "./tmp/$(basename "$deb")" \
+in_root "$root" apt-get update -qq
+in_root "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "./tmp/$(basename "$deb")" \
   >"$work/apt.log" 2>&1 || { tail -40 "$work/apt.log"; exit 1; }
 grep -E '^(Setting up|Unpacking) ' "$work/apt.log" | sed 's/^/  /' | head -40
 
 fail() { echo "FAIL: $*"; exit 1; }
 echo "== what it installed"
-version=$(in_root agency-mcp --version)
+version=$(in_root "$root" agency-mcp --version)
 echo "  agency-mcp --version: $version"
 [[ $version == *"$(sed -n 's/^project(agency_mcp VERSION \([0-9.]*\).*/\1/p' "$(dirname "$0")/../../CMakeLists.txt")"* ]] ||
   fail "unexpected version '$version'"
@@ -57,12 +56,12 @@ echo "  agency-mcp --version: $version"
 [ -s "$root/usr/share/man/man1/agency-mcp.1.gz" ] || fail "no manual page"
 zcat "$root/usr/share/man/man1/agency-mcp.1.gz" | grep -q 'drain-timeout' || fail "manual page lacks serve's options"
 [ -f "$root/lib/systemd/system/agency-mcp.service" ] || fail "no systemd unit"
-in_root getent passwd agency-mcp >/dev/null || fail "no agency-mcp user"
-state_mode=$(in_root stat -c '%U %a' /var/lib/agency-mcp)
+in_root "$root" getent passwd agency-mcp >/dev/null || fail "no agency-mcp user"
+state_mode=$(in_root "$root" stat -c '%U %a' /var/lib/agency-mcp)
 [ "$state_mode" = "agency-mcp 700" ] || fail "state directory: $state_mode"
-env_mode=$(in_root stat -c '%U:%G %a' /etc/agency-mcp/agency-mcp.env /etc/agency-mcp | tr '\n' ' ')
+env_mode=$(in_root "$root" stat -c '%U:%G %a' /etc/agency-mcp/agency-mcp.env /etc/agency-mcp | tr '\n' ' ')
 [ "$env_mode" = "root:root 640 root:agency-mcp 750 " ] || fail "settings file and directory: $env_mode"
-in_root dpkg-query -W -f='${Conffiles}\n' agency-mcp | grep -q /etc/agency-mcp/agency-mcp.env ||
+in_root "$root" dpkg-query -W -f='${Conffiles}\n' agency-mcp | grep -q /etc/agency-mcp/agency-mcp.env ||
   fail "agency-mcp.env is not a conffile"
 
 echo "== tools/list over stdio, as the service user, state in /var/lib/agency-mcp"
@@ -70,7 +69,7 @@ request() { printf '{"jsonrpc":"2.0","id":%s,"method":"%s","params":%s}\n' "$@";
 answer=$({ request 1 initialize '{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}'
           printf '{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
           request 2 tools/list '{}'; } |
-        in_root setpriv --reuid agency-mcp --regid agency-mcp --clear-groups \
+        in_root "$root" setpriv --reuid agency-mcp --regid agency-mcp --clear-groups \
           agency-mcp serve --state-db /var/lib/agency-mcp/state.db 2>"$work/stdio.log") ||
   { cat "$work/stdio.log"; fail "serve over stdio failed"; }
 echo "$answer" | grep -q '"id":2' && echo "$answer" | grep -q '"list_clients"' ||
@@ -105,9 +104,9 @@ server_pid=""
 grep -q 'stopped cleanly' "$work/http.log" || { cat "$work/http.log"; fail "no clean stop"; }
 
 echo "== apt-get purge"
-in_root env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q agency-mcp >"$work/purge.log" 2>&1 ||
+in_root "$root" env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q agency-mcp >"$work/purge.log" 2>&1 ||
   { tail -20 "$work/purge.log"; fail "purge failed"; }
 [ ! -e "$root/usr/bin/agency-mcp" ] || fail "binary left after purge"
 [ ! -e "$root/var/lib/agency-mcp" ] || fail "state left after purge"
-in_root getent passwd agency-mcp >/dev/null && fail "user left after purge"
+in_root "$root" getent passwd agency-mcp >/dev/null && fail "user left after purge"
 echo "PASS"
