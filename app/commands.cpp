@@ -83,9 +83,9 @@ void log_gateway_answered(gateway::Client& client, const std::string& url, bool 
         names += (shown++ ? ", " : "") + action.action;
     }
     log::info("{} {} answered: {} action(s){}, {} resource(s)",
-                 sample ? "the built-in SAMPLE gateway" : "gateway", shown_url(url),
-                 discovery->actions.size(), names.empty() ? "" : " (" + names + ")",
-                 discovery->resources.size());
+              sample ? "the built-in SAMPLE gateway" : "gateway", shown_url(url),
+              discovery->actions.size(), names.empty() ? "" : " (" + names + ")",
+              discovery->resources.size());
 }
 
 struct ToolServerSetup {
@@ -255,24 +255,23 @@ int run_serve(const ServeArgs& args) {
     action_settings.elicitation_only = args.confirm == "elicitation-only";
     setup.actions = std::make_shared<tools::ActionRuntime>(action_settings);
     log::info("state {}: {}{}", args.state_url.empty() ? "database" : "store (shared)",
-                 action_settings.store->describe(),
-                 args.state_url.empty() ? std::string()
-                                        : ", this instance " +
-                                              action_settings.sharing.instance_id);
+              action_settings.store->describe(),
+              args.state_url.empty() ? std::string()
+                                     : ", this instance " + action_settings.sharing.instance_id);
     setup.discovery_refresh = std::chrono::seconds(args.discovery_refresh_s);
     setup.max_waiting_on_clients = static_cast<std::size_t>(args.max_waiting_on_clients);
     setup.call_timeout = std::chrono::milliseconds(std::llround(args.call_timeout_s * 1000));
     setup.selection = args.selection;
     setup.read_only = args.read_only;
     const std::string rate = !args.rate_limit.empty() ? args.rate_limit
-                             : args.http             ? std::string(kHttpRateLimit)
-                                                     : std::string("off");
+                             : args.http              ? std::string(kHttpRateLimit)
+                                                      : std::string("off");
     setup.rate_limit = mcp::parse_rate_limit(rate, args.rate_limit_burst);
     if (setup.rate_limit.on())
-        log::info("rate limit: {} tool call(s) a minute per caller, {} at once",
-                     setup.rate_limit.per_minute,
-                     setup.rate_limit.burst > 0 ? setup.rate_limit.burst
-                                                : setup.rate_limit.per_minute);
+        log::info(
+            "rate limit: {} tool call(s) a minute per caller, {} at once",
+            setup.rate_limit.per_minute,
+            setup.rate_limit.burst > 0 ? setup.rate_limit.burst : setup.rate_limit.per_minute);
     setup.structured_text = args.structured_text == "full"      ? mcp::StructuredText::full
                             : args.structured_text == "summary" ? mcp::StructuredText::summary
                                                                 : mcp::StructuredText::automatic;

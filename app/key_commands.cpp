@@ -3,8 +3,8 @@
 #include <iostream>
 #include <stdexcept>
 
-#include "base/log.hpp"
 #include <sys/stat.h>
+#include "base/log.hpp"
 
 #include "app/commands.hpp"
 #include "server/keys.hpp"
@@ -95,10 +95,10 @@ std::shared_ptr<const mcp::KeyStore> open_keys_for_serving(const std::string& pa
             " holds no key, so HTTP requests would NOT be authenticated; refusing to start. "
             "Add one with: agency-mcp keys add --name NAME --keys-file " + path);
     if ((st.st_mode & 077) != 0)
-        log::warn("the keys file {} can be read by other users (mode {:o}); chmod 600 it",
-                     path, st.st_mode & 0777);
+        log::warn("the keys file {} can be read by other users (mode {:o}); chmod 600 it", path,
+                  st.st_mode & 0777);
     log::info("HTTP callers need a key: {} key(s) in {} (changes apply without a restart)",
-                 keys->size(), path);
+              keys->size(), path);
     return keys;
 }
 

@@ -58,8 +58,8 @@ std::shared_ptr<const mcp::Authenticator> oauth_for_serving(const OAuthArgs& arg
                                     .read_scope = args.read_scope,
                                     .write_scope = args.write_scope,
                                     .read_only = read_only};
-        log::info("OAuth: access tokens from {} for {} (scopes {}, {})", args.issuer,
-                     args.resource, args.read_scope, args.write_scope);
+        log::info("OAuth: access tokens from {} for {} (scopes {}, {})", args.issuer, args.resource,
+                  args.read_scope, args.write_scope);
         return mcp::oauth_authenticator(std::move(settings), std::move(validator), std::move(keys));
     } catch (const std::invalid_argument& e) {
         throw std::invalid_argument(std::string("--oauth-issuer: ") + e.what());

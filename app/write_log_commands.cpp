@@ -134,7 +134,7 @@ int run_write_log_prune(const WriteLogArgs& args) {
                  .outcome = "ok",
                  .detail = "rows before " + when});
     log::warn("write log: {} pruned {} row(s) older than {} from {}", who, deleted, when,
-                 store->describe());
+              store->describe());
     std::cout << "deleted " << deleted << " row(s) older than " << when
               << "; the prune is recorded in the log\n";
     return 0;

@@ -232,7 +232,7 @@ struct TokenValidator::Impl {
             options.limits.max_document_bytes);
         if (got.status != 200) {
             log::warn("OAuth: introspection failed ({})",
-                         got.status ? "HTTP " + std::to_string(got.status) : got.error);
+                      got.status ? "HTTP " + std::to_string(got.status) : got.error);
             out.failure = Failure::unavailable;
             out.reason = "the authorization server's introspection endpoint cannot be reached";
             return out;

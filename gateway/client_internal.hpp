@@ -174,8 +174,7 @@ struct Client::Impl {
     // Every message, log line and gateway text passes through here: a gateway may echo the key.
     std::string safe(std::string text) const;
     template <typename... Args>
-    void log_line(log::Level level, fmt::format_string<Args...> format,
-                  Args&&... args) const {
+    void log_line(log::Level level, fmt::format_string<Args...> format, Args&&... args) const {
         log::write(level, safe(log::format(format, std::forward<Args>(args)...)));
     }
     Error error(ErrorReason reason, std::string message, int http_status = 0,

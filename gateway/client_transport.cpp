@@ -362,17 +362,14 @@ void Client::Impl::with_retries(int max_attempts, const std::string& what,
         } restore{outer};
         return attempt(n, last);
     };
-    run_with_retries(schedule(max_attempts), what, stop, numbered,
-                     {.throw_cancelled = [&] { throw cancelled(what); },
-                      .warn = [&](const std::string& line) {
-                          log_line(log::Level::warn, "{}", line);
-                      },
-                      .throw_out_of_time = [&](const Retry& retry, const RetryEnd& end) {
-                          throw out_of_time(what, retry, end);
-                      },
-                      .on_retry = [&](std::string_view note) {
-                          base::ProgressNotes::report(safe(std::string(note)));
-                      }});
+    run_with_retries(
+        schedule(max_attempts), what, stop, numbered,
+        {.throw_cancelled = [&] { throw cancelled(what); },
+         .warn = [&](const std::string& line) { log_line(log::Level::warn, "{}", line); },
+         .throw_out_of_time = [&](const Retry& retry,
+                                  const RetryEnd& end) { throw out_of_time(what, retry, end); },
+         .on_retry =
+             [&](std::string_view note) { base::ProgressNotes::report(safe(std::string(note))); }});
 }
 
 // One HTTP exchange on a leased connection. The stop token aborts it mid-flight: the

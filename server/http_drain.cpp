@@ -47,12 +47,12 @@ bool drain_calls(DrainGate& gate, Server& server, std::chrono::milliseconds time
     if (const auto n = gate.in_flight())
         log::info("draining: waiting up to {} ms for {} call(s) in flight", timeout.count(), n);
     if (gate.wait_idle(timeout)) return true;
-    log::warn("draining: {} call(s) still running after {} ms: cancelling them",
-                 gate.in_flight(), timeout.count());
+    log::warn("draining: {} call(s) still running after {} ms: cancelling them", gate.in_flight(),
+              timeout.count());
     server.cancel_calls();
     if (gate.wait_idle(grace)) return true;
-    log::error("draining: {} call(s) did not end {} ms after being cancelled",
-                  gate.in_flight(), grace.count());
+    log::error("draining: {} call(s) did not end {} ms after being cancelled", gate.in_flight(),
+               grace.count());
     return false;
 }
 

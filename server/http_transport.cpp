@@ -409,7 +409,7 @@ void HttpTransport::Impl::allow_hosts_and_origins() {
             allowed_origins.push_back(*normal);
         else
             log::warn("--allowed-origin {} is not an origin (scheme://host[:port]); ignored",
-                         origin);
+                      origin);
     }
 }
 

@@ -85,7 +85,7 @@ void Server::keep_task_leases() {
                                                    impl.options.task_lease_ms, false);
         if (!claimed) continue;  // another instance was quicker
         log::warn("task {} ({}): its instance stopped renewing its lease; taking it over",
-                     claimed->id, claimed->tool);
+                  claimed->id, claimed->tool);
         resume_task(std::move(*claimed));
     }
 }

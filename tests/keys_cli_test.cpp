@@ -18,10 +18,10 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/support/paths.hpp"
 #include "base/crypto.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "run_binary.hpp"
+#include "tests/support/paths.hpp"
 
 namespace {
 

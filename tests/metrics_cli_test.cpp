@@ -22,8 +22,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/support/paths.hpp"
 #include "tests/metrics_text.hpp"
+#include "tests/support/paths.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
-#include "tests/support/paths.hpp"
 #include "pg_cluster.hpp"
+#include "tests/support/paths.hpp"
 
 #include <cstdio>
 #include <cstdlib>

@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
-#include "tests/support/paths.hpp"
-#include "gateway/sample/sample_gateway.hpp"
 #include "base/crypto.hpp"
+#include "gateway/sample/sample_gateway.hpp"
+#include "tests/support/paths.hpp"
 
 namespace {
 

@@ -18,10 +18,10 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/support/paths.hpp"
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "server/mcp_server.hpp"
+#include "tests/support/paths.hpp"
 #include "tools/registry.hpp"
 
 namespace {

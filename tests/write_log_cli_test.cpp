@@ -10,10 +10,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/support/paths.hpp"
 #include "base/crypto.hpp"
 #include "run_binary.hpp"
 #include "state/sqlite_store.hpp"
+#include "tests/support/paths.hpp"
 
 namespace {
 

@@ -279,8 +279,9 @@ ToolCatalog register_action_tools(mcp::Server& server, const std::shared_ptr<Too
                write_denial(*box).empty();
     });
     box->gateway().on_write_denied([&server] {
-        log::info("the gateway key lacks the write scope: telling clients the tool list "
-                     "changed");
+        log::info(
+            "the gateway key lacks the write scope: telling clients the tool list "
+            "changed");
         server.notify_tools_changed();
     });
     server.on_shutdown([box] { box->gateway().on_write_denied({}); });

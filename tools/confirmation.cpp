@@ -149,7 +149,7 @@ mcp::ToolResult issue_confirmation(ActionRuntime& rt, const std::string& tool,
 mcp::ToolResult elicitation_required(const std::string& tool, const Preview& preview,
                                      bool had_id) {
     log::info("{}: refused, this server confirms by elicitation only ({})", tool,
-                 had_id ? "a confirmation_id was passed" : "the client cannot elicit");
+              had_id ? "a confirmation_id was passed" : "the client cannot elicit");
     return tool_error(
         "confirmation_required",
         std::string(had_id ? "a confirmation_id is not accepted here: "

@@ -112,10 +112,10 @@ void AuditJobs::start(std::shared_ptr<Toolbox> box) {
         for (const Job& job : store_->unfinished_jobs()) {
             if (job.kind != "seo_audit") continue;
             log::warn("audit job {} ({} {}) was left {} by a previous run; {}", job.id,
-                         job.client_id, job.args.value("url", ""), job.status,
-                         job.status == "running"
-                             ? "looking for its report at the gateway before re-sending"
-                             : "running it (it was never sent)");
+                      job.client_id, job.args.value("url", ""), job.status,
+                      job.status == "running"
+                          ? "looking for its report at the gateway before re-sending"
+                          : "running it (it was never sent)");
             queue_.push_back({job.id, true});
         }
     }
@@ -155,9 +155,10 @@ void AuditJobs::take_orphans() {
                         [&](const Pending& p) { return p.id == job.id; }))
             continue;
         if (job.status == "running")
-            log::warn("audit job {} ({}): the instance running it stopped renewing its "
-                         "lease; taking it over",
-                         job.id, job.client_id);
+            log::warn(
+                "audit job {} ({}): the instance running it stopped renewing its "
+                "lease; taking it over",
+                job.id, job.client_id);
         queue_.push_back({job.id, false});
     }
     if (started_ && workers_.empty()) start_workers();
@@ -205,9 +206,10 @@ bool AuditJobs::cancel(const std::string& id) {
     count_audit_job("cancelled");
     // A queued id may still sit in queue_: the worker's claim refuses a cancelled job.
     if (*before == "running")
-        log::warn("audit job {} cancelled while running: its POST is already out, so the "
-                     "audit may still complete at the gateway (the result is kept)",
-                     id);
+        log::warn(
+            "audit job {} cancelled while running: its POST is already out, so the "
+            "audit may still complete at the gateway (the result is kept)",
+            id);
     else
         log::info("audit job {} cancelled before it was sent", id);
     changed(id);
@@ -346,18 +348,19 @@ void AuditJobs::run_one(const Pending& pending, std::stop_token stop) {
                 store_->finish_job(id, true, result, nullptr);
                 count_audit_job("succeeded");
                 changed(id);
-                log::info("audit job {} reconciled: its report {} is at the gateway, so it "
-                             "was not sent again",
-                             id, result["report_id"].get<std::string>());
+                log::info(
+                    "audit job {} reconciled: its report {} is at the gateway, so it "
+                    "was not sent again",
+                    id, result["report_id"].get<std::string>());
                 return;
             }
-            log::info("audit job {}: no report for {} at the gateway; sending it again", id,
-                         url);
+            log::info("audit job {}: no report for {} at the gateway; sending it again", id, url);
         } catch (const gateway::Error& e) {
             if (e.reason() == gateway::ErrorReason::cancelled) return;  // next start reconciles
-            log::warn("audit job {}: could not look for its report ({}); sending it again "
-                         "(seo_audit is retry-safe)",
-                         id, e.what());
+            log::warn(
+                "audit job {}: could not look for its report ({}); sending it again "
+                "(seo_audit is retry-safe)",
+                id, e.what());
         }
     }
 
@@ -368,8 +371,7 @@ void AuditJobs::run_one(const Pending& pending, std::stop_token stop) {
         store_->finish_job(id, true, result, nullptr);
         count_audit_job("succeeded");
         changed(id);
-        log::info("audit job {} succeeded: report {}", id,
-                     result["report_id"].get<std::string>());
+        log::info("audit job {} succeeded: report {}", id, result["report_id"].get<std::string>());
     } catch (const gateway::Error& e) {
         if (e.reason() == gateway::ErrorReason::cancelled) return;  // shutting down: next start
         // The gateway's words may quote a crawled page: cleaned like its rows.

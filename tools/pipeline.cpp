@@ -70,8 +70,7 @@ mcp::ToolResult known_key_answer(const IdempotencyRecord& existing, const std::s
         return tool_error("in_progress", "the first call with idempotency_key \"" + key +
                                              "\" is still running; retry with the same key "
                                              "shortly");
-    log::info("{}: idempotency_key {} of {} replayed, no gateway request", tool, key,
-                 principal);
+    log::info("{}: idempotency_key {} of {} replayed, no gateway request", tool, key, principal);
     trail.replayed = true;
     // Marked, so that nobody takes the first call's answer for a second action.
     json answer = json::parse(existing.result, nullptr, false);

@@ -9,12 +9,12 @@
 
 #include <re2/re2.h>
 
-#include "base/log.hpp"
 #include <valijson/adapters/nlohmann_json_adapter.hpp>
 #include <valijson/schema.hpp>
 #include <valijson/schema_parser.hpp>
 #include <valijson/validation_results.hpp>
 #include <valijson/validator.hpp>
+#include "base/log.hpp"
 
 #include "gateway/json_parse.hpp"
 #include "base/clock.hpp"

@@ -148,9 +148,9 @@ void append_write(state::Store& store, const state::WriteLogEntry& entry) {
         store.append_write_log(entry);
     } catch (const std::exception& e) {
         // The call's outcome stands; what the row would have said stays in the server log.
-        log::error("write log: could not record {} by {} on {} (outcome {}{}{}): {}",
-                      entry.tool, entry.principal, entry.client_id, entry.outcome,
-                      entry.record_id.empty() ? "" : ", record ", entry.record_id, e.what());
+        log::error("write log: could not record {} by {} on {} (outcome {}{}{}): {}", entry.tool,
+                   entry.principal, entry.client_id, entry.outcome,
+                   entry.record_id.empty() ? "" : ", record ", entry.record_id, e.what());
     }
 }
 
