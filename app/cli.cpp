@@ -277,11 +277,14 @@ void CommandLine::add_answer_options() {
         ->check(CLI::Range(1.0, 3600.0));
     serve_cmd_
         ->add_option("--structured-text", serve.structured_text,
-                     "The text beside a tool's structuredContent: auto (a short summary for "
-                     "2026-07-28 clients, the whole JSON for older ones), full, or summary "
-                     "(default auto)")
+                     "The text block beside a tool's structuredContent, which is what most "
+                     "agent frameworks hand their model: auto (compact for 2026-07-28 clients, "
+                     "the whole JSON for older ones), full (the JSON), compact (every member as "
+                     "lines and tables, ~60% of the JSON) or summary (one line of counts: only "
+                     "for hosts known to show their model structuredContent; others then see "
+                     "no rows). Default auto")
         ->envname("AGENCY_STRUCTURED_TEXT")
-        ->check(CLI::IsMember({"auto", "full", "summary"}));
+        ->check(CLI::IsMember({"auto", "full", "compact", "summary"}));
 }
 
 // Which tools the server offers (docs/tools.md, "Toolsets"); names are checked at start.

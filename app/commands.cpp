@@ -273,6 +273,7 @@ int run_serve(const ServeArgs& args) {
             setup.rate_limit.per_minute,
             setup.rate_limit.burst > 0 ? setup.rate_limit.burst : setup.rate_limit.per_minute);
     setup.structured_text = args.structured_text == "full"      ? mcp::StructuredText::full
+                            : args.structured_text == "compact" ? mcp::StructuredText::compact
                             : args.structured_text == "summary" ? mcp::StructuredText::summary
                                                                 : mcp::StructuredText::automatic;
 

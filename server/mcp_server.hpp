@@ -160,6 +160,9 @@ private:
 struct ToolResult {
     json content = json::array();
     std::string structured_text;  // serialized structuredContent; "" = none
+    // With content empty and structured_text set: the one text block beside it ("" = the
+    // structured JSON itself). Kept as a string so the answer escapes it in one pass.
+    std::string text_block;
     bool is_error = false;
     json meta;                     // result _meta (null = none)
 
@@ -264,10 +267,11 @@ struct ServerInfo {
 };
 
 // What a tool result's text block holds beside structuredContent (docs/design.md, "Text beside
-// structuredContent"). automatic: a short summary in the 2026-07-28 era, the whole JSON in the
-// legacy eras (their spec asks for it, for clients that ignore structuredContent); full or
-// summary: that in every era. Tool errors keep their text either way.
-enum class StructuredText { automatic, full, summary };
+// structuredContent"). automatic: the compact rendering in the 2026-07-28 era, the whole JSON
+// in the legacy eras (their spec asks for it; clients such as the AI SDK parse it); full,
+// compact or summary: that in every era. summary is a one-line count for hosts known to show
+// their model structuredContent. Tool errors keep their text either way.
+enum class StructuredText { automatic, full, compact, summary };
 
 struct ServerOptions {
     ServerInfo info;

@@ -59,13 +59,17 @@ json task_wait_for_answers(LiveTask& task, const json& questions,
 // "25 rows of keywords for demo-plumbing (total 300); more with next_cursor. Full rows in
 // structuredContent." or "Result in structuredContent: ok=true, ...".
 std::string structured_summary(std::string_view json_text);
-// Gives a structured, successful result the summary as its text block when `options` asks for
-// it in this era; anything else is left as it is (the full JSON is then echoed as text).
+// Every member of a structured answer as compact lines and tables (server/compact_text.cpp);
+// nullopt when the text is not a JSON object. Reserves padding in `json_text`, nothing else.
+std::optional<std::string> compact_text(std::string& json_text);
+// Gives a structured, successful result the compact text or the summary as its text block when
+// `options` asks for it in this era; anything else is left as it is (the full JSON is then
+// echoed as text).
 void summarize_structured_text(ToolResult& result, const ServerOptions& options, Era era);
 // Merges options.result_meta into `meta` (an object, or null to become one).
 void add_result_meta(json& meta, const ServerOptions& options);
 // The body of a CallToolResult without braces: "content":..,"structuredContent":..,"isError":..
-// text_size: json_string_size(structured_text) when the caller knows it, else 0.
+// text_size: json_string_size of the text block when the caller knows it, else 0.
 void append_tool_result_fields(std::string& out, const ToolResult& result,
                                std::size_t text_size = 0);
 

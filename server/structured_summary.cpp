@@ -196,13 +196,23 @@ std::string members_summary(const std::vector<Member>& members) {
 }  // namespace
 
 void summarize_structured_text(ToolResult& result, const ServerOptions& options, Era era) {
-    if (result.is_error || !result.content.empty() || result.structured_text.empty()) return;
-    const bool summary = options.structured_text == StructuredText::summary ||
-                         (options.structured_text == StructuredText::automatic &&
-                          era == Era::modern);
-    if (!summary) return;
-    result.content = json::array(
-        {{{"type", "text"}, {"text", structured_summary(result.structured_text)}}});
+    if (result.is_error || !result.content.empty() || result.structured_text.empty() ||
+        !result.text_block.empty())
+        return;
+    StructuredText mode = options.structured_text;
+    if (mode == StructuredText::automatic)
+        mode = era == Era::modern ? StructuredText::compact : StructuredText::full;
+    std::string text;
+    if (mode == StructuredText::summary) {
+        text = structured_summary(result.structured_text);
+    } else if (mode == StructuredText::compact) {
+        auto compact = compact_text(result.structured_text);
+        if (!compact) return;  // not an object: the JSON itself is the text
+        text = std::move(*compact);
+    } else {
+        return;
+    }
+    result.text_block = std::move(text);
 }
 
 std::string structured_summary(std::string_view json_text) {

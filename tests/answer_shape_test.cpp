@@ -134,21 +134,21 @@ protected:
     int next_id = 1;
 };
 
-// 2026-07-28 clients read structuredContent: the text is a short summary, not the rows again.
-TEST_F(AnswerShape, ModernListAnswerCarriesASummaryBesideStructuredContent) {
+// 2026-07-28 frameworks (@openai/agents, the AI SDK, Mastra) hand their model the text
+// blocks only: the text is every member in compact lines and tables, not a summary.
+TEST_F(AnswerShape, ModernListAnswerCarriesEveryRowAsCompactText) {
     make();
     const json r = modern("tools/call", {{"name", "page"}});
     EXPECT_EQ(r["structuredContent"], kPage);
     EXPECT_EQ(text_of(r),
-              "3 rows of keywords for demo-plumbing (total 300); more with next_cursor. Full rows "
-              "in structuredContent.");
+              "client_id: demo-plumbing\nnext_cursor: abc\nresource: keywords\nreturned: 3\n"
+              "rows (3):\nid\n1\n2\n3\ntotal: 300");
 }
 
-TEST_F(AnswerShape, ModernOtherAnswerNamesItsMembers) {
+TEST_F(AnswerShape, ModernOtherAnswerCarriesEveryMember) {
     make();
     const json r = modern("tools/call", {{"name", "deploy"}});
-    EXPECT_EQ(text_of(r),
-              "Result in structuredContent: article_id=\"a-1\", links (2 items), ok=true.");
+    EXPECT_EQ(text_of(r), "article_id: a-1\nlinks: [1,2]\nok: true");
     EXPECT_EQ(r["_meta"]["mine"], 1);
 }
 
@@ -160,7 +160,12 @@ TEST_F(AnswerShape, LegacyAnswerEchoesTheWholeJson) {
     EXPECT_EQ(r["structuredContent"], kPage);
 }
 
-TEST_F(AnswerShape, TheOperatorChoosesFullOrSummaryInEveryEra) {
+TEST_F(AnswerShape, TheOperatorChoosesFullCompactOrSummaryInEveryEra) {
+    ServerOptions compact;
+    compact.structured_text = StructuredText::compact;
+    make(compact);
+    EXPECT_EQ(text_of(legacy("tools/call", {{"name", "page"}})).rfind("client_id: demo-plumbing", 0),
+              0u);
     ServerOptions summary;
     summary.structured_text = StructuredText::summary;
     make(summary);

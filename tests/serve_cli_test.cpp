@@ -269,12 +269,13 @@ TEST_F(ServeCli, SampleDataIsSaidWhereTheAssistantSeesIt) {
         EXPECT_EQ(run.replies[id]["result"]["_meta"][kSampleKey], true) << run.replies[id].dump();
     }
     EXPECT_TRUE(run.replies[3]["result"]["isError"].get<bool>()) << "a tool error carries it too";
-    // Legacy: the whole JSON as text; modern: a summary.
+    // Legacy: the whole JSON as text; modern: every row in compact lines.
     const json& legacy_call = run.replies[2]["result"];
     EXPECT_EQ(json::parse(legacy_call["content"][0]["text"].get<std::string>()),
               legacy_call["structuredContent"]);
-    const std::string summary = run.replies[5]["result"]["content"][0]["text"];
-    EXPECT_NE(summary.find("rows of clients"), std::string::npos) << summary;
+    const std::string compact = run.replies[5]["result"]["content"][0]["text"];
+    EXPECT_NE(compact.find("rows (3):\nid | name |"), std::string::npos) << compact;
+    EXPECT_NE(compact.find("demo-plumbing | Acme Plumbing |"), std::string::npos) << compact;
 }
 
 TEST_F(ServeCli, ConfiguredGatewayAnswersCarryNoSampleFlag) {

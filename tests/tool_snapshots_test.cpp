@@ -215,7 +215,9 @@ TEST(ToolSnapshots, ListAnswerSize) {
               << r.pages << " page(s)" << std::endl;
     ::testing::Test::RecordProperty("tools_list_bytes", std::to_string(r.answer_bytes));
     // Every client loads the whole list into the model's context on connect: with every
-    // toolset it stays within 32 KB (issue 18; tools/listed_schema.hpp says what is left out of
-    // the published schemas), and toolsets are how a deployment sends fewer.
-    EXPECT_LE(r.answer_bytes, 32u * 1024u) << "the tools/list answer grew past 32 KB";
+    // toolset it stays within 34 KB (issue 18 set 32 KB; issue 29's four explicit annotations
+    // on every tool cost ~1.3 KB, which hosts that review tools need; tools/listed_schema.hpp
+    // says what is left out of the published schemas), and toolsets are how a deployment
+    // sends fewer. An alarm for growth, not a target.
+    EXPECT_LE(r.answer_bytes, 34u * 1024u) << "the tools/list answer grew past 34 KB";
 }

@@ -481,17 +481,18 @@ std::string RowWriter::finish(std::optional<std::int64_t> total, const std::stri
 
 namespace {
 
-// readOnlyHint always; a tool that writes says whether it destroys and whether a repeat is
-// harmless (the hints that matter for it), openWorldHint only where it is not the default
-// (true). The title is the tool's own `title`, not repeated here.
+// All four hints on every tool, each said outright: hosts that review tools (ChatGPT's app
+// review among them) take a missing hint for the worst case (destructive, open world) and ask
+// the user again. A read changes nothing and may be repeated (destructiveHint false,
+// idempotentHint true); a write says what its spec chose. openWorldHint is true wherever the
+// answer carries text from the web (rows are marked untrusted) or the action reaches outside
+// the agency (a site, a search engine, a recipient); false for the server's own job table.
+// The title is the tool's own `title`, not repeated here.
 json annotations(const ToolSpec& spec) {
-    json hints = {{"readOnlyHint", spec.read_only}};
-    if (!spec.read_only) {
-        hints["destructiveHint"] = spec.destructive;
-        hints["idempotentHint"] = spec.idempotent;
-    }
-    if (!spec.open_world) hints["openWorldHint"] = false;
-    return hints;
+    return {{"readOnlyHint", spec.read_only},
+            {"destructiveHint", !spec.read_only && spec.destructive},
+            {"idempotentHint", spec.read_only || spec.idempotent},
+            {"openWorldHint", spec.open_world}};
 }
 
 }  // namespace
