@@ -74,8 +74,7 @@ struct SharedState {
     }
     // Each instance opens its own connection(s), as another process would.
     std::shared_ptr<agency::state::Store> open() const {
-        if (backend == Backend::postgres)
-            return std::make_shared<agency::state::PgStore>(where);
+        if (backend == Backend::postgres) return std::make_shared<agency::state::PgStore>(where);
         return std::make_shared<agency::state::SqliteStore>(where);
     }
 };
@@ -143,8 +142,8 @@ struct Instance {
         return send(method, std::move(params), in);
     }
     json send(const std::string& method, json params, const Inbound& in) {
-        json message = {{"jsonrpc", "2.0"}, {"id", ++id}, {"method", method},
-                        {"params", std::move(params)}};
+        json message = {
+            {"jsonrpc", "2.0"}, {"id", ++id}, {"method", method}, {"params", std::move(params)}};
         auto out = server->handle(message.dump(), in);
         return out ? json::parse(*out) : json();
     }
@@ -172,9 +171,9 @@ protected:
 TEST_P(TaskBinding, AKeysLegacyTaskIsReadToItsEndOnAnotherInstanceInANewSession) {
     Instance a(state_, "i_a", probe_), b(state_, "i_b", probe_);
     auto first = a.open_session(kAlice);
-    json created = a.legacy(first, kAlice, "tools/call",
-                            {{"name", "wait_job"}, {"arguments", json::object()},
-                             {"task", {{"ttl", 60000}}}});
+    json created =
+        a.legacy(first, kAlice, "tools/call",
+                 {{"name", "wait_job"}, {"arguments", json::object()}, {"task", {{"ttl", 60000}}}});
     const std::string id = created["result"]["task"].value("taskId", "");
     ASSERT_FALSE(id.empty()) << created;
 
@@ -212,10 +211,10 @@ TEST_P(TaskBinding, AKeysLegacyTaskIsReadToItsEndOnAnotherInstanceInANewSession)
 TEST_P(TaskBinding, AKeysLegacyTaskIsCancelledFromAnotherInstance) {
     Instance a(state_, "i_a", probe_), b(state_, "i_b", probe_);
     auto first = a.open_session(kAlice);
-    const std::string id = a.legacy(first, kAlice, "tools/call",
-                                    {{"name", "wait_job"}, {"task", json::object()}})
-                               ["result"]["task"]
-                                   .value("taskId", "");
+    const std::string id =
+        a.legacy(first, kAlice, "tools/call",
+                 {{"name", "wait_job"}, {"task", json::object()}})["result"]["task"]
+            .value("taskId", "");
     ASSERT_FALSE(id.empty());
     auto second = b.open_session(kAlice);
     json cancelled = b.legacy(second, kAlice, "tasks/cancel", {{"taskId", id}});
@@ -227,10 +226,10 @@ TEST_P(TaskBinding, AKeysLegacyTaskIsCancelledFromAnotherInstance) {
 TEST_P(TaskBinding, WithoutAuthenticationALegacyTaskStaysInItsSession) {
     Instance a(state_, "i_a", probe_), b(state_, "i_b", probe_);
     auto first = a.open_session(kNobody);
-    const std::string id = a.legacy(first, kNobody, "tools/call",
-                                    {{"name", "wait_job"}, {"task", json::object()}})
-                               ["result"]["task"]
-                                   .value("taskId", "");
+    const std::string id =
+        a.legacy(first, kNobody, "tools/call",
+                 {{"name", "wait_job"}, {"task", json::object()}})["result"]["task"]
+            .value("taskId", "");
     ASSERT_FALSE(id.empty());
     EXPECT_EQ(a.legacy(first, kNobody, "tasks/get", {{"taskId", id}})["result"]["status"],
               "working");
@@ -249,7 +248,8 @@ TEST_P(TaskBinding, WithoutAuthenticationALegacyTaskStaysInItsSession) {
 
 TEST_P(TaskBinding, AKeysModernTaskIsTheKeysOnEveryInstanceAndStaysInItsEra) {
     Instance a(state_, "i_a", probe_), b(state_, "i_b", probe_);
-    json created = a.modern(kAlice, "tools/call", {{"name", "wait_job"}, {"arguments", json::object()}});
+    json created =
+        a.modern(kAlice, "tools/call", {{"name", "wait_job"}, {"arguments", json::object()}});
     const std::string id = created["result"].value("taskId", "");
     ASSERT_FALSE(id.empty()) << created;
     EXPECT_EQ(b.modern(kAlice, "tasks/get", {{"taskId", id}})["result"]["status"], "working");
@@ -269,8 +269,8 @@ TEST_P(TaskBinding, AKeysModernTaskIsTheKeysOnEveryInstanceAndStaysInItsEra) {
     EXPECT_EQ(got["result"]["content"][0]["text"], "done") << got;
 }
 
-INSTANTIATE_TEST_SUITE_P(Stores, TaskBinding,
-                         ::testing::Values(Backend::sqlite, Backend::postgres), backend_name);
+INSTANTIATE_TEST_SUITE_P(Stores, TaskBinding, ::testing::Values(Backend::sqlite, Backend::postgres),
+                         backend_name);
 
 // --- rows written before the binding (schema version 3) --------------------------------------
 
@@ -297,8 +297,8 @@ protected:
         {
             auto store = state_.open();
             store->put(old_row("t_key", "key:alice#" + kSession, "legacy"));
-            store->put(old_row("t_oauth", "oauth:https://issuer.example u%231#" + kSession,
-                               "legacy"));
+            store->put(
+                old_row("t_oauth", "oauth:https://issuer.example u%231#" + kSession, "legacy"));
             store->put(old_row("t_anon", "local#" + kSession, "legacy"));
             store->put(old_row("t_modern", "key:odd#" + kSession, "modern"));
         }
@@ -343,8 +343,7 @@ struct ToolInstance {
     agency::testing::ToolHarness h;
     ToolInstance(const SharedState& state, const std::string& name)
         : rt(std::make_shared<agency::tools::ActionRuntime>(agency::tools::ActionSettings{
-              .store = state.open(),
-              .sharing = {.instance_id = name, .lease = 2000ms}})),
+              .store = state.open(), .sharing = {.instance_id = name, .lease = 2000ms}})),
           h({}, agency::tools::Settings{},
             [this](Server& server, const std::shared_ptr<agency::tools::Toolbox>& box) {
                 agency::tools::register_all(server, box, rt);
@@ -359,8 +358,9 @@ protected:
 
 TEST_P(AuditBinding, AnAuditJobIsItsCallersOnEveryInstanceAndUnknownToOthers) {
     ToolInstance a(state_, "i_a"), b(state_, "i_b");
-    auto queued = a.h.call_as(kAlice, "run_seo_audit",
-                              {{"client_id", "demo-law"}, {"url", "https://summitlawgroup.example/"}});
+    auto queued =
+        a.h.call_as(kAlice, "run_seo_audit",
+                    {{"client_id", "demo-law"}, {"url", "https://summitlawgroup.example/"}});
     ASSERT_FALSE(queued.is_error()) << queued.response;
     const std::string id = queued.structured()["audit_id"];
     const json args = {{"client_id", "demo-law"}, {"audit_id", id}};
@@ -369,15 +369,16 @@ TEST_P(AuditBinding, AnAuditJobIsItsCallersOnEveryInstanceAndUnknownToOthers) {
     ASSERT_FALSE(mine.is_error()) << mine.response;
     EXPECT_EQ(mine.structured()["audit_id"], id);
     auto theirs = b.h.call_as(kBob, "get_audit_status", args);
-    auto unknown = b.h.call_as(kBob, "get_audit_status",
-                               {{"client_id", "demo-law"}, {"audit_id", "zz"}});
+    auto unknown =
+        b.h.call_as(kBob, "get_audit_status", {{"client_id", "demo-law"}, {"audit_id", "zz"}});
     EXPECT_EQ(theirs.reason(), "not_found");
     EXPECT_EQ(theirs.reason(), unknown.reason());
 
     const std::string uri = "agency://audit-jobs/" + id;
     json read = b.h.request_as(kAlice, "resources/read", {{"uri", uri}});
     ASSERT_TRUE(read.contains("result")) << read;
-    EXPECT_EQ(json::parse(read["result"]["contents"][0]["text"].get<std::string>())["audit_id"], id);
+    EXPECT_EQ(json::parse(read["result"]["contents"][0]["text"].get<std::string>())["audit_id"],
+              id);
     json refused = b.h.request_as(kBob, "resources/read", {{"uri", uri}});
     json no_such = b.h.request_as(kBob, "resources/read", {{"uri", "agency://audit-jobs/zz"}});
     ASSERT_TRUE(refused.contains("error")) << refused;
