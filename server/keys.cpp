@@ -211,7 +211,9 @@ std::optional<Principal> KeyStore::authenticate(const std::string& presented_key
     const auto keys = watch_->path.empty() ? watch_->keys : watch_->current();
     auto it = keys->find(crypto::sha256_hex(presented_key));
     if (it == keys->end()) return std::nullopt;
-    return Principal{"key:" + it->second.name, it->second.scopes};
+    Principal principal{"key:" + it->second.name, it->second.scopes};
+    principal.authenticated = true;
+    return principal;
 }
 
 }  // namespace agency::mcp

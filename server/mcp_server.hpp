@@ -67,6 +67,9 @@ struct Principal {
     // An OAuth caller may obtain scopes it lacks (step-up): tools/list shows it the tools
     // that need them, and a call that needs one is answered 403 insufficient_scope.
     bool may_step_up = false;
+    // A key or an access token proved who is calling (an authorization context): tasks bind
+    // to the caller, from any session on any instance. False for stdio and HTTP without auth.
+    bool authenticated = false;
     bool has_scope(std::string_view scope) const;
 };
 

@@ -84,6 +84,7 @@ public:
             if (s == settings_.write_scope) principal.scopes.push_back("write");
         }
         principal.may_step_up = !settings_.read_only;
+        principal.authenticated = true;
         if (settings_.read_only) std::erase(principal.scopes, std::string("write"));
         if (principal.scopes.empty()) return refuse_scope(principal, "read");
         return admit(std::move(principal));

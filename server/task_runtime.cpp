@@ -65,13 +65,20 @@ bool has_tasks_extension(const json& caps) {
 
 const json kTasksRequirement = {{"extensions", {{std::string(kTasksExtension), json::object()}}}};
 
-// Who may see a task: the caller's principal; over legacy HTTP also its session, as the
-// 2025-11-25 spec binds tasks to the session when it can.
+// Whom a task is bound to, in both eras. With an authorization context (an API key, an OAuth
+// token) the caller itself: any session of it, on any instance sharing the store, reaches the
+// task (2025-11-25: "When an authorization context is provided, receivers MUST bind tasks to
+// said context"). Without one, a legacy HTTP task is bound to its session; stdio's caller is
+// the process's own user; a 2026-07-28 call without auth has no session, so the task id (128
+// random bits) is all that guards its task.
 std::string task_owner(const RequestContext& ctx) {
-    if (ctx.era == Era::legacy && ctx.session && !ctx.session->id.empty())
+    if (!ctx.principal.authenticated && ctx.era == Era::legacy && ctx.session &&
+        !ctx.session->id.empty())
         return ctx.principal.name + "#" + ctx.session->id;
     return ctx.principal.name;
 }
+
+std::string_view era_name(Era era) { return era == Era::legacy ? "legacy" : "modern"; }
 
 RpcError unknown_task(const std::string& id) {
     return RpcError(error_code::invalid_params,
@@ -392,7 +399,9 @@ Methods::FoundTask Methods::find_task(Server& server, const Request& r) {
         return it->get<std::string>();
     }();
     std::optional<TaskRecord> stored = impl.task_store->get(found.id);
-    if (!stored || stored->owner != task_owner(r.ctx) ||
+    // A task answers in the shapes of the era that made it: the other era's methods do not
+    // know it.
+    if (!stored || stored->owner != task_owner(r.ctx) || stored->era != era_name(r.ctx.era) ||
         (stored->ttl_ms > 0 && stored->created_ms + stored->ttl_ms < impl.now_ms()))
         throw unknown_task(found.id);
     found.store = impl.task_store;
@@ -430,7 +439,7 @@ std::optional<std::string> Methods::tasks_list(Server& server, const Request& r)
     }
     impl.task_store->erase_expired(impl.now_ms());
     constexpr std::size_t page = 50;
-    auto records = impl.task_store->list(owner, offset, page + 1);
+    auto records = impl.task_store->list(owner, era_name(r.ctx.era), offset, page + 1);
     json tasks = json::array();
     for (std::size_t i = 0; i < records.size() && i < page; ++i)
         tasks.push_back(legacy_task_json(records[i]));

@@ -41,7 +41,12 @@ void Server::resume_task(TaskRecord r) {
     ctx.era = modern ? Era::modern : Era::legacy;
     ctx.protocol_version =
         modern ? std::string(kModernVersion) : std::string(kLatestLegacyVersion);
-    ctx.principal.name = task->record.owner.substr(0, task->record.owner.find('#'));
+    // The caller the work runs for: a session-bound owner is "<principal>#<session id>" (a
+    // session id holds no '#'); a key's or a token's caller is the owner itself.
+    const std::string& owner = task->record.owner;
+    const bool authenticated = owner.starts_with("key:") || owner.starts_with("oauth:");
+    ctx.principal.name = authenticated ? owner : owner.substr(0, owner.rfind('#'));
+    ctx.principal.authenticated = authenticated;
     launch_task(task, tool, ctx, true);
 }
 

@@ -111,6 +111,15 @@ CREATE FUNCTION agency_write_log_append_only() RETURNS trigger LANGUAGE plpgsql 
   $$ BEGIN RAISE EXCEPTION 'the write log is append-only'; END $$;
 CREATE TRIGGER write_log_append_only BEFORE UPDATE ON write_log FOR EACH ROW
   EXECUTE FUNCTION agency_write_log_append_only();
+)sql"},
+                                                   // 4: a task of an authenticated caller is
+                                                   // bound to the caller, no longer to its legacy
+                                                   // session: "<caller>#<session id>" becomes
+                                                   // "<caller>" (no column changes).
+                                                   {4, R"sql(
+UPDATE tasks SET owner = left(owner, -33)
+  WHERE era = 'legacy' AND (owner LIKE 'key:%' OR owner LIKE 'oauth:%')
+    AND owner ~ '#[0-9a-f]{32}$';
 )sql"}};
     return steps;
 }
@@ -229,8 +238,8 @@ const PgStatement kStatements[] = {
      "pg_notify('agency_task_cancelled', id) FROM up WHERE status = 'cancelled'"},
     {"task_get", "SELECT " AGENCY_TASK_COLUMNS " FROM tasks WHERE id = $1"},
     {"task_list",
-     "SELECT " AGENCY_TASK_COLUMNS " FROM tasks WHERE owner = $1 ORDER BY created_ms DESC, "
-     "id LIMIT $2 OFFSET $3"},
+     "SELECT " AGENCY_TASK_COLUMNS " FROM tasks WHERE owner = $1 AND era = $4 ORDER BY "
+     "created_ms DESC, id LIMIT $2 OFFSET $3"},
     {"task_unfinished",
      "SELECT " AGENCY_TASK_COLUMNS " FROM tasks WHERE status IN ('working','input_required') "
      "ORDER BY created_ms, id"},

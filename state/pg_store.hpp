@@ -106,7 +106,7 @@ public:
     // --- MCP tasks (TaskStore)
     void put(const TaskRecord& task) override;
     std::optional<TaskRecord> get(std::string_view id) override;
-    std::vector<TaskRecord> list(std::string_view owner, std::size_t offset,
+    std::vector<TaskRecord> list(std::string_view owner, std::string_view era, std::size_t offset,
                                  std::size_t limit) override;
     std::vector<TaskRecord> unfinished() override;
     void erase_expired(std::int64_t now_ms) override;

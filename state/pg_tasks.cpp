@@ -32,10 +32,10 @@ std::optional<TaskRecord> PgStore::get(std::string_view id) {
     return task_from_row(r.row(0));
 }
 
-std::vector<TaskRecord> PgStore::list(std::string_view owner, std::size_t offset,
-                                      std::size_t limit) {
-    return tasks_from(acquire()->run(
-        "task_list", {owner, static_cast<std::int64_t>(limit), static_cast<std::int64_t>(offset)}));
+std::vector<TaskRecord> PgStore::list(std::string_view owner, std::string_view era,
+                                      std::size_t offset, std::size_t limit) {
+    return tasks_from(acquire()->run("task_list", {owner, static_cast<std::int64_t>(limit),
+                                                   static_cast<std::int64_t>(offset), era}));
 }
 
 std::vector<TaskRecord> PgStore::unfinished() {

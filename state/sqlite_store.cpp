@@ -116,6 +116,13 @@ CREATE TABLE IF NOT EXISTS jobs (
   lease_until_ms INTEGER NOT NULL DEFAULT 0
 );
 )sql";
+// Version 4: a task of an authenticated caller (a key, an OAuth token) is bound to the caller,
+// no longer to its legacy session: the owner "<caller>#<session id>" becomes "<caller>".
+constexpr const char* kTaskOwnersToCallers = R"sql(
+UPDATE tasks SET owner = substr(owner, 1, length(owner) - 33)
+  WHERE era = 'legacy' AND (owner LIKE 'key:%' OR owner LIKE 'oauth:%') AND length(owner) > 33
+    AND substr(owner, -33, 1) = '#' AND substr(owner, -32) NOT GLOB '*[^0-9a-f]*';
+)sql";
 // Version 3: the write log, append-only (an UPDATE is refused by the database itself).
 constexpr const char* kWriteLogTable = R"sql(
 CREATE TABLE IF NOT EXISTS write_log (
@@ -149,9 +156,10 @@ int SqliteStore::schema_version() {
 }
 
 void SqliteStore::open_schema() {
+    std::int64_t version = 0;
     {
         Statement s(db_, "PRAGMA user_version");
-        const std::int64_t version = s.step() ? s.integer(0) : 0;
+        version = s.step() ? s.integer(0) : 0;
         if (version > kSchemaVersion)
             throw StoreError("its schema is at version " + std::to_string(version) +
                              ", newer than this agency-mcp understands (" +
@@ -164,6 +172,7 @@ void SqliteStore::open_schema() {
     try {
         migrate_to_leases();
         create_tables();
+        if (version < 4) exec(kTaskOwnersToCallers);
         exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
         exec("COMMIT");
     } catch (...) {

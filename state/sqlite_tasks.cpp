@@ -54,13 +54,18 @@ std::optional<TaskRecord> SqliteStore::get(std::string_view id) {
     return task_from_row(st);
 }
 
-std::vector<TaskRecord> SqliteStore::list(std::string_view owner, std::size_t offset,
-                                         std::size_t limit) {
+std::vector<TaskRecord> SqliteStore::list(std::string_view owner, std::string_view era,
+                                          std::size_t offset, std::size_t limit) {
     const auto lock = open_locked();
-    Statement st(db_, (std::string("SELECT ") + kTaskColumns +
-                       " FROM tasks WHERE owner = ? ORDER BY created_ms DESC, id LIMIT ? OFFSET ?")
-                          .c_str());
-    st.bind(owner).bind(static_cast<std::int64_t>(limit)).bind(static_cast<std::int64_t>(offset));
+    Statement st(db_,
+                 (std::string("SELECT ") + kTaskColumns +
+                  " FROM tasks WHERE owner = ? AND era = ? ORDER BY created_ms DESC, id LIMIT ? "
+                  "OFFSET ?")
+                     .c_str());
+    st.bind(owner)
+        .bind(era)
+        .bind(static_cast<std::int64_t>(limit))
+        .bind(static_cast<std::int64_t>(offset));
     std::vector<TaskRecord> out;
     while (st.step()) out.push_back(task_from_row(st));
     return out;

@@ -127,7 +127,7 @@ struct WriteLogQuery {
 
 // The schema version this build writes and understands; a database at a newer version is
 // refused (StoreError naming both versions), an older one is migrated when opened.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 // Tables and their columns as `state export` writes them, identical for every backend:
 // {"table": "<name>", "row": {"<column>": value, ...}} per line (JSON values for JSON

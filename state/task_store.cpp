@@ -34,13 +34,13 @@ std::optional<TaskRecord> MemoryTaskStore::get(std::string_view id) {
     return it->second;
 }
 
-std::vector<TaskRecord> MemoryTaskStore::list(std::string_view owner, std::size_t offset,
-                                              std::size_t limit) {
+std::vector<TaskRecord> MemoryTaskStore::list(std::string_view owner, std::string_view era,
+                                              std::size_t offset, std::size_t limit) {
     std::vector<TaskRecord> out;
     {
         std::lock_guard lock(mutex_);
         for (const auto& [id, t] : tasks_)
-            if (t.owner == owner) out.push_back(t);
+            if (t.owner == owner && t.era == era) out.push_back(t);
     }
     std::sort(out.begin(), out.end(), [](const TaskRecord& a, const TaskRecord& b) {
         return a.created_ms != b.created_ms ? a.created_ms > b.created_ms : a.id < b.id;

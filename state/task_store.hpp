@@ -31,7 +31,10 @@ inline bool is_terminal(TaskStatus s) {
 
 struct TaskRecord {
     std::string id;      // 128 random bits: unguessable
-    std::string owner;   // the principal the task is bound to; nobody else sees it
+    // Whom the task is bound to; nobody else sees it. An authenticated caller's principal
+    // name ("key:<name>", "oauth:<issuer> <sub>"), any session of it; without auth, a legacy
+    // HTTP session's "<principal>#<session id>", else the principal ("local").
+    std::string owner;
     std::string tool;
     std::string era;     // "legacy" or "modern": the shapes of its answers differ
     TaskStatus status = TaskStatus::working;
@@ -60,9 +63,9 @@ public:
     // any instance wins over a late write of the work.
     virtual void put(const TaskRecord& task) = 0;
     virtual std::optional<TaskRecord> get(std::string_view id) = 0;
-    // The owner's tasks, newest first.
-    virtual std::vector<TaskRecord> list(std::string_view owner, std::size_t offset,
-                                         std::size_t limit) = 0;
+    // The owner's tasks of one era ("legacy" or "modern"), newest first.
+    virtual std::vector<TaskRecord> list(std::string_view owner, std::string_view era,
+                                         std::size_t offset, std::size_t limit) = 0;
     // Tasks a previous process left working or waiting for input.
     virtual std::vector<TaskRecord> unfinished() = 0;
     // Forgets tasks whose ttl has passed.
@@ -94,7 +97,7 @@ class MemoryTaskStore : public TaskStore {
 public:
     void put(const TaskRecord& task) override;
     std::optional<TaskRecord> get(std::string_view id) override;
-    std::vector<TaskRecord> list(std::string_view owner, std::size_t offset,
+    std::vector<TaskRecord> list(std::string_view owner, std::string_view era, std::size_t offset,
                                  std::size_t limit) override;
     std::vector<TaskRecord> unfinished() override;
     void erase_expired(std::int64_t now_ms) override;

@@ -358,8 +358,10 @@ TEST_P(StoreContract, TasksPutGetListAndExpire) {
         for (const auto& t : ts) out.push_back(t.id);
         return out;
     };
-    EXPECT_EQ(ids(store->list("alice", 0, 10)), (std::vector<std::string>{"t3", "t2", "t1", "t5"}));
-    EXPECT_EQ(ids(store->list("alice", 1, 2)), (std::vector<std::string>{"t2", "t1"}));
+    EXPECT_EQ(ids(store->list("alice", "modern", 0, 10)),
+              (std::vector<std::string>{"t3", "t2", "t1", "t5"}));
+    EXPECT_EQ(ids(store->list("alice", "modern", 1, 2)), (std::vector<std::string>{"t2", "t1"}));
+    EXPECT_TRUE(store->list("alice", "legacy", 0, 10).empty()) << "one era's tasks at a time";
     auto unfinished = ids(store->unfinished());
     std::sort(unfinished.begin(), unfinished.end());
     EXPECT_EQ(unfinished, (std::vector<std::string>{"t1", "t3", "t4"}));
