@@ -10,7 +10,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -227,6 +227,11 @@ async function mastra(t, transport, url) {
         return modelText(model);
       },
     });
+    await t.test(`@mastra/mcp ${transport}: execute returns structuredContent (the tool declares an outputSchema)`, async () => {
+      const { output } = await run(tools.agency_list_keywords, keywordArgs);
+      assert.deepEqual(output.rows.map((r) => r.id), truthRows.map((r) => r.id));
+      assert.ok(output.next_cursor);
+    });
   } finally {
     await mcp.disconnect();
   }
@@ -399,3 +404,29 @@ test('@modelcontextprotocol/client 2.x pinned to 2026-07-28 over Streamable HTTP
   async (t) => withHttpServer((url) => client2(t, 'http', url, { pin: MODERN })));
 test('@modelcontextprotocol/client 2.x legacy over Streamable HTTP',
   async (t) => withHttpServer((url) => client2(t, 'http', url, 'legacy')));
+
+// ---------------------------------------------------------------------------------------------
+// docs/clients.md, "Client matrix": every block tagged `matrix-test=NAME` runs as a module here
+// (so its imports resolve to the pinned packages), with the binary and this gateway in place of
+// the placeholders; it prints what the model is handed for one list_keywords call.
+test('docs/clients.md: every client matrix snippet runs', async (t) => {
+  const doc = readFileSync(path.join(here, '../../docs/clients.md'), 'utf8');
+  const blocks = [...doc.matchAll(/^```js matrix-test=(\S+)\n([\s\S]*?)^```$/gm)];
+  assert.deepEqual(blocks.map((m) => m[1]).sort(),
+    ['ai-sdk', 'client-2', 'langchain', 'mastra', 'openai-agents', 'sdk-v1']);
+  for (const [, name, code] of blocks) {
+    await t.test(name, async () => {
+      const file = path.join(here, `.matrix-snippet-${name}-${process.pid}.mjs`);
+      writeFileSync(file, code.replaceAll('/path/to/agency-mcp', bin)
+        .replaceAll('https://gateway.example.com/api', gateway.url));
+      try {
+        const { stdout } = await promisify(execFile)(process.execPath, [file], {
+          env: { ...process.env, HOME: dir, XDG_STATE_HOME: dir }, timeout: 60000 });
+        assert.match(stdout, /keyword/, stdout);
+        seen[`snippet ${name}`] = stdout.slice(0, 300);
+      } finally {
+        rmSync(file, { force: true });
+      }
+    });
+  }
+});
