@@ -88,7 +88,7 @@ class Bench:
                    # 20 a minute by default) would refuse most calls; the peer has none.
                    "--max-actions-in-flight-per-client", "64",
                    "--max-actions-per-minute-per-client", "1000000"]
-            if transport == "http":
+            if transport in ("http", "modern"):
                 cmd += ["--http", "--listen", "127.0.0.1:{port}"]
             return cmd
         cmd = ["node", self.peer]
@@ -117,6 +117,7 @@ class Bench:
             "path": "/api?resource=keywords&client_id=demo-bulk&limit=100&offset=0"
                     "&order=tracked_at&direction=desc",
             "scan": False,
+            "modern": True,
             "n": {1: (4000, 1500), 16: (20000, 3000)},
         },
         "list_rankings": {
@@ -164,9 +165,11 @@ class Bench:
                     continue
                 for c in (1, 16):
                     n_agency, n_peer = sc["n"][c]
-                    for transport in ("stdio", "http"):
+                    # 2026-07-28 requests over HTTP (the driver's `modern` transport), for the
+                    # text those clients get: the compact rendering (agency-mcp only).
+                    for transport in ("stdio", "http") + (("modern",) if sc.get("modern") else ()):
                         impls = [("agency", n_agency)]
-                        if sc.get("peer", True):
+                        if sc.get("peer", True) and transport != "modern":
                             impls.append(("peer", n_peer))
                         for impl, n in impls:
                             n = self.count(n)
@@ -175,7 +178,7 @@ class Bench:
                                     "--warmup", str(min(200, max(c, n // 10))),
                                     "--tool", sc["tool"], "--args", json.dumps(sc["args"]),
                                     "--max-seconds", "240"]
-                            if transport == "http":
+                            if transport in ("http", "modern"):
                                 argv += ["--url", "http://127.0.0.1:{port}/mcp"]
                             argv += ["--"] + self.server(impl, transport)
                             r = self.drive(argv)
@@ -495,6 +498,10 @@ class Bench:
         log(f"done in {self.results['duration_s']} s: docs/benchmarks.md, docs/benchmarks.png")
 
 
+def shown_transport(transport):
+    return "http, 2026-07-28" if transport == "modern" else transport
+
+
 def fmt(v, digits=1):
     if v is None:
         return "–"
@@ -539,12 +546,20 @@ class Report:
                     measured += f"; {fmt(vs_direct * 100, 0)}% of the direct gateway"
                 row(f"{sc}, 16 in flight, {transport}",
                     f"≥ {need}× peer, or ≥ 85% of direct", measured, ok)
-        for transport in ("stdio", "http"):
+        for transport in ("stdio", "http", "modern"):
             for c in (1, 16):
                 a = b.find("list_keywords", "agency", transport, c)
                 v = a.get("server_cpu_per_call_ms") if a else None
-                row(f"server CPU per list_keywords call ({transport}, {c} in flight)", "≤ 0.15 ms",
+                shown = "2026-07-28 over http" if transport == "modern" else transport
+                row(f"server CPU per list_keywords call ({shown}, {c} in flight)", "≤ 0.15 ms",
                     f"{fmt(v, 3)} ms", v is not None and v <= 0.15)
+        for a in self.r.get("answer_sizes", []):
+            if a["era"] == "modern" and a["label"].startswith("list_keywords, no limit"):
+                share = a["text_bytes"] / a["structured_bytes"] if a["structured_bytes"] else None
+                row("default page (list_keywords, no limit): 2026-07-28 text beside structured "
+                    "answer, every row", "≤ 65% of the structured bytes",
+                    f"{fmt(share * 100 if share else None, 1)}% ({a['text_bytes']:,} of "
+                    f"{a['structured_bytes']:,} bytes)", share is not None and share <= 0.65)
         for transport in ("stdio", "http"):
             cs = self.r["cold_start"].get(f"agency/{transport}", {})
             v = cs.get("median_ms")
@@ -619,8 +634,9 @@ class Report:
                "What an assistant reads (tokens ≈ bytes / 4): the structured answer, and the text "
                "block beside it. Legacy eras (2025-06-18, 2025-11-25) carry the structured "
                "answer again as text, as the spec asks for clients that ignore "
-               "structuredContent; the modern era (2026-07-28) carries a short summary "
-               "instead (docs/design.md, \"Text beside structured content\").", "",
+               "structuredContent; the modern era (2026-07-28) carries the compact rendering "
+               "instead: every row and member as lines and a table (docs/design.md, \"Text "
+               "beside structuredContent\").", "",
                "| call | rows | truncated | structured bytes | text bytes, legacy | "
                "text bytes, modern | ~tokens (structured) |",
                "|---|---:|---|---:|---:|---:|---:|"]
@@ -644,7 +660,7 @@ class Report:
                "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for sc in Bench.SCENARIOS:
             for c in (1, 16):
-                for transport in ("stdio", "http"):
+                for transport in ("stdio", "http", "modern"):
                     for impl in ("agency", "peer", "direct"):
                         if impl == "direct" and transport != "http":
                             continue
@@ -659,7 +675,7 @@ class Report:
                                 "direct": "gateway direct"}[impl]
                         bad = "" if r.get("failed", 1) == 0 else f" ⚠ {r.get('failed')} failed"
                         out.append(
-                            f"| {sc} | {c} | {transport if impl != 'direct' else 'HTTP GET'} | {name}{bad} "
+                            f"| {sc} | {c} | {shown_transport(transport) if impl != 'direct' else 'HTTP GET'} | {name}{bad} "
                             f"| {fmt(r.get('calls_per_s'))} | {fmt(r.get('p50_ms'), 3)} "
                             f"| {fmt(r.get('p90_ms'), 3)} | {fmt(r.get('p99_ms'), 3)} "
                             f"| {fmt(r.get('server_cpu_per_call_ms'), 3)} "

@@ -30,14 +30,11 @@ export async function gatewayStats(gateway) {
   return r.json();
 }
 
-// What the server is started with. MATRIX_STRUCTURED_TEXT (a local check only, never set by
-// ctest) passes --structured-text's value, e.g. `full`, to see the modern-era frameworks with
-// the whole JSON as their text.
+// What the server is started with: the default answer shapes (no --structured-text).
 export function serverEnv(gateway) {
   const env = { ...process.env, AGENCY_GATEWAY_URL: gateway.url, AGENCY_API_KEY: 'matrix-gateway-key',
     AGENCY_STATE_DB: ':memory:' };
   delete env.AGENCY_STRUCTURED_TEXT;
-  if (process.env.MATRIX_STRUCTURED_TEXT) env.AGENCY_STRUCTURED_TEXT = process.env.MATRIX_STRUCTURED_TEXT;
   return env;
 }
 
