@@ -177,7 +177,7 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
     select_tools(*server, setup.selection, setup.read_only,
                  sample_data && setup.mark_sample_data);
     tools::watch_discovery(*server, toolbox, setup.discovery_refresh);
-    server->resume_tasks();
+    server->on_begin_work([s = server.get()] { s->resume_tasks(); });
     return server;
 }
 
@@ -215,6 +215,8 @@ int serve_http(mcp::Server& server, const ServeArgs& args, const mcp::Principal&
     if (args.metrics_listen.empty()) options.routes.push_back(mcp::metrics_route());
     mcp::HttpTransport transport(server, options);
     catch_stop_signals();
+    // A service: the jobs and tasks a previous run left are picked up now, not at a first call.
+    server.begin_work();
     transport.start();
     health.set_started();
     log::info("MCP over Streamable HTTP at {}", transport.url());

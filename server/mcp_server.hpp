@@ -379,6 +379,16 @@ public:
     // on other instances reach the tasks running here.
     void resume_tasks();
 
+    // Work that touches the state store or the gateway for a session's sake (picking up jobs
+    // and tasks a previous process left): run once, by begin_work(), which the first request
+    // other than server/discover or ping calls (a client that probes with a process of its
+    // own then writes nothing, issue 29), or the caller directly (HTTP: a service starts it at
+    // once). Register before serving; hooks run in order, on the thread that begins the work.
+    // begin_work throws the first hook's failure (the others still ran); a failed hook runs
+    // again at the next call, one that succeeded never again.
+    void on_begin_work(std::function<void()> work);
+    void begin_work();
+
     // Handles one raw message; returns the serialized response, or nullopt for notifications
     // and responses. Never throws.
     std::optional<std::string> handle(std::string_view text, const Inbound& in);

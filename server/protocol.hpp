@@ -18,6 +18,10 @@ inline constexpr std::array<std::string_view, 8> kLogLevels{
     "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"};
 
 // Modern per-request _meta keys (2026-07-28).
+// Methods a probing client sends before it decides to open a session (Server::begin_work).
+inline constexpr std::string_view kMethodDiscover = "server/discover";
+inline constexpr std::string_view kMethodPing = "ping";
+
 inline constexpr std::string_view kMetaVersion = "io.modelcontextprotocol/protocolVersion";
 inline constexpr std::string_view kMetaCapabilities = "io.modelcontextprotocol/clientCapabilities";
 inline constexpr std::string_view kMetaLogLevel = "io.modelcontextprotocol/logLevel";

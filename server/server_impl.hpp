@@ -121,6 +121,13 @@ struct Server::Impl {
     ToolGroups tool_groups;
     ToolSelection selection;  // the server's own (command line)
     std::vector<std::function<void()>> shutdown_hooks;
+    struct WorkHook {
+        std::function<void()> run;
+        bool done = false;
+    };
+    std::vector<WorkHook> work_hooks;  // Server::on_begin_work
+    std::mutex work_mutex;             // held while the hooks run
+    std::atomic<bool> work_started{false};
 
     std::mutex mutex;  // guards everything below
     std::unordered_map<std::string, std::shared_ptr<Session>> sessions;

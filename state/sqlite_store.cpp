@@ -30,14 +30,21 @@ std::string SqliteStore::default_path() {
 
 SqliteStore::SqliteStore(const std::string& path) : path_(path) {
     namespace fs = std::filesystem;
-    std::error_code ec;
-    if (path == ":memory:" || fs::exists(path, ec)) {
-        open();  // an existing database is checked (and migrated) before serving
+    if (path == ":memory:") {
+        open();
         return;
     }
-    // A new database is created by the first call that needs it, so that a server that is
-    // only started and asked to list its tools writes nothing. Whether it could be created is
-    // still known now: a path that cannot be one fails at start, not at the first call.
+    // The database is opened (created, its schema checked and migrated) by the first call that
+    // needs it, so that a server that is only started and asked server/discover (a client's
+    // probe, issue 29) or to list its tools neither creates, opens nor migrates it (its folder
+    // is made now if missing). Whether it could be used is still known now: a path that cannot
+    // be one fails at start, not at the first call.
+    std::error_code ec;
+    if (fs::exists(path, ec)) {
+        if (::access(path.c_str(), R_OK | W_OK) != 0)
+            throw StoreError("cannot open the state database " + path + ": not writable");
+        return;
+    }
     const auto dir = fs::path(path).parent_path();
     if (!dir.empty()) fs::create_directories(dir, ec);
     const fs::path probe = dir.empty() ? fs::path(".") : dir;

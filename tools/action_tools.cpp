@@ -286,7 +286,9 @@ ToolCatalog register_action_tools(mcp::Server& server, const std::shared_ptr<Too
     });
     server.on_shutdown([box] { box->gateway().on_write_denied({}); });
 
-    rt->audits().start(box);
+    // Jobs a previous run left are picked up when the server begins its work: not by a
+    // process that a client starts only to probe server/discover.
+    server.on_begin_work([rt, box] { rt->audits().start(box); });
     return docs;
 }
 
