@@ -546,12 +546,11 @@ class Report:
                     measured += f"; {fmt(vs_direct * 100, 0)}% of the direct gateway"
                 row(f"{sc}, 16 in flight, {transport}",
                     f"≥ {need}× peer, or ≥ 85% of direct", measured, ok)
-        for transport in ("stdio", "http", "modern"):
+        for transport in ("stdio", "http"):
             for c in (1, 16):
                 a = b.find("list_keywords", "agency", transport, c)
                 v = a.get("server_cpu_per_call_ms") if a else None
-                shown = "2026-07-28 over http" if transport == "modern" else transport
-                row(f"server CPU per list_keywords call ({shown}, {c} in flight)", "≤ 0.15 ms",
+                row(f"server CPU per list_keywords call ({transport}, {c} in flight)", "≤ 0.15 ms",
                     f"{fmt(v, 3)} ms", v is not None and v <= 0.15)
         for a in self.r.get("answer_sizes", []):
             if a["era"] == "modern" and a["label"].startswith("list_keywords, no limit"):

@@ -68,7 +68,7 @@ bool needs_quotes(std::string_view s) {
     const char first = s.front();
     const char last = s.back();
     if (first == ' ' || last == ' ' || first == '"' || first == '{' || first == '[') return true;
-    return looks_like_number(s);
+    return (first == '-' || (first >= '0' && first <= '9')) && looks_like_number(s);
 }
 
 void append_hex_escape(std::string& out, unsigned char c) {
@@ -104,24 +104,29 @@ void append_quoted(std::string& out, std::string_view s, bool in_cell) {
     out += '"';
 }
 
+bool cell_special(char ch) {
+    return static_cast<unsigned char>(ch) < 0x20 || ch == '\\' || ch == '|';
+}
+
+// Runs of plain characters are appended whole: most cells have nothing to escape.
 void append_cell_string(std::string& out, std::string_view s) {
     if (needs_quotes(s)) return append_quoted(out, s, true);
-    for (const char ch : s) {
-        const auto c = static_cast<unsigned char>(ch);
+    std::size_t from = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const char ch = s[i];
+        if (!cell_special(ch)) continue;
+        out.append(s.data() + from, i - from);
+        from = i + 1;
         switch (ch) {
             case '\\': out += "\\\\"; break;
             case '|': out += "\\|"; break;
             case '\n': out += "\\n"; break;
             case '\t': out += "\\t"; break;
             case '\r': out += "\\r"; break;
-            default:
-                if (c < 0x20) {
-                    append_hex_escape(out, c);
-                } else {
-                    out += ch;
-                }
+            default: append_hex_escape(out, static_cast<unsigned char>(ch));
         }
     }
+    out.append(s.data() + from, s.size() - from);
 }
 
 // Raw JSON in a cell: only `|` needs escaping (JSON has no raw line breaks).
@@ -176,9 +181,20 @@ bool plain_keys(od::object& obj) {
     return plain;
 }
 
-// The two passes over the document: the first finds each table's columns, the second writes.
-// Both walk the same members in the same order, so the n-th table of one is the n-th of the
-// other.
+bool plain_name(std::string_view key) {
+    if (key.empty()) return false;
+    for (const char ch : key) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c <= ' ' || c == '\\' || c == ':' || c == '.' || c == '|' || c == '(' || c == '"')
+            return false;
+    }
+    return true;
+}
+
+// One pass of simdjson's On Demand parser over the answer. A table's rows are written as they
+// are read, into a buffer of their own, while its columns are found (a key not seen before is
+// a new column at the right; a row ends at its last present cell); its name, count and header
+// are written once the array ends.
 class Renderer {
 public:
     explicit Renderer(std::string& out) : out_(out) {}
@@ -187,25 +203,28 @@ public:
     void run(od::parser& parser, simdjson::padded_string_view text) {
         od::document doc = parser.iterate(text);
         od::object top = doc.get_object();
-        // An empty object or odd top-level names: the JSON says it better.
-        if (!plain_keys(top) || top.is_empty().value())
-            throw simdjson::simdjson_error(simdjson::INCORRECT_TYPE);
-        writing_ = false;
-        object(top, "", 0);
-        doc.rewind();
-        top = doc.get_object();
-        writing_ = true;
-        table_ = 0;
-        object(top, "", 0);
+        bool any = false;
+        for (auto field : top) {
+            any = true;
+            const std::string_view key = field.unescaped_key().value();
+            std::string name;
+            if (plain_name(key)) {
+                name = key;
+            } else {
+                append_quoted(name, key, false);  // read back as a JSON string
+            }
+            member(field.value(), name, 0);
+        }
+        if (!any) throw simdjson::simdjson_error(simdjson::INCORRECT_TYPE);  // {}: the JSON
         if (!out_.empty() && out_.back() == '\n') out_.pop_back();
     }
 
 private:
     std::string& out_;
-    bool writing_ = false;
-    std::size_t table_ = 0;                          // tables seen so far in this pass
-    std::vector<std::vector<std::string>> columns_;  // per table, from the first pass
-    std::vector<std::string> cells_;                 // the row being written, per column
+    std::vector<std::string> columns_;   // the table being read
+    std::string rows_;                   // its rows, written
+    std::vector<std::size_t> starts_;    // where each cell of the current row starts in rows_
+    std::vector<std::string> cells_;     // a row whose keys came out of column order
 
     void object(od::object obj, const std::string& prefix, int depth) {
         for (auto field : obj) {
@@ -224,15 +243,11 @@ private:
             }
             case od::json_type::array: return array(value.get_array(), name);
             case od::json_type::string:
-                if (writing_) {
-                    start_line(name);
-                    append_line_string(out_, value.get_string().value());
-                    out_ += '\n';
-                }
+                start_line(name);
+                append_line_string(out_, value.get_string().value());
+                out_ += '\n';
                 return;
-            default:
-                if (writing_) line_json(name, trimmed(value.raw_json_token()));
-                return;
+            default: return line_json(name, trimmed(value.raw_json_token()));
         }
     }
 
@@ -241,75 +256,90 @@ private:
         out_ += ": ";
     }
     void line_json(const std::string& name, std::string_view raw) {
-        if (!writing_) return;
         start_line(name);
         out_ += trimmed(raw);
         out_ += '\n';
     }
 
-    // An array of objects is a table; anything else is its JSON.
+    // An array of objects is a table; anything else is its JSON. Its text is taken first (no
+    // string is unescaped by that), so an item that is not an object can still fall back to it.
     void array(od::array arr, const std::string& name) {
-        bool all_objects = true;
+        const std::string_view raw = trimmed(arr.raw_json().value());
+        arr.reset();
+        columns_.clear();
+        rows_.clear();
         std::size_t count = 0;
         for (auto item : arr) {
+            if (item.type().value() != od::json_type::object) return line_json(name, raw);
+            write_row(item.get_object());
             ++count;
-            if (item.type().value() != od::json_type::object) all_objects = false;
         }
-        arr.reset();
-        if (count == 0 || !all_objects) return line_json(name, arr.raw_json().value());
-        const std::size_t index = table_++;
-        if (!writing_) {
-            columns_.emplace_back();
-            return collect_columns(arr, columns_.back());
-        }
-        write_table(arr, name, count, columns_.at(index));
-    }
-
-    static void collect_columns(od::array arr, std::vector<std::string>& columns) {
-        for (auto item : arr) {
-            for (auto field : item.get_object()) {
-                const std::string_view key = field.unescaped_key().value();
-                bool known = false;
-                for (const auto& c : columns) known = known || c == key;
-                if (!known) columns.emplace_back(key);
-            }
-        }
-    }
-
-    static std::size_t column_of(const std::vector<std::string>& columns, std::string_view key,
-                                 std::size_t hint) {
-        if (hint < columns.size() && columns[hint] == key) return hint;
-        for (std::size_t i = 0; i < columns.size(); ++i)
-            if (columns[i] == key) return i;
-        return columns.size();
-    }
-
-    void write_table(od::array arr, const std::string& name, std::size_t count,
-                     const std::vector<std::string>& columns) {
+        if (count == 0) return line_json(name, raw);
         out_ += name;
         out_ += " (";
         out_ += std::to_string(count);
         out_ += "):\n";
-        for (std::size_t i = 0; i < columns.size(); ++i) {
+        for (std::size_t i = 0; i < columns_.size(); ++i) {
             if (i) out_ += " | ";
-            append_cell_string(out_, columns[i]);
+            append_cell_string(out_, columns_[i]);
         }
         out_ += '\n';
-        cells_.resize(columns.size());
-        for (auto item : arr) {
-            for (auto& cell : cells_) cell.clear();
-            std::size_t next = 0;
-            for (auto field : item.get_object()) {
-                const std::size_t at = column_of(columns, field.unescaped_key().value(), next);
-                next = at + 1;
-                cell(field.value(), cells_.at(at));
+        out_ += rows_;
+    }
+
+    std::size_t column_of(std::string_view key, std::size_t hint) {
+        if (hint < columns_.size() && columns_[hint] == key) return hint;
+        for (std::size_t i = 0; i < columns_.size(); ++i)
+            if (columns_[i] == key) return i;
+        columns_.emplace_back(key);
+        return columns_.size() - 1;
+    }
+
+    // Cells are written in place while the row's keys come in column order (skipped columns
+    // empty); a key that goes back moves the row's cells to cells_, joined at the end.
+    void write_row(od::object row) {
+        const std::size_t row_start = rows_.size();
+        starts_.clear();
+        bool in_place = true;
+        std::size_t next = 0;
+        for (auto field : row) {
+            const std::size_t at = column_of(field.unescaped_key().value(), next);
+            if (in_place && at < next) {
+                in_place = false;
+                to_cells(row_start);
             }
-            for (std::size_t i = 0; i < cells_.size(); ++i) {
-                if (i) out_ += " | ";
-                out_ += cells_[i];
+            if (!in_place) {
+                if (cells_.size() <= at) cells_.resize(at + 1);
+                cells_[at].clear();
+                cell(field.value(), cells_[at]);
+                continue;
             }
-            out_ += '\n';
+            for (; next <= at; ++next) {
+                if (next) rows_ += " | ";
+                starts_.push_back(rows_.size());
+            }
+            cell(field.value(), rows_);
         }
+        if (!in_place) {
+            rows_.resize(row_start);
+            std::size_t last = cells_.size();
+            while (last > 0 && cells_[last - 1].empty()) --last;
+            for (std::size_t i = 0; i < last; ++i) {
+                if (i) rows_ += " | ";
+                rows_ += cells_[i];
+            }
+        }
+        rows_ += '\n';
+    }
+
+    // The current row's cells, written in place so far, as separate strings.
+    void to_cells(std::size_t row_start) {
+        cells_.assign(starts_.size(), std::string());
+        for (std::size_t i = 0; i < starts_.size(); ++i) {
+            const std::size_t end = i + 1 < starts_.size() ? starts_[i + 1] - 3 : rows_.size();
+            cells_[i].assign(rows_, starts_[i], end - starts_[i]);
+        }
+        rows_.resize(row_start);
     }
 
     static void cell(od::value value, std::string& into) {

@@ -575,6 +575,23 @@ TEST(ActionTools, DeployUnknownArticleIsAnErrorWithoutPost) {
     EXPECT_EQ(a.posts("deploy_blog"), 0u);
 }
 
+// list_articles lists geo articles beside blog posts; deploying one says why it cannot be,
+// rather than calling an id the model just read unknown.
+TEST(ActionTools, DeployingAGeoArticleSaysOnlyBlogPostsAreDeployed) {
+    Actions a;
+    ToolReply list = a.h->call("list_articles", {{"client_id", kDental}, {"limit", 1000}});
+    std::string geo;
+    for (const auto& row : list.structured()["rows"])
+        if (row.value("resource", "") == "geo_articles") geo = row["id"];
+    ASSERT_FALSE(geo.empty()) << list.response.dump().substr(0, 400);
+    ToolReply r = a.h->call("deploy_article", {{"client_id", kDental}, {"article_id", geo}});
+    EXPECT_EQ(r.reason(), "not_found") << r.response.dump();
+    const std::string message = r.tool_error().value("message", "");
+    EXPECT_NE(message.find("publishes blog posts"), std::string::npos) << message;
+    EXPECT_NE(message.find("geo articles"), std::string::npos) << message;
+    EXPECT_EQ(a.posts("deploy_blog"), 0u);
+}
+
 TEST(ActionTools, DeployModernElicitationAcceptDeploysOnce) {
     Actions a;
     const std::string id = draft_article(a);

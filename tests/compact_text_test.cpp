@@ -124,8 +124,10 @@ json read_back(const std::string& text) {
             const auto columns = split_cells(lines.at(++i));
             json rows = json::array();
             for (std::size_t r = 0; r < count; ++r) {
-                const auto cells = split_cells(lines.at(++i));
-                EXPECT_EQ(cells.size(), columns.size()) << lines[i];
+                // A row ends at its last present cell.
+                const auto cells = lines.at(++i).empty() ? std::vector<std::string>()
+                                                          : split_cells(lines[i]);
+                EXPECT_LE(cells.size(), columns.size()) << lines[i];
                 json row = json::object();
                 for (std::size_t c = 0; c < cells.size() && c < columns.size(); ++c)
                     if (auto v = cell_value(cells[c])) row[cell_value(columns[c])->get<std::string>()] = *v;
@@ -136,6 +138,12 @@ json read_back(const std::string& text) {
         }
         EXPECT_NE(colon, std::string::npos) << "a line without a name: " << line;
         if (colon == std::string::npos) continue;
+        if (line[0] == '"') {  // a name that could not be written plain: a JSON string
+            const std::size_t end = line.find("\": ");
+            out[json::parse(line.substr(0, end + 1)).get<std::string>()] =
+                line_value(line.substr(end + 3));
+            continue;
+        }
         const std::string value = line.substr(colon + 2);
         if (value == "|") {
             std::string block;
@@ -217,13 +225,29 @@ TEST(CompactText, RowsWithDifferentKeysShareOneHeader) {
     EXPECT_EQ(rendered(answer),
               "rows (3):\n"
               "id | name | extra | tags\n"
-              "1 | a |  | \n"
-              "2 | \"\" | {\"x\":\"\\|\"} | \n"
+              "1 | a\n"
+              "2 | \"\" | {\"x\":\"\\|\"}\n"
               "3 |  |  | [1,2]");
     EXPECT_EQ(read_back(rendered(answer)), json::parse(answer.dump()));
 }
 
-// What would read as something else is quoted; odd keys keep their object as JSON.
+// A row whose keys come in another order than the columns is still one line in column order.
+TEST(CompactText, RowsInAnotherKeyOrderKeepTheColumns) {
+    const ordered answer = {{"rows",
+                             {{{"id", 1}, {"name", "a"}, {"n", 5}},
+                              {{"n", 6}, {"name", "b"}, {"id", 2}},
+                              {{"name", "c"}, {"new", true}, {"id", 3}}}}};
+    EXPECT_EQ(rendered(answer),
+              "rows (3):\n"
+              "id | name | n | new\n"
+              "1 | a | 5\n"
+              "2 | b | 6\n"
+              "3 | c |  | true");
+    EXPECT_EQ(read_back(rendered(answer)), json::parse(answer.dump()));
+}
+
+// What would read as something else is quoted; odd keys keep their object as JSON, and an odd
+// top-level name is a JSON string.
 TEST(CompactText, AmbiguousStringsAreQuotedAndOddKeysStayJson) {
     const ordered answer = {{"a", "12"},      {"b", "true"},     {"c", " padded"},
                          {"d", "|"},       {"e", "[x]"},      {"f", "tab\there"},
@@ -232,6 +256,9 @@ TEST(CompactText, AmbiguousStringsAreQuotedAndOddKeysStayJson) {
                          {"l", json::array()},                {"m", {1, "two", {{"t", 3}}}}};
     const std::string text = rendered(answer);
     EXPECT_NE(text.find("a: \"12\"\n"), std::string::npos) << text;
+    const ordered odd_top = {{"a b", 1}, {"c", "x"}};
+    EXPECT_EQ(rendered(odd_top), "\"a b\": 1\nc: x");
+    EXPECT_EQ(read_back(rendered(odd_top)), json::parse(odd_top.dump()));
     EXPECT_NE(text.find("i: 2026-11-26\n"), std::string::npos) << text;
     EXPECT_NE(text.find("j: {\"odd key: x\":1}\n"), std::string::npos) << text;
     EXPECT_EQ(read_back(text), json::parse(answer.dump()));
@@ -242,8 +269,7 @@ TEST(CompactText, NotAnObjectIsLeftToTheJson) {
     EXPECT_FALSE(compact_text(array).has_value());
     std::string broken = R"({"rows":[{"id":1},)";
     EXPECT_FALSE(compact_text(broken).has_value());
-    std::string odd_top = R"({"a b":1})";
-    EXPECT_FALSE(compact_text(odd_top).has_value());
+
     std::string empty = "{}";
     EXPECT_FALSE(compact_text(empty).has_value());
 }
@@ -296,7 +322,7 @@ private:
 };
 
 TEST(CompactText, RandomAnswersReadBackExactly) {
-    for (unsigned seed = 1; seed <= 400; ++seed) {
+    for (unsigned seed = 1; seed <= 2000; ++seed) {
         Maker maker(seed);
         const json answer = maker.object(0);
         if (answer.empty()) continue;  // {} is left to the JSON (NotAnObjectIsLeftToTheJson)

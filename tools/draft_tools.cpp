@@ -20,8 +20,11 @@ Preview deploy_preview(Toolbox& box, const json& args, mcp::RequestContext& ctx)
                                     .client_id = client_id,
                                     .filter_field = "id",
                                     .filter_value = article_id},
-                                   "unknown article_id " + article_id + " for client_id " +
-                                       client_id + "; list_articles shows the ids",
+                                   "no blog post " + article_id + " for client_id " +
+                                       client_id +
+                                       ": deploy_article publishes blog posts (list_articles "
+                                       "rows whose resource is \"blogs\"); the gateway has no "
+                                       "deploy action for geo articles",
                                    ctx.stop);
     const json client = client_record(box, client_id, ctx.stop);
     // Gateway text, shown to a person: cleaned of what would hide from them.
