@@ -67,7 +67,9 @@ bool needs_quotes(std::string_view s) {
     if (s.empty() || s == "null" || s == "true" || s == "false" || s == "|") return true;
     const char first = s.front();
     const char last = s.back();
-    if (first == ' ' || last == ' ' || first == '"' || first == '{' || first == '[') return true;
+    if (first == ' ' || last == ' ' || first == '\t' || last == '\t' || first == '"' ||
+        first == '{' || first == '[')
+        return true;
     return (first == '-' || (first >= '0' && first <= '9')) && looks_like_number(s);
 }
 

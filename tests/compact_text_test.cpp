@@ -322,7 +322,7 @@ private:
 };
 
 TEST(CompactText, RandomAnswersReadBackExactly) {
-    for (unsigned seed = 1; seed <= 2000; ++seed) {
+    for (unsigned seed = 1; seed <= 5000; ++seed) {
         Maker maker(seed);
         const json answer = maker.object(0);
         if (answer.empty()) continue;  // {} is left to the JSON (NotAnObjectIsLeftToTheJson)
