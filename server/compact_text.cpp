@@ -33,7 +33,9 @@
 
 namespace agency::mcp {
 
-namespace {
+// A namespace of its own: in a unity build this file shares a translation unit with others
+// that have helpers of the same names.
+namespace compact {
 
 namespace od = simdjson::ondemand;
 
@@ -360,16 +362,16 @@ private:
     }
 };
 
-}  // namespace
+}  // namespace compact
 
 std::optional<std::string> compact_text(std::string& json_text) {
     // On Demand reads a few bytes past the end: the padding is room, never a copy of the text.
     json_text.reserve(json_text.size() + simdjson::SIMDJSON_PADDING);
-    thread_local od::parser parser;
+    thread_local compact::od::parser parser;
     std::string out;
     out.reserve(json_text.size() * 2 / 3);
     try {
-        Renderer(out).run(parser, simdjson::padded_string_view(json_text.data(), json_text.size(),
+        compact::Renderer(out).run(parser, simdjson::padded_string_view(json_text.data(), json_text.size(),
                                                                json_text.capacity()));
     } catch (const simdjson::simdjson_error&) {
         return std::nullopt;
