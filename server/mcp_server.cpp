@@ -165,30 +165,6 @@ void Server::on_shutdown(std::function<void()> stop) {
     impl_->shutdown_hooks.push_back(std::move(stop));
 }
 
-void Server::on_begin_work(std::function<void()> work) {
-    impl_->work_hooks.push_back({std::move(work)});
-}
-
-void Server::begin_work() {
-    if (impl_->work_started.load(std::memory_order_acquire)) return;
-    // Concurrent first requests wait here until the work has begun: what they read (a resumed
-    // task) is then there. A hook that fails (the store is locked) is tried again by the next
-    // request; one that ran is never run twice.
-    std::lock_guard lock(impl_->work_mutex);
-    std::exception_ptr failure;
-    for (auto& hook : impl_->work_hooks) {
-        if (hook.done) continue;
-        try {
-            hook.run();
-            hook.done = true;
-        } catch (...) {
-            if (!failure) failure = std::current_exception();
-        }
-    }
-    if (failure) std::rethrow_exception(failure);
-    impl_->work_started.store(true, std::memory_order_release);
-}
-
 void Server::notify_tools_changed() {
     std::string message = R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})";
     std::vector<std::shared_ptr<Session>> targets;
@@ -488,17 +464,7 @@ std::optional<std::string> Server::dispatch_message(const json& message, const I
     }
     const std::string& method = message["method"].get_ref<const std::string&>();
     const json& params = params_of(message);
-    // A probe (server/discover, ping) leaves the store and the gateway alone.
-    if (kind == MessageKind::request && method != kMethodDiscover && method != kMethodPing) {
-        try {
-            begin_work();
-        } catch (const std::exception& e) {
-            // The request goes on: what it needs from the store says so itself.
-            log::warn("picking up the work a previous run left: {}; trying again at the next "
-                      "request",
-                      e.what());
-        }
-    }
+    if (kind == MessageKind::request) begin_work_unless_probe(*this, method);
     if (kind == MessageKind::notification) {
         impl_->handle_notification(method, params, in);
         return std::nullopt;

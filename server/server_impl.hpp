@@ -66,6 +66,9 @@ std::optional<std::string> compact_text(std::string& json_text);
 // `options` asks for it in this era; anything else is left as it is (the full JSON is then
 // echoed as text).
 void summarize_structured_text(ToolResult& result, const ServerOptions& options, Era era);
+// Server::begin_work for any request but a probe (server/discover, ping); a failure is logged
+// and tried again at the next request (server/work_start.cpp).
+void begin_work_unless_probe(Server& server, std::string_view method);
 // Merges options.result_meta into `meta` (an object, or null to become one).
 void add_result_meta(json& meta, const ServerOptions& options);
 // The body of a CallToolResult without braces: "content":..,"structuredContent":..,"isError":..
