@@ -22,3 +22,18 @@ export function startHttpServer(extraArgs = [], env = {}) {
     child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited ${code}: ${stderr}`)); });
   });
 }
+
+// A sample gateway of its own (`agency-mcp sample-gateway`) with the given variation options
+// (`--bare-records`, `--counts-only-reports`, ...): resolves with {url, child}.
+export function startGateway(extra = []) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, ['sample-gateway', '--listen', '127.0.0.1:0', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      const m = out.match(/(http:\/\/127\.0\.0\.1:\d+\/\S*)/);
+      if (m) resolve({ url: m[1], child });
+    });
+    child.on('exit', (code) => reject(new Error(`sample gateway exited ${code}: ${out}`)));
+  });
+}

@@ -2,25 +2,15 @@
 // from the built-in defaults, the server's environment, the gateway's POST counters, the ground
 // truth of a list_keywords page, and the checks of what a framework hands its model.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { bin } from './helpers.mjs';
+import { bin, startGateway as startSampleGateway } from './helpers.mjs';
 
 // `sample-gateway` with its variations: rows only as the spec describes them (no deployed_at or
 // sent_at: the deploy answer carries the gateway's own names, e.g. post_title), audit reports
 // with counts and no issue list. Resolves with {url, child}.
 export function startGateway(extra = ['--bare-records', '--counts-only-reports']) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(bin, ['sample-gateway', '--listen', '127.0.0.1:0', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      const m = out.match(/(http:\/\/127\.0\.0\.1:\d+\/\S*)/);
-      if (m) resolve({ url: m[1], child });
-    });
-    child.on('exit', (code) => reject(new Error(`sample gateway exited ${code}: ${out}`)));
-  });
+  return startSampleGateway(extra);
 }
 
 // The gateway's counters: {posts, posts_by_action: {deploy_blog: n, ...}, ...}.

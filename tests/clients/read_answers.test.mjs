@@ -4,10 +4,9 @@
 // Run by ctest: node --test read_answers.test.mjs with AGENCY_MCP_BIN set.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { bin } from './helpers.mjs';
+import { bin, startGateway } from './helpers.mjs';
 
 async function connect(env = {}) {
   const transport = new StdioClientTransport({
@@ -25,19 +24,6 @@ async function call(client, name, args) {
   return reply.structuredContent;
 }
 
-// A sample gateway of its own, with options: resolves with {url, child}.
-function startGateway(extra) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(bin, ['sample-gateway', '--listen', '127.0.0.1:0', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      const m = out.match(/(http:\/\/127\.0\.0\.1:\d+\/\S*)/);
-      if (m) resolve({ url: m[1], child });
-    });
-    child.on('exit', (code) => reject(new Error(`sample gateway exited ${code}: ${out}`)));
-  });
-}
 
 test('ranking_changes answers "which keywords dropped most last month" in one call', async () => {
   const client = await connect();
