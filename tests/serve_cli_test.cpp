@@ -306,6 +306,11 @@ TEST_F(ServeCli, StructuredTextOptionAndVariable) {
     ASSERT_EQ(full.replies.size(), 1u) << full.err;
     const json& r = full.replies[1]["result"];
     EXPECT_EQ(json::parse(r["content"][0]["text"].get<std::string>()), r["structuredContent"]);
+    // compact in a legacy session too: every row as a table line.
+    Served compact = serve("", "--structured-text compact", legacy_call);
+    ASSERT_EQ(compact.replies.size(), 2u) << compact.err;
+    const std::string text = compact.replies[2]["result"]["content"][0]["text"];
+    EXPECT_NE(text.find("rows (3):\nid | name |"), std::string::npos) << text;
     Served bad = serve("", "--structured-text everything", {});
     EXPECT_NE(bad.exit_code, 0);
 }
