@@ -92,13 +92,15 @@ void PgStore::import_row(const json& line) {
         throw StoreError(
             "not an exported state row (want {\"table\": one of jobs, "
             "idempotency, drafts, confirmations, tasks, credit_slots, write_log, \"row\": "
-            "{...}})");
+            "{...}})",
+            StoreError::Kind::other, StoreError::Backend::postgres);
     std::string columns, marks;
     std::vector<PgParam> values;
     for (const auto& [name, value] : row->items()) {
         if (name.empty() ||
             name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") != std::string::npos)
-            throw StoreError("not a column name: " + name);
+            throw StoreError("not a column name: " + name, StoreError::Kind::other,
+                             StoreError::Backend::postgres);
         columns += (columns.empty() ? "" : ", ") + name;
         marks += (marks.empty() ? "$" : ", $") + std::to_string(values.size() + 1);
         if (value.is_null())
@@ -112,13 +114,15 @@ void PgStore::import_row(const json& line) {
         else if (value.is_string())
             values.emplace_back(value.get_ref<const std::string&>());
         else
-            throw StoreError("column " + name + " of " + table + " has an unexpected value");
+            throw StoreError("column " + name + " of " + table + " has an unexpected value",
+                             StoreError::Kind::other, StoreError::Backend::postgres);
     }
     try {
         acquire()->sql("INSERT INTO " + table + " (" + columns + ") VALUES (" + marks + ")",
                        values);
     } catch (const StoreError& e) {
-        throw StoreError("cannot import a row of " + table + ": " + e.what(), e.kind());
+        throw StoreError("cannot import a row of " + table + ": " + e.what(), e.kind(),
+                         StoreError::Backend::postgres);
     }
 }
 

@@ -23,12 +23,18 @@ class StoreError : public std::runtime_error {
 public:
     // What a caller can do about it: wait (another process holds the lock), or not.
     enum class Kind { busy, read_only, other };
-    explicit StoreError(const std::string& message, Kind kind = Kind::other)
-        : std::runtime_error(message), kind_(kind) {}
+    // Which store failed, so that a caller is told what to check (a SQLite file, --state-db;
+    // a PostgreSQL server, --state-url). SQLite unless the PostgreSQL store says otherwise.
+    enum class Backend { sqlite, postgres };
+    explicit StoreError(const std::string& message, Kind kind = Kind::other,
+                        Backend backend = Backend::sqlite)
+        : std::runtime_error(message), kind_(kind), backend_(backend) {}
     Kind kind() const noexcept { return kind_; }
+    Backend backend() const noexcept { return backend_; }
 
 private:
     Kind kind_;
+    Backend backend_;
 };
 
 struct Job {
