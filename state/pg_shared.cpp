@@ -11,6 +11,16 @@ namespace agency::state {
 
 using json = nlohmann::json;
 
+// --- readiness -------------------------------------------------------------------------------
+
+void PgStore::probe_write() {
+    const std::string id = "readiness-probe-" + crypto::random_hex(8);
+    in_transaction([&](Conn& conn) {
+        conn.run("confirm_create", {id, "", "", "", 0});
+        conn.sql("DELETE FROM confirmations WHERE id = $1", {id});
+    });
+}
+
 // --- credits ---------------------------------------------------------------------------------
 
 // One transaction under pg_advisory_xact_lock on the client: instances granting slots to the

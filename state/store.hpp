@@ -154,6 +154,12 @@ public:
     // The schema version of the database (kSchemaVersion once migrated; 0 when not created
     // yet).
     virtual int schema_version() = 0;
+    // Readiness: a write the database really commits, leaving nothing behind (a row of
+    // `confirmations` under a random id, inserted and deleted in one transaction: its pages
+    // are written at the commit, so a full disk, a read-only file or a read-only PostgreSQL
+    // fails it while reads still answer). Throws StoreError. A SQLite file never created is left
+    // alone (the first write creates it).
+    virtual void probe_write() = 0;
 
     // --- jobs
     virtual Job create_job(std::string_view kind, std::string_view client_id,
