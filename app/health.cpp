@@ -26,8 +26,8 @@ Health::Health(ReadinessChecks checks) : checks_(std::move(checks)) {
     if (!checks_.clock) checks_.clock = &base::Clock::system();
 }
 
-// Whether the store answers at a schema this build reads. What went wrong goes to the log
-// (a path or a server's words); the probe's answer says only which check failed.
+// Whether the store answers at a schema this build reads, and can write. What went wrong goes
+// to the log (a path or a server's words); the probe's answer says only which check failed.
 std::string Health::check_store() {
     if (!checks_.store) return kOk;
     std::lock_guard lock(store_mutex_);
@@ -44,6 +44,16 @@ std::string Health::check_store() {
     } catch (const std::exception& e) {
         log::warn("readiness: the state store did not answer: {}", e.what());
         store_result_ = "not answering (see the server log)";
+    }
+    // Answering is not enough: on a full disk (or a read-only file, or a PostgreSQL that went
+    // read-only) reads answer while every write fails. One tiny committed write tells.
+    if (store_result_ == kOk) {
+        try {
+            checks_.store->probe_write();
+        } catch (const std::exception& e) {
+            log::warn("readiness: the state store cannot write: {}", e.what());
+            store_result_ = "cannot write (see the server log)";
+        }
     }
     store_checked_ms_ = checks_.clock->steady_ms();
     return store_result_;

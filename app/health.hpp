@@ -28,8 +28,8 @@ struct ReadinessChecks {
 };
 
 // What the process says of itself. Liveness needs nothing; readiness is the store answering at
-// its schema version, the gateway's discovery answering at its last refresh (and recently),
-// and the server neither starting nor draining.
+// its schema version and committing a tiny write (Store::probe_write), the gateway's discovery
+// answering at its last refresh (and recently), and the server neither starting nor draining.
 class Health {
 public:
     explicit Health(ReadinessChecks checks);

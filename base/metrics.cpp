@@ -122,6 +122,16 @@ const std::vector<double>& duration_buckets() {
     return bounds;
 }
 
+std::string http_status_label(int status) {
+    const bool known = status == 0 || (status >= 100 && status <= 103) ||
+                       (status >= 200 && status <= 208) || status == 226 ||
+                       (status >= 300 && status <= 308 && status != 306) ||
+                       (status >= 400 && status <= 418) || (status >= 421 && status <= 426) ||
+                       status == 428 || status == 429 || status == 431 || status == 451 ||
+                       (status >= 500 && status <= 508) || status == 510 || status == 511;
+    return known ? std::to_string(status) : "other";
+}
+
 int add_render_hook(std::function<void()> hook) {
     auto& h = hooks();
     std::lock_guard lock(h.mutex);

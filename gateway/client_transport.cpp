@@ -50,8 +50,9 @@ thread_local int t_attempt = 0;
 base::metrics::CounterFamily& gateway_requests() {
     static auto* family = new base::metrics::CounterFamily(
         "agency_gateway_requests_total",
-        "HTTP requests sent to the gateway by method, status (0: no answer), error type (the "
-        "network failure, or the status class) and whether it was a retry",
+        "HTTP requests sent to the gateway by method, status (0: no answer; other: a status "
+        "HTTP does not define), error type (the network failure, or the status class) and "
+        "whether it was a retry",
         {"http_request_method", "http_response_status_code", "error_type", "retry"});
     return *family;
 }
@@ -88,7 +89,8 @@ std::string_view error_type(const Exchange& ex) {
 }
 
 void count_request(const char* method, const Exchange& ex, double seconds) {
-    const std::string status = std::to_string(ex.status);
+    // Bounded: the gateway (or whatever answers at its URL) chooses the status.
+    const std::string status = base::metrics::http_status_label(ex.status);
     gateway_requests().add({method, status, error_type(ex), t_attempt > 0 ? "true" : "false"});
     gateway_duration().observe({method, status}, seconds);
 }

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
@@ -36,10 +37,24 @@ constexpr int linger_ms = 20;
 constexpr std::size_t max_drain_bytes = 1024 * 1024;
 constexpr auto drain_time = std::chrono::seconds(2);
 
-const char* const refused_busy =
-    "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n"
-    "Content-Type: application/json\r\nContent-Length: 50\r\n\r\n"
-    "{\"error\":\"too many connections; try again later\"}";
+// A refusal's whole text: the head, a Content-Length counted from the body, the body.
+std::string refusal(std::string_view head, std::string_view body) {
+    std::string text(head);
+    text += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+    text += body;
+    return text;
+}
+
+// The answer to a connection over the bounds; made at the first refusal and never destroyed
+// (the accept thread may refuse one while the process exits).
+const char* refused_busy() {
+    static const auto* text =
+        new std::string(refusal("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n"
+                                "Connection: close\r\nContent-Type: application/json\r\n",
+                                R"({"error":"too many connections; try again later"})"));
+    return text->c_str();
+}
+
 const char* const refused_slow =
     "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
 const char* const refused_bad =
@@ -161,7 +176,7 @@ public:
         if ((known != per_peer_.end() && known->second >= limits_.max_connections_per_peer) ||
             (conns_.size() - evicted_ >= limits_.max_connections && !evict_idle_locked())) {
             lock.unlock();
-            say_and_close(sock, refused_busy);
+            say_and_close(sock, refused_busy());
             return;
         }
         ++per_peer_[peer];

@@ -105,7 +105,7 @@ std::optional<IdempotencyRecord> PgStore::claim_idempotency(std::string_view pri
     }
     throw StoreError("state store (PostgreSQL): the idempotency key " + std::string(key) +
                          " keeps changing under this call: retry",
-                     StoreError::Kind::busy);
+                     StoreError::Kind::busy, StoreError::Backend::postgres);
 }
 
 void PgStore::complete_idempotency(std::string_view principal, std::string_view tool,

@@ -11,6 +11,16 @@ namespace agency::state {
 
 using json = nlohmann::json;
 
+// --- readiness -------------------------------------------------------------------------------
+
+void PgStore::probe_write() {
+    const std::string id = "readiness-probe-" + crypto::random_hex(8);
+    in_transaction([&](Conn& conn) {
+        conn.run("confirm_create", {id, "", "", "", 0});
+        conn.sql("DELETE FROM confirmations WHERE id = $1", {id});
+    });
+}
+
 // --- credits ---------------------------------------------------------------------------------
 
 // One transaction under pg_advisory_xact_lock on the client: instances granting slots to the
@@ -92,13 +102,15 @@ void PgStore::import_row(const json& line) {
         throw StoreError(
             "not an exported state row (want {\"table\": one of jobs, "
             "idempotency, drafts, confirmations, tasks, credit_slots, write_log, \"row\": "
-            "{...}})");
+            "{...}})",
+            StoreError::Kind::other, StoreError::Backend::postgres);
     std::string columns, marks;
     std::vector<PgParam> values;
     for (const auto& [name, value] : row->items()) {
         if (name.empty() ||
             name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") != std::string::npos)
-            throw StoreError("not a column name: " + name);
+            throw StoreError("not a column name: " + name, StoreError::Kind::other,
+                             StoreError::Backend::postgres);
         columns += (columns.empty() ? "" : ", ") + name;
         marks += (marks.empty() ? "$" : ", $") + std::to_string(values.size() + 1);
         if (value.is_null())
@@ -112,13 +124,15 @@ void PgStore::import_row(const json& line) {
         else if (value.is_string())
             values.emplace_back(value.get_ref<const std::string&>());
         else
-            throw StoreError("column " + name + " of " + table + " has an unexpected value");
+            throw StoreError("column " + name + " of " + table + " has an unexpected value",
+                             StoreError::Kind::other, StoreError::Backend::postgres);
     }
     try {
         acquire()->sql("INSERT INTO " + table + " (" + columns + ") VALUES (" + marks + ")",
                        values);
     } catch (const StoreError& e) {
-        throw StoreError("cannot import a row of " + table + ": " + e.what(), e.kind());
+        throw StoreError("cannot import a row of " + table + ": " + e.what(), e.kind(),
+                         StoreError::Backend::postgres);
     }
 }
 

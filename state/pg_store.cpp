@@ -61,7 +61,8 @@ StoreError pg_error(PGconn* conn, const PGresult* result, std::string_view what)
         text += " (the connection was lost: retry; it is reopened on the next call)";
     else if (busy)
         text += " (the database is busy: retry in a moment)";
-    return StoreError(text, busy ? StoreError::Kind::busy : StoreError::Kind::other);
+    return StoreError(text, busy ? StoreError::Kind::busy : StoreError::Kind::other,
+                      StoreError::Backend::postgres);
 }
 
 PgResult PgStore::Conn::run(const char* name, std::initializer_list<PgParam> params) {
@@ -105,7 +106,7 @@ std::unique_ptr<PgStore::Conn> pg_connect(const std::string& url, const std::str
         throw StoreError("cannot connect to the state database " + described + ": " + why +
                              " (check that PostgreSQL runs there and that the URL's host, port, "
                              "database, user and password are right)",
-                         StoreError::Kind::busy);
+                         StoreError::Kind::busy, StoreError::Backend::postgres);
     }
     // CREATE ... IF NOT EXISTS and the like send notices; libpq would print them on stderr.
     libpq().PQsetNoticeProcessor(conn->pg, ignore_notice, nullptr);
@@ -168,7 +169,7 @@ PgStore::Lease PgStore::acquire() {
                 throw StoreError("cannot reconnect to the state database " + described_ + ": " +
                                      trimmed(libpq().PQerrorMessage(conn->pg)) +
                                      " (check that PostgreSQL runs there; retry)",
-                                 StoreError::Kind::busy);
+                                 StoreError::Kind::busy, StoreError::Backend::postgres);
         }
         if (!conn->prepared) {
             for (const auto& s : pg_statements()) {
@@ -208,7 +209,8 @@ PgStore::PgStore(const std::string& url, Options options)
     try {
         apply_migrations(*conn, options_.migrate);
     } catch (const StoreError& e) {
-        throw StoreError("cannot use the state database " + described_ + ": " + e.what(), e.kind());
+        throw StoreError("cannot use the state database " + described_ + ": " + e.what(), e.kind(),
+                         StoreError::Backend::postgres);
     }
     std::lock_guard lock(pool_mutex_);
     ++open_;
@@ -244,13 +246,16 @@ void PgStore::apply_migrations(Conn& conn, bool migrate) {
         const int version = read_version(conn);
         if (version > kSchemaVersion)
             throw StoreError("its schema is at version " + std::to_string(version) +
-                             ", newer than this agency-mcp understands (" +
-                             std::to_string(kSchemaVersion) +
-                             "): run a newer agency-mcp, or point --state-db elsewhere");
+                                 ", newer than this agency-mcp understands (" +
+                                 std::to_string(kSchemaVersion) +
+                                 "): run a newer agency-mcp, or point --state-url elsewhere",
+                             StoreError::Kind::other, StoreError::Backend::postgres);
         if (version < kSchemaVersion && !migrate)
             throw StoreError("its schema is at version " + std::to_string(version) +
-                             ", older than this agency-mcp needs (" +
-                             std::to_string(kSchemaVersion) + "): run `agency-mcp state migrate`");
+                                 ", older than this agency-mcp needs (" +
+                                 std::to_string(kSchemaVersion) +
+                                 "): run `agency-mcp state migrate`",
+                             StoreError::Kind::other, StoreError::Backend::postgres);
         for (const auto& step : pg_migrations()) {
             if (step.version <= version) continue;
             conn.exec("BEGIN");

@@ -47,6 +47,7 @@ public:
     bool shared() const override { return true; }
     std::string describe() const override { return described_; }
     int schema_version() override;
+    void probe_write() override;
 
     // --- jobs
     Job create_job(std::string_view kind, std::string_view client_id, std::string_view principal,

@@ -17,6 +17,22 @@ namespace {
 std::int64_t now_ms() { return base::Clock::system().unix_ms(); }
 }  // namespace
 
+// --- readiness -------------------------------------------------------------------------------
+
+void SqliteStore::probe_write() {
+    std::unique_lock<std::mutex> lock;
+    if (!exists_locked(lock)) return;  // never created: nothing to write to yet
+    const std::string id = "readiness-probe-" + crypto::random_hex(8);
+    in_transaction([&] {
+        Statement(db_,
+                  "INSERT INTO confirmations (id, principal, tool, args_digest, expires_at, used) "
+                  "VALUES (?, '', '', '', 0, 1)")
+            .bind(id)
+            .run();
+        Statement(db_, "DELETE FROM confirmations WHERE id = ?").bind(id).run();
+    });
+}
+
 // --- job leases ------------------------------------------------------------------------------
 
 std::optional<Job> SqliteStore::claim_job(std::string_view id, std::string_view owner,

@@ -28,6 +28,7 @@ public:
     const std::string& path() const { return path_; }
     std::string describe() const override { return path_; }
     int schema_version() override;
+    void probe_write() override;
 
     // --- jobs
     Job create_job(std::string_view kind, std::string_view client_id, std::string_view principal,

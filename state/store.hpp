@@ -23,12 +23,18 @@ class StoreError : public std::runtime_error {
 public:
     // What a caller can do about it: wait (another process holds the lock), or not.
     enum class Kind { busy, read_only, other };
-    explicit StoreError(const std::string& message, Kind kind = Kind::other)
-        : std::runtime_error(message), kind_(kind) {}
+    // Which store failed, so that a caller is told what to check (a SQLite file, --state-db;
+    // a PostgreSQL server, --state-url). SQLite unless the PostgreSQL store says otherwise.
+    enum class Backend { sqlite, postgres };
+    explicit StoreError(const std::string& message, Kind kind = Kind::other,
+                        Backend backend = Backend::sqlite)
+        : std::runtime_error(message), kind_(kind), backend_(backend) {}
     Kind kind() const noexcept { return kind_; }
+    Backend backend() const noexcept { return backend_; }
 
 private:
     Kind kind_;
+    Backend backend_;
 };
 
 struct Job {
@@ -148,6 +154,12 @@ public:
     // The schema version of the database (kSchemaVersion once migrated; 0 when not created
     // yet).
     virtual int schema_version() = 0;
+    // Readiness: a write the database really commits, leaving nothing behind (a row of
+    // `confirmations` under a random id, inserted and deleted in one transaction: its pages
+    // are written at the commit, so a full disk, a read-only file or a read-only PostgreSQL
+    // fails it while reads still answer). Throws StoreError. A SQLite file never created is left
+    // alone (the first write creates it).
+    virtual void probe_write() = 0;
 
     // --- jobs
     virtual Job create_job(std::string_view kind, std::string_view client_id,

@@ -8,16 +8,24 @@
 #include <string>
 #include <vector>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <sqlite3.h>
 
 #include "base/crypto.hpp"
+#include "pg_cluster.hpp"
 #include "server/http_transport.hpp"
 #include "server/json_rpc.hpp"
+#include "state/pg_store.hpp"
 #include "stdio_harness.hpp"
 #include "tool_harness.hpp"
 #include "tools/action_tools.hpp"
+#include "tools/pipeline.hpp"
 #include "tools/registry.hpp"
 
 namespace {
@@ -330,4 +338,79 @@ TEST(Hardening, LockedStateDatabaseIsAnActionableToolError) {
     }
     std::error_code ec;
     fs::remove_all(dir, ec);
+}
+
+// Issue 30: a PostgreSQL outage was told to the caller as a SQLite file "locked by another
+// process ... check --state-db". The message names the store that failed. SQLite's words stay
+// as they were; PostgreSQL's carry libpq's reason (here a real refused connection: no server
+// listens on the port) and point at --state-url.
+TEST(Hardening, StateUnavailableNamesTheStoreThatFailed) {
+    using agency::state::StoreError;
+    const auto message = [](const agency::mcp::ToolResult& r) {
+        return json::parse(r.content.at(0).value("text", "{}"))["error"].value("message", "");
+    };
+    const auto locked =
+        agency::tools::state_unavailable(StoreError("database is locked", StoreError::Kind::busy));
+    EXPECT_NE(message(locked).find("locked by another process"), std::string::npos);
+    EXPECT_NE(message(locked).find("--state-db"), std::string::npos);
+    EXPECT_EQ(message(locked).find("PostgreSQL"), std::string::npos);
+
+    // A port nothing listens on: bound, never listened, so connecting is refused.
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    const std::string url =
+        "postgresql://agency:hunter2@127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/agency";
+    try {
+        agency::state::PgStore store(url);
+        ADD_FAILURE() << "connected to a port nothing listens on";
+    } catch (const StoreError& e) {
+        EXPECT_EQ(e.backend(), StoreError::Backend::postgres);
+        const auto reply = agency::tools::state_unavailable(e);
+        const std::string text = message(reply);
+        EXPECT_NE(text.find("PostgreSQL"), std::string::npos) << text;
+        EXPECT_NE(text.find("--state-url"), std::string::npos) << text;
+        EXPECT_NE(text.find("refused"), std::string::npos) << "libpq's reason: " << text;
+        EXPECT_EQ(text.find("locked by another process"), std::string::npos) << text;
+        EXPECT_EQ(text.find("--state-db"), std::string::npos) << text;
+        EXPECT_EQ(text.find("hunter2"), std::string::npos) << text;
+    }
+    ::close(fd);
+}
+
+// The same through a tool call, with the shared store gone while serving: its connections
+// dropped and the database refusing new ones. (StoreBackends: run beside the PostgreSQL
+// cluster; tests/CMakeLists.txt.)
+TEST(StoreBackends, PostgreSqlOutageWhileServingIsToldAsPostgreSql) {
+    const std::string url = agency::testing::pg_fresh_database();
+    auto store = std::make_shared<agency::state::PgStore>(url);
+    auto rt = std::make_shared<agency::tools::ActionRuntime>(
+        agency::tools::ActionSettings{.store = store, .audit_workers = 1});
+    ToolHarness h{
+        agency::sample::Options{}, agency::tools::Settings{},
+        [rt](agency::mcp::Server& server, const std::shared_ptr<agency::tools::Toolbox>& box) {
+            agency::tools::register_all(server, box, rt);
+        }};
+    const json args = {
+        {"client_id", "demo-dental"}, {"seed", "implants"}, {"idempotency_key", "pg-out-1"}};
+    // From the cluster's own database: a database cannot refuse connections to itself.
+    const std::string name = url.substr(url.rfind('/') + 1);
+    agency::testing::pg_exec(url.substr(0, url.rfind('/') + 1) + "postgres",
+                             "ALTER DATABASE " + name +
+                                 " ALLOW_CONNECTIONS false; SELECT pg_terminate_backend(pid) "
+                                 "FROM pg_stat_activity WHERE datname = '" +
+                                 name + "'");
+    auto reply = h.call("generate_keyword_ideas", args);
+    EXPECT_EQ(reply.reason(), "state_unavailable") << reply.response;
+    const std::string text = reply.tool_error().value("message", "");
+    EXPECT_NE(text.find("PostgreSQL"), std::string::npos) << text;
+    EXPECT_NE(text.find("--state-url"), std::string::npos) << text;
+    EXPECT_EQ(text.find("locked by another process"), std::string::npos) << text;
+    EXPECT_EQ(text.find("--state-db"), std::string::npos) << text;
+    EXPECT_EQ(h.gw->count_requests("POST", "generate_keywords"), 0u);
+    rt->audits().stop();
 }

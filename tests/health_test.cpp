@@ -8,7 +8,10 @@
 #include <memory>
 #include <thread>
 
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <gtest/gtest.h>
 
@@ -117,6 +120,43 @@ TEST(Health, FailedRefreshIsNotReadyUntilDiscoveryAnswersAgain) {
     EXPECT_EQ(failed(report), nlohmann::json({"gateway"}));
     // The probe names the check, never the URL (the log has the details).
     EXPECT_EQ(report.body.dump().find(url), std::string::npos) << report.body.dump();
+}
+
+// Issue 30: on a full disk /readyz stayed ready (the schema version still reads) while every
+// write failed. Here no file of the process may grow (RLIMIT_FSIZE at the write-ahead log's
+// size, so the next commit cannot append to it: EFBIG, as ENOSPC would be): not ready, the
+// store check failing, until writes go through again.
+TEST(Health, StoreThatCannotWriteIsNotReady) {
+    Fixture f;
+    Health health(f.checks());
+    health.set_started();
+    f.gateway->check();
+    f.store->create_confirmation("alice", "deploy_blog", "digest", std::chrono::seconds(60));
+    ASSERT_TRUE(health.readiness().ready);
+    const auto wal = f.dir / "state.db-wal";
+    ASSERT_TRUE(std::filesystem::exists(wal));
+    rlimit before{};
+    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &before), 0);
+    const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG rather than the signal
+    rlimit capped = before;
+    capped.rlim_cur = static_cast<rlim_t>(std::filesystem::file_size(wal));
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &capped), 0);
+    f.clock.advance(2s);  // past the store check's one-second cache
+    const auto full = health.readiness();
+    bool write_failed = false;
+    try {
+        f.store->create_confirmation("alice", "deploy_blog", "digest", std::chrono::seconds(60));
+    } catch (const agency::state::StoreError&) {
+        write_failed = true;
+    }
+    ::setrlimit(RLIMIT_FSIZE, &before);
+    std::signal(SIGXFSZ, old_handler);
+    ASSERT_TRUE(write_failed) << "the cap did not stop writes: the test proves nothing";
+    EXPECT_FALSE(full.ready) << full.body.dump();
+    EXPECT_EQ(failed(full), nlohmann::json({"store"})) << full.body.dump();
+    EXPECT_EQ(full.body["checks"]["store"], "cannot write (see the server log)");
+    f.clock.advance(2s);
+    EXPECT_TRUE(health.readiness().ready) << "writes go through again";
 }
 
 TEST(Health, ReadyzRouteRefusesAnUnknownExclusionAndHealthzTouchesNothing) {

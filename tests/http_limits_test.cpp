@@ -465,6 +465,34 @@ TEST_F(HttpLimits, ConnectionsPerAddressAreBounded) {
     EXPECT_EQ(status_of(read_answer(held.fds[0])), 400);
 }
 
+// Issue 30: the refusal announced `Content-Length: 50` for a 49-byte body, so a client reading
+// the announced length waited for a byte that never came. Read raw up to the close: the body
+// is exactly as long as announced.
+TEST_F(HttpLimits, ConnectionLimitRefusalCarriesTheLengthItAnnounces) {
+    auto options = small_options();
+    options.max_connections_per_peer = 2;
+    start(options);
+    Sockets held;
+    for (int i = 0; i < 2; ++i) {
+        const int fd = connect_from(port_, "127.0.0.9");
+        ASSERT_GE(fd, 0);
+        held.fds.push_back(fd);
+    }
+    const int extra = connect_from(port_, "127.0.0.9");
+    ASSERT_GE(extra, 0);
+    Sockets extra_owner{{extra}};
+    // Nothing sent on it, so the refusal is not lost to a reset: everything up to the close.
+    const std::string raw = read_until(extra, "never in an answer\x01", 5s);
+    ASSERT_EQ(status_of(raw), 503) << raw;
+    const auto head_end = raw.find("\r\n\r\n");
+    ASSERT_NE(head_end, std::string::npos) << raw;
+    const auto at = raw.find("Content-Length: ");
+    ASSERT_LT(at, head_end) << raw;
+    const std::string body = raw.substr(head_end + 4);
+    EXPECT_EQ(std::stoul(raw.substr(at + 16)), body.size()) << raw;
+    EXPECT_TRUE(json::accept(body)) << body;
+}
+
 // At the total bound the longest-idle connection makes room for a new one.
 TEST_F(HttpLimits, AtTheTotalBoundAnIdleConnectionMakesRoom) {
     auto options = small_options();

@@ -161,6 +161,21 @@ TEST_P(StoreContract, OpenStoreChoosesTheBackendByTheName) {
     EXPECT_EQ(store->describe(), where);
 }
 
+// Readiness's write probe (issue 30) commits a write and leaves nothing behind.
+TEST_P(StoreContract, ProbeWriteLeavesNothingBehind) {
+    auto store = open();
+    const auto rows = [&] {
+        std::size_t n = 0;
+        store->export_rows([&](const json&) { ++n; });
+        return n;
+    };
+    store->create_confirmation("alice", "deploy_blog", "digest", 60s);
+    const std::size_t before = rows();
+    EXPECT_NO_THROW(store->probe_write());
+    EXPECT_NO_THROW(store->probe_write());
+    EXPECT_EQ(rows(), before);
+}
+
 TEST_P(StoreContract, JobClaimRules) {
     auto store = open();
     const auto job = store->create_job("seo_audit", "acme", "alice", {{"url", "u"}});

@@ -2,11 +2,13 @@
 // over the sample gateway on loopback, whose request log shows the traceparent each request
 // carried; the Streamable HTTP transport for the header; base::metrics::render for the counts,
 // and promtool for the exposition format.
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -17,6 +19,8 @@
 
 #include "base/metrics.hpp"
 #include "base/trace_context.hpp"
+#include "gateway/client.hpp"
+#include "loopback_server.hpp"
 #include "server/http_transport.hpp"
 #include "server/metrics_listener.hpp"
 #include "tests/metrics_text.hpp"
@@ -248,6 +252,62 @@ TEST(Telemetry, ToolCallsAndGatewayRequestsAreCounted) {
     EXPECT_EQ(count(unknown), unknown0 + 1);
     EXPECT_TRUE(h.call("list_keywords", {{"client_id", "no-such-client"}}).is_error());
     EXPECT_EQ(count(tool_error), errors0 + 1);
+}
+
+// The values of `label` over the samples of the families named `names` in an exposition.
+std::set<std::string> label_values(const std::string& text, const std::vector<std::string>& names,
+                                   const std::string& label) {
+    std::set<std::string> values;
+    std::istringstream lines(text);
+    const std::string key = label + "=\"";
+    for (std::string line; std::getline(lines, line);) {
+        bool named = false;
+        for (const auto& name : names) named = named || line.rfind(name + "{", 0) == 0;
+        const auto at = line.find(key);
+        if (!named || at == std::string::npos) continue;
+        const auto from = at + key.size();
+        values.insert(line.substr(from, line.find('"', from) - from));
+    }
+    return values;
+}
+
+// Issue 30: a gateway answering random statuses grew /metrics to 879 status labels (2.18 MB).
+// The status labels of gateway requests are the statuses HTTP defines, "0" and "other".
+TEST(Telemetry, GatewayStatusLabelsStayBounded) {
+    agency::testing::LoopbackServer<> gateway;
+    std::atomic<int> next{200};
+    gateway.http.Get(".*", [&](const httplib::Request&, httplib::Response& res) {
+        res.status = next++;
+        res.set_content(R"({"data":[],"pagination":{"has_more":false}})", "application/json");
+    });
+    gateway.start();
+    agency::gateway::Config config;
+    config.base_url = "http://127.0.0.1:" + std::to_string(gateway.port) + "/api";
+    config.max_attempts = 1;
+    config.read_timeout = std::chrono::milliseconds(2000);
+    agency::gateway::Client client(config);
+    const std::vector<std::string> families = {"agency_gateway_requests_total",
+                                               "http_client_request_duration_seconds_count"};
+    for (int i = 0; i < 2000 && next.load() < 1000; ++i) {
+        try {
+            client.read({.resource = "keywords", .client_id = "demo-bulk"});
+        } catch (const agency::gateway::Error&) {
+        }
+    }
+    EXPECT_GE(next.load(), 1000) << "the gateway answered every status from 200 to 999";
+    const auto values =
+        label_values(agency::base::metrics::render(), families, "http_response_status_code");
+    EXPECT_TRUE(values.count("other")) << "statuses HTTP does not define";
+    for (const auto& value : values) {
+        if (value == "other" || value == "0") continue;
+        const int status = std::stoi(value);
+        EXPECT_TRUE(status >= 100 && status <= 511) << value;
+        EXPECT_EQ(agency::base::metrics::http_status_label(status), value);
+    }
+    EXPECT_LE(values.size(), 70u) << values.size() << " status labels";
+    EXPECT_EQ(agency::base::metrics::http_status_label(299), "other");
+    EXPECT_EQ(agency::base::metrics::http_status_label(404), "404");
+    EXPECT_EQ(agency::base::metrics::http_status_label(999), "other");
 }
 
 // The whole exposition, after real calls, is what Prometheus reads: promtool says so.

@@ -19,22 +19,6 @@ namespace agency::tools {
 
 namespace {
 
-// The state database failed under a call (locked past the busy timeout, read-only, full): the
-// caller hears what happened and what to do, the log keeps SQLite's words.
-mcp::ToolResult state_error(const state::StoreError& e) {
-    log::error("state database: {}", e.what());
-    const bool busy = e.kind() == state::StoreError::Kind::busy;
-    const bool read_only = e.kind() == state::StoreError::Kind::read_only;
-    return tool_error(
-        "state_unavailable",
-        std::string("the server's state database is ") +
-            (busy ? "locked by another process" : read_only ? "read-only" : "failing") +
-            ", so this call could not be recorded. Try again in a moment; if it persists, the "
-            "operator should check the state database (--state-db). If this was an action, "
-            "check with the read tools whether it ran before running it again.",
-        {{"retryable", busy}});
-}
-
 // Shape stage for failures: what the handler threw, as a tool error.
 template <typename Call>
 mcp::ToolResult failures_as_tool_errors(const Call& call) {
@@ -43,7 +27,7 @@ mcp::ToolResult failures_as_tool_errors(const Call& call) {
     } catch (const gateway::Error& e) {
         return tool_error(e);
     } catch (const state::StoreError& e) {
-        return state_error(e);
+        return state_unavailable(e);
     }
 }
 
@@ -296,6 +280,38 @@ void record_refusal(ActionRuntime& rt, const std::string& tool, const std::strin
     append_write(rt.store(),
                  write_log_entry(tool, args, principal_of(ctx), WriteTrail{}, refusal,
                                  record_field));
+}
+
+mcp::ToolResult state_unavailable(const state::StoreError& e) {
+    const bool busy = e.kind() == state::StoreError::Kind::busy;
+    constexpr const char* if_action =
+        " If this was an action, check with the read tools whether it ran before running it "
+        "again.";
+    if (e.backend() == state::StoreError::Backend::postgres) {
+        log::error("state store (PostgreSQL): {}", e.what());
+        return tool_error(
+            "state_unavailable",
+            std::string("the server could not reach or use its shared state store (PostgreSQL, "
+                        "--state-url): ") +
+                e.what() +
+                ". This call could not be recorded. Try again in a moment; if it persists, "
+                "the operator should check that PostgreSQL runs and accepts the server's "
+                "connections at --state-url." +
+                if_action,
+            {{"retryable", busy}});
+    }
+    log::error("state database: {}", e.what());
+    const bool read_only = e.kind() == state::StoreError::Kind::read_only;
+    return tool_error(
+        "state_unavailable",
+        std::string("the server's state database is ") +
+            (busy        ? "locked by another process"
+             : read_only ? "read-only"
+                         : "failing") +
+            ", so this call could not be recorded. Try again in a moment; if it persists, the "
+            "operator should check the state database (--state-db)." +
+            if_action,
+        {{"retryable", busy}});
 }
 
 Handler checked_handler(std::shared_ptr<const InputValidator> validator, Handler handler,

@@ -22,6 +22,10 @@
 #include "server/mcp_server.hpp"
 #include "tools/tool_kit.hpp"
 
+namespace agency::state {
+class StoreError;
+}
+
 namespace agency::tools {
 
 class ActionRuntime;
@@ -69,6 +73,12 @@ mcp::ToolResult run_action(ActionRuntime& rt, const ActionCall& call, const json
 // the caller's missing scope): ToolSpec::on_refused of the action tools.
 void record_refusal(ActionRuntime& rt, const std::string& tool, const std::string& record_field,
                     const json& args, mcp::RequestContext& ctx, const mcp::ToolResult& refusal);
+
+// The state store failed under a call: the tool error `state_unavailable`, naming the store
+// that failed and what to do. SQLite (--state-db): locked by another process, read-only or
+// failing, SQLite's words in the log only. PostgreSQL (--state-url): the shared store could not
+// be reached or used, with libpq's reason (the URL in it carries no password).
+mcp::ToolResult state_unavailable(const state::StoreError& e);
 
 // The validate and shape stages around any handler: invalid arguments and gateway or state
 // failures become tool errors. `on_refused` hears a call refused for its arguments.
