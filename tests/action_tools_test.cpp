@@ -364,7 +364,7 @@ TEST(ActionTools, OutreachDraftIsStoredNotSent) {
     EXPECT_EQ(r["status"], "drafted");
     const std::string email_id = r.value("email_id", "");
     ASSERT_FALSE(email_id.empty());
-    auto draft = a.rt->store().draft(email_id);
+    auto draft = a.rt->store().draft(email_id, "local");
     ASSERT_TRUE(draft);
     EXPECT_EQ(draft->client_id, kLaw);
     EXPECT_EQ(draft->recipient, "editor@legal-resources.example");
@@ -661,7 +661,7 @@ TEST(ActionTools, SendProspectEmailAfterConfirmationSendsOnce) {
     ASSERT_TRUE(sent.is_object());
     EXPECT_EQ(sent["status"], "sent");
     EXPECT_EQ(a.posts("send_prospect_email"), 1u);
-    EXPECT_EQ(a.rt->store().draft(email_id)->status, "sent");
+    EXPECT_EQ(a.rt->store().draft(email_id, "local")->status, "sent");
     EXPECT_EQ(rows_with(a.h->gw->rows("backlink_outreach", kLaw), "status", "sent"), sent_before + 1);
 
     ToolReply again = a.h->call("send_prospect_email", args);

@@ -82,7 +82,8 @@ void fill(Store& store) {
                              .subject = "Hi",
                              .html = "<p>é ✓</p>",
                              .gateway_id = "",
-                             .prospect_url = "u"});
+                             .prospect_url = "u",
+                             .principal = "alice"});
     auto c = store.create_confirmation("alice", "send", "d", 60s);
     store.consume_confirmation(c.id, "alice", "send", "d");
     store.create_confirmation("bob", "send", "d", 60s);
@@ -274,18 +275,19 @@ TEST_P(StoreContract, Drafts) {
                                              .subject = "Hello",
                                              .html = "<p>x</p>",
                                              .gateway_id = "bo_1",
-                                             .prospect_url = "https://p"});
+                                             .prospect_url = "https://p",
+                                             .principal = "alice"});
     EXPECT_EQ(d.status, "draft");
-    const auto back = store->draft(d.id);
+    const auto back = store->draft(d.id, "alice");
     ASSERT_TRUE(back);
     EXPECT_EQ(back->subject, "Hello");
     EXPECT_EQ(back->gateway_id, "bo_1");
     EXPECT_EQ(back->created_at, d.created_at);
     EXPECT_TRUE(store->mark_draft_sent(d.id));
     EXPECT_FALSE(store->mark_draft_sent(d.id)) << "sent once";
-    EXPECT_EQ(store->draft(d.id)->status, "sent");
+    EXPECT_EQ(store->draft(d.id, "alice")->status, "sent");
     EXPECT_FALSE(store->mark_draft_sent("em_nope"));
-    EXPECT_FALSE(store->draft("em_nope"));
+    EXPECT_FALSE(store->draft("em_nope", "alice"));
 }
 
 TEST_P(StoreContract, Confirmations) {

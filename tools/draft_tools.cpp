@@ -65,10 +65,11 @@ std::string recipient_of(const json& args, const Draft& draft) {
 }
 
 // What a person approves before an e-mail goes out: recipient, subject and the body's text.
-Preview send_preview(ActionRuntime& rt, const json& args) {
+// A draft is the caller's own: another caller's email_id answers exactly as an unknown one.
+Preview send_preview(ActionRuntime& rt, const json& args, const mcp::RequestContext& ctx) {
     const std::string client_id = args.at("client_id").get<std::string>();
     const std::string email_id = args.at("email_id").get<std::string>();
-    auto draft = rt.store().draft(email_id);
+    auto draft = rt.store().draft(email_id, principal_of(ctx));
     if (!draft || draft->client_id != client_id)
         throw Refused{"not_found", "unknown email_id " + email_id + " for client_id " +
                                        client_id + "; generate_outreach_email returns it"};
@@ -162,14 +163,14 @@ ActionEntry send_prospect_email(const std::shared_ptr<Toolbox>& box, const std::
                              "confirmation; the draft is then marked sent"},
          .id_field = "email_id",  // the write log's record id
          .spends_credits = false,
-         .preview = [rt](const json& args, mcp::RequestContext&) {
-             return send_preview(*rt, args);
+         .preview = [rt](const json& args, mcp::RequestContext& ctx) {
+             return send_preview(*rt, args, ctx);
          },
          .execute = [box, rt](const json& args, const Preview&, mcp::RequestContext& ctx) {
              const std::string client_id = args.at("client_id").get<std::string>();
              const std::string email_id = args.at("email_id").get<std::string>();
              // Re-read: another call may have sent it since the preview.
-             auto draft = rt->store().draft(email_id);
+             auto draft = rt->store().draft(email_id, principal_of(ctx));
              if (!draft || draft->status != "draft")
                  throw Refused{"already_sent", "email " + email_id + " was already sent"};
              const std::string to = recipient_of(args, *draft);
