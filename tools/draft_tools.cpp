@@ -10,6 +10,17 @@ namespace {
 
 constexpr std::size_t kEmailBodyChars = 1500;
 
+// Whether a gateway record holds text a reader would not see (HTML comments, hidden elements,
+// invisible characters) in any of its string members: what is published is the record as the
+// gateway keeps it, not the cleaned text a preview shows.
+bool record_hides_text(const json& record) {
+    if (!record.is_object()) return false;
+    for (const auto& [key, value] : record.items())
+        if (value.is_string() && base::holds_hidden_text(value.get_ref<const std::string&>()))
+            return true;
+    return false;
+}
+
 // What a person approves before an article goes live: its title, an excerpt of its text and
 // where it will be published, read from the article and the client records.
 Preview deploy_preview(Toolbox& box, const json& args, mcp::RequestContext& ctx) {
@@ -47,6 +58,13 @@ Preview deploy_preview(Toolbox& box, const json& args, mcp::RequestContext& ctx)
                                     : excerpt.get<std::string>());
     if (status == "published")
         message += "\nIt is already published; deploying again republishes it.";
+    // What goes live is the article as the gateway keeps it: a person hears that it hides
+    // something, as the send preview says of an e-mail.
+    const bool hides = record_hides_text(article);
+    if (hides)
+        message += "\n[The article also holds text a reader would not see (HTML comments, "
+                   "hidden elements or invisible characters): it is not shown here, and it "
+                   "would be published as written.]";
     return Preview{message,
                    {{"action", "deploy_blog"},
                     {"article_id", article_id},
@@ -55,7 +73,8 @@ Preview deploy_preview(Toolbox& box, const json& args, mcp::RequestContext& ctx)
                     {"site", site},
                     {"deployment_target", target},
                     {"url", url},
-                    {"current_status", status}}};
+                    {"current_status", status},
+                    {"hidden_text", hides}}};
 }
 
 // The address a send goes to: the recipient argument, else the draft's own.
