@@ -118,14 +118,19 @@ struct WriteLogEntry {
     std::string detail;     // a short message (bounded)
 };
 
-// What write_log reads: rows at or after since_ms, of one client and tool when set; at most
-// `limit` (0: all), oldest first unless newest_first.
+// Which rows by outcome: all; the calls that reached the gateway (ok, failed, unknown); or
+// those that did not (refused, preview), so that one kind cannot crowd out the other.
+enum class WriteLogOutcomes { all, sent, not_sent };
+
+// What write_log reads: rows at or after since_ms, of one client and tool when set, of the
+// outcomes asked for; at most `limit` (0: all), oldest first unless newest_first.
 struct WriteLogQuery {
     std::int64_t since_ms = 0;
     std::string client_id;
     std::string tool;
     std::size_t limit = 0;
     bool newest_first = false;
+    WriteLogOutcomes outcomes = WriteLogOutcomes::all;
 };
 
 // The schema version this build writes and understands; a database at a newer version is

@@ -429,6 +429,26 @@ TEST_P(StoreContract, TaskLeasesClaimRenewOrphansAndCancels) {
     EXPECT_TRUE(store->renew_task_leases("i1", 60'000).empty()) << "not i1's any more";
 }
 
+// Issue 30: rows by outcome, so that refusals cannot crowd the writes out of a newest-N read.
+TEST_P(StoreContract, WriteLogReadsByOutcome) {
+    auto store = open();
+    for (const char* outcome : {"ok", "refused", "failed", "preview", "unknown", "refused"})
+        store->append_write_log({.tool = "deploy_article", .client_id = "acme", .outcome = outcome});
+    auto outcomes = [&](agency::state::WriteLogOutcomes which, std::size_t limit) {
+        std::vector<std::string> out;
+        store->read_write_log(
+            {.client_id = "acme", .limit = limit, .newest_first = true, .outcomes = which},
+            [&](const WriteLogEntry& e) { out.push_back(e.outcome); });
+        return out;
+    };
+    using agency::state::WriteLogOutcomes;
+    EXPECT_EQ(outcomes(WriteLogOutcomes::sent, 0),
+              (std::vector<std::string>{"unknown", "failed", "ok"}));
+    EXPECT_EQ(outcomes(WriteLogOutcomes::not_sent, 2),
+              (std::vector<std::string>{"refused", "preview"}));
+    EXPECT_EQ(outcomes(WriteLogOutcomes::all, 0).size(), 6u);
+}
+
 TEST_P(StoreContract, WriteLogAppendsReadsAndPrunes) {
     auto store = open();
     EXPECT_TRUE(log_ids(*store, {}).empty());
