@@ -12,6 +12,7 @@
 #include "app/commands.hpp"
 #include "app/process.hpp"
 #include "base/crypto.hpp"
+#include "base/text.hpp"
 #include "state/open_store.hpp"
 #include "state/sqlite_store.hpp"
 
@@ -68,7 +69,8 @@ int run_state_export(const StateArgs& args) {
     std::ostream& out = args.file.empty() ? std::cout : file;
     std::size_t rows = 0;
     store->export_rows([&](const nlohmann::json& line) {
-        out << line.dump() << '\n';
+        // Control and bidi characters as \uXXXX: the same JSON, safe to print.
+        out << base::terminal_safe_json(line.dump()) << '\n';
         ++rows;
     });
     out.flush();

@@ -1,7 +1,8 @@
 // write-log: the record of every action call, as JSON lines or CSV; write-log prune: the one
 // way rows leave it, itself recorded. The CSV is made to be opened in a spreadsheet: every
 // cell quoted, and a cell a spreadsheet would run as a formula (= + - @, tab, CR first) is
-// prefixed with ' so that it reads as text.
+// prefixed with ' so that it reads as text. Both are safe on a terminal: control and bidi
+// characters (a caller's client_id, an argument's name, a gateway's record id) are escapes.
 #include <unistd.h>
 
 #include <chrono>
@@ -14,6 +15,7 @@
 
 #include "app/commands.hpp"
 #include "base/clock.hpp"
+#include "base/text.hpp"
 
 namespace agency::app {
 
@@ -65,7 +67,7 @@ std::int64_t parse_when(const std::string& text, const char* option) {
 }
 
 // One CSV cell: always quoted, quotes doubled; a leading = + - @ tab or CR (a formula to a
-// spreadsheet) neutralised with a leading '.
+// spreadsheet) neutralised with a leading '. `text` is already terminal-safe.
 std::string csv_cell(const std::string& text) {
     std::string out = "\"";
     if (!text.empty() && std::string_view("=+-@\t\r").find(text.front()) != std::string::npos)
@@ -95,15 +97,20 @@ int run_write_log(const WriteLogArgs& args) {
         const json row = row_json(e);
         ++rows;
         if (!csv) {
-            std::cout << row.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
+            std::cout << base::terminal_safe_json(
+                             row.dump(-1, ' ', false, json::error_handler_t::replace))
+                      << '\n';
             return;
         }
         std::string line;
         for (const char* c : kColumns) {
             const json& v = row[c];
+            // Text cells as visible escapes; JSON cells (args_summary) as JSON escapes.
             const std::string text =
-                v.is_string() ? v.get<std::string>()
-                              : v.dump(-1, ' ', false, json::error_handler_t::replace);
+                v.is_string()
+                    ? base::terminal_safe_text(v.get_ref<const std::string&>())
+                    : base::terminal_safe_json(
+                          v.dump(-1, ' ', false, json::error_handler_t::replace));
             line += (line.empty() ? "" : ",") + csv_cell(text);
         }
         std::cout << line << "\r\n";
@@ -116,10 +123,16 @@ int run_write_log(const WriteLogArgs& args) {
 
 int run_write_log_prune(const WriteLogArgs& args) {
     const std::int64_t before = parse_when(args.before, "--before");
-    if (before > base::Clock::system().unix_ms())
-        throw std::invalid_argument("--before " + args.before +
-                                    " is in the future: that would delete rows written today; "
-                                    "give a past date");
+    // A prune never deletes a row written today (UTC): a --before later than the day's start
+    // (the future, an age such as 0m or 2h, a time today) is refused.
+    const std::int64_t now = base::Clock::system().unix_ms();
+    const std::int64_t today = now - now % 86'400'000;
+    if (before > today)
+        throw std::invalid_argument(
+            "--before " + base::terminal_safe_text(args.before.substr(0, 64)) +
+            (before > now ? " is in the future" : " is later than the start of today (UTC)") +
+            ": that would delete rows written today; give a date up to today's (" +
+            base::iso8601_ms(today).substr(0, 10) + ") or an age of at least 1d");
     auto store = open_state(args.state_url, args.state_db);
     // Who pruned: the operator's account (rows name callers; this names the person at the
     // shell).

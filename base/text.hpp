@@ -15,4 +15,16 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
 // Without leading and trailing spaces and tabs.
 std::string_view trim(std::string_view text);
 
+// Whether `cp` would act on a terminal or reorder what it shows rather than be read: a C0 or C1
+// control, DEL, or a bidi control (U+061C, U+200E/F, U+202A-U+202E, U+2066-U+2069).
+bool terminal_control(char32_t cp);
+// JSON text (as nlohmann's dump writes it) with every terminal_control character that is still
+// literal written as a \uXXXX escape (C1, DEL and bidi: JSON escapes only C0 itself) and a
+// byte that is not UTF-8 as \ufffd. The same JSON value, safe to print.
+std::string terminal_safe_json(std::string_view json_text);
+// Plain text made visible: a backslash doubled, a terminal_control character as \uXXXX and a
+// byte that is not UTF-8 as \xNN, so that nothing acts on a terminal and the escapes are
+// unambiguous.
+std::string terminal_safe_text(std::string_view text);
+
 }  // namespace agency::base

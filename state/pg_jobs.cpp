@@ -126,12 +126,12 @@ Draft PgStore::create_draft(Draft draft) {
     draft.created_at = now_s();
     acquire()->run("draft_create",
                    {draft.id, draft.client_id, draft.recipient, draft.subject, draft.html,
-                    draft.gateway_id, draft.prospect_url, draft.created_at});
+                    draft.gateway_id, draft.prospect_url, draft.created_at, draft.principal});
     return draft;
 }
 
-std::optional<Draft> PgStore::draft(std::string_view id) {
-    const auto r = acquire()->run("draft_get", {id});
+std::optional<Draft> PgStore::draft(std::string_view id, std::string_view principal) {
+    const auto r = acquire()->run("draft_get", {id, principal});
     if (r.rows() == 0) return std::nullopt;
     return Draft{.id = r.text(0, 0),
                  .client_id = r.text(0, 1),
@@ -141,7 +141,8 @@ std::optional<Draft> PgStore::draft(std::string_view id) {
                  .status = r.text(0, 5),
                  .gateway_id = r.text(0, 6),
                  .prospect_url = r.text(0, 7),
-                 .created_at = r.integer(0, 8)};
+                 .created_at = r.integer(0, 8),
+                 .principal = r.text(0, 9)};
 }
 
 bool PgStore::mark_draft_sent(std::string_view id) {

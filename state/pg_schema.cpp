@@ -8,6 +8,13 @@
 
 namespace agency::state {
 
+// 5: a draft is bound to the caller that made it; older drafts go to `local` (stdio, or HTTP
+// without keys or OAuth).
+constexpr const char* kDraftPrincipals = R"sql(
+ALTER TABLE drafts ADD COLUMN IF NOT EXISTS principal text NOT NULL DEFAULT '';
+UPDATE drafts SET principal = 'local' WHERE principal = '';
+)sql";
+
 const std::vector<PgMigration>& pg_migrations() {
     // Version 1 was SQLite's alone (no leases); PostgreSQL starts at 2. A later version appends
     // a step here; a step never changes once released.
@@ -120,7 +127,8 @@ CREATE TRIGGER write_log_append_only BEFORE UPDATE ON write_log FOR EACH ROW
 UPDATE tasks SET owner = left(owner, -33)
   WHERE era = 'legacy' AND (owner LIKE 'key:%' OR owner LIKE 'oauth:%')
     AND owner ~ '#[0-9a-f]{32}$';
-)sql"}};
+)sql"},
+                                                   {5, kDraftPrincipals}};
     return steps;
 }
 
@@ -189,10 +197,12 @@ const PgStatement kStatements[] = {
     // --- drafts
     {"draft_create",
      "INSERT INTO drafts (id, client_id, recipient, subject, html, status, gateway_id, "
-     "prospect_url, created_at) VALUES ($1, $2, $3, $4, $5, 'draft', $6, $7, $8)"},
+     "prospect_url, created_at, principal) VALUES ($1, $2, $3, $4, $5, 'draft', $6, $7, $8, "
+     "$9)"},
+    // Another caller's draft reads as an unknown id.
     {"draft_get",
      "SELECT id, client_id, recipient, subject, html, status, gateway_id, prospect_url, "
-     "created_at FROM drafts WHERE id = $1"},
+     "created_at, principal FROM drafts WHERE id = $1 AND principal = $2 AND principal <> ''"},
     {"draft_sent", "UPDATE drafts SET status = 'sent' WHERE id = $1 AND status = 'draft'"},
     // --- confirmations
     {"confirm_create",

@@ -78,7 +78,7 @@ public:
 
     // --- drafts
     Draft create_draft(Draft draft) override;
-    std::optional<Draft> draft(std::string_view id) override;
+    std::optional<Draft> draft(std::string_view id, std::string_view principal) override;
     bool mark_draft_sent(std::string_view id) override;
 
     // --- confirmations

@@ -120,6 +120,10 @@ std::string write_log_filter(const WriteLogQuery& q, Mark mark) {
     std::string sql = " WHERE at_ms >= " + mark(n++);
     if (!q.client_id.empty()) sql += " AND client_id = " + mark(n++);
     if (!q.tool.empty()) sql += " AND tool = " + mark(n++);
+    if (q.outcomes == WriteLogOutcomes::sent)
+        sql += " AND outcome IN ('ok', 'failed', 'unknown')";
+    else if (q.outcomes == WriteLogOutcomes::not_sent)
+        sql += " AND outcome NOT IN ('ok', 'failed', 'unknown')";
     sql += q.newest_first ? " ORDER BY at_ms DESC, id DESC" : " ORDER BY at_ms, id";
     if (q.limit > 0) sql += " LIMIT " + mark(n++);
     return sql;

@@ -180,6 +180,7 @@ void SqliteStore::open_schema() {
         migrate_to_leases();
         create_tables();
         if (version < 4) exec(kTaskOwnersToCallers);
+        migrate_draft_principals();
         exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
         exec("COMMIT");
     } catch (...) {
@@ -202,6 +203,16 @@ void SqliteStore::migrate_to_leases() {
               " ADD COLUMN lease_until_ms INTEGER NOT NULL DEFAULT 0;")
                  .c_str());
     }
+}
+
+// Version 5: a draft is bound to the caller that made it. Drafts made before are given to
+// `local` (the caller over stdio, or over HTTP without keys or OAuth): a key or a token never
+// reaches them.
+void SqliteStore::migrate_draft_principals() {
+    Statement s(db_, "SELECT count(*) FROM pragma_table_info('drafts') WHERE name = 'principal'");
+    if (!s.step() || s.integer(0) != 0) return;
+    exec("ALTER TABLE drafts ADD COLUMN principal TEXT NOT NULL DEFAULT ''; "
+         "UPDATE drafts SET principal = 'local';");
 }
 
 void SqliteStore::create_tables() {
@@ -228,7 +239,8 @@ CREATE TABLE IF NOT EXISTS drafts (
   status TEXT NOT NULL CHECK (status IN ('draft','sent')),
   gateway_id TEXT,
   prospect_url TEXT,
-  created_at INTEGER NOT NULL
+  created_at INTEGER NOT NULL,
+  principal TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS confirmations (
   id TEXT PRIMARY KEY,
@@ -436,19 +448,20 @@ Draft SqliteStore::create_draft(Draft draft) {
     const auto lock = open_locked();
     Statement s(db_,
                 "INSERT INTO drafts (id, client_id, recipient, subject, html, status, gateway_id, "
-                "prospect_url, created_at) VALUES (?, ?, ?, ?, ?, 'draft', ?, ?, ?)");
+                "prospect_url, created_at, principal) VALUES (?, ?, ?, ?, ?, 'draft', ?, ?, ?, ?)");
     s.bind(draft.id).bind(draft.client_id).bind(draft.recipient).bind(draft.subject);
     s.bind(draft.html).bind(draft.gateway_id).bind(draft.prospect_url).bind(draft.created_at);
-    s.run();
+    s.bind(draft.principal).run();
     return draft;
 }
 
-std::optional<Draft> SqliteStore::draft(std::string_view id) {
+std::optional<Draft> SqliteStore::draft(std::string_view id, std::string_view principal) {
     const auto lock = open_locked();
     Statement s(db_,
                 "SELECT id, client_id, recipient, subject, html, status, gateway_id, "
-                "prospect_url, created_at FROM drafts WHERE id = ?");
-    s.bind(id);
+                "prospect_url, created_at, principal FROM drafts WHERE id = ? AND principal = ? "
+                "AND principal <> ''");
+    s.bind(id).bind(principal);
     if (!s.step()) return std::nullopt;
     return Draft{.id = s.text(0),
                  .client_id = s.text(1),
@@ -458,7 +471,8 @@ std::optional<Draft> SqliteStore::draft(std::string_view id) {
                  .status = s.text(5),
                  .gateway_id = s.text(6),
                  .prospect_url = s.text(7),
-                 .created_at = s.integer(8)};
+                 .created_at = s.integer(8),
+                 .principal = s.text(9)};
 }
 
 bool SqliteStore::mark_draft_sent(std::string_view id) {

@@ -59,7 +59,7 @@ public:
 
     // --- drafts
     Draft create_draft(Draft draft) override;
-    std::optional<Draft> draft(std::string_view id) override;
+    std::optional<Draft> draft(std::string_view id, std::string_view principal) override;
     bool mark_draft_sent(std::string_view id) override;
 
     // --- confirmations
@@ -113,6 +113,7 @@ private:
     void create_tables();
     void migrate_jobs_status();
     void migrate_to_leases();
+    void migrate_draft_principals();
     // BEGIN IMMEDIATE ... COMMIT around `body` (rolled back when it throws): the steps of a
     // claim or a credit grant are atomic against other processes on the file too.
     template <typename F>

@@ -74,6 +74,9 @@ struct Draft {
     std::string gateway_id;  // the gateway's backlink_outreach record
     std::string prospect_url;
     std::int64_t created_at = 0;
+    // The caller that made it (a principal's name, as jobs store it): only that caller reads
+    // or sends it. "" (a row imported from an export older than version 5) is nobody's.
+    std::string principal;
 };
 
 struct Confirmation {
@@ -121,19 +124,24 @@ struct WriteLogEntry {
     std::string detail;     // a short message (bounded)
 };
 
-// What write_log reads: rows at or after since_ms, of one client and tool when set; at most
-// `limit` (0: all), oldest first unless newest_first.
+// Which rows by outcome: all; the calls that reached the gateway (ok, failed, unknown); or
+// those that did not (refused, preview), so that one kind cannot crowd out the other.
+enum class WriteLogOutcomes { all, sent, not_sent };
+
+// What write_log reads: rows at or after since_ms, of one client and tool when set, of the
+// outcomes asked for; at most `limit` (0: all), oldest first unless newest_first.
 struct WriteLogQuery {
     std::int64_t since_ms = 0;
     std::string client_id;
     std::string tool;
     std::size_t limit = 0;
     bool newest_first = false;
+    WriteLogOutcomes outcomes = WriteLogOutcomes::all;
 };
 
 // The schema version this build writes and understands; a database at a newer version is
 // refused (StoreError naming both versions), an older one is migrated when opened.
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 // Tables and their columns as `state export` writes them, identical for every backend:
 // {"table": "<name>", "row": {"<column>": value, ...}} per line (JSON values for JSON
@@ -206,9 +214,11 @@ public:
                                      std::string_view key) = 0;
 
     // --- drafts
-    // id and created_at assigned; status "draft"
+    // id and created_at assigned; status "draft"; bound to draft.principal
     virtual Draft create_draft(Draft draft) = 0;
-    virtual std::optional<Draft> draft(std::string_view id) = 0;
+    // The draft `id` when `principal` made it; another caller's draft is nullopt, exactly as
+    // an unknown id.
+    virtual std::optional<Draft> draft(std::string_view id, std::string_view principal) = 0;
     // draft -> sent; false when unknown or not a draft.
     virtual bool mark_draft_sent(std::string_view id) = 0;
 

@@ -132,7 +132,7 @@ TEST(ActionOutcomes, RecipientArgumentIsUsedAndValidated) {
                          {"recipient", "pat@legal-resources.example"}});
     EXPECT_EQ(drafted["recipient"], "pat@legal-resources.example");
     EXPECT_FALSE(drafted.contains("warnings"));
-    EXPECT_EQ(o.rt->store().draft(drafted.value("email_id", ""))->recipient,
+    EXPECT_EQ(o.rt->store().draft(drafted.value("email_id", ""), "local")->recipient,
               "pat@legal-resources.example");
 
     for (const char* bad : {"not-an-address", "a@b", "x@y.example\nBcc: z@evil.example"}) {

@@ -82,7 +82,8 @@ void fill(Store& store) {
                              .subject = "Hi",
                              .html = "<p>é ✓</p>",
                              .gateway_id = "",
-                             .prospect_url = "u"});
+                             .prospect_url = "u",
+                             .principal = "alice"});
     auto c = store.create_confirmation("alice", "send", "d", 60s);
     store.consume_confirmation(c.id, "alice", "send", "d");
     store.create_confirmation("bob", "send", "d", 60s);
@@ -289,18 +290,19 @@ TEST_P(StoreContract, Drafts) {
                                              .subject = "Hello",
                                              .html = "<p>x</p>",
                                              .gateway_id = "bo_1",
-                                             .prospect_url = "https://p"});
+                                             .prospect_url = "https://p",
+                                             .principal = "alice"});
     EXPECT_EQ(d.status, "draft");
-    const auto back = store->draft(d.id);
+    const auto back = store->draft(d.id, "alice");
     ASSERT_TRUE(back);
     EXPECT_EQ(back->subject, "Hello");
     EXPECT_EQ(back->gateway_id, "bo_1");
     EXPECT_EQ(back->created_at, d.created_at);
     EXPECT_TRUE(store->mark_draft_sent(d.id));
     EXPECT_FALSE(store->mark_draft_sent(d.id)) << "sent once";
-    EXPECT_EQ(store->draft(d.id)->status, "sent");
+    EXPECT_EQ(store->draft(d.id, "alice")->status, "sent");
     EXPECT_FALSE(store->mark_draft_sent("em_nope"));
-    EXPECT_FALSE(store->draft("em_nope"));
+    EXPECT_FALSE(store->draft("em_nope", "alice"));
 }
 
 TEST_P(StoreContract, Confirmations) {
@@ -440,6 +442,26 @@ TEST_P(StoreContract, TaskLeasesClaimRenewOrphansAndCancels) {
     EXPECT_EQ(store->renew_task_leases("i2", 60'000), std::vector<std::string>{"t2"});
     EXPECT_TRUE(store->renew_task_leases("i2", 60'000).empty()) << "reported once";
     EXPECT_TRUE(store->renew_task_leases("i1", 60'000).empty()) << "not i1's any more";
+}
+
+// Issue 30: rows by outcome, so that refusals cannot crowd the writes out of a newest-N read.
+TEST_P(StoreContract, WriteLogReadsByOutcome) {
+    auto store = open();
+    for (const char* outcome : {"ok", "refused", "failed", "preview", "unknown", "refused"})
+        store->append_write_log({.tool = "deploy_article", .client_id = "acme", .outcome = outcome});
+    auto outcomes = [&](agency::state::WriteLogOutcomes which, std::size_t limit) {
+        std::vector<std::string> out;
+        store->read_write_log(
+            {.client_id = "acme", .limit = limit, .newest_first = true, .outcomes = which},
+            [&](const WriteLogEntry& e) { out.push_back(e.outcome); });
+        return out;
+    };
+    using agency::state::WriteLogOutcomes;
+    EXPECT_EQ(outcomes(WriteLogOutcomes::sent, 0),
+              (std::vector<std::string>{"unknown", "failed", "ok"}));
+    EXPECT_EQ(outcomes(WriteLogOutcomes::not_sent, 2),
+              (std::vector<std::string>{"refused", "preview"}));
+    EXPECT_EQ(outcomes(WriteLogOutcomes::all, 0).size(), 6u);
 }
 
 TEST_P(StoreContract, WriteLogAppendsReadsAndPrunes) {

@@ -51,7 +51,8 @@ TEST_F(Store, SchemaSurvivesReopen) {
                        .create_draft({.client_id = "demo-dental",
                                       .recipient = "editor@a.example",
                                       .subject = "Hello",
-                                      .html = "<p>Hi</p>"})
+                                      .html = "<p>Hi</p>",
+                                      .principal = "alice"})
                        .id;
         EXPECT_FALSE(store.claim_idempotency("alice", "generate_article", "k1", "d1",
                                              std::chrono::seconds(600)));
@@ -65,7 +66,7 @@ TEST_F(Store, SchemaSurvivesReopen) {
     EXPECT_EQ(job->client_id, "demo-dental");
     EXPECT_EQ(job->principal, "alice");
     EXPECT_EQ(job->args, json({{"url", "https://a.example"}}));
-    auto draft = store.draft(draft_id);
+    auto draft = store.draft(draft_id, "alice");
     ASSERT_TRUE(draft);
     EXPECT_EQ(draft->recipient, "editor@a.example");
     EXPECT_EQ(draft->html, "<p>Hi</p>");
@@ -123,13 +124,14 @@ TEST_F(Store, IdempotencyClaims) {
 TEST_F(Store, DraftIsSentOnce) {
     DB store(path);
     auto d = store.create_draft(
-        {.client_id = "c", .recipient = "x@y.example", .subject = "s", .html = "h"});
+        {.client_id = "c", .recipient = "x@y.example", .subject = "s", .html = "h",
+         .principal = "p"});
     EXPECT_TRUE(d.id.starts_with("em_"));
     EXPECT_TRUE(store.mark_draft_sent(d.id));
     EXPECT_FALSE(store.mark_draft_sent(d.id));
-    EXPECT_EQ(store.draft(d.id)->status, "sent");
+    EXPECT_EQ(store.draft(d.id, "p")->status, "sent");
     EXPECT_FALSE(store.mark_draft_sent("em_unknown"));
-    EXPECT_FALSE(store.draft("em_unknown"));
+    EXPECT_FALSE(store.draft("em_unknown", "p"));
 }
 
 TEST_F(Store, ConfirmationIsBoundAndSingleUse) {

@@ -160,6 +160,31 @@ TEST(UntrustedTools, DeployPreviewShowsOnlyVisibleText) {
     EXPECT_EQ(t.posts("deploy_blog"), 0u);
 }
 
+// What goes live is the article as the gateway keeps it: as the send preview does for an
+// e-mail, the deploy preview tells the person that it hides text (issue 30); a clean article
+// says nothing of the kind.
+TEST(UntrustedTools, DeployPreviewFlagsHiddenTextInTheArticle) {
+    Tools t;
+    const json blogs = t.h->gw->rows("blogs", kLaw);
+    ASSERT_GE(blogs.size(), 2u);
+    ToolReply hiding = t.ok("deploy_article", {{"client_id", kLaw},
+                                               {"article_id", blogs[0].value("id", "")}});
+    const json& shown = hiding.structured();
+    EXPECT_EQ(shown["preview"].value("hidden_text", false), true) << shown.dump();
+    EXPECT_NE(shown.value("message", "").find("a reader would not see"), std::string::npos)
+        << shown.value("message", "");
+    EXPECT_NE(shown.value("message", "").find("would be published as written"),
+              std::string::npos);
+
+    ToolReply clean = t.ok("deploy_article", {{"client_id", kLaw},
+                                              {"article_id", blogs[1].value("id", "")}});
+    EXPECT_EQ(clean.structured()["preview"].value("hidden_text", true), false)
+        << clean.structured().dump();
+    EXPECT_EQ(clean.structured().value("message", "").find("a reader would not see"),
+              std::string::npos);
+    EXPECT_EQ(t.posts("deploy_blog"), 0u);
+}
+
 TEST(UntrustedTools, OutreachDraftAndSendPreviewAreCleaned) {
     Tools t;
     ToolReply drafted = t.ok("generate_outreach_email",

@@ -2,6 +2,9 @@
 // call that `write-log` then prints (JSON lines, CSV safe to open in a spreadsheet, filters);
 // `write-log prune` deletes only what is older than --before and records itself; --rate-limit
 // refuses a caller over it and refuses a malformed value at start.
+#include <algorithm>
+#include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -159,6 +162,108 @@ TEST_F(WriteLogCli, PruneDeletesOnlyOlderRowsAndRecordsItself) {
     EXPECT_TRUE(rows[1].value("principal", "").starts_with("operator:"));
     EXPECT_EQ(rows[1]["args_summary"]["before"], "2020-01-01T00:00:00.000Z");
     EXPECT_NE(rows[1].value("detail", "").find("1 row(s) deleted"), std::string::npos);
+}
+
+// Issue 30: a caller's client_id, an argument's name or a gateway's record id may carry
+// terminal escapes (ESC, BEL, the C1 CSI) and bidi controls. No export prints one raw: JSON
+// lines and `state export` write them as \uXXXX (the same values once parsed), CSV as visible
+// escapes.
+TEST_F(WriteLogCli, ControlAndBidiCharactersAreEscapedInEveryExport) {
+    const std::string client = "acme\x1b]0;owned\x07\x1b[2J";
+    const std::string name = "topic\xc2\x9b" "31m";             // U+009B: the C1 CSI
+    const std::string record = "bo_1\u202Egnp.exe\u2066x\u2069\u200F\u061C";
+    const std::string detail = "line\r\nnext\x7f back\\slash";
+    {
+        agency::state::SqliteStore store(db);
+        store.append_write_log({.principal = "key:\x1b[31mred",
+                                .tool = "generate_article",
+                                .client_id = client,
+                                .args_summary = {{name, "v\xc2\x85"}},
+                                .outcome = "refused",
+                                .record_id = record,
+                                .detail = detail});
+    }
+    auto raw_control = [](const std::string& out) {
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            const auto c = static_cast<unsigned char>(out[i]);
+            if ((c < 0x20 && c != '\n' && c != '\r') || c == 0x7f) return "C0 " + std::to_string(c);
+            if (c == 0xc2 && i + 1 < out.size() && static_cast<unsigned char>(out[i + 1]) < 0xa0)
+                return std::string("C1");
+            for (const char* bidi : {"\u202E", "\u2066", "\u2069", "\u200F", "\u061C"})
+                if (out.compare(i, std::string(bidi).size(), bidi) == 0) return std::string("bidi");
+        }
+        return std::string();
+    };
+    const Outcome jsonl = run("write-log --state-db '" + db + "'");
+    ASSERT_EQ(jsonl.exit_code, 0) << jsonl.err;
+    EXPECT_EQ(raw_control(jsonl.out), "") << jsonl.out;
+    const auto rows = json_lines(jsonl.out);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0]["client_id"], client) << "escaped, not changed";
+    EXPECT_EQ(rows[0]["record_id"], record);
+    EXPECT_EQ(rows[0]["detail"], detail);
+    EXPECT_EQ(rows[0]["args_summary"][name], "v\xc2\x85");
+    EXPECT_NE(jsonl.out.find("\\u009B31m"), std::string::npos) << jsonl.out;
+    EXPECT_NE(jsonl.out.find("\\u202E"), std::string::npos) << jsonl.out;
+
+    const Outcome csv = run("write-log --format csv --state-db '" + db + "'");
+    ASSERT_EQ(csv.exit_code, 0) << csv.err;
+    const std::string body = csv.out.substr(csv.out.find("\r\n") + 2);
+    std::string lines_only = body;
+    std::erase(lines_only, '\r');
+    std::erase(lines_only, '\n');
+    EXPECT_EQ(raw_control(lines_only), "") << csv.out;
+    EXPECT_EQ(std::count(body.begin(), body.end(), '\n'), 1) << "one line: " << csv.out;
+    EXPECT_NE(csv.out.find("\"acme\\u001B]0;owned\\u0007\\u001B[2J\""), std::string::npos)
+        << csv.out;
+    EXPECT_NE(csv.out.find("\"bo_1\\u202Egnp.exe\\u2066x\\u2069\\u200F\\u061C\""),
+              std::string::npos)
+        << csv.out;
+    EXPECT_NE(csv.out.find("\"line\\u000D\\u000Anext\\u007F back\\\\slash\""), std::string::npos)
+        << "a backslash doubled, so that escapes read one way: " << csv.out;
+
+    const Outcome exported = run("state export --state-db '" + db + "'");
+    ASSERT_EQ(exported.exit_code, 0) << exported.err;
+    EXPECT_EQ(raw_control(exported.out), "") << exported.out;
+    bool found = false;
+    for (const json& line : json_lines(exported.out))
+        if (line["table"] == "write_log") {
+            found = true;
+            EXPECT_EQ(line["row"]["client_id"], client);
+            EXPECT_EQ(line["row"]["record_id"], record);
+        }
+    EXPECT_TRUE(found);
+}
+
+// Issue 30: a prune never deletes a row written today (UTC): `--before 0m` or an age inside
+// today is refused as a future date is; today's date itself (its first instant) is accepted.
+TEST_F(WriteLogCli, PruneRefusesACutoffInsideToday) {
+    {
+        agency::state::SqliteStore store(db);
+        store.append_write_log({.tool = "deploy_article"});  // now
+    }
+    for (const char* before : {"0m"}) {
+        const Outcome now = run("write-log prune --before " + std::string(before) +
+                                " --state-db '" + db + "'");
+        EXPECT_NE(now.exit_code, 0) << before;
+        EXPECT_NE(now.err.find("start of today"), std::string::npos) << now.err;
+    }
+    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    const std::time_t day = static_cast<std::time_t>(now_ms / 1000);
+    char today[16];
+    std::strftime(today, sizeof today, "%Y-%m-%d", std::gmtime(&day));
+    const Outcome later = run("write-log prune --before " + std::string(today) +
+                              "T23:59:59Z --state-db '" + db + "'");
+    EXPECT_NE(later.exit_code, 0) << "a time today, or later";
+    const Outcome midnight =
+        run("write-log prune --before " + std::string(today) + " --state-db '" + db + "'");
+    ASSERT_EQ(midnight.exit_code, 0) << midnight.err;
+    const auto rows = json_lines(run("write-log --state-db '" + db + "'").out);
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0]["tool"], "deploy_article") << "today's row is kept";
+    EXPECT_EQ(rows[1]["tool"], "write-log prune");
 }
 
 // Issue 29: over stdio the one caller is the user who started the process; an agent's bulk

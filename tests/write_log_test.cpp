@@ -283,6 +283,34 @@ TEST(WriteLog, ClientResourceShowsTheNewestWrites) {
     EXPECT_NE(refused["error"].value("message", "").find("read"), std::string::npos);
 }
 
+// Issue 30: a read-only key's refused calls (a row each) cannot push the client's writes out
+// of the resource: writes (calls that reached the gateway) and calls not sent are listed apart.
+TEST(WriteLog, RefusalsCannotCrowdWritesOutOfTheResource) {
+    Writes w;
+    const std::string article = draft_article(w);
+    ASSERT_FALSE(article.empty());
+    agency::mcp::Principal reader;
+    reader.name = "key:reader";
+    reader.scopes = {"read"};
+    for (int i = 0; i < 60; ++i)
+        w.h->call_as(reader, "deploy_article", {{"client_id", kDental}, {"article_id", article}});
+    std::size_t refused = 0;
+    for (const auto& e : w.rows()) refused += e.outcome == "refused";
+    ASSERT_EQ(refused, 60u) << "each refusal is a row";
+    const std::string uri = std::string("agency://clients/") + kDental + "/write-log";
+    json r = w.h->request_as(reader, "resources/read", {{"uri", uri}});
+    ASSERT_TRUE(r.contains("result")) << r.dump();
+    const json body = json::parse(r["result"]["contents"][0].value("text", ""));
+    ASSERT_EQ(body["returned"], 1) << body.dump().substr(0, 600);
+    EXPECT_EQ(body["writes"][0]["tool"], "generate_article");
+    EXPECT_EQ(body["writes"][0]["outcome"], "ok");
+    EXPECT_EQ(body["not_sent_returned"], 20);
+    ASSERT_EQ(body["not_sent"].size(), 20u);
+    EXPECT_EQ(body["not_sent"][0]["outcome"], "refused");
+    EXPECT_EQ(body["not_sent"][0]["principal"], "key:reader");
+    EXPECT_NE(body.value("note", "").find("agency-mcp write-log"), std::string::npos);
+}
+
 // --- the per-principal rate limit ---------------------------------------------------------
 
 TEST(RateLimit, BucketPerPrincipalRefillsWithTheClock) {

@@ -72,8 +72,10 @@ struct ActionEntry {
     bool spends_credits = true;
     // The POST fields besides client_id, from the arguments and what context supplies.
     std::function<json(Toolbox& box, const json& args, mcp::RequestContext& ctx)> fields;
-    // Extra result members from the gateway's data (title, word_count, ...); may store things.
-    std::function<void(ActionRuntime& rt, const json& args, const json& data, json& result)>
+    // Extra result members from the gateway's data (title, word_count, ...); may store things
+    // (bound to the caller, ctx.principal).
+    std::function<void(ActionRuntime& rt, const json& args, const json& data, json& result,
+                       const mcp::RequestContext& ctx)>
         finish;
     // Set: the confirmation stage runs with what this says acting would do
     // (Preview::needed false: these arguments need no confirmation).

@@ -207,7 +207,7 @@ std::function<json(const json&, const Preview&, mcp::RequestContext&)> one_post(
         // What the confirmation said acting would do (generate_article: publish at once).
         if (preview.needed && preview.details.value("auto_deploy", false))
             result["auto_deploy"] = true;
-        if (finish) finish(*rt, args, data, result);
+        if (finish) finish(*rt, args, data, result, ctx);
         if (!result.contains("data")) result["data"] = std::move(data);
         if (r.recovered) result["note"] = r.note;
         return result;

@@ -10,6 +10,17 @@ namespace {
 
 constexpr std::size_t kEmailBodyChars = 1500;
 
+// Whether a gateway record holds text a reader would not see (HTML comments, hidden elements,
+// invisible characters) in any of its string members: what is published is the record as the
+// gateway keeps it, not the cleaned text a preview shows.
+bool record_hides_text(const json& record) {
+    if (!record.is_object()) return false;
+    for (const auto& [key, value] : record.items())
+        if (value.is_string() && base::holds_hidden_text(value.get_ref<const std::string&>()))
+            return true;
+    return false;
+}
+
 // What a person approves before an article goes live: its title, an excerpt of its text and
 // where it will be published, read from the article and the client records.
 Preview deploy_preview(Toolbox& box, const json& args, mcp::RequestContext& ctx) {
@@ -47,6 +58,13 @@ Preview deploy_preview(Toolbox& box, const json& args, mcp::RequestContext& ctx)
                                     : excerpt.get<std::string>());
     if (status == "published")
         message += "\nIt is already published; deploying again republishes it.";
+    // What goes live is the article as the gateway keeps it: a person hears that it hides
+    // something, as the send preview says of an e-mail.
+    const bool hides = record_hides_text(article);
+    if (hides)
+        message += "\n[The article also holds text a reader would not see (HTML comments, "
+                   "hidden elements or invisible characters): it is not shown here, and it "
+                   "would be published as written.]";
     return Preview{message,
                    {{"action", "deploy_blog"},
                     {"article_id", article_id},
@@ -55,7 +73,8 @@ Preview deploy_preview(Toolbox& box, const json& args, mcp::RequestContext& ctx)
                     {"site", site},
                     {"deployment_target", target},
                     {"url", url},
-                    {"current_status", status}}};
+                    {"current_status", status},
+                    {"hidden_text", hides}}};
 }
 
 // The address a send goes to: the recipient argument, else the draft's own.
@@ -65,10 +84,11 @@ std::string recipient_of(const json& args, const Draft& draft) {
 }
 
 // What a person approves before an e-mail goes out: recipient, subject and the body's text.
-Preview send_preview(ActionRuntime& rt, const json& args) {
+// A draft is the caller's own: another caller's email_id answers exactly as an unknown one.
+Preview send_preview(ActionRuntime& rt, const json& args, const mcp::RequestContext& ctx) {
     const std::string client_id = args.at("client_id").get<std::string>();
     const std::string email_id = args.at("email_id").get<std::string>();
-    auto draft = rt.store().draft(email_id);
+    auto draft = rt.store().draft(email_id, principal_of(ctx));
     if (!draft || draft->client_id != client_id)
         throw Refused{"not_found", "unknown email_id " + email_id + " for client_id " +
                                        client_id + "; generate_outreach_email returns it"};
@@ -162,14 +182,14 @@ ActionEntry send_prospect_email(const std::shared_ptr<Toolbox>& box, const std::
                              "confirmation; the draft is then marked sent"},
          .id_field = "email_id",  // the write log's record id
          .spends_credits = false,
-         .preview = [rt](const json& args, mcp::RequestContext&) {
-             return send_preview(*rt, args);
+         .preview = [rt](const json& args, mcp::RequestContext& ctx) {
+             return send_preview(*rt, args, ctx);
          },
          .execute = [box, rt](const json& args, const Preview&, mcp::RequestContext& ctx) {
              const std::string client_id = args.at("client_id").get<std::string>();
              const std::string email_id = args.at("email_id").get<std::string>();
              // Re-read: another call may have sent it since the preview.
-             auto draft = rt->store().draft(email_id);
+             auto draft = rt->store().draft(email_id, principal_of(ctx));
              if (!draft || draft->status != "draft")
                  throw Refused{"already_sent", "email " + email_id + " was already sent"};
              const std::string to = recipient_of(args, *draft);

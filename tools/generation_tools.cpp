@@ -71,7 +71,8 @@ ActionEntry generate_topical_map() {
             .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
                 return json{{"topic", args.at("topic")}};
             },
-            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result,
+                         const mcp::RequestContext&) {
                 set_title(result, data, {"title", "topic"});
             }};
 }
@@ -117,7 +118,8 @@ ActionEntry generate_article(const std::shared_ptr<Toolbox>& box) {
             .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
                 return json{{"keyword", args.at("keyword")}};
             },
-            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result,
+                         const mcp::RequestContext&) {
                 set_title(result, data, {"post_title", "title"});
                 if (auto it = data.find("word_count"); it != data.end() && it->is_number())
                     result["word_count"] = *it;
@@ -168,7 +170,8 @@ ActionEntry optimize_page() {
                 if (args.contains("keyword")) body["keyword"] = args["keyword"];
                 return body;
             },
-            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result,
+                         const mcp::RequestContext&) {
                 set_title(result, data, {"title"});
             }};
 }
@@ -201,7 +204,8 @@ ActionEntry generate_press_release() {
             .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
                 return json{{"headline", args.at("topic")}};
             },
-            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result,
+                         const mcp::RequestContext&) {
                 set_title(result, data, {"headline"});
             }};
 }
@@ -219,7 +223,8 @@ ActionEntry generate_gbp_post() {
             .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
                 return json{{"topic", args.at("topic")}};
             },
-            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result,
+                         const mcp::RequestContext&) {
                 set_title(result, data, {"topic"});
             }};
 }
@@ -274,7 +279,8 @@ ActionEntry run_local_grid_scan() {
                 body["lng"] = *lng;
                 return body;
             },
-            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result,
+                         const mcp::RequestContext&) {
                 set_title(result, data, {"keyword"});
             }};
 }
@@ -313,7 +319,8 @@ ActionEntry analyze_llm_visibility() {
                 }
                 return json{{"prompt", prompt}, {"brand_name", brand}};
             },
-            .finish = [](ActionRuntime&, const json&, const json& data, json& result) {
+            .finish = [](ActionRuntime&, const json&, const json& data, json& result,
+                         const mcp::RequestContext&) {
                 set_title(result, data, {"prompt"});
             }};
 }
@@ -339,7 +346,8 @@ ActionEntry generate_outreach_email() {
             .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
                 return json{{"prospectUrl", args.at("prospect")}};
             },
-            .finish = [](ActionRuntime& runtime, const json& args, const json& data, json& result) {
+            .finish = [](ActionRuntime& runtime, const json& args, const json& data, json& result,
+                         const mcp::RequestContext& ctx) {
                 auto text = [&](std::initializer_list<const char*> fields) {
                     json v = first_text(data, fields);
                     return v.is_null() ? std::string() : v.get<std::string>();
@@ -358,7 +366,8 @@ ActionEntry generate_outreach_email() {
                             .subject = text({"subject"}),
                             .html = text(kBodyFields),
                             .gateway_id = id_text(data),
-                            .prospect_url = args.at("prospect").get<std::string>()};
+                            .prospect_url = args.at("prospect").get<std::string>(),
+                            .principal = principal_of(ctx)};
                 draft = runtime.store().create_draft(std::move(draft));
                 result["email_id"] = draft.id;
                 result["status"] = "drafted";

@@ -267,40 +267,56 @@ json audit_job(ActionRuntime& actions, const std::string& uri, const std::string
 }
 
 constexpr std::size_t kWriteLogRows = 50;
+constexpr std::size_t kNotSentRows = 20;
 
-// The client's newest rows of the write log. Callers' arguments are in them (another
-// assistant's words, as far as this reader goes): cleaned and marked untrusted like gateway
-// text.
+// The client's newest rows of the write log with `outcomes`, as the resource shows them.
+json write_log_rows(ActionRuntime& actions, const std::string& client_id,
+                    state::WriteLogOutcomes outcomes, std::size_t limit) {
+    json rows = json::array();
+    actions.store().read_write_log(
+        {.client_id = client_id, .limit = limit, .newest_first = true, .outcomes = outcomes},
+        [&](const state::WriteLogEntry& e) {
+            rows.push_back({{"at", base::iso8601_ms(e.at_ms)},
+                            {"principal", e.principal},
+                            {"tool", e.tool},
+                            {"outcome", e.outcome},
+                            {"reason", e.reason},
+                            {"record_id", e.record_id},
+                            {"confirmation", e.confirmation},
+                            {"replayed", e.replayed},
+                            {"args_summary", e.args_summary},
+                            {"detail", e.detail}});
+        });
+    gateway_strings(rows);
+    return rows;
+}
+
+// The client's newest writes (calls that reached the gateway) and, apart, its newest calls
+// that did not (refused, or a preview): refusals cannot push writes out. Callers' arguments
+// are in them (another assistant's words, as far as this reader goes): cleaned and marked
+// untrusted like gateway text.
 json write_log(ActionRuntime& actions, const std::string& uri, const std::string& client_id,
                mcp::RequestContext& ctx) {
     if (!ctx.principal.has_scope("read"))
         throw mcp::RpcError(mcp::error_code::invalid_params,
                             uri + " needs the 'read' scope, which this caller lacks");
-    json writes = json::array();
-    actions.store().read_write_log(
-        {.client_id = client_id, .limit = kWriteLogRows, .newest_first = true},
-        [&](const state::WriteLogEntry& e) {
-            writes.push_back({{"at", base::iso8601_ms(e.at_ms)},
-                              {"principal", e.principal},
-                              {"tool", e.tool},
-                              {"outcome", e.outcome},
-                              {"reason", e.reason},
-                              {"record_id", e.record_id},
-                              {"confirmation", e.confirmation},
-                              {"replayed", e.replayed},
-                              {"args_summary", e.args_summary},
-                              {"detail", e.detail}});
-        });
-    gateway_strings(writes);
+    json writes =
+        write_log_rows(actions, client_id, state::WriteLogOutcomes::sent, kWriteLogRows);
+    json not_sent =
+        write_log_rows(actions, client_id, state::WriteLogOutcomes::not_sent, kNotSentRows);
     json out = {{"client_id", client_id},
                 {"returned", writes.size()},
                 {"limit", kWriteLogRows},
                 {"order", "newest first"},
-                {"writes", std::move(writes)}};
-    if (out["returned"] == kWriteLogRows)
+                {"writes", std::move(writes)},
+                {"not_sent_returned", not_sent.size()},
+                {"not_sent_limit", kNotSentRows},
+                {"not_sent", std::move(not_sent)}};
+    if (out["returned"] == kWriteLogRows || out["not_sent_returned"] == kNotSentRows)
         out["note"] = "only the newest " + std::to_string(kWriteLogRows) +
-                      " rows; the operator reads them all with agency-mcp write-log --client " +
-                      client_id;
+                      " writes and " + std::to_string(kNotSentRows) +
+                      " calls not sent; the operator reads them all with agency-mcp write-log "
+                      "--client " + client_id;
     return gateway_contents(uri, out);
 }
 
@@ -325,8 +341,9 @@ std::vector<TemplateSpec> template_specs() {
          "One blog or geo article of a client, with its body when the gateway has it.",
          "application/json"},
         {"agency://clients/{client_id}/write-log", "write_log", "Write log",
-         "A client's newest action calls (up to 50): who, which tool, how confirmed, the outcome "
-         "and the record id; refused calls too.",
+         "A client's newest writes (up to 50 calls that reached the gateway): who, which tool, "
+         "how confirmed, the outcome and the record id; apart, its newest 20 calls refused or "
+         "only previewed.",
          "application/json"},
         {"agency://audit-jobs/{audit_id}", "audit_job", "Audit job status",
          "The status of an audit job run_seo_audit queued (yours only); subscribe to hear when "
