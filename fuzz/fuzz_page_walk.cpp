@@ -75,6 +75,18 @@ std::optional<std::string> canonical_text(std::string_view text) {
 }
 
 // What read_int accepts: an integer that fits int64, or a double within +-9.2e18.
+// Whether the page's object names one member twice (after unescaping).
+bool repeated_top_level_name(simdjson::dom::element doc) {
+    simdjson::dom::object top;
+    if (doc.get_object().get(top)) return false;
+    std::vector<std::string_view> names;
+    for (const auto field : top) {
+        if (std::find(names.begin(), names.end(), field.key) != names.end()) return true;
+        names.push_back(field.key);
+    }
+    return false;
+}
+
 bool valid_int(simdjson::dom::element e, std::int64_t& out) {
     if (e.get_int64().get(out) == simdjson::SUCCESS) return true;
     double d = 0;
@@ -294,8 +306,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             fail("must_contain: rows out of order", page);
     }
     // A page the DOM parser takes: exactly the full walk's rows that can hold the needle. (A
-    // malformed page may differ: rows passed over are not validated, by design.)
-    if (!valid) return 0;
+    // malformed page may differ: rows passed over are not validated, by design. So may a page
+    // whose top-level names repeat, RFC 8259's "unpredictable" case: the full walk reads the
+    // first "data", the must_contain walk the first one written without escapes; found by
+    // fuzz-replay, docs/security.md.)
+    if (!valid || repeated_top_level_name(doc)) return 0;
     std::vector<const Seen*> expected;  // the rows that must be handed over
     std::size_t may = 0;                // and those that may be
     for (const auto& row : all) {
