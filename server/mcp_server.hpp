@@ -166,6 +166,10 @@ struct ToolResult {
     // With content empty and structured_text set: the one text block beside it ("" = the
     // structured JSON itself). Kept as a string so the answer escapes it in one pass.
     std::string text_block;
+    // The text of that one block: text_block, or the structured JSON itself.
+    const std::string& block_text() const {
+        return text_block.empty() ? structured_text : text_block;
+    }
     bool is_error = false;
     json meta;                     // result _meta (null = none)
 

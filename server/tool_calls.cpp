@@ -117,8 +117,7 @@ std::optional<std::string> Server::call_tool(const json& id, const json& params,
     // Reserved once: the answer carries the structured text twice (once escaped), and growing
     // a ~50 KB string on the way copies it.
     const bool text_copy = result.content.empty() && !result.structured_text.empty();
-    const std::string& text = result.text_block.empty() ? result.structured_text : result.text_block;
-    const std::size_t text_size = text_copy ? json_string_size(text) : 0;
+    const std::size_t text_size = text_copy ? json_string_size(result.block_text()) : 0;
     std::string out;
     out.reserve(text_size + result.structured_text.size() + 384);
     out += R"({"jsonrpc":"2.0","id":)";
@@ -163,8 +162,7 @@ void append_tool_result_fields(std::string& out, const ToolResult& result,
                                std::size_t text_size) {
     out += R"("content":)";
     if (result.content.empty() && !result.structured_text.empty()) {
-        const std::string& text =
-            result.text_block.empty() ? result.structured_text : result.text_block;
+        const std::string& text = result.block_text();
         out += R"([{"type":"text","text":)";
         if (text_size == 0) text_size = json_string_size(text);
         append_json_string(out, text, text_size);
