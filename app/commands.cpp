@@ -1,5 +1,6 @@
 #include "app/commands.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -255,6 +256,11 @@ int run_serve(const ServeArgs& args) {
     action_settings.store = open_state(args.state_url, args.state_db);
     action_settings.credits = args.credits;
     action_settings.elicitation_only = args.confirm == "elicitation-only";
+    // A call holds its idempotency key for its reads and its POST, each within the call's
+    // budget: past four budgets (and at least a minute) it cannot be running any more.
+    action_settings.stale_claim = std::max(
+        std::chrono::seconds(60),
+        std::chrono::seconds(std::llround(4 * args.call_timeout_s)));
     setup.actions = std::make_shared<tools::ActionRuntime>(action_settings);
     log::info("state {}: {}{}", args.state_url.empty() ? "database" : "store (shared)",
               action_settings.store->describe(),

@@ -98,6 +98,14 @@ ActionResult Client::act(std::string_view action, std::string_view client_id,
     return impl_->act(action, client_id, fields, stop);
 }
 
+LostAction Client::find_lost_action(std::string_view action, std::string_view client_id,
+                                    const nlohmann::json& fields,
+                                    std::chrono::system_clock::time_point since,
+                                    std::stop_token stop) {
+    const DeadlineScope deadline(impl_->clock, impl_->config.call_timeout);
+    return impl_->find_lost_action(action, client_id, fields, since, stop);
+}
+
 std::shared_ptr<const Discovery> Client::discovery(std::stop_token stop) {
     if (auto cached = impl_->cached_discovery()) return cached;
     const DeadlineScope deadline(impl_->clock, impl_->config.call_timeout);

@@ -113,6 +113,14 @@ struct ActionResult {
     std::string note{};       // recovered: what failed and what showed that it ran anyway
 };
 
+// What find_lost_action saw: whether the gateway shows the record a lost call made.
+struct LostAction {
+    bool ran = false;     // the gateway shows the record (in `row`)
+    nlohmann::json row;   // ran: the record
+    std::string detail;   // what the check saw, for messages
+    std::string hint;     // how a person checks whether it ran
+};
+
 struct DiscoveredAction {
     std::string action;
     std::string description;
@@ -168,6 +176,14 @@ public:
     // HTTP 200 with status:"error" throws Error{upstream} carrying status_code and data.
     ActionResult act(std::string_view action, std::string_view client_id,
                      const nlohmann::json& fields, std::stop_token stop = {});
+    // A call that may have sent `action` with `fields` at or after `since` ended without its
+    // answer being kept (its process stopped, or the state store failed, between the POST and
+    // storing the result): whether the gateway shows the record it made, by the same check as
+    // after an ambiguous failure (actions.hpp). Sends nothing; throws Error when the read fails.
+    LostAction find_lost_action(std::string_view action, std::string_view client_id,
+                                const nlohmann::json& fields,
+                                std::chrono::system_clock::time_point since,
+                                std::stop_token stop = {});
 
     // The deployment's resources and actions: fetched on first use, cached for discovery_ttl.
     std::shared_ptr<const Discovery> discovery(std::stop_token stop = {});

@@ -112,6 +112,42 @@ nlohmann::json Client::Impl::read_target_row(const ActionSpec& spec, const nlohm
     return nullptr;
 }
 
+LostAction Client::Impl::find_lost_action(std::string_view action, std::string_view client_id,
+                                          const nlohmann::json& fields,
+                                          std::chrono::system_clock::time_point since,
+                                          const std::stop_token& stop) {
+    nlohmann::json body = fields.is_object() ? fields : nlohmann::json::object();
+    body["action"] = action;
+    body["client_id"] = client_id;
+    const ActionSpec* spec = find_action_spec(action, body);
+    LostAction out;
+    out.hint = spec != nullptr && !spec->check_hint.empty() ? std::string(spec->check_hint)
+                                                            : std::string("read what it writes");
+    if (spec == nullptr || !detail::can_verify(*spec, body)) {
+        out.detail = spec == nullptr || spec->resend == ResendRule::unknown
+                         ? "the gateway keeps no readable record of it"
+                         : "the request lacks the fields needed to find its record";
+        return out;
+    }
+    detail::Verdict found;
+    if (spec->resend == ResendRule::verify_state) {
+        // What the row was before is not known any more: its showing the effect is the proof
+        // (the action's effect is there, whoever caused it).
+        found = detail::compare_state(*spec, nullptr,
+                                      read_target_row(*spec, body, client_id, stop));
+    } else {
+        found = verify(*spec, body, client_id, since, stop);
+    }
+    out.ran = found.evidence == detail::Evidence::ran;
+    out.row = std::move(found.row);
+    if (out.ran && out.row.is_null()) out.row = nlohmann::json::object();
+    out.detail = std::move(found.detail);
+    if (out.ran && spec->resend == ResendRule::verify_state)
+        out.detail = "found the " + std::string(spec->resource) + " row it acts on showing its effect";
+    if (out.ran) claim(spec, out.row);
+    return out;
+}
+
 std::optional<Retry> Client::Impl::check_after_failure(ActionRun& run,
                                                        const internal::ActionFailure& failed,
                                                        int attempt, bool last,

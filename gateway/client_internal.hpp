@@ -240,6 +240,10 @@ struct Client::Impl {
                                              bool last,
                                              std::optional<ActionResult>& result,
                                              const std::stop_token& stop);
+    LostAction find_lost_action(std::string_view action, std::string_view client_id,
+                                const nlohmann::json& fields,
+                                std::chrono::system_clock::time_point since,
+                                const std::stop_token& stop);
     detail::Verdict verify(const ActionSpec& spec, const nlohmann::json& body,
                            std::string_view client_id,
                            std::chrono::system_clock::time_point first_sent,

@@ -83,7 +83,15 @@ struct ActionEntry {
     // Set: the work instead of the one POST built from fields and finish.
     std::function<json(const json& args, const Preview& preview, mcp::RequestContext& ctx)>
         execute;
+    // Set: ActionCall::find_lost for an entry with its own execute (the one POST built from
+    // fields has its own).
+    std::function<LostCall(const json& args, std::chrono::system_clock::time_point since,
+                           mcp::RequestContext& ctx)>
+        find_lost;
 };
+
+// The note a lost call's found record carries: what was lost and how it was found.
+std::string lost_call_note(const std::string& detail);
 
 // The families of action tools, in the order tools/list shows them.
 std::vector<ToolSpec> audit_tools(const std::shared_ptr<Toolbox>& box,

@@ -188,18 +188,17 @@ std::optional<Refused> write_scope_refusal(Toolbox& box, const std::string& tool
 
 namespace {
 
-// The one POST of an entry without its own execute: fields → act → the result object.
-std::function<json(const json&, const Preview&, mcp::RequestContext&)> one_post(
-    const std::shared_ptr<Toolbox>& box, const std::shared_ptr<ActionRuntime>& rt,
-    const std::string& action, const ActionEntry& entry) {
-    return [box, rt, action, id_field = entry.id_field,
-            default_status = entry.default_status, fields = entry.fields,
-            finish = entry.finish](const json& args, const Preview& preview,
-                                   mcp::RequestContext& ctx) {
-        const std::string client_id = args.at("client_id").get<std::string>();
-        const json body = fields ? fields(*box, args, ctx) : json::object();
-        gateway::ActionResult r = box->gateway().act(action, client_id, body, ctx.stop);
-        json data = r.data.is_object() ? std::move(r.data) : json::object();
+// An entry's result object from the gateway's record `data` (the one POST's answer, or the
+// record a lost call's check found).
+struct PostShape {
+    std::shared_ptr<ActionRuntime> rt;
+    std::string id_field;
+    std::string default_status;
+    decltype(ActionEntry::finish) finish;
+
+    json operator()(const json& args, const std::string& client_id, json data,
+                    const Preview& preview, mcp::RequestContext& ctx) const {
+        if (!data.is_object()) data = json::object();
         json result = {{"ok", true},
                        {"client_id", client_id},
                        {id_field, id_text(data)},
@@ -209,10 +208,53 @@ std::function<json(const json&, const Preview&, mcp::RequestContext&)> one_post(
             result["auto_deploy"] = true;
         if (finish) finish(*rt, args, data, result, ctx);
         if (!result.contains("data")) result["data"] = std::move(data);
+        return result;
+    }
+};
+
+// The one POST of an entry without its own execute: fields → act → the result object.
+std::function<json(const json&, const Preview&, mcp::RequestContext&)> one_post(
+    const std::shared_ptr<Toolbox>& box, const std::string& action, const ActionEntry& entry,
+    const PostShape& shape) {
+    return [box, action, fields = entry.fields, shape](const json& args, const Preview& preview,
+                                                       mcp::RequestContext& ctx) {
+        const std::string client_id = args.at("client_id").get<std::string>();
+        const json body = fields ? fields(*box, args, ctx) : json::object();
+        gateway::ActionResult r = box->gateway().act(action, client_id, body, ctx.stop);
+        json result = shape(args, client_id, std::move(r.data), preview, ctx);
         if (r.recovered) result["note"] = r.note;
         return result;
     };
 }
+
+// The check of a lost call of that one POST: the same fields, read back.
+decltype(ActionCall::find_lost) lost_post(const std::shared_ptr<Toolbox>& box,
+                                          const std::string& action, const ActionEntry& entry,
+                                          const PostShape& shape) {
+    return [box, action, fields = entry.fields, shape](
+               const json& args, std::chrono::system_clock::time_point since,
+               mcp::RequestContext& ctx) {
+        const std::string client_id = args.at("client_id").get<std::string>();
+        const json body = fields ? fields(*box, args, ctx) : json::object();
+        gateway::LostAction found =
+            box->gateway().find_lost_action(action, client_id, body, since, ctx.stop);
+        LostCall lost{.detail = found.detail, .hint = found.hint};
+        if (found.ran) {
+            lost.result = shape(args, client_id, std::move(found.row), Preview{.needed = false}, ctx);
+            (*lost.result)["note"] = lost_call_note(found.detail);
+        }
+        return lost;
+    };
+}
+
+}  // namespace
+
+std::string lost_call_note(const std::string& detail) {
+    return "the first call with this idempotency_key ended without its answer being kept; "
+           "checking the gateway " + detail + ": it ran once and was not sent again";
+}
+
+namespace {
 
 // An action entry as a tool: the annotations every action shares, the schema names derived
 // from the tool's name, and a handler that runs the pipeline.
@@ -224,6 +266,8 @@ ToolSpec action_spec(const std::shared_ptr<Toolbox>& box,
     spec.interactive = static_cast<bool>(entry.preview);  // may ask the user mid-call
     spec.output_schema = spec.name + ".output";
     spec.input_schema = spec.name + ".input";
+    const PostShape shape{rt, entry.id_field, entry.default_status, entry.finish};
+    const bool own_execute = static_cast<bool>(entry.execute);
     auto call = std::make_shared<ActionCall>(ActionCall{
         .tool = spec.name,
         .box = box,
@@ -231,7 +275,10 @@ ToolSpec action_spec(const std::shared_ptr<Toolbox>& box,
         .record_field = entry.id_field,
         .spends_credits = entry.spends_credits,
         .preview = std::move(entry.preview),
-        .execute = entry.execute ? std::move(entry.execute) : one_post(box, rt, spec.gateway_action, entry)});
+        .execute = own_execute ? std::move(entry.execute)
+                               : one_post(box, spec.gateway_action, entry, shape),
+        .find_lost = own_execute ? std::move(entry.find_lost)
+                                 : lost_post(box, spec.gateway_action, entry, shape)});
     spec.handler = [rt, call](const json& args, mcp::RequestContext& ctx) {
         return run_action(*rt, *call, args, ctx);
     };

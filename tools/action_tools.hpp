@@ -25,8 +25,10 @@ struct ActionSettings {
     AuditJobs::Sharing sharing;
     int audit_workers = 2;
     CreditSettings credits;
-    // A claimed idempotency key whose call never finished (the process died) is reusable after
-    // this long.
+    // The lease of a claimed idempotency key: a call that kept no result this long after its
+    // claim is not running any more (its process stopped, or the store failed after the POST),
+    // and the next repeat checks the gateway for its record (tools/pipeline.cpp). serve sets
+    // four call budgets, at least a minute.
     std::chrono::seconds stale_claim{600};
     // A repeat of a call that is still running (same key and arguments, on any instance)
     // waits this long for the first call's result before hearing in_progress.

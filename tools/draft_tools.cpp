@@ -164,6 +164,25 @@ ActionEntry deploy_article(const std::shared_ptr<Toolbox>& box) {
              // Published after all: the answer says how that is known (sent once).
              if (r.recovered) result["note"] = r.note;
              return result;
+         },
+         .find_lost = [box](const json& args, std::chrono::system_clock::time_point since,
+                            mcp::RequestContext& ctx) {
+             const std::string client_id = args.at("client_id").get<std::string>();
+             const std::string article_id = args.at("article_id").get<std::string>();
+             gateway::LostAction found = box->gateway().find_lost_action(
+                 "deploy_blog", client_id, {{"post_id", article_id}}, since, ctx.stop);
+             LostCall lost{.detail = found.detail, .hint = found.hint};
+             if (!found.ran) return lost;
+             json data = found.row.is_object() ? std::move(found.row) : json::object();
+             lost.result = json{{"ok", true},
+                                {"client_id", client_id},
+                                {"article_id", article_id},
+                                {"status", normalize_status(data, "published")},
+                                {"note", lost_call_note(found.detail)}};
+             if (json title = first_string(data, {"post_title", "title"}); title.is_string())
+                 (*lost.result)["title"] = title;
+             (*lost.result)["data"] = std::move(data);
+             return lost;
          }};
 }
 
@@ -225,6 +244,35 @@ ActionEntry send_prospect_email(const std::shared_ptr<Toolbox>& box, const std::
                          {"data", data}};
              if (r.recovered) result["note"] = r.note;
              return result;
+         },
+         .find_lost = [box, rt](const json& args, std::chrono::system_clock::time_point since,
+                                mcp::RequestContext& ctx) {
+             const std::string client_id = args.at("client_id").get<std::string>();
+             const std::string email_id = args.at("email_id").get<std::string>();
+             auto draft = rt->store().draft(email_id, principal_of(ctx));
+             if (!draft)
+                 return LostCall{.detail = "the draft " + email_id + " is not known any more",
+                                 .hint = "read resource=backlink_outreach (newest first) to "
+                                         "see whether the e-mail shows as sent"};
+             const std::string to = recipient_of(args, *draft);
+             json body = {{"to", to}, {"subject", draft->subject}};
+             if (!draft->gateway_id.empty()) body["email_id"] = draft->gateway_id;
+             gateway::LostAction found = box->gateway().find_lost_action(
+                 "send_prospect_email", client_id, body, since, ctx.stop);
+             LostCall lost{.detail = found.detail, .hint = found.hint};
+             if (!found.ran) return lost;
+             rt->store().mark_draft_sent(email_id);
+             json data = found.row.is_object() ? std::move(found.row) : json::object();
+             data.erase("html");
+             lost.result = json{{"ok", true},
+                                {"client_id", client_id},
+                                {"email_id", email_id},
+                                {"status", normalize_status(data, "sent")},
+                                {"recipient", to},
+                                {"title", draft->subject},
+                                {"data", std::move(data)},
+                                {"note", lost_call_note(found.detail)}};
+             return lost;
          }};
 }
 

@@ -40,20 +40,84 @@ const json& without(const json& args, const char* name, json& storage) {
     return storage;
 }
 
+// Whether a claim that kept no result is past its lease: its call can no longer be running,
+// so it ended without storing what happened (its process stopped, or the store failed).
+bool past_lease(const ActionRuntime& rt, const IdempotencyRecord& record) {
+    return record.pending &&
+           base::Clock::system().unix_s() - record.created_at > rt.settings().stale_claim.count();
+}
+
+// A lost call (past_lease): the record it made, found at the gateway, becomes the key's result;
+// when none is found the key's result is outcome_unknown with how to check. Nothing is sent
+// again. A check that could not read the gateway settles nothing: the next repeat checks again.
+mcp::ToolResult resolve_lost_call(ActionRuntime& rt, const ActionCall& call,
+                                  const IdempotencyRecord& first, const json& call_args,
+                                  const std::string& key, mcp::RequestContext& ctx,
+                                  WriteTrail& trail) {
+    const std::string principal = principal_of(ctx);
+    const std::string lost = "the first call with idempotency_key \"" + key + "\" (at " +
+                             iso_time(first.created_at) +
+                             ") ended without its answer being kept";
+    LostCall found{.detail = "no check of " + call.tool + "'s record is known",
+                   .hint = "read what it writes"};
+    if (call.find_lost) {
+        try {
+            found = call.find_lost(call_args, std::chrono::system_clock::from_time_t(first.created_at),
+                                   ctx);
+        } catch (const gateway::Error& e) {
+            if (e.reason() == gateway::ErrorReason::cancelled) return tool_error(e);
+            return tool_error("outcome_unknown",
+                              lost + ", and checking the gateway for its record failed (" +
+                                  e.what() + "). Nothing was sent; repeat with the same key "
+                                  "to check again.",
+                              {{"first_called_at", iso_time(first.created_at)}});
+        }
+    }
+    trail.replayed = true;  // answered for the first call: this one sends nothing
+    if (found.result) {
+        log::warn("{}: idempotency_key {} of {}: {}; its record was found at the gateway",
+                  call.tool, key, principal, lost);
+        std::string text = found.result->dump();
+        base::clean_untrusted_json(text);
+        rt.store().complete_idempotency(principal, call.tool, key, false, text);
+        return mcp::ToolResult::structured(std::move(text));
+    }
+    log::warn("{}: idempotency_key {} of {}: {}; no record of it at the gateway ({})", call.tool,
+              key, principal, lost, found.detail);
+    mcp::ToolResult unknown = tool_error(
+        "outcome_unknown",
+        lost + "; the gateway shows no record of it (" + found.detail +
+            "), and it was not sent again. Check before running it again: " + found.hint +
+            ". To run it anyway, call again with a new idempotency_key.",
+        {{"first_called_at", iso_time(first.created_at)}, {"check", found.hint}});
+    rt.store().complete_idempotency(principal, call.tool, key, true,
+                                    unknown.content[0].value("text", ""));
+    return unknown;
+}
+
 // The answer to a call whose idempotency_key is already known: the first call's result, or why
 // the key cannot be used (other arguments, or the first call still running).
-mcp::ToolResult known_key_answer(const IdempotencyRecord& existing, const std::string& digest,
-                                 const std::string& tool, const std::string& key,
-                                 const std::string& principal, WriteTrail& trail) {
+mcp::ToolResult known_key_answer(ActionRuntime& rt, const IdempotencyRecord& existing,
+                                 const std::string& digest, const ActionCall& call,
+                                 const json& call_args, const std::string& key,
+                                 mcp::RequestContext& ctx, WriteTrail& trail) {
+    const std::string& tool = call.tool;
+    const std::string principal = principal_of(ctx);
     if (existing.args_digest != digest)
         return tool_error("validation", "idempotency_key \"" + key +
                                             "\" was already used with other arguments for " +
                                             tool + "; use a new key for a new request, or repeat "
                                             "the first request's arguments exactly");
+    if (past_lease(rt, existing))
+        return resolve_lost_call(rt, call, existing, call_args, key, ctx, trail);
     if (existing.pending)
-        return tool_error("in_progress", "the first call with idempotency_key \"" + key +
-                                             "\" is still running; retry with the same key "
-                                             "shortly");
+        return tool_error(
+            "in_progress",
+            "the first call with idempotency_key \"" + key + "\" (at " +
+                iso_time(existing.created_at) +
+                ") is still running; retry with the same key shortly. If it has not finished "
+                "by " + iso_time(existing.created_at + rt.settings().stale_claim.count()) +
+                ", the next repeat checks the gateway for its record instead.");
     log::info("{}: idempotency_key {} of {} replayed, no gateway request", tool, key, principal);
     trail.replayed = true;
     // Marked, so that nobody takes the first call's answer for a second action.
@@ -73,43 +137,46 @@ mcp::ToolResult known_key_answer(const IdempotencyRecord& existing, const std::s
 // Replay stage: a known idempotency_key is answered before any preview or confirmation; a
 // repeat gets the first result (nothing is sent again), a misuse its error, without asking
 // anyone.
-std::optional<mcp::ToolResult> replay_known_key(ActionRuntime& rt, const std::string& tool,
+std::optional<mcp::ToolResult> replay_known_key(ActionRuntime& rt, const ActionCall& call,
                                                 const json& call_args, mcp::RequestContext& ctx,
                                                 WriteTrail& trail) {
     const std::string key = string_arg(call_args, "idempotency_key");
     if (key.empty()) return std::nullopt;
-    const std::string principal = principal_of(ctx);
-    auto record = rt.store().find_idempotency(principal, tool, key);
+    auto record = rt.store().find_idempotency(principal_of(ctx), call.tool, key);
     if (!record) return std::nullopt;
     json stripped;
-    return known_key_answer(*record, args_digest(without(call_args, "idempotency_key", stripped)),
-                            tool, key, principal, trail);
+    const json& args = without(call_args, "idempotency_key", stripped);
+    return known_key_answer(rt, *record, args_digest(args), call, args, key, ctx, trail);
 }
+
+// A claim is never taken over by the store: a lost call is resolved by resolve_lost_call, which
+// reads the gateway instead of sending again.
+constexpr std::chrono::seconds kNeverTakeOver{std::int64_t{1} << 40};
 
 // Idempotency stage: an idempotency_key claimed for one call. The claim stays only once the
 // call may have spent credits or sent its POST; otherwise the key is free again.
 class KeyClaim {
 public:
-    KeyClaim(ActionRuntime& rt, std::string principal, std::string tool, std::string key)
-        : rt_(rt), principal_(std::move(principal)), tool_(std::move(tool)),
+    KeyClaim(ActionRuntime& rt, const ActionCall& call, std::string principal, std::string key)
+        : rt_(rt), call_(call), principal_(std::move(principal)), tool_(call.tool),
           key_(std::move(key)) {}
     KeyClaim(const KeyClaim&) = delete;
     KeyClaim& operator=(const KeyClaim&) = delete;
 
     // nullopt when claimed (or no key was given), else the known key's answer. The digest is
     // taken only with a key: most calls have none.
-    std::optional<mcp::ToolResult> claim(const json& call_args, std::stop_token stop,
+    std::optional<mcp::ToolResult> claim(const json& call_args, mcp::RequestContext& ctx,
                                          WriteTrail& trail) {
         if (key_.empty()) return std::nullopt;
         const std::string digest = args_digest(call_args);
-        auto existing = rt_.store().claim_idempotency(principal_, tool_, key_, digest,
-                                                      rt_.settings().stale_claim);
+        auto existing =
+            rt_.store().claim_idempotency(principal_, tool_, key_, digest, kNeverTakeOver);
         if (existing) {
             // The first call with this key is still running (here or on another instance):
             // its result is what this call answers, so wait for it a while.
-            if (existing->pending && existing->args_digest == digest)
-                existing = await_first_call(std::move(*existing), stop);
-            return known_key_answer(*existing, digest, tool_, key_, principal_, trail);
+            if (existing->pending && existing->args_digest == digest && !past_lease(rt_, *existing))
+                existing = await_first_call(std::move(*existing), ctx.stop);
+            return known_key_answer(rt_, *existing, digest, call_, call_args, key_, ctx, trail);
         }
         held_ = true;
         return std::nullopt;
@@ -143,6 +210,7 @@ private:
     }
 
     ActionRuntime& rt_;
+    const ActionCall& call_;
     std::string principal_;
     std::string tool_;
     std::string key_;
@@ -170,8 +238,8 @@ mcp::ToolResult claim_and_execute(ActionRuntime& rt, const ActionCall& call, con
                                   WriteTrail& trail) {
     json stripped;
     const json& call_args = without(args, "idempotency_key", stripped);
-    KeyClaim claim(rt, principal_of(ctx), call.tool, string_arg(args, "idempotency_key"));
-    if (auto known = claim.claim(call_args, ctx.stop, trail)) return std::move(*known);
+    KeyClaim claim(rt, call, principal_of(ctx), string_arg(args, "idempotency_key"));
+    if (auto known = claim.claim(call_args, ctx, trail)) return std::move(*known);
     try {
         std::optional<CreditLimiter::Permit> permit;  // held until the work is done
         if (call.spends_credits) {
@@ -225,7 +293,7 @@ mcp::ToolResult run_stages(ActionRuntime& rt, const ActionCall& call, const json
     trail.confirmation_id = confirmation_id;
     json stripped;
     const json& call_args = without(args, "confirmation_id", stripped);
-    if (auto replay = replay_known_key(rt, call.tool, call_args, ctx, trail))
+    if (auto replay = replay_known_key(rt, call, call_args, ctx, trail))
         return std::move(*replay);
     std::optional<Preview> preview;
     try {

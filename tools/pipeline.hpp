@@ -14,6 +14,7 @@
 // and spends nothing.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -45,6 +46,13 @@ struct Refused {
 };
 
 // The facts of an action call: which stages apply and the tool's own work.
+// What a lost call's check found (ActionCall::find_lost).
+struct LostCall {
+    std::optional<json> result;  // the tool's result, when the gateway shows the call's record
+    std::string detail;          // what the check saw
+    std::string hint;            // how a person checks whether it ran
+};
+
 struct ActionCall {
     std::string tool;
     // Set: the call is refused (reason scope) while the gateway key is known to lack the write
@@ -60,6 +68,13 @@ struct ActionCall {
     // The work (the one POST); returns the tool's result object, throws gateway::Error.
     std::function<json(const json& args, const Preview& preview, mcp::RequestContext& ctx)>
         execute;
+    // Set: when a call with an idempotency_key kept no result past the claim's lease (its
+    // process stopped, or the store failed, after the POST may have gone out), reads whether
+    // the gateway shows the record a call with these arguments made at or after `since`.
+    // Sends nothing; throws gateway::Error when the read fails. Unset: the outcome is unknown.
+    std::function<LostCall(const json& args, std::chrono::system_clock::time_point since,
+                           mcp::RequestContext& ctx)>
+        find_lost;
 };
 
 // Why the gateway key cannot run `tool` (it lacks the write scope), nullopt when it may.
