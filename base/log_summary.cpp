@@ -1,6 +1,7 @@
 #include "base/log_summary.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <set>
 #include <stop_token>
@@ -28,6 +29,10 @@ std::string seconds_text(std::int64_t ms) {
     return std::to_string(std::max<std::int64_t>(1, (ms + 999) / 1000)) + " s";
 }
 
+// Set once the writer below is destroyed (at exit): an instance that outlives it (held by
+// another static) must not reach it. Constant-initialized, so valid throughout exit.
+std::atomic<bool> writer_gone{false};
+
 // The process's one thread that writes due summaries, started at the first counted repeat:
 // a burst that stops still gets its summary within about a second past its interval.
 class BackgroundWriter {
@@ -54,6 +59,7 @@ public:
         members_.erase(lines);
     }
     ~BackgroundWriter() {
+        writer_gone = true;
         thread_.request_stop();
         wake_.notify_all();
         if (thread_.joinable()) thread_.join();
@@ -91,7 +97,7 @@ RepeatedLines::~RepeatedLines() {
         std::lock_guard lock(mutex_);
         registered = registered_;
     }
-    if (registered) BackgroundWriter::instance().remove(this);
+    if (registered && !writer_gone) BackgroundWriter::instance().remove(this);
     flush_all();
 }
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/log.hpp"
+#include "base/log_summary.hpp"
 
 #include "base/clock.hpp"
 #include "base/trace_context.hpp"
@@ -324,6 +325,28 @@ json write_log(ActionRuntime& actions, const std::string& uri, const std::string
 // articles (the parts above); what a read of it is charged against the caller's rate limit.
 constexpr int kOverviewReads = 6;
 
+// resources/list's entries past the usage note: an overview per gateway client.
+json client_overviews(SurfaceLists& lists, log::RepeatedLines& failures,
+                      mcp::RequestContext& ctx) {
+    json entries = json::array();
+    std::vector<SurfaceLists::Client> clients;
+    try {
+        clients = lists.clients(ctx.stop);
+    } catch (const gateway::Error& e) {
+        // The usage note still lists; the overviews return with the gateway.
+        failures.write(log::Level::warn, "resources/list: the gateway's clients not read",
+                       ctx.principal.name,
+                       "resources/list: the gateway's clients could not be read: {}", e.what());
+    }
+    for (const auto& client : clients)
+        entries.push_back(
+            {{"uri", "agency://clients/" + client.id + "/overview"},
+             {"name", "overview-" + client.id},
+             {"title", (client.name.empty() ? client.id : client.name) + ": overview"},
+             {"mimeType", "application/json"}});
+    return entries;
+}
+
 // Sends resource updates for job changes while the server lives.
 struct Notifier {
     std::mutex mutex;
@@ -409,23 +432,12 @@ void register_surface(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
                  return match(uri, pattern) ? units : 0;
              }});
     }
+    // A gateway that cannot list its clients would log a line per resources/list: summarised.
+    auto failures = std::make_shared<log::RepeatedLines>(
+        server.options().clock ? *server.options().clock : base::Clock::system());
     server.set_resource_lister(
-        [lists](mcp::RequestContext& ctx) {
-        json entries = json::array();
-        std::vector<SurfaceLists::Client> clients;
-        try {
-            clients = lists->clients(ctx.stop);
-        } catch (const gateway::Error& e) {
-            // The usage note still lists; the overviews return with the gateway.
-            log::warn("resources/list: the gateway's clients could not be read: {}", e.what());
-        }
-        for (const auto& client : clients)
-            entries.push_back(
-                {{"uri", "agency://clients/" + client.id + "/overview"},
-                 {"name", "overview-" + client.id},
-                 {"title", (client.name.empty() ? client.id : client.name) + ": overview"},
-                 {"mimeType", "application/json"}});
-        return entries;
+        [lists, failures](mcp::RequestContext& ctx) {
+            return client_overviews(*lists, *failures, ctx);
         },
         [lists] { return lists->clients_cached() ? 0 : SurfaceLists::kClientPages; });
     server.set_completion(
