@@ -413,12 +413,15 @@ void CommandLine::add_write_log() {
     }
 }
 
-// serve --rate-limit: tool calls per caller (server/rate_limit.hpp).
+// serve --rate-limit: units (tool calls, gateway reads) per caller (server/rate_limit.hpp).
 void CommandLine::add_rate_limit() {
     serve_cmd_
         ->add_option("--rate-limit", serve.rate_limit,
-                     "Tool calls per caller: N or N/minute, N/second, or off; over it a call "
-                     "is refused saying when to retry (HTTP 429). Default: 600/minute with "
+                     "Units per caller: N or N/minute, N/second, or off. A tool call costs a "
+                     "unit; a resources/read, prompts/get or completion/complete one per "
+                     "gateway read it may make (at least one; a client overview 6). Over it a "
+                     "request is refused saying its cost and when to retry (HTTP 429), before "
+                     "it reaches the gateway. Default: 600/minute with "
                      "--http; off over stdio, whose one caller is the user who started it "
                      "(an agent's bulk loop; the per-client credit limits still bound actions)")
         ->envname("AGENCY_RATE_LIMIT")
@@ -434,7 +437,7 @@ void CommandLine::add_rate_limit() {
             "RATE"));
     serve_cmd_
         ->add_option("--rate-limit-burst", serve.rate_limit_burst,
-                     "Tool calls a caller may make at once before the rate applies (default "
+                     "Units a caller may spend at once before the rate applies (default "
                      "120; 0: one minute's worth)")
         ->envname("AGENCY_RATE_LIMIT_BURST")
         ->check(CLI::Range(0, 1'000'000));

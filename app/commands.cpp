@@ -277,7 +277,8 @@ int run_serve(const ServeArgs& args) {
     setup.rate_limit = mcp::parse_rate_limit(rate, args.rate_limit_burst);
     if (setup.rate_limit.on())
         log::info(
-            "rate limit: {} tool call(s) a minute per caller, {} at once",
+            "rate limit: {} unit(s) a minute per caller, {} at once (a unit: one tool call, or "
+            "one gateway read a resource, prompt or completion may make)",
             setup.rate_limit.per_minute,
             setup.rate_limit.burst > 0 ? setup.rate_limit.burst : setup.rate_limit.per_minute);
     setup.structured_text = args.structured_text == "full"      ? mcp::StructuredText::full

@@ -8,6 +8,7 @@
 #include <httplib.h>
 #include <jansson.h>
 #include "base/log.hpp"
+#include "base/log_summary.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -120,6 +121,7 @@ struct TokenValidator::Impl {
     std::string last_error;
     // One fetch at a time; others wait for its result instead of fetching too.
     std::mutex fetch_mutex;
+    log::RepeatedLines introspection_failures{clock};  // per token: summarised
 
     explicit Impl(ValidatorOptions o)
         : options(std::move(o)), clock(options.clock ? *options.clock : base::Clock::system()) {
@@ -231,8 +233,10 @@ struct TokenValidator::Impl {
             options.introspection_client_id, options.introspection_client_secret, options.timeout,
             options.limits.max_document_bytes);
         if (got.status != 200) {
-            log::warn("OAuth: introspection failed ({})",
-                      got.status ? "HTTP " + std::to_string(got.status) : got.error);
+            // Asked per token: once, then a summary per interval (the failure as the sample).
+            const std::string why = got.status ? "HTTP " + std::to_string(got.status) : got.error;
+            introspection_failures.write(log::Level::warn, "OAuth: introspection failed", why,
+                                         "OAuth: introspection failed ({})", why);
             out.failure = Failure::unavailable;
             out.reason = "the authorization server's introspection endpoint cannot be reached";
             return out;

@@ -24,7 +24,7 @@ spdlog::level::level_enum to_spdlog(Level level) {
 void vwrite(Level level, fmt::string_view format, fmt::format_args args) {
     auto* logger = spdlog::default_logger_raw();
     const auto spd_level = to_spdlog(level);
-    if (!logger->should_log(spd_level)) return;
+    if (!logger || !logger->should_log(spd_level)) return;  // none after shutdown()
     const std::string text = fmt::vformat(format, args);
     logger->log(spd_level, spdlog::string_view_t(text.data(), text.size()));
 }
@@ -32,7 +32,7 @@ void vwrite(Level level, fmt::string_view format, fmt::format_args args) {
 void write(Level level, std::string_view text) {
     auto* logger = spdlog::default_logger_raw();
     const auto spd_level = to_spdlog(level);
-    if (!logger->should_log(spd_level)) return;
+    if (!logger || !logger->should_log(spd_level)) return;
     logger->log(spd_level, spdlog::string_view_t(text.data(), text.size()));
 }
 

@@ -1,6 +1,7 @@
 // The authenticator seam and the key-only authenticator (see authenticator.hpp).
 #include "server/authenticator.hpp"
 
+#include "base/log_summary.hpp"
 #include "base/text.hpp"
 
 namespace agency::mcp {
@@ -33,8 +34,9 @@ namespace {
 
 class KeyAuthenticator final : public Authenticator {
 public:
-    KeyAuthenticator(std::shared_ptr<const KeyStore> keys, bool read_only)
-        : keys_(std::move(keys)), read_only_(read_only) {}
+    KeyAuthenticator(std::shared_ptr<const KeyStore> keys, bool read_only,
+                     const base::Clock& clock)
+        : keys_(std::move(keys)), read_only_(read_only), refused_(clock) {}
     bool required() const override { return keys_ && !keys_->empty(); }
 
     AuthDecision authenticate(const HttpRequestView& request) const override {
@@ -45,6 +47,10 @@ public:
             out.principal = std::move(principal);
             return out;
         }
+        // The key itself is never logged; one line, then a summary per interval.
+        if (!key.empty())
+            refused_.write(log::Level::info, "API key refused", request.remote_addr,
+                           "unknown API key from {}", request.remote_addr);
         out.www_authenticate = key.empty() ? R"(Bearer realm="agency-mcp")"
                                            : R"(Bearer realm="agency-mcp", error="invalid_token")";
         out.message = key.empty() ? "authentication required: send your agency-mcp key as "
@@ -56,13 +62,15 @@ public:
 private:
     std::shared_ptr<const KeyStore> keys_;
     bool read_only_;
+    mutable log::RepeatedLines refused_;
 };
 
 }  // namespace
 
 std::shared_ptr<const Authenticator> key_authenticator(std::shared_ptr<const KeyStore> keys,
-                                                       bool read_only) {
-    return std::make_shared<KeyAuthenticator>(std::move(keys), read_only);
+                                                       bool read_only, const base::Clock* clock) {
+    return std::make_shared<KeyAuthenticator>(std::move(keys), read_only,
+                                              clock ? *clock : base::Clock::system());
 }
 
 }  // namespace agency::mcp

@@ -37,9 +37,11 @@ public:
 
 // The server's API keys alone: X-API-Key, or Authorization: Bearer with a key. An empty store
 // asks for nothing (KeyStore::empty()). `read_only` (serve --read-only): no key's caller gets
-// the write scope, whatever the key holds.
+// the write scope, whatever the key holds. A refused key is logged (its peer, never the key)
+// once, then summarised per interval (base/log_summary.hpp) on `clock` (null: the system's).
 std::shared_ptr<const Authenticator> key_authenticator(std::shared_ptr<const KeyStore> keys,
-                                                       bool read_only = false);
+                                                       bool read_only = false,
+                                                       const base::Clock* clock = nullptr);
 
 // The presented bearer value of a request: X-API-Key, else Authorization: Bearer (any case of
 // the scheme); "" when neither.

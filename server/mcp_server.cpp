@@ -90,6 +90,7 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     impl_->spent_states.emplace(*impl_->clock);
     impl_->tasks_cursor_sealer.emplace(secret, "tasks-cursor", *impl_->clock);
     impl_->rate_limiter.emplace(impl_->options.rate_limit, *impl_->clock);
+    impl_->refusals.emplace(*impl_->clock);
     impl_->task_store = impl_->options.task_store ? impl_->options.task_store
                                                   : std::make_shared<MemoryTaskStore>();
     impl_->instance_id = impl_->options.instance_id.empty() ? "i_" + crypto::random_hex(8)
@@ -142,11 +143,15 @@ void Server::add_resource_template(ResourceTemplateDef t) {
     impl_->templates.push_back(std::move(t));
 }
 void Server::add_prompt(PromptDef p) { impl_->prompts.push_back(std::move(p)); }
-void Server::set_resource_lister(std::function<json(RequestContext&)> lister) {
+void Server::set_resource_lister(std::function<json(RequestContext&)> lister,
+                                 std::function<int()> cost) {
     impl_->resource_lister = std::move(lister);
+    impl_->resource_lister_cost = std::move(cost);
 }
-void Server::set_completion(std::function<json(const json&, const json&, const json&)> h) {
+void Server::set_completion(std::function<json(const json&, const json&, const json&)> h,
+                            CompletionCost cost) {
     impl_->completion = std::move(h);
+    impl_->completion_cost = std::move(cost);
 }
 void Server::set_tool_filter(std::function<bool(const ToolDef&)> visible) {
     impl_->tool_filter = std::move(visible);
@@ -375,7 +380,9 @@ std::optional<std::string> Server::handle_message(const json& message, const Inb
         return error(e.code(), e.what(), e.data());
     } catch (const json::type_error& e) {
         // A value of the wrong type in the params that a handler read without checking.
-        log::info("{}: params of the wrong type: {}", method, e.what());
+        impl_->refusals->write(log::Level::info, "params of the wrong type", in.principal.name,
+                               "{}: params of the wrong type from {}: {}", method,
+                               in.principal.name, e.what());
         std::string what = e.what();
         if (auto end = what.find("] "); end != std::string::npos) what.erase(0, end + 2);
         return error(error_code::invalid_params,

@@ -245,6 +245,9 @@ struct ResourceDef {
     std::string mime_type;
     // Returns the `contents` array of resources/read.
     std::function<json(RequestContext& ctx)> read;
+    // What a read is charged against the caller's rate limit, in units (server/rate_limit.hpp:
+    // one per gateway read it may make, at least one).
+    int cost = 1;
 };
 
 struct ResourceTemplateDef {
@@ -255,6 +258,9 @@ struct ResourceTemplateDef {
     // Returns the `contents` array, or nullopt when the URI is not one of this template's.
     std::function<std::optional<json>(const std::string& uri, RequestContext& ctx)> read;
     std::string title;  // last, so that positional initializers stay as they were
+    // What reading `uri` is charged (units, as ResourceDef::cost), or 0 when the URI is not
+    // this template's; known before the read runs. Unset: 1 for any URI.
+    std::function<int(const std::string& uri)> cost;
 };
 
 struct PromptDef {
@@ -264,6 +270,7 @@ struct PromptDef {
     json arguments = json::array();  // [{name, description, required}]
     // Returns {description?, messages}.
     std::function<json(const json& arguments, RequestContext& ctx)> get;
+    int cost = 1;  // units charged against the caller's rate limit (as ResourceDef::cost)
 };
 
 struct ServerInfo {
@@ -312,8 +319,10 @@ struct ServerOptions {
     // place (WorkQueue::Waiting), so each waiting call costs a thread: beyond this bound one
     // more fails at once (the tool sees an error) instead.
     std::size_t max_waiting_on_clients = 64;
-    // tools/call per principal (server/rate_limit.hpp): a token bucket each; off by default
-    // here (the command line's default is on). Over it: error_code::rate_limited.
+    // Units per principal (server/rate_limit.hpp): a token bucket each, charged by tools/call
+    // (one unit), resources/read, prompts/get, completion/complete and a resources/list that
+    // reads the gateway (their cost); off by default here (the command line's default is on).
+    // Over it: error_code::rate_limited, before the request reaches the gateway.
     RateLimit rate_limit;
 };
 
@@ -345,10 +354,17 @@ public:
     void add_prompt(PromptDef prompt);
     // resources/list's entries beyond the registered resources ({uri, name, ...} objects,
     // e.g. one per gateway client), asked on every list; they are read through a template.
-    void set_resource_lister(std::function<json(RequestContext& ctx)> lister);
-    // completion/complete: (ref, argument, context) -> {values, total?, hasMore?}
+    // `cost`: the units a list is charged against the caller's rate limit (0 when the entries
+    // cost the gateway nothing now, e.g. cached); unset: nothing.
+    void set_resource_lister(std::function<json(RequestContext& ctx)> lister,
+                             std::function<int()> cost = {});
+    // completion/complete: (ref, argument, context) -> {values, total?, hasMore?}. `cost`:
+    // the units one is charged (at least 1), from the same arguments; unset: 1.
+    using CompletionCost =
+        std::function<int(const json& ref, const json& argument, const json& context)>;
     void set_completion(std::function<json(const json& ref, const json& argument,
-                                           const json& context)> handler);
+                                           const json& context)> handler,
+                        CompletionCost cost = {});
     // The instructions initialize and server/discover give (before serving).
     void set_instructions(std::string instructions);
     // The groups tools belong to, for ToolSelection (before serving).

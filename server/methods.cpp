@@ -232,6 +232,18 @@ json template_entry(const ResourceTemplateDef& t) {
     return entry;
 }
 
+// What reading `uri` is charged: the resource's cost, or the first template's that claims the
+// URI; 1 for a URI none claims (a request all the same).
+int read_cost(const std::vector<ResourceDef>& resources,
+              const std::vector<ResourceTemplateDef>& templates, const std::string& uri) {
+    for (const ResourceDef& res : resources)
+        if (res.uri == uri) return std::max(1, res.cost);
+    for (const ResourceTemplateDef& t : templates)
+        if (t.cost)
+            if (const int units = t.cost(uri); units > 0) return units;
+    return 1;
+}
+
 json prompt_entry(const PromptDef& p) {
     json entry = {{"name", p.name}, {"description", p.description}};
     if (!p.title.empty()) entry["title"] = p.title;
@@ -242,7 +254,11 @@ json prompt_entry(const PromptDef& p) {
 }  // namespace
 
 std::optional<std::string> Methods::resources_list(Server& server, const Request& r) {
-    const Server::Impl& impl = *server.impl_;
+    Server::Impl& impl = *server.impl_;
+    // Charged only when the listed entries cost the gateway (not cached): a list is free.
+    if (impl.resource_lister && impl.resource_lister_cost)
+        if (const int units = impl.resource_lister_cost(); units > 0)
+            impl.charge(r.ctx.principal.name, "resources/list", "", units);
     json all = json::array();
     for (const ResourceDef& res : impl.resources) all.push_back(resource_entry(res));
     if (impl.resource_lister)
@@ -269,6 +285,8 @@ std::optional<std::string> Methods::resources_templates_list(Server& server, con
 std::optional<std::string> Methods::resources_read(Server& server, const Request& r) {
     const bool legacy = r.ctx.era == Era::legacy;
     std::string uri = require_string(r.params, "uri");
+    server.impl_->charge(r.ctx.principal.name, "resources/read", uri,
+                         read_cost(server.impl_->resources, server.impl_->templates, uri));
     std::optional<json> contents;
     for (const auto& res : server.impl_->resources)
         if (res.uri == uri) contents = res.read(r.ctx);
@@ -323,6 +341,8 @@ std::optional<std::string> Methods::prompts_get(Server& server, const Request& r
     std::string name = require_string(r.params, "name");
     auto it = std::find_if(prompts.begin(), prompts.end(),
                            [&](const PromptDef& p) { return p.name == name; });
+    server.impl_->charge(r.ctx.principal.name, "prompts/get", name,
+                         it == prompts.end() ? 1 : std::max(1, it->cost));
     if (it == prompts.end()) throw RpcError(error_code::invalid_params, "unknown prompt: " + name);
     json args = r.params.value("arguments", json::object());
     if (!args.is_object())
@@ -346,16 +366,21 @@ std::optional<std::string> Methods::prompts_get(Server& server, const Request& r
 }
 
 std::optional<std::string> Methods::completion_complete(Server& server, const Request& r) {
+    Server::Impl& impl = *server.impl_;
     auto ref = r.params.find("ref");
     auto argument = r.params.find("argument");
-    if (ref == r.params.end() || !ref->is_object() || argument == r.params.end() ||
-        !argument->is_object())
+    const bool well_formed = ref != r.params.end() && ref->is_object() &&
+                             argument != r.params.end() && argument->is_object();
+    const json context = r.params.value("context", json::object());
+    impl.charge(r.ctx.principal.name, "completion/complete", "",
+                well_formed && impl.completion && impl.completion_cost
+                    ? std::max(1, impl.completion_cost(*ref, *argument, context))
+                    : 1);
+    if (!well_formed)
         throw RpcError(error_code::invalid_params,
                        "params.ref and params.argument are required objects");
     json completion = {{"values", json::array()}};
-    if (server.impl_->completion)
-        completion = server.impl_->completion(*ref, *argument,
-                                              r.params.value("context", json::object()));
+    if (impl.completion) completion = impl.completion(*ref, *argument, context);
     return complete(server, r, {{"completion", std::move(completion)}});
 }
 

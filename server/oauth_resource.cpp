@@ -2,6 +2,7 @@
 #include "server/oauth_resource.hpp"
 
 #include "base/log.hpp"
+#include "base/log_summary.hpp"
 
 #include "server/json_rpc.hpp"
 
@@ -37,7 +38,8 @@ public:
         : settings_(std::move(settings)),
           validator_(std::move(validator)),
           keys_(std::move(keys)),
-          metadata_url_(resource_metadata_url(settings_.resource)) {}
+          metadata_url_(resource_metadata_url(settings_.resource)),
+          refused_(settings_.clock ? *settings_.clock : base::Clock::system()) {}
 
     bool required() const override { return true; }
 
@@ -59,8 +61,11 @@ public:
                 return admit(std::move(*principal));
             }
         }
-        if (!request.header("X-API-Key").empty())
+        if (!request.header("X-API-Key").empty()) {
+            refused_.write(log::Level::info, "API key refused", request.remote_addr,
+                           "unknown API key from {}", request.remote_addr);
             return refusal(401, "invalid_token", "unknown API key");
+        }
         const auth::Checked checked = validator_->validate(presented);
         if (checked.failure == auth::Failure::unavailable) {
             AuthDecision out;
@@ -69,7 +74,10 @@ public:
             return out;
         }
         if (!checked.ok()) {
-            log::info("OAuth: token refused from {}: {}", request.remote_addr, checked.reason);
+            // Once, then a summary per interval: one client can send thousands a second.
+            refused_.write(log::Level::info, "OAuth: token refused", request.remote_addr,
+                           "OAuth: token refused from {}: {}", request.remote_addr,
+                           checked.reason);
             // A mistyped key is not a malformed JWT to the person who sent it.
             if (keys_on && checked.failure == auth::Failure::malformed)
                 return refusal(401, "invalid_token",
@@ -158,6 +166,7 @@ private:
     std::shared_ptr<const auth::TokenValidator> validator_;
     std::shared_ptr<const KeyStore> keys_;
     std::string metadata_url_;
+    mutable log::RepeatedLines refused_;  // refused tokens and keys, summarised
 };
 
 }  // namespace

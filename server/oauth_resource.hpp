@@ -18,6 +18,8 @@ struct OAuthSettings {
     std::string read_scope = "agency:read";
     std::string write_scope = "agency:write";
     bool read_only = false;  // serve --read-only: the write scope is never granted nor asked for
+    // Times the summaries of refused tokens and keys (base/log_summary.hpp); null: the system's.
+    const base::Clock* clock = nullptr;
 };
 
 // `keys` may be null or empty (OAuth alone).

@@ -61,8 +61,9 @@ void CallRateLimiter::evict(std::int64_t now_ms) {
     }
 }
 
-std::optional<std::chrono::seconds> CallRateLimiter::take(const std::string& principal) {
-    if (!limit_.on()) return std::nullopt;
+std::optional<std::chrono::seconds> CallRateLimiter::take(const std::string& principal,
+                                                          int units) {
+    if (!limit_.on() || units <= 0) return std::nullopt;
     const std::int64_t now = clock_.steady_ms();
     std::lock_guard lock(mutex_);
     // Swept once a minute, or at the bound: full buckets cost nothing to drop.
@@ -74,11 +75,13 @@ std::optional<std::chrono::seconds> CallRateLimiter::take(const std::string& pri
     Bucket& b = it->second;
     b.tokens = refilled(b, now);
     b.at_ms = now;
-    if (b.tokens >= 1.0) {
-        b.tokens -= 1.0;
+    // What must be in the bucket: the cost, or a full bucket for a cost beyond its size.
+    const double need = std::min(capacity_, static_cast<double>(units));
+    if (b.tokens >= need) {
+        b.tokens -= units;
         return std::nullopt;
     }
-    const double wait_ms = (1.0 - b.tokens) / per_ms_;
+    const double wait_ms = (need - b.tokens) / per_ms_;
     return std::chrono::seconds(std::max<std::int64_t>(1, static_cast<std::int64_t>(
                                                               std::ceil(wait_ms / 1000.0))));
 }

@@ -1,7 +1,10 @@
-// The per-principal limit on tool calls (MCP asks servers to rate-limit tool invocations): a
-// token bucket per caller, so one runaway client cannot starve the others. Time comes from a
-// base::Clock (tests drive a ManualClock); idle buckets are dropped, so memory stays bounded
-// whatever the number of callers. Per process: instances behind a balancer each keep their own.
+// The per-principal limit on what a caller costs (MCP asks servers to rate-limit tool
+// invocations): a token bucket per caller, so one runaway client cannot starve the others. The
+// bucket holds units: a tool call costs one, a resources/read, prompts/get or
+// completion/complete what it may cost the gateway (one unit per gateway read it may make, at
+// least one; docs/operations.md, "Rate limit"). Time comes from a base::Clock (tests drive a
+// ManualClock); idle buckets are dropped, so memory stays bounded whatever the number of
+// callers. Per process: instances behind a balancer each keep their own.
 #pragma once
 
 #include <chrono>
@@ -18,8 +21,8 @@
 namespace agency::mcp {
 
 struct RateLimit {
-    int per_minute = 0;  // sustained calls per minute per principal; 0: no limit
-    int burst = 0;       // calls allowed at once (the bucket's size); 0: per_minute
+    int per_minute = 0;  // sustained units (tool calls) per minute per principal; 0: no limit
+    int burst = 0;       // units allowed at once (the bucket's size); 0: per_minute
     bool on() const { return per_minute > 0; }
 };
 
@@ -34,9 +37,13 @@ public:
     CallRateLimiter(RateLimit limit, const base::Clock& clock, std::size_t max_buckets = 10'000);
 
     const RateLimit& limit() const { return limit_; }
-    // Takes one call from `principal`'s bucket: nullopt when allowed, else how long until one
-    // call would be (at least 1 s, whole seconds as Retry-After says them).
-    std::optional<std::chrono::seconds> take(const std::string& principal);
+    // The bucket's size: the most units a caller may spend at once.
+    int burst() const { return static_cast<int>(capacity_); }
+    // Takes `units` from `principal`'s bucket: nullopt when allowed, else how long until they
+    // would be (at least 1 s, whole seconds as Retry-After says them); a refusal takes nothing.
+    // A request costing more than the bucket holds is allowed when the bucket is full, leaving
+    // it in debt: the sustained rate holds whatever a request costs.
+    std::optional<std::chrono::seconds> take(const std::string& principal, int units = 1);
     // Buckets held now (for tests: the bound on memory).
     std::size_t buckets() const;
 

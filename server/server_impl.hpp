@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "base/clock.hpp"
+#include "base/log_summary.hpp"
 #include "base/sealed_token.hpp"
 #include "server/mcp_server.hpp"
 #include "server/rate_limit.hpp"
@@ -108,7 +109,14 @@ struct Server::Impl {
     std::optional<base::TokenSealer> state_sealer;
     std::optional<base::SpentTokens> spent_states;
     std::optional<base::TokenSealer> tasks_cursor_sealer;
-    std::optional<CallRateLimiter> rate_limiter;  // tools/call per principal (options.rate_limit)
+    std::optional<CallRateLimiter> rate_limiter;  // units per principal (options.rate_limit)
+    // Lines a caller can cause per request (over the rate limit, params of the wrong type):
+    // the first of each kind, then a summary per interval (base/log_summary.hpp).
+    std::optional<log::RepeatedLines> refusals;
+    // Throws rate_limited (the transport's 429) when `principal` cannot afford `units` now;
+    // `method` and `subject` (a URI, a prompt's name; may be "") name what was refused.
+    void charge(const std::string& principal, const std::string& method,
+                std::string_view subject, int units);
     // {name, version}: every modern result's _meta carries it under kMetaServerInfo.
     json server_info_meta;
     std::vector<ToolDef> tools;
@@ -118,7 +126,9 @@ struct Server::Impl {
     std::vector<ResourceTemplateDef> templates;
     std::vector<PromptDef> prompts;
     std::function<json(RequestContext&)> resource_lister;
+    std::function<int()> resource_lister_cost;
     std::function<json(const json&, const json&, const json&)> completion;
+    Server::CompletionCost completion_cost;
     std::function<bool(const ToolDef&)> tool_filter;
     std::function<bool(const ToolDef&)> tool_list_filter;  // tools/list only
     ToolGroups tool_groups;

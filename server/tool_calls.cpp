@@ -8,24 +8,42 @@
 
 namespace agency::mcp {
 
-// Throws rate_limited (the transport's 429) when the caller has no call left this minute.
-static void refuse_over_limit(CallRateLimiter& limiter, const std::string& principal) {
-    auto wait = limiter.take(principal);
+// Throws rate_limited (the transport's 429) when the caller cannot afford `units` now, naming
+// the cost and what a unit is. Refusals are logged once, then summarised per interval.
+void Server::Impl::charge(const std::string& principal, const std::string& method,
+                          std::string_view subject, int units) {
+    if (!rate_limiter) return;
+    auto wait = rate_limiter->take(principal, units);
     if (!wait) return;
-    const auto& limit = limiter.limit();
-    log::warn("tools/call of {} refused: over the rate limit", principal);
+    const RateLimit& limit = rate_limiter->limit();
+    const int burst = rate_limiter->burst();
+    refusals->write(log::Level::warn, "refused over the rate limit", principal,
+                    "{} of {} refused: over the rate limit ({} unit(s))", method, principal,
+                    units);
+    json data = {{"retryAfterSeconds", wait->count()},
+                 {"limitPerMinute", limit.per_minute},
+                 {"burst", burst},
+                 {"costUnits", units},
+                 {"unit", "one tool call, or one gateway read a resource, prompt or completion "
+                          "may make"}};
+    const std::string what = subject.empty() ? method
+                                             : method + " of " + std::string(subject.substr(0, 200));
     throw RpcError(error_code::rate_limited,
-                   "rate limit: this caller made more than " + std::to_string(limit.per_minute) +
-                       " tool calls a minute (" +
-                       std::to_string(limit.burst > 0 ? limit.burst : limit.per_minute) +
-                       " at once); retry in " + std::to_string(wait->count()) + " s",
-                   {{"retryAfterSeconds", wait->count()}, {"limitPerMinute", limit.per_minute}});
+                   "rate limit: " + what + " costs " + std::to_string(units) +
+                       (units == 1 ? " unit" : " units") +
+                       ", more than this caller has left: a caller may spend " +
+                       std::to_string(limit.per_minute) + " units a minute (" +
+                       std::to_string(burst) +
+                       " at once), a unit being one tool call or one gateway read a resource, "
+                       "prompt or completion may make; retry in " +
+                       std::to_string(wait->count()) + " s",
+                   std::move(data));
 }
 
 std::optional<std::string> Server::call_tool(const json& id, const json& params,
                                              RequestContext& ctx) {
     // Before anything else runs: a caller over its limit costs the server nothing more.
-    if (impl_->rate_limiter) refuse_over_limit(*impl_->rate_limiter, ctx.principal.name);
+    impl_->charge(ctx.principal.name, "tools/call", "", 1);
     std::string name = require_string(params, "name");
     auto found = impl_->tool_index.find(name);
     if (found == impl_->tool_index.end() || !impl_->tool_visible(impl_->tools[found->second]))

@@ -83,6 +83,22 @@ json complete_argument(SurfaceLists& lists, const json& ref, const json& argumen
     return none;
 }
 
+int completion_cost(const SurfaceLists& lists, const json& ref, const json& argument,
+                    const json& context) {
+    using Type = PromptArgumentSpec::Type;
+    const auto type = argument_type(ref, argument.value("name", ""));
+    if (!type) return 1;
+    if (*type == Type::client_id)
+        return lists.clients_cached() ? 1 : SurfaceLists::kClientPages;
+    const std::string client = context_client(context);
+    if (client.empty()) return 1;
+    if (*type == Type::keyword) return 1;  // one read, cached or not
+    if (*type == Type::report_id) return 1;
+    if (argument.value("name", "") == "article_id")
+        return lists.cached_now("articles", client) ? 1 : 2;  // blogs, geo articles
+    return 1;
+}
+
 // --- docs ------------------------------------------------------------------------------------
 
 std::string surface_markdown() {
@@ -92,10 +108,16 @@ std::string surface_markdown() {
            "budgets, confirmation and audit jobs. |\n";
     out += "| `agency://clients/{client_id}/overview` (one per client, listed) | "
            "overview-{client_id} | application/json | The client overview below. |\n\n";
-    out += "### Resource templates\n\n| URI template | name | title | what |\n|---|---|---|---|\n";
+    out += "### Resource templates\n\n| URI template | name | title | units | what |\n"
+           "|---|---|---|---|---|\n";
     for (const TemplateSpec& t : template_specs())
         out += "| `" + t.uri_template + "` | " + t.name + " | " + t.title + " | " +
-               t.description + " |\n";
+               std::to_string(t.cost) + " | " + t.description + " |\n";
+    out += "\n**units**: what one read is charged against the caller's rate limit (`serve "
+           "--rate-limit`): the gateway reads it makes, at least 1. A tool call, a prompt and a "
+           "completion cost 1 unit (a completion that must first read a list from the gateway: "
+           "those reads, up to 5); `resources/list` costs 5 when it reads the client list "
+           "(kept 60 s), else nothing.\n";
     out += "\nAn unknown URI is error -32002 (2025-11-25 and older) or -32602 (2026-07-28). "
            "`agency://audit-jobs/{audit_id}` can be subscribed to (legacy sessions with a "
            "notification path, i.e. stdio): `notifications/resources/updated` follows each "

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/log.hpp"
+#include "base/log_summary.hpp"
 
 #include "base/clock.hpp"
 #include "base/trace_context.hpp"
@@ -320,6 +321,32 @@ json write_log(ActionRuntime& actions, const std::string& uri, const std::string
     return gateway_contents(uri, out);
 }
 
+// The gateway reads of one overview: the profile, two of keywords, one of audits, two of
+// articles (the parts above); what a read of it is charged against the caller's rate limit.
+constexpr int kOverviewReads = 6;
+
+// resources/list's entries past the usage note: an overview per gateway client.
+json client_overviews(SurfaceLists& lists, log::RepeatedLines& failures,
+                      mcp::RequestContext& ctx) {
+    json entries = json::array();
+    std::vector<SurfaceLists::Client> clients;
+    try {
+        clients = lists.clients(ctx.stop);
+    } catch (const gateway::Error& e) {
+        // The usage note still lists; the overviews return with the gateway.
+        failures.write(log::Level::warn, "resources/list: the gateway's clients not read",
+                       ctx.principal.name,
+                       "resources/list: the gateway's clients could not be read: {}", e.what());
+    }
+    for (const auto& client : clients)
+        entries.push_back(
+            {{"uri", "agency://clients/" + client.id + "/overview"},
+             {"name", "overview-" + client.id},
+             {"title", (client.name.empty() ? client.id : client.name) + ": overview"},
+             {"mimeType", "application/json"}});
+    return entries;
+}
+
 // Sends resource updates for job changes while the server lives.
 struct Notifier {
     std::mutex mutex;
@@ -333,13 +360,13 @@ std::vector<TemplateSpec> template_specs() {
         {"agency://clients/{client_id}/overview", "client_overview", "Client overview",
          "A client's profile, tracked keywords, latest audit, article counts and the dates its "
          "ranking data covers.",
-         "application/json"},
+         "application/json", kOverviewReads},
         {"agency://clients/{client_id}/audits/{report_id}", "audit_report", "Audit report",
          "One SEO audit report of a client, with its issues when the gateway has them.",
          "application/json"},
         {"agency://clients/{client_id}/articles/{article_id}", "article", "Article",
          "One blog or geo article of a client, with its body when the gateway has it.",
-         "application/json"},
+         "application/json", 2},
         {"agency://clients/{client_id}/write-log", "write_log", "Write log",
          "A client's newest writes (up to 50 calls that reached the gateway): who, which tool, "
          "how confirmed, the outcome and the record id; apart, its newest 20 calls refused or "
@@ -400,28 +427,26 @@ void register_surface(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
                  if (!at) return std::nullopt;
                  return read(uri, *at, ctx);
              },
-             .title = spec.title});
+             .title = spec.title,
+             .cost = [pattern = readers[i].first, units = spec.cost](const std::string& uri) {
+                 return match(uri, pattern) ? units : 0;
+             }});
     }
-    server.set_resource_lister([lists](mcp::RequestContext& ctx) {
-        json entries = json::array();
-        std::vector<SurfaceLists::Client> clients;
-        try {
-            clients = lists->clients(ctx.stop);
-        } catch (const gateway::Error& e) {
-            // The usage note still lists; the overviews return with the gateway.
-            log::warn("resources/list: the gateway's clients could not be read: {}", e.what());
-        }
-        for (const auto& client : clients)
-            entries.push_back(
-                {{"uri", "agency://clients/" + client.id + "/overview"},
-                 {"name", "overview-" + client.id},
-                 {"title", (client.name.empty() ? client.id : client.name) + ": overview"},
-                 {"mimeType", "application/json"}});
-        return entries;
-    });
-    server.set_completion([lists](const json& ref, const json& argument, const json& context) {
-        return complete_argument(*lists, ref, argument, context);
-    });
+    // A gateway that cannot list its clients would log a line per resources/list: summarised.
+    auto failures = std::make_shared<log::RepeatedLines>(
+        server.options().clock ? *server.options().clock : base::Clock::system());
+    server.set_resource_lister(
+        [lists, failures](mcp::RequestContext& ctx) {
+            return client_overviews(*lists, *failures, ctx);
+        },
+        [lists] { return lists->clients_cached() ? 0 : SurfaceLists::kClientPages; });
+    server.set_completion(
+        [lists](const json& ref, const json& argument, const json& context) {
+            return complete_argument(*lists, ref, argument, context);
+        },
+        [lists](const json& ref, const json& argument, const json& context) {
+            return completion_cost(*lists, ref, argument, context);
+        });
     for (const PromptSpec& spec : prompt_specs()) {
         json arguments = json::array();
         for (const auto& a : spec.arguments)

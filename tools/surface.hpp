@@ -49,14 +49,21 @@ public:
         std::string id;
         std::string name;
     };
-    // The gateway's clients (every page, at most 5000). Throws gateway::Error.
+    // The gateway's clients (every page, at most 5000: kClientPages reads). Throws
+    // gateway::Error.
     std::vector<Client> clients(std::stop_token stop = {});
+    static constexpr int kClientPages = 5;
+    // Whether clients() answers from its cache now (no gateway read).
+    bool clients_cached() const;
     // Distinct keywords of the client's newest rows (one page of 1000).
     std::vector<std::string> keywords(const std::string& client_id, std::stop_token stop = {});
     // Ids of the client's newest audit reports (up to 100).
     std::vector<std::string> report_ids(const std::string& client_id, std::stop_token stop = {});
     // Ids of the client's newest blog and geo articles (up to 100 of each).
     std::vector<std::string> article_ids(const std::string& client_id, std::stop_token stop = {});
+    // Whether keywords/report_ids/article_ids of the client answer from the cache now:
+    // `list` is "keywords", "reports" or "articles".
+    bool cached_now(const std::string& list, const std::string& client_id) const;
 
     Toolbox& box() { return *box_; }
 
@@ -70,7 +77,7 @@ private:
 
     std::shared_ptr<Toolbox> box_;
     std::chrono::seconds ttl_;
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
     std::map<std::string, Entry> entries_;
     std::chrono::steady_clock::time_point clients_at_;
     std::vector<Client> clients_;
@@ -120,6 +127,9 @@ struct TemplateSpec {
     std::string title;
     std::string description;
     std::string mime_type;
+    // What one read is charged against the caller's rate limit: the gateway reads it makes
+    // (at least 1; server/rate_limit.hpp).
+    int cost = 1;
 };
 // The resource templates, in the order resources/templates/list gives them.
 std::vector<TemplateSpec> template_specs();
@@ -127,5 +137,9 @@ std::vector<TemplateSpec> template_specs();
 // completion/complete over the prompts and templates above.
 json complete_argument(SurfaceLists& lists, const json& ref, const json& argument,
                        const json& context);
+// What that completion is charged, known before it runs: 1, or the gateway reads it would make
+// now (the lists it needs that are not cached).
+int completion_cost(const SurfaceLists& lists, const json& ref, const json& argument,
+                    const json& context);
 
 }  // namespace agency::tools

@@ -61,7 +61,7 @@ std::vector<SurfaceLists::Client> SurfaceLists::clients(std::stop_token stop) {
         if (!clients_.empty() && now - clients_at_ < ttl_) return clients_;
     }
     std::vector<Client> out;
-    for (std::int64_t offset = 0; offset < 5000; offset += 1000) {
+    for (std::int64_t offset = 0; offset < kClientPages * 1000; offset += 1000) {
         std::int64_t total = 0;
         json rows = read_rows(*box_, {.resource = "clients", .limit = 1000, .offset = offset},
                               stop, &total);
@@ -79,6 +79,17 @@ std::vector<SurfaceLists::Client> SurfaceLists::clients(std::stop_token stop) {
     clients_ = out;
     clients_at_ = now;
     return out;
+}
+
+bool SurfaceLists::clients_cached() const {
+    std::lock_guard lock(mutex_);
+    return !clients_.empty() && std::chrono::steady_clock::now() - clients_at_ < ttl_;
+}
+
+bool SurfaceLists::cached_now(const std::string& list, const std::string& client_id) const {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(list + "\x1f" + client_id);
+    return it != entries_.end() && std::chrono::steady_clock::now() - it->second.at < ttl_;
 }
 
 std::vector<std::string> SurfaceLists::cached(
