@@ -26,6 +26,7 @@
 
 #include "base/crypto.hpp"
 #include "run_binary.hpp"
+#include "tests/support/paths.hpp"
 
 namespace {
 
@@ -154,7 +155,7 @@ protected:
         server_pid = spawn("exec " + wrap + serve + " < /dev/null > /dev/null 2> '" +
                            err.string() + "'");
         const std::regex url(R"(MCP over Streamable HTTP at http://127\.0\.0\.1:(\d+)/mcp)");
-        for (int i = 0; i < 400 && port == 0; ++i) {
+        for (int i = 0; i < 400 && port == 0 && alive(server_pid); ++i) {
             std::smatch m;
             const std::string text = slurp(err);
             if (std::regex_search(text, m, url)) port = std::stoi(m[1]);
@@ -226,6 +227,10 @@ protected:
                     continue;
                 }
                 EXPECT_EQ(r.status, 200) << r.body.dump();
+                if (!r.body.is_object() || !r.body["error"].is_object()) {
+                    ADD_FAILURE() << "no JSON-RPC error: " << r.status << " " << r.body.dump();
+                    continue;
+                }
                 EXPECT_EQ(r.body["error"].value("code", 0), -32600) << r.body.dump();
                 EXPECT_NE(r.error().find("task"), std::string::npos) << r.body.dump();
             }
@@ -252,6 +257,7 @@ protected:
 // its few. (On 4965900 --max-tasks does not exist: the server does not start.)
 TEST_F(ManyCallers, FullServerRefusesTheCallerHoldingTheMost) {
     start_server("--max-tasks 40 --max-tasks-per-caller 64");
+    ASSERT_FALSE(HasFatalFailure());
     const int started = spread_tasks(key_a, 4, 20);
     EXPECT_EQ(started, 30) << "key A's tasks over 4 sessions: three quarters of 40";
     expect_b_served(3);
@@ -262,6 +268,7 @@ TEST_F(ManyCallers, FullServerRefusesTheCallerHoldingTheMost) {
 // (on 4965900: all 3 x 20 started).
 TEST_F(ManyCallers, CallerWithoutKeyIsBoundedAcrossSessions) {
     start_server("", "", false);
+    ASSERT_FALSE(HasFatalFailure());
     EXPECT_EQ(spread_tasks("", 3, 20), 32);
     EXPECT_TRUE(alive(server_pid));
 }
@@ -308,6 +315,7 @@ TEST_F(ManyCallers, ThreadLimitRefusesTasksCleanly) {
     const Reply refused = audit_task(key_b, init.session, 99999);
     EXPECT_FALSE(task_started(refused)) << refused.body.dump();
     EXPECT_EQ(refused.status, 200);
+    ASSERT_TRUE(refused.body.is_object() && refused.body["error"].is_object()) << refused.body.dump();
     EXPECT_EQ(refused.body["error"].value("code", 0), -32600) << refused.body.dump();
     EXPECT_NE(refused.error().find("server busy: no thread could be started"), std::string::npos)
         << refused.body.dump();
@@ -334,6 +342,7 @@ TEST_F(ManyCallers, ThreadLimitRefusesTasksCleanly) {
 // recently used one to a caller holding fewer (on 4965900: B's initialize got 503).
 TEST_F(ManyCallers, ReadOnlyKeyCannotLockOthersOutOfSessions) {
     start_server("--http-max-sessions 40");
+    ASSERT_FALSE(HasFatalFailure());
     std::vector<std::string> mine;
     auto open_reader_sessions = [&](int n) {
         for (int i = 0; i < n; ++i) {
@@ -358,6 +367,7 @@ TEST_F(ManyCallers, ReadOnlyKeyCannotLockOthersOutOfSessions) {
 // others' stay.
 TEST_F(ManyCallers, SessionsPerCallerCloseTheCallersOwnOldest) {
     start_server("--http-max-sessions-per-caller 5");
+    ASSERT_FALSE(HasFatalFailure());
     const Reply b = initialize(key_b);
     ASSERT_TRUE(b.ok());
     std::vector<std::string> mine;
