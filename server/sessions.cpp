@@ -54,8 +54,8 @@ std::vector<std::string> Server::make_room_for_session(const std::string& princi
             }
         if (!close(top)) break;
     }
-    if (!closed.empty())
-        log::info("closed {} least recently used session(s) to open one for a caller holding "
+    if (!closed.empty())  // debug: a caller at its bound would write a line per initialize
+        log::debug("closed {} least recently used session(s) to open one for a caller holding "
                   "{} (at most {} per caller, {} in all)",
                   closed.size(), held[principal], per, max_total);
     return closed;

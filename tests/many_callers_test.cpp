@@ -2,7 +2,7 @@
 // keys, over `agency-mcp sample-gateway` holding every seo_audit (a slow fault), so each audit
 // task keeps its thread. One key spreading tasks or sessions over many legacy sessions must not
 // end the process, make another key's calls fail, or keep another caller from initializing;
-// with the thread limit low (ulimit -u, then lowered further under the running server), the
+// with the thread limit low (ulimit -u, then filled by other processes of the same uid), the
 // server refuses tasks cleanly instead of aborting.
 #include <signal.h>
 #include <sys/types.h>
@@ -254,7 +254,7 @@ protected:
 
 // Item 1: a key's tasks were bounded (32) across its sessions, but nothing bounded them all:
 // at the global bound the caller holding the most gives way (3/4 of it), and B still starts
-// its few. (On 4965900 --max-tasks does not exist: the server does not start.)
+// its few. (Before, --max-tasks did not exist: the server does not start.)
 TEST_F(ManyCallers, FullServerRefusesTheCallerHoldingTheMost) {
     start_server("--max-tasks 40 --max-tasks-per-caller 64");
     ASSERT_FALSE(HasFatalFailure());
@@ -265,7 +265,7 @@ TEST_F(ManyCallers, FullServerRefusesTheCallerHoldingTheMost) {
 }
 
 // Item 1: without keys (loopback), the one caller's tasks were bounded per session, 32 in each
-// (on 4965900: all 3 x 20 started).
+// (before: all 3 x 20 started).
 TEST_F(ManyCallers, CallerWithoutKeyIsBoundedAcrossSessions) {
     start_server("", "", false);
     ASSERT_FALSE(HasFatalFailure());
@@ -275,8 +275,9 @@ TEST_F(ManyCallers, CallerWithoutKeyIsBoundedAcrossSessions) {
 
 // Item 1 under a low thread limit: the server counts its threads' room (RLIMIT_NPROC) into
 // the task bound, the caller holding the most is refused first, and when creating a thread
-// fails anyway (the limit lowered under the running server) the task is refused cleanly
-// (on 4965900: -32603 for every caller, HTTP 500, and in some runs the process aborted).
+// fails anyway (processes of its uid fill the limit) the task is refused cleanly
+// (before: -32603 for every caller, the refused task left "working", and in some runs the
+// process aborted).
 TEST_F(ManyCallers, ThreadLimitRefusesTasksCleanly) {
     // RLIMIT_NPROC counts every thread of the user and does not bind root (CAP_SYS_ADMIN): as
     // root the server runs as a uid of its own, otherwise the limit leaves room for ours.
@@ -339,7 +340,7 @@ TEST_F(ManyCallers, ThreadLimitRefusesTasksCleanly) {
 }
 
 // Item 2: a read-only key opening sessions until the server is full gives up its least
-// recently used one to a caller holding fewer (on 4965900: B's initialize got 503).
+// recently used one to a caller holding fewer (before: B's initialize got 503).
 TEST_F(ManyCallers, ReadOnlyKeyCannotLockOthersOutOfSessions) {
     start_server("--http-max-sessions 40");
     ASSERT_FALSE(HasFatalFailure());
