@@ -98,6 +98,8 @@ std::optional<Command> CommandLine::parse(int argc, char** argv) {
     limits.max_streams = static_cast<std::size_t>(max_streams_);
     limits.max_streams_per_session = static_cast<std::size_t>(max_streams_per_session_);
     limits.max_sessions = static_cast<std::size_t>(max_sessions_);
+    limits.max_sessions_per_principal = static_cast<std::size_t>(max_sessions_per_caller_);
+    limits.max_streams_per_principal = static_cast<std::size_t>(max_streams_per_caller_);
     if (*sample_cmd_) return Command::sample_gateway;
     if (*keys_add_cmd_) return Command::keys_add;
     if (*keys_list_cmd_) return Command::keys_list;
@@ -219,7 +221,13 @@ void CommandLine::add_http_limits() {
     max_streams_ = static_cast<int>(defaults.max_streams);
     max_streams_per_session_ = static_cast<int>(defaults.max_streams_per_session);
     max_sessions_ = static_cast<int>(defaults.max_sessions);
-    serve.max_waiting_on_clients = static_cast<int>(mcp::ServerOptions{}.max_waiting_on_clients);
+    max_sessions_per_caller_ = static_cast<int>(defaults.max_sessions_per_principal);
+    max_streams_per_caller_ = static_cast<int>(defaults.max_streams_per_principal);
+    const mcp::ServerOptions server_defaults;
+    serve.max_waiting_on_clients = static_cast<int>(server_defaults.max_waiting_on_clients);
+    serve.max_waiting_per_caller = static_cast<int>(server_defaults.max_waiting_per_caller);
+    serve.max_tasks = static_cast<int>(server_defaults.max_live_tasks);
+    serve.max_tasks_per_caller = static_cast<int>(server_defaults.max_live_tasks_per_caller);
     serve_cmd_
         ->add_option("--http-max-connections", max_connections_,
                      "Open HTTP connections in all; at the bound the longest-idle one is "
@@ -260,11 +268,41 @@ void CommandLine::add_http_limits() {
         ->envname("AGENCY_HTTP_MAX_SESSIONS")
         ->check(positive_count("AGENCY_HTTP_MAX_SESSIONS"));
     serve_cmd_
+        ->add_option("--http-max-sessions-per-caller", max_sessions_per_caller_,
+                     "Legacy sessions one caller (key or OAuth subject) holds; its initialize "
+                     "beyond closes its least recently used one. When all are open, the caller "
+                     "holding the most gives one up (default 512)")
+        ->envname("AGENCY_HTTP_MAX_SESSIONS_PER_CALLER")
+        ->check(positive_count("AGENCY_HTTP_MAX_SESSIONS_PER_CALLER"));
+    serve_cmd_
+        ->add_option("--http-max-streams-per-caller", max_streams_per_caller_,
+                     "Streamed answers one caller holds open at once; more get 503 (default 64)")
+        ->envname("AGENCY_HTTP_MAX_STREAMS_PER_CALLER")
+        ->check(positive_count("AGENCY_HTTP_MAX_STREAMS_PER_CALLER"));
+    serve_cmd_
         ->add_option("--max-waiting-on-clients", serve.max_waiting_on_clients,
                      "Calls that may wait at once for a client's answer (elicitation, "
                      "sampling, roots); one more gets an error at once (default 64)")
         ->envname("AGENCY_MAX_WAITING_ON_CLIENTS")
         ->check(positive_count("AGENCY_MAX_WAITING_ON_CLIENTS"));
+    serve_cmd_
+        ->add_option("--max-waiting-on-clients-per-caller", serve.max_waiting_per_caller,
+                     "Of them, one caller's at once (default 16)")
+        ->envname("AGENCY_MAX_WAITING_ON_CLIENTS_PER_CALLER")
+        ->check(positive_count("AGENCY_MAX_WAITING_ON_CLIENTS_PER_CALLER"));
+    serve_cmd_
+        ->add_option("--max-tasks", serve.max_tasks,
+                     "MCP tasks running at once; each holds a thread, so it is lowered to fit "
+                     "the thread limit (ulimit -u). Near it, the caller holding the most is "
+                     "refused first (default 256)")
+        ->envname("AGENCY_MAX_TASKS")
+        ->check(positive_count("AGENCY_MAX_TASKS"));
+    serve_cmd_
+        ->add_option("--max-tasks-per-caller", serve.max_tasks_per_caller,
+                     "MCP tasks one caller (key or OAuth subject, all its sessions) runs at "
+                     "once (default 32)")
+        ->envname("AGENCY_MAX_TASKS_PER_CALLER")
+        ->check(positive_count("AGENCY_MAX_TASKS_PER_CALLER"));
 }
 
 // How long and in what form answers come back.

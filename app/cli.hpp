@@ -52,6 +52,10 @@ struct ServeArgs {
     // What HTTP clients may hold: each bound refuses cleanly and keeps serving.
     mcp::HttpOptions http_limits;
     int max_waiting_on_clients = 64;
+    int max_waiting_per_caller = 16;
+    // Tasks running at once, in all and per caller (mcp::ServerOptions::max_live_tasks).
+    int max_tasks = 256;
+    int max_tasks_per_caller = 32;
     // One gateway operation's whole time (attempts and waits), under common client timeouts.
     double call_timeout_s = 30;
     // The text block beside structuredContent: "auto", "full" or "summary".
@@ -175,7 +179,8 @@ private:
     CLI::App* write_log_prune_cmd_ = nullptr;
     // The HTTP limits as the options hold them (whole numbers), copied into serve.http_limits.
     int max_connections_ = 0, max_connections_per_address_ = 0, head_timeout_s_ = 0,
-        idle_timeout_s_ = 0, max_streams_ = 0, max_streams_per_session_ = 0, max_sessions_ = 0;
+        idle_timeout_s_ = 0, max_streams_ = 0, max_streams_per_session_ = 0, max_sessions_ = 0,
+        max_sessions_per_caller_ = 0, max_streams_per_caller_ = 0;
 };
 
 // "HOST:PORT", "[V6]:PORT" or ":PORT" (host 127.0.0.1); throws std::invalid_argument naming

@@ -95,6 +95,9 @@ struct ToolServerSetup {
     std::shared_ptr<tools::ActionRuntime> actions;  // null: a private in-memory one
     std::chrono::seconds discovery_refresh{0};
     std::size_t max_waiting_on_clients = mcp::ServerOptions{}.max_waiting_on_clients;
+    std::size_t max_waiting_per_caller = mcp::ServerOptions{}.max_waiting_per_caller;
+    std::size_t max_tasks = mcp::ServerOptions{}.max_live_tasks;  // already fitted to threads
+    std::size_t max_tasks_per_caller = mcp::ServerOptions{}.max_live_tasks_per_caller;
     tools::ToolCatalog* catalog = nullptr;  // when set, receives what was registered
     std::shared_ptr<gateway::Client>* gateway = nullptr;  // when set, receives the client
     std::chrono::milliseconds call_timeout = gateway::Config{}.call_timeout;
@@ -159,6 +162,9 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
     mcp::ServerOptions options;
     options.state_secret = env_or("AGENCY_SERVER_SECRET");
     options.max_waiting_on_clients = setup.max_waiting_on_clients;
+    options.max_waiting_per_caller = setup.max_waiting_per_caller;
+    options.max_live_tasks = setup.max_tasks;
+    options.max_live_tasks_per_caller = setup.max_tasks_per_caller;
     // Task records live beside the jobs they wait on, so both survive a restart (and, in a
     // shared store, another instance's death).
     if (setup.actions) {
@@ -268,6 +274,12 @@ int run_serve(const ServeArgs& args) {
                                      : ", this instance " + action_settings.sharing.instance_id);
     setup.discovery_refresh = std::chrono::seconds(args.discovery_refresh_s);
     setup.max_waiting_on_clients = static_cast<std::size_t>(args.max_waiting_on_clients);
+    setup.max_waiting_per_caller = static_cast<std::size_t>(args.max_waiting_per_caller);
+    setup.max_tasks_per_caller = static_cast<std::size_t>(args.max_tasks_per_caller);
+    // Each running task holds a thread: keep room for the HTTP threads and everything else.
+    setup.max_tasks = fit_tasks_to_thread_limit(
+        static_cast<std::size_t>(args.max_tasks),
+        (args.http ? args.http_limits.threads + args.http_limits.workers : 0) + 48);
     setup.call_timeout = std::chrono::milliseconds(std::llround(args.call_timeout_s * 1000));
     setup.selection = args.selection;
     setup.read_only = args.read_only;

@@ -12,7 +12,10 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string>
 #include <stdexcept>
 
 #include <spdlog/sinks/basic_file_sink.h>
@@ -134,6 +137,99 @@ std::size_t fit_connections_to_fd_limit(std::size_t wanted) {
         limit.rlim_cur > 2 * reserve ? limit.rlim_cur - reserve : limit.rlim_cur / 2;
     spdlog::warn("only {} file descriptors allowed: at most {} HTTP connections (not {})",
                  limit.rlim_cur, fits, wanted);
+    return fits;
+}
+
+namespace thread_room {
+
+// The first number after `key` in a /proc-style file ("Threads:\t12"); nullopt when absent.
+std::optional<std::uint64_t> field(const std::string& path, const std::string& key) {
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line))
+        if (line.starts_with(key)) {
+            const auto at = line.find_first_of("0123456789", key.size());
+            if (at == std::string::npos) return std::nullopt;
+            return std::strtoull(line.c_str() + at, nullptr, 10);
+        }
+    return std::nullopt;
+}
+
+std::optional<std::uint64_t> number_in(const std::string& path) {
+    std::ifstream in(path);
+    std::uint64_t n = 0;
+    if (in >> n) return n;
+    return std::nullopt;
+}
+
+// Threads of processes whose real uid is `uid` (what RLIMIT_NPROC counts).
+std::uint64_t threads_of_user(uid_t uid) {
+    std::uint64_t n = 0;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+        const std::string status = entry.path().string() + "/status";
+        if (field(status, "Uid:") == uid) n += field(status, "Threads:").value_or(0);
+    }
+    return n;
+}
+
+// CAP_SYS_ADMIN or CAP_SYS_RESOURCE exempts the process from RLIMIT_NPROC.
+bool nproc_exempt() {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.starts_with("CapEff:")) {
+            const std::uint64_t caps = std::strtoull(line.c_str() + 7, nullptr, 16);
+            return (caps >> 21 & 1) || (caps >> 24 & 1);
+        }
+    return false;
+}
+
+// How many more threads may be created here, and what bounds it; nullopt: nothing known.
+std::optional<std::pair<std::uint64_t, std::string>> room() {
+    std::optional<std::pair<std::uint64_t, std::string>> best;
+    auto consider = [&](std::uint64_t limit, std::uint64_t used, std::string what) {
+        const std::uint64_t left = limit > used ? limit - used : 0;
+        if (!best || left < best->first)
+            best = {left, what + " " + std::to_string(limit) + ", " + std::to_string(used) +
+                              " in use"};
+    };
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NPROC, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+        !nproc_exempt())
+        consider(limit.rlim_cur, threads_of_user(::getuid()), "RLIMIT_NPROC (ulimit -u)");
+    if (auto max = number_in("/proc/sys/kernel/threads-max")) {
+        std::ifstream loadavg("/proc/loadavg");  // "0.1 0.2 0.3 running/total last-pid"
+        std::string a, b, c, counts;
+        if (loadavg >> a >> b >> c >> counts && counts.find('/') != std::string::npos)
+            consider(*max, std::strtoull(counts.c_str() + counts.find('/') + 1, nullptr, 10),
+                     "kernel.threads-max");
+    }
+    // cgroup v2 pids controller (containers): pids.max less pids.current.
+    std::ifstream cgroup("/proc/self/cgroup");
+    std::string line;
+    while (std::getline(cgroup, line))
+        if (line.starts_with("0::")) {
+            const std::string dir = "/sys/fs/cgroup" + line.substr(3);
+            auto max = number_in(dir + "/pids.max");  // "max" reads as nothing
+            auto current = number_in(dir + "/pids.current");
+            if (max && current) consider(*max, *current, "cgroup pids.max");
+        }
+    return best;
+}
+
+}  // namespace thread_room
+
+std::size_t fit_tasks_to_thread_limit(std::size_t wanted, std::size_t headroom) {
+    const auto room = thread_room::room();
+    if (!room || room->first >= wanted + headroom) return wanted;
+    const std::size_t fits =
+        room->first > 2 * headroom ? room->first - headroom : std::max<std::uint64_t>(1, room->first / 4);
+    spdlog::warn("threads are bounded ({}): at most {} MCP tasks at once (not {}), keeping {} "
+                 "threads for the rest",
+                 room->second, fits, wanted, headroom);
     return fits;
 }
 

@@ -26,6 +26,10 @@ void prefault_heap();
 std::jthread warm_schemas();
 // The connection bound that fits the file descriptor limit (raised to the hard limit first).
 std::size_t fit_connections_to_fd_limit(std::size_t wanted);
+// The bound on running tasks (each holds a thread) that fits what the process may still create:
+// RLIMIT_NPROC, which counts every thread of the user (unless the process is exempt), and the
+// kernel's threads-max, less the threads there are now and `headroom` for everything else.
+std::size_t fit_tasks_to_thread_limit(std::size_t wanted, std::size_t headroom);
 // From now on SIGINT and SIGTERM ask the process to stop instead of ending it: the returned
 // descriptor becomes readable. Before this call they end it at once (nothing to drain yet).
 int catch_stop_signals();

@@ -20,8 +20,11 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <system_error>
 #include <unordered_map>
 #include <vector>
+
+#include "base/log.hpp"
 
 namespace agency::net {
 
@@ -313,8 +316,15 @@ private:
         c->parked = false;
         ready_.push_back(c);
         ++queued_;
-        if (ready_.size() > waiting_ && threads_.size() < limits_.threads && !stopped_)
-            threads_.emplace_back([this] { serve_loop(); });
+        if (ready_.size() > waiting_ && threads_.size() < limits_.threads && !stopped_) {
+            try {
+                threads_.emplace_back([this] { serve_loop(); });
+            } catch (const std::system_error& e) {
+                // At the process's thread limit: the serving threads there are take it in turn.
+                log::warn("could not start a serving thread ({} running): {}",
+                             threads_.size(), e.what());
+            }
+        }
         work_ready_.notify_one();
     }
 

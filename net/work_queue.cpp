@@ -1,6 +1,7 @@
 #include "net/work_queue.hpp"
 
 #include <algorithm>
+#include <system_error>
 
 #include "base/log.hpp"
 
@@ -17,7 +18,7 @@ WorkQueue::Waiting::Waiting() : queue_(current_queue) {
         ++queue_->outside_;
         if (queue_->jobs_.size() > queue_->waiting_ && queue_->threads_.size() < queue_->limit() &&
             !queue_->stopping_)
-            queue_->threads_.emplace_back([q = queue_] { q->run(); });
+            queue_->add_worker_locked();
     }
     queue_->ready_.notify_one();
 }
@@ -48,10 +49,26 @@ void WorkQueue::post(std::function<void()> job) {
         std::lock_guard lock(mutex_);
         jobs_.push_back(std::move(job));
         // More waiting jobs than idle workers: one more worker, as long as the cap allows.
-        if (jobs_.size() > waiting_ && threads_.size() < limit() && !stopping_)
-            threads_.emplace_back([this] { run(); });
+        if (jobs_.size() > waiting_ && threads_.size() < limit() && !stopping_ &&
+            !add_worker_locked() && threads_.empty()) {
+            // No worker at all to run it: the caller hears so instead of waiting for ever.
+            jobs_.pop_back();
+            throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
+                                    "no thread could be started to run the call");
+        }
     }
     ready_.notify_one();
+}
+
+bool WorkQueue::add_worker_locked() {
+    try {
+        threads_.emplace_back([this] { run(); });
+        return true;
+    } catch (const std::system_error& e) {
+        // At the process's thread limit: the workers there are carry on with the queue.
+        log::warn("could not start a worker thread ({} running): {}", threads_.size(), e.what());
+        return false;
+    }
 }
 
 void WorkQueue::drain() {

@@ -21,6 +21,8 @@ public:
     WorkQueue(const WorkQueue&) = delete;
     WorkQueue& operator=(const WorkQueue&) = delete;
 
+    // Throws std::system_error, dropping the job, only when no worker exists nor can be started
+    // (the process's thread limit); with workers, the job waits for one of them.
     void post(std::function<void()> job);
     // Blocks until every posted job has finished.
     void drain();
@@ -43,6 +45,8 @@ public:
 
 private:
     void run();
+    // One more worker thread (mutex_ held); false when none could be created (logged).
+    bool add_worker_locked();
     // Jobs may run at once: the bound plus those waiting outside.
     std::size_t limit() const { return max_workers_ + outside_; }
 

@@ -42,40 +42,59 @@ struct HttpTransport::Impl {
     std::vector<std::string> allowed_origins;  // normalized (lowercase)
     DrainGate gate;  // calls in flight; closed by drain()
 
-    // Streamed answers open, in all and per legacy session.
+    // Streamed answers open, in all, per legacy session and per caller (principal).
     std::mutex streams_mutex;
     std::size_t streams_open = 0;
     std::unordered_map<std::string, std::size_t> streams_per_session;
+    std::unordered_map<std::string, std::size_t> streams_per_principal;
 
     // A streamed answer's place, held by its call and its stream until both are done.
     struct StreamSlot {
-        StreamSlot(Impl* owner, std::string session) : impl(owner), session_id(std::move(session)) {}
+        StreamSlot(Impl* owner, std::string session, std::string caller)
+            : impl(owner), session_id(std::move(session)), principal(std::move(caller)) {}
         StreamSlot(const StreamSlot&) = delete;
         StreamSlot& operator=(const StreamSlot&) = delete;
         Impl* impl;
         std::string session_id;
+        std::string principal;
+        static void release(std::unordered_map<std::string, std::size_t>& counts,
+                            const std::string& key) {
+            auto it = counts.find(key);
+            if (it != counts.end() && --it->second == 0) counts.erase(it);
+        }
         ~StreamSlot() {
             std::lock_guard lock(impl->streams_mutex);
             --impl->streams_open;
             count_stream(-1);
-            if (session_id.empty()) return;
-            auto it = impl->streams_per_session.find(session_id);
-            if (it != impl->streams_per_session.end() && --it->second == 0)
-                impl->streams_per_session.erase(it);
+            release(impl->streams_per_principal, principal);
+            if (!session_id.empty()) release(impl->streams_per_session, session_id);
         }
     };
-    // nullptr at a bound.
-    std::shared_ptr<StreamSlot> open_stream(const std::string& session_id) {
+    // The refusal's reason at a bound ("" when the stream may open); `slot` set otherwise.
+    std::string open_stream(const std::string& session_id, const std::string& principal,
+                            std::shared_ptr<StreamSlot>& slot) {
         std::lock_guard lock(streams_mutex);
-        if (streams_open >= options.max_streams) return nullptr;
+        if (streams_open >= options.max_streams)
+            return "too many streamed calls open (at most " + std::to_string(options.max_streams) +
+                   "): try again later";
+        const std::size_t mine =
+            streams_per_principal.contains(principal) ? streams_per_principal[principal] : 0;
+        if (mine >= options.max_streams_per_principal)
+            return "too many of this caller's streamed calls open (at most " +
+                   std::to_string(options.max_streams_per_principal) +
+                   " per caller): let one finish, then try again";
         if (!session_id.empty()) {
             auto& n = streams_per_session[session_id];
-            if (n >= options.max_streams_per_session) return nullptr;
+            if (n >= options.max_streams_per_session)
+                return "too many streamed calls open on this session (at most " +
+                       std::to_string(options.max_streams_per_session) + "): try again later";
             ++n;
         }
+        ++streams_per_principal[principal];
         ++streams_open;
         count_stream(1);
-        return std::make_shared<StreamSlot>(this, session_id);
+        slot = std::make_shared<StreamSlot>(this, session_id, principal);
+        return {};
     }
 
     Impl(Server& s, HttpOptions o)
@@ -237,7 +256,11 @@ std::optional<HttpTransport::Impl::PostRoute> HttpTransport::Impl::route_message
                     nullptr, req.get_header_value("traceparent")};
     if (route.is_init) {
         sweep_sessions();
-        if (server.session_count() >= options.max_sessions) {
+        // A caller at its share, or a full server, closes the least recently used session of
+        // whoever holds the most (server/sessions.cpp): one caller cannot lock the others out.
+        server.make_room_for_session(principal.name, options.max_sessions,
+                                     options.max_sessions_per_principal);
+        if (server.session_count() >= options.max_sessions) {  // others initializing at once
             send_busy(res, id, "too many sessions open: try again later");
             return std::nullopt;
         }
@@ -305,8 +328,10 @@ void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Resp
 void HttpTransport::Impl::stream_call(httplib::Response& res, PostMessage& post,
                                       const PostRoute& route, const Principal& principal) {
     // Each streamed call holds a connection thread and waits for a worker: bounded.
-    auto slot = open_stream(route.session ? route.session->id : std::string());
-    if (!slot) return send_busy(res, post.id, "too many streamed calls open: try again later");
+    std::shared_ptr<StreamSlot> slot;
+    const std::string full =
+        open_stream(route.session ? route.session->id : std::string(), principal.name, slot);
+    if (!slot) return send_busy(res, post.id, full);
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
     const bool legacy = route.legacy;

@@ -41,6 +41,10 @@ struct HttpOptions {
     std::size_t max_streams = 256;              // streamed (SSE) answers open at once
     std::size_t max_streams_per_session = 16;   // of them, on one legacy session
     std::size_t max_sessions = 4096;            // legacy sessions open at once
+    // Of them, held by one caller (principal); at the bound its own least recently used
+    // session is closed. At max_sessions the caller holding the most gives one up.
+    std::size_t max_sessions_per_principal = 512;
+    std::size_t max_streams_per_principal = 64;  // streamed answers one caller holds at once
     std::chrono::milliseconds keepalive{5000};  // SSE comment while a streamed call is quiet
     // A streamable call that finishes this fast without talking back is answered as plain JSON
     // (with its proper HTTP status); slower ones switch to a stream that can be cancelled.

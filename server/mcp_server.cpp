@@ -207,6 +207,7 @@ std::shared_ptr<Session> Server::create_session(std::string id) {
     auto s = std::make_shared<Session>();
     s->id = std::move(id);
     s->last_used_ms = impl_->now_ms();
+    s->last_used_seq = ++impl_->session_uses;
     return s;
 }
 
@@ -565,6 +566,7 @@ void Server::resolve_era(const std::string& method, const json& params, const In
         ctx.protocol_version = in.session->protocol_version;
         ctx.client_capabilities = in.session->client_capabilities;
         in.session->last_used_ms = impl_->now_ms();
+        in.session->last_used_seq = ++impl_->session_uses;
     } else if (entry && entry->before_initialize) {
         ctx.era = Era::legacy;
     } else {

@@ -94,6 +94,9 @@ struct Session {
     std::mutex mutex;                      // guards subscriptions
     std::vector<std::string> subscriptions;
     std::atomic<std::int64_t> last_used_ms{0};
+    // Orders uses within one millisecond: the least recently used session is the one with the
+    // lowest (Server::make_room_for_session).
+    std::atomic<std::uint64_t> last_used_seq{0};
     // Sends a message to the client outside of any request (list_changed, resource updates);
     // set by transports that have such a path (stdio), empty otherwise.
     std::function<void(const std::string&)> notify;
@@ -307,7 +310,14 @@ struct ServerOptions {
     std::int64_t task_ttl_ms = 60 * 60 * 1000;
     std::int64_t task_max_ttl_ms = 24 * 60 * 60 * 1000;
     std::int64_t task_poll_ms = 500;
-    std::size_t max_live_tasks_per_owner = 32;
+    // Tasks running here at once, and of them, per caller (a principal: a key's name or an
+    // OAuth subject, across all its sessions). Each running task holds a thread, so the
+    // command line keeps max_live_tasks below what the process may create
+    // (app/process.hpp, fit_tasks_to_thread_limit). Past three quarters of max_live_tasks a
+    // caller may start one only while another caller holds more: the one holding the most
+    // gives way first (server/task_admission.cpp).
+    std::size_t max_live_tasks = 256;
+    std::size_t max_live_tasks_per_caller = 32;
     // With a store several instances share (TaskStore::shared()): this process's name among
     // them (random when empty) and how long a task stays its own without a renewal. A task
     // whose instance died is resumed (or failed, outcome unknown) by another after that.
@@ -319,6 +329,8 @@ struct ServerOptions {
     // place (WorkQueue::Waiting), so each waiting call costs a thread: beyond this bound one
     // more fails at once (the tool sees an error) instead.
     std::size_t max_waiting_on_clients = 64;
+    // Of them, held by one caller (principal) at once: the rest stay for the others.
+    std::size_t max_waiting_per_caller = 16;
     // Units per principal (server/rate_limit.hpp): a token bucket each, charged by tools/call
     // (one unit), resources/read, prompts/get, completion/complete and a resources/list that
     // reads the gateway (their cost); off by default here (the command line's default is on).
@@ -429,6 +441,13 @@ public:
     void forget_session(const std::string& id);
     std::shared_ptr<Session> find_session(const std::string& id) const;
     std::size_t session_count() const;
+    // Before a session of `principal` opens (HTTP initialize): when `principal` already holds
+    // `max_per_principal` sessions, its own least recently used one is closed; when all
+    // `max_total` are open, the least recently used session of the principal holding the most
+    // (which may be `principal` itself) is closed. Returns the ids closed (server/sessions.cpp).
+    std::vector<std::string> make_room_for_session(const std::string& principal,
+                                                   std::size_t max_total,
+                                                   std::size_t max_per_principal);
     // Forgets sessions idle for longer than `idle`; returns how many.
     std::size_t expire_sessions(std::chrono::milliseconds idle);
 

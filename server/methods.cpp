@@ -107,6 +107,7 @@ std::optional<std::string> Methods::initialize(Server& server, const Request& r)
         in.session->client_info = *ci;
     in.session->principal = in.principal;
     in.session->last_used_ms = server.impl_->now_ms();
+    in.session->last_used_seq = ++server.impl_->session_uses;
     const ServerInfo& info = server.impl_->options.info;
     json caps = server.capabilities(Era::legacy);
     // Resource updates reach a session only through its notification path (stdio has one; a

@@ -96,13 +96,33 @@ json Server::send_request_and_wait(const RequestContext& ctx, const std::string&
     if (!ctx.channel_ || !ctx.channel_->can_send_requests())
         throw RpcError(error_code::internal_error,
                        "this transport cannot carry a request to the client");
+    // Bounded in all and per caller: one caller's waiting calls leave room for the others'.
     struct Waiting {
-        std::atomic<std::size_t>& count;
-        ~Waiting() { --count; }
-    } waiting{impl_->waiting_on_clients};
-    if (++waiting.count > impl_->options.max_waiting_on_clients)
+        Impl& impl;
+        const std::string& caller;
+        std::size_t mine = 0;
+        ~Waiting() {
+            --impl.waiting_on_clients;
+            std::lock_guard lock(impl.mutex);
+            if (auto it = impl.waiting_per_caller.find(caller); it != impl.waiting_per_caller.end() &&
+                --it->second == 0)
+                impl.waiting_per_caller.erase(it);
+        }
+    } waiting{*impl_, ctx.principal.name};
+    {
+        std::lock_guard lock(impl_->mutex);
+        waiting.mine = ++impl_->waiting_per_caller[ctx.principal.name];
+    }
+    if (++impl_->waiting_on_clients > impl_->options.max_waiting_on_clients)
         throw RpcError(error_code::internal_error,
-                       "too many calls are waiting for clients' answers; try again later");
+                       "too many calls are waiting for clients' answers (at most " +
+                           std::to_string(impl_->options.max_waiting_on_clients) +
+                           "); try again later");
+    if (waiting.mine > impl_->options.max_waiting_per_caller)
+        throw RpcError(error_code::internal_error,
+                       "too many of this caller's calls are waiting for its answers (at most " +
+                           std::to_string(impl_->options.max_waiting_per_caller) +
+                           " per caller); answer those first, or try again later");
     auto pending = std::make_shared<PendingRequest>();
     pending->session_id = ctx.session ? ctx.session->id : std::string();
     std::string id = "agency-" + std::to_string(impl_->next_request_id++);

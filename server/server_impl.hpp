@@ -33,6 +33,7 @@ struct LiveTask {
     TaskStatus counted = TaskStatus::working;  // the status last counted in the metrics
     std::stop_source stop;
     std::shared_ptr<Session> session;      // legacy: the session that created it
+    std::string principal;                 // the caller it counts against (task_admission.cpp)
     json responses = json::object();       // modern: answers delivered by tasks/update
     // Modern, while the work waits for answers: the questions still open given `responses`.
     // tasks/update narrows the record with it before replying, so a tasks/get that follows
@@ -46,6 +47,14 @@ struct LiveTask {
     std::atomic<bool> finished{false};
     std::atomic<bool> shutting_down{false};  // the server stops: leave the record to resume
 };
+
+// Whether one more task of `principal` may start, given the tasks running here; throws the
+// refusal ("server busy", naming the bound) otherwise. Called with Impl::mutex held
+// (task_admission.cpp).
+void admit_task(const std::unordered_map<std::string, std::shared_ptr<LiveTask>>& tasks,
+                const std::string& principal, const ServerOptions& options);
+// The refusal of a task whose thread could not be created.
+RpcError task_thread_refusal(const std::exception& e);
 
 // Task helpers (task_runtime.cpp).
 bool wants_task(const ToolDef& tool, const json& params, const RequestContext& ctx);
@@ -147,7 +156,9 @@ struct Server::Impl {
     std::unordered_map<std::string, std::shared_ptr<std::stop_source>> in_flight;
     std::unordered_map<std::string, std::shared_ptr<PendingRequest>> pending;
     std::atomic<std::uint64_t> next_request_id{1};
+    std::atomic<std::uint64_t> session_uses{0};  // Session::last_used_seq
     std::atomic<std::size_t> waiting_on_clients{0};  // calls in send_request_and_wait
+    std::unordered_map<std::string, std::size_t> waiting_per_caller;  // of them, by principal
 
     // Tasks. `tasks` holds those this process runs; finished threads are joined lazily.
     std::shared_ptr<TaskStore> task_store;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <system_error>
 
 #include "base/log.hpp"
 
@@ -250,15 +251,10 @@ std::string Server::start_task(const ToolDef& tool, const json& id, const json& 
     auto task = std::make_shared<LiveTask>();
     task->store = impl.task_store;
     task->clock = impl.clock;
+    task->principal = ctx.principal.name;
     {
         std::lock_guard lock(impl.mutex);
-        std::size_t live = 0;
-        for (const auto& [tid, t] : impl.tasks)
-            if (!t->finished && t->record.owner == task_owner(ctx)) ++live;
-        if (live >= impl.options.max_live_tasks_per_owner)
-            throw RpcError(error_code::invalid_request,
-                           "too many tasks running for this caller (" + std::to_string(live) +
-                               "); wait for one to finish or cancel one");
+        admit_task(impl.tasks, ctx.principal.name, impl.options);
         TaskRecord& r = task->record;
         r.id = crypto::random_hex(16);
         r.owner = task_owner(ctx);
@@ -300,7 +296,7 @@ void Server::launch_task(std::shared_ptr<LiveTask> task, const ToolDef* tool, Re
     ctx.task_ = task;
     ctx.request_id = nullptr;
     auto& impl = *impl_;
-    std::lock_guard lock(impl.mutex);
+    std::unique_lock lock(impl.mutex);
     // Join the threads of tasks that have finished.
     std::erase_if(impl.task_threads, [](auto& entry) {
         if (!entry.first->finished) return false;
@@ -311,8 +307,8 @@ void Server::launch_task(std::shared_ptr<LiveTask> task, const ToolDef* tool, Re
     const ServerOptions* options = &impl.options;
     // The work runs on after its request: its log lines and gateway requests keep the trace.
     auto trace = trace_for_work(tool->name, ctx.principal.name);
-    std::jthread worker([task, tool, ctx = std::move(ctx), resumed, options,
-                         trace = std::move(trace)]() mutable {
+    auto work = [task, tool, ctx = std::move(ctx), resumed, options,
+                 trace = std::move(trace)]() mutable {
         const base::CallTraceScope traced(std::move(trace));
         count_task_running(1);
         struct Ended {
@@ -380,8 +376,27 @@ void Server::launch_task(std::shared_ptr<LiveTask> task, const ToolDef* tool, Re
         publish(*task);
         task->finished = true;
         task->changed.notify_all();
-    });
-    impl.task_threads.emplace_back(task, std::move(worker));
+    };
+    try {
+        impl.task_threads.emplace_back(task, std::jthread(std::move(work)));
+        return;
+    } catch (const std::system_error& e) {
+        // At the process's thread limit: the task is refused, its record does not stay
+        // "working", and the process goes on.
+        impl.tasks.erase(task->record.id);
+        lock.unlock();
+        log::warn("task {} ({}): no thread for it: {}", task->record.id, tool->name, e.what());
+        RpcError refusal = task_thread_refusal(e);
+        {
+            std::lock_guard task_lock(task->mutex);
+            task->record.status = TaskStatus::failed;
+            task->record.error = {{"code", refusal.code()}, {"message", refusal.what()}};
+            task->record.status_message = refusal.what();
+        }
+        publish(*task);
+        task->finished = true;
+        throw refusal;
+    }
 }
 
 Methods::FoundTask Methods::find_task(Server& server, const Request& r) {
@@ -527,65 +542,6 @@ std::optional<std::string> Methods::tasks_update(Server& server, const Request& 
         task.live->changed.notify_all();
     }
     return complete(server, r, json::object());
-}
-
-namespace {
-// A task another instance runs (shared store): its stored record is polled until it ends.
-// False when `stop` fired first.
-bool await_stored_end(TaskStore& store, const std::string& id, std::stop_token stop) {
-    std::mutex m;
-    std::condition_variable_any cv;
-    while (!stop.stop_requested()) {
-        auto record = store.get(id);
-        if (!record || is_terminal(record->status)) return true;
-        std::unique_lock lock(m);
-        cv.wait_for(lock, stop, std::chrono::milliseconds(std::clamp<std::int64_t>(
-                                    record->poll_ms, 100, 1000)),
-                    [] { return false; });
-    }
-    return false;
-}
-}  // namespace
-
-std::optional<std::string> Methods::tasks_result(Server& server, const Request& r) {
-    // Legacy only: waits for the end, relaying what the work sends to this call's channel.
-    FoundTask task = find_task(server, r);
-    if (const auto& live = task.live) {
-        Channel* waiter = r.ctx.channel_;
-        {
-            std::unique_lock lock(live->mutex);
-            if (waiter) {
-                live->waiters.push_back(waiter);
-                while (!live->outbox.empty()) {
-                    waiter->send(live->outbox.front());
-                    live->outbox.pop_front();
-                }
-            }
-            live->changed.wait(lock, r.ctx.stop,
-                               [&] { return is_terminal(live->record.status); });
-            std::erase(live->waiters, waiter);
-        }
-        if (r.ctx.stop.stop_requested() && r.ctx.session) return std::nullopt;
-    } else if (!await_stored_end(*task.store, task.id, r.ctx.stop)) {
-        if (r.ctx.session) return std::nullopt;
-    }
-    TaskRecord record = task.current();
-    if (!is_terminal(record.status))
-        throw RpcError(error_code::internal_error, "the task " + task.id + " is still running");
-    json related = {{std::string(kRelatedTaskMeta), {{"taskId", task.id}}}};
-    if (!record.result.empty()) {
-        json result = json::parse(record.result);
-        result["_meta"].update(related);
-        return dump({{"jsonrpc", "2.0"}, {"id", r.id}, {"result", std::move(result)}});
-    }
-    std::string message = record.status == TaskStatus::cancelled ? "the task was cancelled"
-                                                                 : std::string("task failed");
-    int code = error_code::internal_error;
-    if (record.error.is_object()) {
-        code = record.error.value("code", code);
-        message = record.error.value("message", message);
-    }
-    return make_error_text(r.id, code, message, related);
 }
 
 std::optional<std::string> Methods::tasks_other(Server& server, const Request& r) {

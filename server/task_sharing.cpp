@@ -47,7 +47,13 @@ void Server::resume_task(TaskRecord r) {
     const bool authenticated = owner.starts_with("key:") || owner.starts_with("oauth:");
     ctx.principal.name = authenticated ? owner : owner.substr(0, owner.rfind('#'));
     ctx.principal.authenticated = authenticated;
-    launch_task(task, tool, ctx, true);
+    task->principal = ctx.principal.name;
+    try {
+        launch_task(task, tool, ctx, true);
+    } catch (const RpcError& e) {
+        // No thread for it now: its record says so (failed), the process goes on.
+        log::warn("task {} could not be resumed: {}", task->record.id, e.what());
+    }
 }
 
 void Server::resume_tasks() {

@@ -631,16 +631,89 @@ TEST_F(HttpLimits, StreamsPerSessionAreBounded) {
     EXPECT_NE(third.find("Retry-After"), std::string::npos) << third;
 }
 
+// Sessions are bounded; at the bound the caller holding the most (here the only one) gives up
+// its least recently used session, so an initialize always finds room (issue 30: before, it
+// got 503 for as long as the sessions idled).
 TEST_F(HttpLimits, SessionsAreBounded) {
     auto options = small_options();
     options.max_sessions = 3;
     start(options);
-    for (int i = 0; i < 3; ++i) EXPECT_FALSE(open_session().empty());
-    auto res = client()->Post("/mcp", rpc(1, "initialize", initialize_params()),
-                              "application/json");
-    ASSERT_TRUE(res);
-    EXPECT_EQ(res->status, 503);
-    EXPECT_FALSE(res->get_header_value("Retry-After").empty());
+    std::vector<std::string> sessions;
+    for (int i = 0; i < 4; ++i) sessions.push_back(open_session());
+    EXPECT_EQ(server_->session_count(), 3u);
+    EXPECT_FALSE(sessions.back().empty());
+    EXPECT_EQ(server_->find_session(sessions.front()), nullptr);
+    for (int i = 1; i < 4; ++i) EXPECT_NE(server_->find_session(sessions[i]), nullptr) << i;
+}
+
+// One caller's streamed calls leave streams for the others (issue 30): at its share one more
+// is a 503 naming the bound, while another caller's stream still opens.
+TEST_F(HttpLimits, StreamsPerCallerAreBounded) {
+    auto options = small_options();
+    options.max_streams_per_principal = 2;
+    const std::string alpha = make_key();
+    const std::string bravo = KeyStore::add(keys_path_, "other", {"read", "write"});
+    options.keys = std::make_shared<KeyStore>(KeyStore::load(keys_path_));
+    start(options);
+    Sockets streams;
+    const std::string body =
+        rpc(7, "tools/call", {{"name", "confirm_deploy"}, {"arguments", json::object()}});
+    auto send_stream = [&](const std::string& key) {
+        auto res = client()->Post("/mcp", {{"X-API-Key", key}},
+                                  rpc(1, "initialize", initialize_params()), "application/json");
+        EXPECT_TRUE(res && res->status == 200);
+        const std::string sid = res ? res->get_header_value("Mcp-Session-Id") : "";
+        const int fd = connect_from(port_);
+        streams.fds.push_back(fd);
+        EXPECT_TRUE(send_all(fd, post_head(port_, "X-API-Key: " + key + "\r\nMcp-Session-Id: " +
+                                                      sid + "\r\nMCP-Protocol-Version: " +
+                                                      kLegacyVersion + "\r\nContent-Length: " +
+                                                      std::to_string(body.size()) + "\r\n") +
+                                 body));
+        return fd;
+    };
+    for (int i = 0; i < 2; ++i)  // one session each: the per-session bound is not the one met
+        EXPECT_NE(read_until(send_stream(alpha), "elicitation/create", 5s).find("elicitation/create"),
+                  std::string::npos);
+    const std::string third = read_answer(send_stream(alpha), 5s);
+    EXPECT_EQ(status_of(third), 503) << third;
+    EXPECT_NE(third.find("per caller"), std::string::npos) << third;
+    EXPECT_NE(read_until(send_stream(bravo), "elicitation/create", 5s).find("elicitation/create"),
+              std::string::npos);
+}
+
+// One caller's calls waiting on its answers leave room for the others' (issue 30).
+TEST_F(HttpLimits, CallsWaitingPerCallerAreBounded) {
+    ServerOptions server_options;
+    server_options.max_waiting_per_caller = 2;
+    auto options = small_options();
+    const std::string alpha = make_key();
+    const std::string bravo = KeyStore::add(keys_path_, "other", {"read", "write"});
+    options.keys = std::make_shared<KeyStore>(KeyStore::load(keys_path_));
+    start(options, server_options);
+    Sockets streams;
+    const std::string body =
+        rpc(7, "tools/call", {{"name", "confirm_deploy"}, {"arguments", json::object()}});
+    auto ask = [&](const std::string& key, const std::string& until) {
+        auto res = client()->Post("/mcp", {{"X-API-Key", key}},
+                                  rpc(1, "initialize", initialize_params()), "application/json");
+        EXPECT_TRUE(res && res->status == 200);
+        const std::string sid = res ? res->get_header_value("Mcp-Session-Id") : "";
+        const int fd = connect_from(port_);
+        streams.fds.push_back(fd);
+        EXPECT_TRUE(send_all(fd, post_head(port_, "X-API-Key: " + key + "\r\nMcp-Session-Id: " +
+                                                      sid + "\r\nMCP-Protocol-Version: " +
+                                                      kLegacyVersion + "\r\nContent-Length: " +
+                                                      std::to_string(body.size()) + "\r\n") +
+                                 body));
+        return read_until(fd, until, 5s);
+    };
+    for (int i = 0; i < 2; ++i)
+        EXPECT_NE(ask(alpha, "elicitation/create").find("elicitation/create"), std::string::npos);
+    const std::string third = ask(alpha, "per caller");
+    EXPECT_EQ(third.find("elicitation/create"), std::string::npos) << third;
+    EXPECT_NE(third.find("per caller"), std::string::npos) << third;
+    EXPECT_NE(ask(bravo, "elicitation/create").find("elicitation/create"), std::string::npos);
 }
 
 // Issue 15, class 9: userinfo in an Origin passed the check.
