@@ -37,6 +37,7 @@ private:
 bool PlainClient::process_socket(const Socket& socket,
                                  std::function<bool(httplib::Stream& strm)> callback) {
     buffers_.clear_body();  // a body announced to an earlier request is not this one's
+    meter_.restart();       // nor anything counted for it
     net::BufferedStream strm(socket.sock, net::timeout_ms(read_timeout_sec_, read_timeout_usec_),
                              net::timeout_ms(write_timeout_sec_, write_timeout_usec_), buffers_);
     // Every wait for a byte ends at the deadline, not only each read's own timeout.

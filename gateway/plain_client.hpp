@@ -25,10 +25,11 @@
 
 namespace agency::gateway {
 
-// What one exchange may read, set before each request.
+// What one exchange may read, set before each request (none by default: the gateway client
+// sets them for every exchange).
 struct AnswerLimits {
-    std::uint64_t max_head_bytes = 64 * 1024;  // status line and headers
-    std::uint64_t max_bytes = 16u << 20;       // the whole answer as read: head, framing, body
+    std::uint64_t max_head_bytes = ~std::uint64_t{0};  // status line and headers
+    std::uint64_t max_bytes = ~std::uint64_t{0};  // the whole answer as read: head, framing, body
     // Reads fail from this moment on (the call's deadline; none by default).
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
@@ -46,6 +47,10 @@ struct AnswerMeter {
 
     void start(const AnswerLimits& with) {
         limits = with;
+        restart();
+    }
+    // A new answer under the same limits.
+    void restart() {
         read = 0;
         in_head = true;
         hit = LimitHit::none;

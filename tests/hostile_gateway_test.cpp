@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -61,6 +62,13 @@ std::string slurp(const fs::path& path) {
     return {std::istreambuf_iterator<char>(in), {}};
 }
 
+// The binary under test: this tree's, or AGENCY_HOSTILE_BINARY's (how the tests were shown
+// to fail on a build without the bounds; docs/security.md).
+std::string binary() {
+    const char* other = std::getenv("AGENCY_HOSTILE_BINARY");
+    return other != nullptr && *other != '\0' ? other : AGENCY_BINARY;
+}
+
 int free_port() {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
@@ -81,7 +89,7 @@ public:
         const std::string command =
             "exec env -u AGENCY_GATEWAY_URL -u AGENCY_KEYS_FILE -u AGENCY_LOG_FILE -u "
             "AGENCY_API_KEY '" +
-            std::string(AGENCY_BINARY) + "' " + args + " < /dev/null > '" + out_.string() +
+            binary() + "' " + args + " < /dev/null > '" + out_.string() +
             "' 2> '" + err_.string() + "'";
         pid_ = ::fork();
         if (pid_ == 0) {
@@ -240,7 +248,8 @@ protected:
         EXPECT_FALSE(again.result.value("isError", false)) << again.text;
         const long rss = server.rss_kib();
         EXPECT_GT(rss, 0);
-        ::testing::Test::RecordProperty("rss_kib", static_cast<int>(rss));
+        ::testing::Test::RecordProperty(port == plain_port ? "rss_kib_16mib" : "rss_kib_1mib",
+                                        static_cast<int>(rss));
         if (!AGENCY_SANITIZED_BUILD) {
             EXPECT_LT(rss, kRssBoundKib) << "VmRSS after the hostile answer: " << rss << " KiB";
         }
@@ -294,8 +303,7 @@ TEST_F(HostileGateway, AnEndlessAnswerEndsAtTheLimitAndMemoryReturns) {
 TEST_F(HostileGateway, ADrippingHeadEndsAtTheCallsBudget) {
     add_fault({{"target", "keywords"}, {"mode", "dripping"}, {"delay_ms", 40}});
     const Called c = keywords(small_port);
-    expect_error_naming(c, "no complete answer within");
-    EXPECT_NE(c.text.find("budget of 2 s"), std::string::npos) << c.text;
+    expect_error_naming(c, "the call's budget of 2 s");
     EXPECT_LT(c.took, 4s);
     expect_recovered(small_port, *small);
 }
@@ -305,7 +313,7 @@ TEST_F(HostileGateway, ADrippingHeadEndsAtTheCallsBudget) {
 TEST_F(HostileGateway, ADrippingBodyEndsAtTheCallsBudget) {
     add_fault({{"target", "keywords"}, {"mode", "dripping"}, {"delay_ms", 5}});
     const Called c = keywords(small_port);
-    expect_error_naming(c, "no complete answer within");
+    expect_error_naming(c, "the call's budget of 2 s");
     EXPECT_LT(c.took, 4s);
     expect_recovered(small_port, *small);
 }

@@ -68,7 +68,7 @@ enum class FaultMode {
     huge,           // a valid-looking JSON answer of Fault::bytes, with its Content-Length,
                     // produced while it is sent (never built in memory)
     endless,        // a chunked JSON answer that never ends (until the reader goes away)
-    dripping,       // the real answer, head and body, one byte every Fault::delay_ms (100)
+    dripping,       // the real answer, head and chunked body, a byte every Fault::delay_ms (100)
     redirect,       // 302 to another host: 127.0.0.1:Fault::redirect_port, else one that
                     // does not resolve
     random_status,  // a random status from 100 to 999, each time

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -88,13 +89,16 @@ int socket_of(const httplib::Request& req) {
 }
 
 // The answer, head and body, one byte every `interval`, until it is all out or the reader
-// has gone; then the connection is shut, so httplib's own answer after it goes nowhere.
-void drip(const httplib::Request& req, httplib::Response& res, const std::string& body, int status,
-          std::chrono::milliseconds interval) {
-    const std::string text =
-        "HTTP/1.1 " + std::to_string(status) +
-        " OK\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-        "\r\nConnection: close\r\n\r\n" + body;
+// has gone; then the connection is shut, so httplib's own answer after it goes nowhere. The
+// body is chunked: a reader cannot know how much is still to come (and wait for all of it).
+void drip(const httplib::Request& req, httplib::Response& res, const std::string& body,
+          int status, std::chrono::milliseconds interval) {
+    char size[32];
+    std::snprintf(size, sizeof size, "%zx", body.size());
+    const std::string text = "HTTP/1.1 " + std::to_string(status) +
+                             " OK\r\nContent-Type: application/json\r\nTransfer-Encoding: "
+                             "chunked\r\nConnection: close\r\n\r\n" +
+                             size + "\r\n" + body + "\r\n0\r\n\r\n";
     const int fd = socket_of(req);
     if (fd < 0) {  // not found: the body alone drips
         auto shared = std::make_shared<const std::string>(body);
