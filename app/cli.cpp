@@ -314,6 +314,13 @@ void CommandLine::add_answer_options() {
         ->envname("AGENCY_CALL_TIMEOUT")
         ->check(CLI::Range(1.0, 3600.0));
     serve_cmd_
+        ->add_option("--gateway-max-response-bytes", serve.gateway_max_response_bytes,
+                     "Bytes one gateway answer may be, headers and body, chunked or not; a "
+                     "larger one ends the call with an error and is not read further (default "
+                     "16777216, 16 MiB; from 65536)")
+        ->envname("AGENCY_GATEWAY_MAX_RESPONSE_BYTES")
+        ->check(CLI::Range(std::uint64_t{65536}, std::uint64_t{1} << 40));
+    serve_cmd_
         ->add_option("--structured-text", serve.structured_text,
                      "The text block beside a tool's structuredContent, which is what most "
                      "agent frameworks hand their model: auto (compact for 2026-07-28 clients, "
@@ -362,7 +369,11 @@ void CommandLine::add_sample_gateway() {
         "fail_after, status_error, rate_limit, slow, drop, reset, PERCENT the "
         "chance per request (default 100), N the delay in ms (slow), "
         "Retry-After s (rate_limit) or status_code (status_error). Counters: "
-        "GET /_control/stats");
+        "GET /_control/stats. "
+        "Hostile answers: huge (a JSON answer of N bytes, default 1 GiB), endless (a chunked "
+        "answer that never ends), dripping (the answer, head and body, a byte every N ms, "
+        "default 100), redirect (302 to 127.0.0.1:N, without N to a host that does not "
+        "resolve), random_status (a status from 100 to 999)");
     sample_cmd_->add_flag("--bare-records", sample.bare_records,
                           "Rows only as the spec describes them (no deployed_at or sent_at; "
                           "index_url records nothing)");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,6 +59,8 @@ struct ServeArgs {
     int max_tasks_per_caller = 32;
     // One gateway operation's whole time (attempts and waits), under common client timeouts.
     double call_timeout_s = 30;
+    // The most one gateway answer may be (gateway::Config::max_response_bytes).
+    std::uint64_t gateway_max_response_bytes = std::uint64_t{16} << 20;
     // The text block beside structuredContent: "auto", "full" or "summary".
     std::string structured_text = "auto";
     // --toolsets, --tools, --exclude-tools (tools/toolsets.hpp).

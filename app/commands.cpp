@@ -41,11 +41,13 @@ std::chrono::milliseconds seconds_env(const char* name, std::chrono::millisecond
 // line, before the retry warnings of a normal read could bury it.
 std::shared_ptr<gateway::Client> connect_gateway(const std::string& url,
                                                  const std::string& api_key,
-                                                 std::chrono::milliseconds call_timeout) {
+                                                 std::chrono::milliseconds call_timeout,
+                                                 std::size_t max_response_bytes) {
     gateway::Config config;
     config.base_url = url;
     config.api_key = api_key;
     config.call_timeout = call_timeout;
+    config.max_response_bytes = max_response_bytes;
     // Waits for the gateway's answers (the spec suggests 10-30 s for generation actions).
     config.read_timeout = seconds_env("AGENCY_GATEWAY_READ_TIMEOUT_S", config.read_timeout);
     config.action_timeout = seconds_env("AGENCY_GATEWAY_ACTION_TIMEOUT_S", config.action_timeout);
@@ -101,6 +103,7 @@ struct ToolServerSetup {
     tools::ToolCatalog* catalog = nullptr;  // when set, receives what was registered
     std::shared_ptr<gateway::Client>* gateway = nullptr;  // when set, receives the client
     std::chrono::milliseconds call_timeout = gateway::Config{}.call_timeout;
+    std::size_t max_response_bytes = gateway::Config{}.max_response_bytes;
     mcp::StructuredText structured_text = mcp::StructuredText::automatic;
     bool mark_sample_data = true;  // false for tools-doc: the reference is not an answer
     mcp::ToolSelection selection;  // the server's (--toolsets, --tools, --exclude-tools)
@@ -155,7 +158,8 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
         sample->start("127.0.0.1", 0);
         setup.gateway_url = sample->base_url();
     }
-    auto gateway = connect_gateway(setup.gateway_url, setup.api_key, setup.call_timeout);
+    auto gateway = connect_gateway(setup.gateway_url, setup.api_key, setup.call_timeout,
+                                   setup.max_response_bytes);
     log_gateway_answered(*gateway, setup.gateway_url, sample_data);
     if (setup.gateway) *setup.gateway = gateway;
 
@@ -281,6 +285,7 @@ int run_serve(const ServeArgs& args) {
         static_cast<std::size_t>(args.max_tasks),
         (args.http ? args.http_limits.threads + args.http_limits.workers : 0) + 48);
     setup.call_timeout = std::chrono::milliseconds(std::llround(args.call_timeout_s * 1000));
+    setup.max_response_bytes = static_cast<std::size_t>(args.gateway_max_response_bytes);
     setup.selection = args.selection;
     setup.read_only = args.read_only;
     const std::string rate = !args.rate_limit.empty() ? args.rate_limit

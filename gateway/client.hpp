@@ -82,6 +82,11 @@ struct Config {
     std::chrono::milliseconds max_retry_after{60'000};  // cap on a 429's Retry-After wait
     std::chrono::seconds clock_skew{5};           // tolerance when matching rows by time
     std::chrono::seconds discovery_ttl{300};
+    // The most one gateway answer may be, head and body, chunked or not (a compressed body
+    // counts as decoded). A larger one ends the call with an upstream error naming this limit
+    // (--gateway-max-response-bytes) and its connection is closed, so the 16 connections in use
+    // at once hold at most 16 times this (256 MiB). A page is at most 1000 rows: ~0.3-3 MB.
+    std::size_t max_response_bytes = std::size_t{16} << 20;
 };
 
 struct ReadQuery {

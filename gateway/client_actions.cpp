@@ -113,6 +113,7 @@ std::optional<Retry> Client::Impl::post_once(ActionRun& run, int attempt, bool l
         ++run.posts;
         if (!run.first_sent) run.first_sent = sent_at;
     }
+    if (!ex.over_limit.empty()) throw too_large_answer(run, ex);
     if (ex.ok()) {
         result = success(run, ex);
         return std::nullopt;
@@ -180,6 +181,22 @@ std::optional<Retry> Client::Impl::post_once(ActionRun& run, int attempt, bool l
                               run.unverifiable, run.hint);
     }
     return check_after_failure(run, failed, attempt, last, result, stop);
+}
+
+// An answer over a limit on its size: the POST reached the gateway, which answered, but
+// what it said is not read, so whether the action ran is not known (a 4xx: it did not).
+Error Client::Impl::too_large_answer(const ActionRun& run, const Exchange& ex) const {
+    const std::string failure =
+        (ex.status != 0 ? "HTTP " + std::to_string(ex.status) + ", but " : std::string()) +
+        ex.over_limit;
+    if (ex.status >= 400 && ex.status < 500) {
+        log_line(log::Level::warn, "gateway {}: {}", run.what, failure);
+        return error(internal::reason_for_status(ex.status),
+                     "the gateway refused the " + run.what + ": " + failure, ex.status);
+    }
+    return outcome_unknown(run.what, failure, ex.status, {},
+                           known(run, ex, failure, "not attempted: the gateway answered"),
+                           "its answer was too large to read", run.hint);
 }
 
 nlohmann::json Client::Impl::known(const ActionRun& run, const Exchange& ex,

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,7 @@
 #include "gateway/actions.hpp"
 #include "gateway/client.hpp"
 #include "gateway/client_detail.hpp"
+#include "gateway/plain_client.hpp"
 #include "gateway/retry.hpp"
 
 namespace agency::gateway::internal {
@@ -47,11 +49,44 @@ struct Exchange {
     std::string retry_after;
     milliseconds elapsed{0};
     milliseconds timeout{0};  // the read timeout it had: the nominal one cut to the deadline
+    // Set when a limit on the answer's size ended the exchange: what was refused and the
+    // limit, as messages say it. Nothing more was read and the connection was closed.
+    std::string over_limit;
+    // The call's deadline ended the exchange with the answer still coming (timed_out is set).
+    bool deadline_hit = false;
 
     bool ok() const { return status >= 200 && status < 300; }
 };
 
+// What one exchange's handlers see and count: the body's bytes (after decoding) against the
+// response limit, the head's headers, and the call's deadline (client_transport.cpp).
+struct Receiving {
+    std::string& out;
+    PlainClient* plain;   // null for TLS: no stream of ours underneath
+    AnswerMeter& meter;   // what was read underneath (PlainClient's, or the TLS records')
+    const std::stop_token& stop;
+    std::size_t cap;
+    std::chrono::steady_clock::time_point deadline;
+    bool sinking = false;  // the body goes straight into `out` (PlainClient)
+    std::uint64_t received = 0;
+    int status = 0;
+    std::string over_limit;
+    bool deadline_hit = false;
+
+    bool on_head(const httplib::Response& res);
+    bool on_body(const char* data, std::size_t size);
+    // After a failed send: which limit ended it, into `ex`.
+    void finish(Exchange& ex) const;
+};
+
 ErrorReason reason_for_status(int status);
+// "16 MiB", "1.5 GiB", "300 KiB", "512 bytes": a size as messages show it.
+std::string bytes_text(std::uint64_t bytes);
+// Headers one answer may carry, and the bytes of its head (status line and headers). httplib
+// 0.11 bounds neither the count nor, while reading, a line's length.
+inline constexpr std::size_t kMaxHeaderCount = 256;
+inline constexpr std::size_t kMaxHeadBytes = 64 * 1024;
+
 std::string describe_network_failure(const Exchange& ex, std::chrono::milliseconds timeout,
                                      milliseconds connect_timeout);
 // The gateway's `error` string when the body is the spec's error object, else "".
@@ -225,6 +260,7 @@ struct Client::Impl {
                                    std::optional<ActionResult>& result,
                                    const std::stop_token& stop);
     ActionResult success(const internal::ActionRun& run, const Exchange& ex);
+    Error too_large_answer(const internal::ActionRun& run, const Exchange& ex) const;
     nlohmann::json known(const internal::ActionRun& run, const Exchange& ex,
                          const std::string& failure, std::string verification) const;
     Error outcome_unknown(const std::string& what, const std::string& failure, int http_status,

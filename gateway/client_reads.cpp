@@ -93,6 +93,14 @@ Exchange Client::Impl::get(const std::string& target, const std::string& what, s
     with_retries(max_attempts, what, stop, [&](int attempt, bool last) -> std::optional<Retry> {
         auto ex = perform("GET", target, nullptr, out, config.read_timeout, stop);
         if (stop.stop_requested()) throw cancelled(what);
+        if (!ex.over_limit.empty()) {  // not transient: the same read would get the same answer
+            const std::string status =
+                ex.status != 0 ? " (HTTP " + std::to_string(ex.status) + ")" : "";
+            log_line(log::Level::error, "gateway {}{}: {}", what, status, ex.over_limit);
+            throw error(ErrorReason::upstream,
+                        "the gateway " + what + " failed" + status + ": " + ex.over_limit,
+                        ex.status);
+        }
         if (ex.ok()) {
             ok = std::move(ex);
             return std::nullopt;

@@ -6,10 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
-
-#include <simdjson.h>
 
 #include "base/metrics.hpp"
 #include "base/progress_notes.hpp"
@@ -17,6 +14,7 @@
 #include "gateway/client_internal.hpp"
 #include "gateway/json_parse.hpp"
 #include "gateway/plain_client.hpp"
+#include "gateway/tls_meter.hpp"
 
 namespace agency::gateway::internal {
 
@@ -27,7 +25,6 @@ namespace {
 // idle longer than kMaxIdleTime is closed at the next acquire or release.
 constexpr std::size_t kMaxConnections = 16;
 constexpr auto kMaxIdleTime = milliseconds(1500);  // under common keep-alive limits (2-5 s)
-constexpr std::size_t kMaxReserve = 64u << 20;     // trust Content-Length only this far
 
 // Failures that happen before a complete request can have reached the gateway.
 bool request_may_have_arrived(httplib::Error error) {
@@ -72,6 +69,7 @@ base::metrics::HistogramFamily& gateway_duration() {
 // What went wrong, in the OpenTelemetry error.type manner: "" for a 2xx or 3xx answer, the
 // status for an error answer, the failure's name without one.
 std::string_view error_type(const Exchange& ex) {
+    if (!ex.over_limit.empty()) return "response_too_large";
     if (ex.status >= 400) return ex.status >= 500 ? "5xx" : "4xx";
     if (ex.status > 0) return "";
     if (ex.timed_out) return "timeout";
@@ -115,6 +113,9 @@ ErrorReason reason_for_status(int status) {
 std::string describe_network_failure(const Exchange& ex, milliseconds timeout,
                                      milliseconds connect_timeout) {
     // The timeout the attempt really had (cut to the call's deadline), not the nominal one.
+    if (ex.deadline_hit)
+        return "no complete answer within " + ms_text(ex.elapsed) +
+               ", the rest of the call's budget: the answer was still coming";
     if (ex.timed_out) return "no answer within " + ms_text(ex.timeout.count() > 0 ? ex.timeout : timeout);
     switch (ex.error) {
         case httplib::Error::Connection: return "could not connect";
@@ -241,7 +242,11 @@ ConnectionPool::Lease ConnectionPool::acquire(const std::stop_token& stop) {
 std::unique_ptr<httplib::ClientImpl> ConnectionPool::create() const {
     std::unique_ptr<httplib::ClientImpl> client;
 #ifdef CPPHTTPLIB_OPENSSL_SUPPORT
-    if (url_.https) client = std::make_unique<httplib::SSLClient>(url_.host, url_.port);
+    if (url_.https) {
+        auto tls = std::make_unique<httplib::SSLClient>(url_.host, url_.port);
+        meter_tls_records(*tls);  // the answer's limits, counted on its TLS records
+        client = std::move(tls);
+    }
 #endif
     if (!client) client = std::make_unique<PlainClient>(url_.host, url_.port);
     client->set_keep_alive(true);
@@ -375,14 +380,18 @@ void Client::Impl::with_retries(int max_attempts, const std::string& what,
 }
 
 // One HTTP exchange on a leased connection. The stop token aborts it mid-flight: the
-// connection is shut down, which fails the blocking read at once.
+// connection is shut down, which fails the blocking read at once. Every byte of the answer is
+// counted (internal::Receiving; the head, for a plain-HTTP gateway, in PlainClient) and the
+// exchange ends at the call's deadline however slowly the answer comes.
 Exchange Client::Impl::perform(const char* method, const std::string& target, const std::string* body,
                  std::string& out, milliseconds timeout, const std::stop_token& stop) {
     // Inside the call's deadline: this attempt gets at most what is left of it.
     auto connect_timeout = config.connect_timeout;
+    auto left = config.call_timeout;  // until the whole exchange ends, however it goes
     if (const auto* deadline = DeadlineScope::current()) {
         timeout = deadline->cap(timeout);
         connect_timeout = deadline->cap(connect_timeout);
+        left = deadline->cap(std::chrono::hours(24));
     }
     auto lease = pool.acquire(stop);
     auto& client = lease.client();
@@ -403,24 +412,21 @@ Exchange Client::Impl::perform(const char* method, const std::string& target, co
         req.headers.emplace("Content-Type", "application/json");
     }
     out.clear();
-    bool sinking = false;  // the body goes straight into `out` (PlainClient)
-    req.response_handler = [&](const httplib::Response& res) {
-        const auto header = res.get_header_value("Content-Length");
-        std::size_t length = 0;
-        std::from_chars(header.data(), header.data() + header.size(), length);
-        if (length > 0) {
-            out.reserve(std::min<std::size_t>(length, internal::kMaxReserve) +
-                        simdjson::SIMDJSON_PADDING);
-            if (plain != nullptr) sinking = plain->expect_body_into(res, length, out);
-        }
-        return !stop.stop_requested();
-    };
+    // Underneath httplib: PlainClient's stream, or the TLS records this thread receives.
+    AnswerMeter tls_meter;
+    AnswerMeter& meter = plain != nullptr ? plain->meter() : tls_meter;
+    const auto end = std::chrono::steady_clock::now() + left;
+    // On the wire the head and a chunked body's framing (or TLS's) come on top of the body.
+    const auto body_cap = std::uint64_t{config.max_response_bytes};
+    meter.start({.max_head_bytes = internal::kMaxHeadBytes,
+                 .max_bytes = 2 * body_cap + internal::kMaxHeadBytes,
+                 .deadline = end});
+    std::optional<TlsMeterScope> tls_scope;
+    if (plain == nullptr) tls_scope.emplace(tls_meter);
+    internal::Receiving receiving{out, plain, meter, stop, config.max_response_bytes, end};
+    req.response_handler = [&](const httplib::Response& res) { return receiving.on_head(res); };
     req.content_receiver = [&](const char* data, std::size_t size, std::uint64_t,
-                               std::uint64_t) {
-        if (stop.stop_requested()) return false;
-        if (!sinking) out.append(data, size);
-        return true;
-    };
+                               std::uint64_t) { return receiving.on_body(data, size); };
 
     Exchange ex;
     ex.timeout = timeout;
@@ -445,11 +451,18 @@ Exchange Client::Impl::perform(const char* method, const std::string& target, co
     if (ok) {
         ex.status = res.status;
         ex.retry_after = res.get_header_value("Retry-After");
+        // httplib reads no body after a 204 (and an interim 1xx is no answer here): whatever
+        // such a gateway sent after the head must not become the next request's answer.
+        if (res.status < 200 || res.status == 204 || res.status > 599) client.stop();
     } else {
         if (err == httplib::Error::Success) err = httplib::Error::Canceled;
         ex.error = err;
         ex.maybe_sent = internal::request_may_have_arrived(err);
         ex.timed_out = err == httplib::Error::Read && ex.elapsed + milliseconds(50) >= timeout;
+        receiving.finish(ex);
+        // httplib closed the connection (a failed exchange never goes back to the pool
+        // mid-answer); what was read of the answer is let go at once.
+        if (!ex.over_limit.empty() || ex.deadline_hit) std::string().swap(out);
     }
     internal::count_request(method, ex, std::chrono::duration<double>(took).count());
     return ex;

@@ -26,6 +26,11 @@ const char* mode_name(FaultMode mode) {
         case FaultMode::slow: return "slow";
         case FaultMode::drop: return "drop";
         case FaultMode::reset: return "reset";
+        case FaultMode::huge: return "huge";
+        case FaultMode::endless: return "endless";
+        case FaultMode::dripping: return "dripping";
+        case FaultMode::redirect: return "redirect";
+        case FaultMode::random_status: return "random_status";
     }
     return "unknown";
 }
@@ -33,6 +38,10 @@ const char* mode_name(FaultMode mode) {
 std::optional<FaultMode> mode_from_name(std::string_view name) {
     for (auto mode : {FaultMode::fail_before, FaultMode::fail_after, FaultMode::status_error,
                       FaultMode::rate_limit, FaultMode::slow, FaultMode::drop, FaultMode::reset}) {
+        if (name == mode_name(mode)) return mode;
+    }
+    for (auto mode : {FaultMode::huge, FaultMode::endless, FaultMode::dripping,
+                      FaultMode::redirect, FaultMode::random_status}) {
         if (name == mode_name(mode)) return mode;
     }
     return std::nullopt;
@@ -108,7 +117,8 @@ void Gateway::Impl::add_fault_from(const httplib::Request& req, httplib::Respons
         return control_json(res, 400, {{"error", std::string("malformed JSON body: ") + e.what()}});
     }
     const std::string modes =
-        "fail_before, fail_after, status_error, rate_limit, slow, drop, reset";
+        "fail_before, fail_after, status_error, rate_limit, slow, drop, reset, " +
+        std::string(kHostileModeNames);
     if (!body.is_object() || !body.contains("target") || !body["target"].is_string()) {
         return control_json(res, 400,
                             {{"error",
@@ -129,11 +139,13 @@ void Gateway::Impl::add_fault_from(const httplib::Request& req, httplib::Respons
         fault.retry_after_s = body.value("retry_after_s", fault.retry_after_s);
         fault.delay_ms = body.value("delay_ms", fault.delay_ms);
         fault.percent = body.value("percent", fault.percent);
+        fault.bytes = body.value("bytes", fault.bytes);
+        fault.redirect_port = body.value("redirect_port", fault.redirect_port);
     } catch (const json::exception&) {
         return control_json(res, 400,
                             {{"error",
-                              "count, status_code, retry_after_s and "
-                              "delay_ms must be integers, percent a number"}});
+                              "count, status_code, retry_after_s, delay_ms, bytes and "
+                              "redirect_port must be integers, percent a number"}});
     }
     if (!(fault.percent >= 0 && fault.percent <= 100)) {
         return control_json(res, 400, {{"error", "percent must be from 0 to 100"}});
@@ -202,7 +214,8 @@ Fault parse_fault(const std::string& text) {
     if (!mode) {
         throw std::invalid_argument("fault '" + text + "': unknown mode '" + parts[1] +
                                     "'; modes: fail_before, fail_after, status_error, "
-                                    "rate_limit, slow, drop, reset");
+                                    "rate_limit, slow, drop, reset, " +
+                                    std::string(kHostileModeNames));
     }
     fault.mode = *mode;
     fault.count = 0;  // with a percent: no limit
@@ -218,9 +231,15 @@ Fault parse_fault(const std::string& text) {
     }
     if (parts.size() == 4) {
         const auto n = parse_count(parts[3]);
+        if (n && fault.mode == FaultMode::huge) {  // a size, not a time
+            fault.bytes = static_cast<std::uint64_t>(*n);
+            return fault;
+        }
         if (!n || *n > 3'600'000) {
             throw std::invalid_argument("fault '" + text + "': N must be a whole number");
         }
+        if (fault.mode == FaultMode::dripping) fault.delay_ms = static_cast<int>(*n);
+        if (fault.mode == FaultMode::redirect) fault.redirect_port = static_cast<int>(*n);
         if (fault.mode == FaultMode::slow) fault.delay_ms = static_cast<int>(*n);
         if (fault.mode == FaultMode::rate_limit) fault.retry_after_s = static_cast<int>(*n);
         if (fault.mode == FaultMode::status_error) fault.status_code = static_cast<int>(*n);

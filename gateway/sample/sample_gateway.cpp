@@ -203,6 +203,7 @@ void Gateway::Impl::serve(const httplib::Request& req, httplib::Response& res) {
     record(req, reply);
     res.status = reply.status;
     for (const auto& [name, value] : reply.headers) res.set_header(name, value);
+    if (reply.respond) return reply.respond(req, res);  // a hostile answer writes itself
     // A sized content provider keeps httplib from compressing pages (brotli at its default
     // quality costs far more than the read itself), and lets `drop` cut the body short.
     auto body = std::make_shared<const std::string>(std::move(reply.body));

@@ -64,6 +64,14 @@ enum class FaultMode {
     slow,          // sleeps Fault::delay_ms, then answers normally (action runs after the sleep)
     drop,          // the action runs, then the connection is cut mid-response
     reset,         // nothing is done; the connection is cut before the answer's body
+    // A hostile gateway (issue 30; nothing is done, except that dripping runs the request):
+    huge,           // a valid-looking JSON answer of Fault::bytes, with its Content-Length,
+                    // produced while it is sent (never built in memory)
+    endless,        // a chunked JSON answer that never ends (until the reader goes away)
+    dripping,       // the real answer, head and chunked body, a byte every Fault::delay_ms (100)
+    redirect,       // 302 to another host: 127.0.0.1:Fault::redirect_port, else one that
+                    // does not resolve
+    random_status,  // a random status from 100 to 999, each time
 };
 
 struct Fault {
@@ -76,7 +84,10 @@ struct Fault {
     double percent = 0;
     int status_code = 502;     // status_error: the body's status_code
     int retry_after_s = 1;     // rate_limit
-    int delay_ms = 0;          // slow
+    int delay_ms = 0;          // slow; dripping: between bytes (0: 100)
+    // Hostile answers:
+    std::uint64_t bytes = std::uint64_t{1} << 30;  // huge: the answer's size (1 GiB)
+    int redirect_port = 0;                         // redirect: where Location points
 };
 
 // What the gateway received and did, counted since start (or the last clear_log), for checks
@@ -106,7 +117,8 @@ struct LoggedRequest {
 // "TARGET:MODE[:PERCENT[:N]]" (the sample-gateway command's --fault): TARGET an action, a
 // resource, or "*"; MODE a FaultMode name; PERCENT the chance per matching request (default 100,
 // no limit on hits); N the delay in ms for slow, Retry-After seconds for rate_limit, the body's
-// status_code for status_error. Throws std::invalid_argument with one clear message.
+// status_code for status_error, the answer's bytes for huge, the ms between bytes for
+// dripping, the port for redirect. Throws std::invalid_argument with one clear message.
 Fault parse_fault(const std::string& text);
 
 // Data and request handling, independent of sockets. Thread-safe.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -277,6 +278,8 @@ struct Reply {
     std::vector<std::pair<std::string, std::string>> headers;
     bool drop = false;
     bool cut_before_body = false;  // reset: not one byte of the body
+    // A hostile answer (sample_hostile.cpp): when set, it writes the answer instead of `body`.
+    std::function<void(const httplib::Request&, httplib::Response&)> respond;
     std::string target;
     std::string client_id;
     std::string fault;
@@ -289,6 +292,12 @@ std::optional<std::int64_t> parse_count(const std::string& text);
 
 // The query string of a request target ("" when it has none).
 std::string query_of(const httplib::Request& req);
+
+// Turns `reply` into the hostile answer `fault` asks for (huge, endless, dripping, redirect,
+// random_status); dripping keeps the reply's own status and body (sample_hostile.cpp).
+void make_hostile(const Fault& fault, Reply& reply);
+// The hostile modes' names, as the --fault help and the control path's errors list them.
+inline constexpr const char* kHostileModeNames = "huge, endless, dripping, redirect, random_status";
 
 const char* mode_name(FaultMode mode);
 std::optional<FaultMode> mode_from_name(std::string_view name);
@@ -399,6 +408,14 @@ struct Gateway::Impl {
                 reply.drop = true;
                 reply.cut_before_body = true;
                 break;
+            case FaultMode::dripping:  // the request runs; its answer comes a byte at a time
+                reply = work();
+                make_hostile(*fault, reply);
+                break;
+            case FaultMode::huge:
+            case FaultMode::endless:
+            case FaultMode::redirect:
+            case FaultMode::random_status: make_hostile(*fault, reply); break;
         }
         reply.fault = mode_name(fault->mode);
         return reply;
