@@ -324,7 +324,9 @@ void CommandLine::add_sample_gateway() {
         "fail_after, status_error, rate_limit, slow, drop, reset, PERCENT the "
         "chance per request (default 100), N the delay in ms (slow), "
         "Retry-After s (rate_limit) or status_code (status_error). Counters: "
-        "GET /_control/stats");
+        "GET /_control/stats. Hostile modes: deep and wide (a read's one row nested N deep, "
+        "or with N members; default 1000000), many_resources (TARGET '': discovery lists N "
+        "more resources)");
     sample_cmd_->add_flag("--bare-records", sample.bare_records,
                           "Rows only as the spec describes them (no deployed_at or sent_at; "
                           "index_url records nothing)");

@@ -26,6 +26,10 @@ const char* mode_name(FaultMode mode) {
         case FaultMode::slow: return "slow";
         case FaultMode::drop: return "drop";
         case FaultMode::reset: return "reset";
+        // issue 30, rows
+        case FaultMode::deep: return "deep";
+        case FaultMode::wide: return "wide";
+        case FaultMode::many_resources: return "many_resources";
     }
     return "unknown";
 }
@@ -35,7 +39,39 @@ std::optional<FaultMode> mode_from_name(std::string_view name) {
                       FaultMode::rate_limit, FaultMode::slow, FaultMode::drop, FaultMode::reset}) {
         if (name == mode_name(mode)) return mode;
     }
+    // issue 30, rows
+    for (auto mode : {FaultMode::deep, FaultMode::wide, FaultMode::many_resources})
+        if (name == mode_name(mode)) return mode;
     return std::nullopt;
+}
+
+// A read page of one row, hostile in shape; discovery with `size` more resources.
+Reply Gateway::Impl::hostile_reply(const std::string& target, const Fault& fault, Reply normal) {
+    const auto n = static_cast<std::size_t>(std::max(fault.size, 1));
+    if (fault.mode == FaultMode::many_resources) {
+        json body = json::parse(normal.body, nullptr, false);
+        if (!body.is_object() || !body.contains("resources")) return normal;
+        for (std::size_t i = 0; i < n; ++i)
+            body["resources"].push_back("extra_resource_" + std::to_string(i + 1));
+        normal.body = body.dump();
+        return normal;
+    }
+    if (normal.status != 200) return normal;
+    Reply reply;
+    std::string& out = reply.body;
+    out = "{\"resource\":\"" + target + "\",\"data\":[{\"id\":\"hostile-1\"";
+    if (fault.mode == FaultMode::deep) {
+        // The row is level 1: n levels in all.
+        out += ",\"nested\":";
+        out.append(n - 1, '[');
+        out += '1';
+        out.append(n - 1, ']');
+    } else {
+        out.reserve(n * 16);  // n members, the id among them
+        for (std::size_t i = 1; i < n; ++i) out += ",\"f" + std::to_string(i) + "\":\"v\"";
+    }
+    out += "}],\"pagination\":{\"total\":1,\"limit\":100,\"offset\":0,\"has_more\":false}}";
+    return reply;
 }
 
 bool is_loopback(const std::string& addr) {
@@ -108,7 +144,8 @@ void Gateway::Impl::add_fault_from(const httplib::Request& req, httplib::Respons
         return control_json(res, 400, {{"error", std::string("malformed JSON body: ") + e.what()}});
     }
     const std::string modes =
-        "fail_before, fail_after, status_error, rate_limit, slow, drop, reset";
+        "fail_before, fail_after, status_error, rate_limit, slow, drop, reset"
+        ", deep, wide, many_resources";  // issue 30, rows
     if (!body.is_object() || !body.contains("target") || !body["target"].is_string()) {
         return control_json(res, 400,
                             {{"error",
@@ -129,6 +166,7 @@ void Gateway::Impl::add_fault_from(const httplib::Request& req, httplib::Respons
         fault.retry_after_s = body.value("retry_after_s", fault.retry_after_s);
         fault.delay_ms = body.value("delay_ms", fault.delay_ms);
         fault.percent = body.value("percent", fault.percent);
+        fault.size = body.value("size", fault.size);  // issue 30, rows
     } catch (const json::exception&) {
         return control_json(res, 400,
                             {{"error",
@@ -202,7 +240,8 @@ Fault parse_fault(const std::string& text) {
     if (!mode) {
         throw std::invalid_argument("fault '" + text + "': unknown mode '" + parts[1] +
                                     "'; modes: fail_before, fail_after, status_error, "
-                                    "rate_limit, slow, drop, reset");
+                                    "rate_limit, slow, drop, reset"
+                                    ", deep, wide, many_resources");  // issue 30, rows
     }
     fault.mode = *mode;
     fault.count = 0;  // with a percent: no limit
@@ -224,6 +263,10 @@ Fault parse_fault(const std::string& text) {
         if (fault.mode == FaultMode::slow) fault.delay_ms = static_cast<int>(*n);
         if (fault.mode == FaultMode::rate_limit) fault.retry_after_s = static_cast<int>(*n);
         if (fault.mode == FaultMode::status_error) fault.status_code = static_cast<int>(*n);
+        // issue 30, rows
+        if (fault.mode == FaultMode::deep || fault.mode == FaultMode::wide ||
+            fault.mode == FaultMode::many_resources)
+            fault.size = static_cast<int>(*n);
     }
     return fault;
 }

@@ -64,6 +64,12 @@ enum class FaultMode {
     slow,          // sleeps Fault::delay_ms, then answers normally (action runs after the sleep)
     drop,          // the action runs, then the connection is cut mid-response
     reset,         // nothing is done; the connection is cut before the answer's body
+    // Hostile rows and lists (issue 30, rows): the read's page holds one row nested
+    // Fault::size deep (deep) or with Fault::size members (wide); discovery (TARGET "") lists
+    // Fault::size more resources (many_resources).
+    deep,
+    wide,
+    many_resources,
 };
 
 struct Fault {
@@ -77,6 +83,7 @@ struct Fault {
     int status_code = 502;     // status_error: the body's status_code
     int retry_after_s = 1;     // rate_limit
     int delay_ms = 0;          // slow
+    int size = 1'000'000;      // deep, wide, many_resources: how deep, how wide, how many
 };
 
 // What the gateway received and did, counted since start (or the last clear_log), for checks

@@ -361,6 +361,9 @@ struct Gateway::Impl {
     // ---- faults ----
 
     std::optional<Fault> take_fault(const std::string& target);
+    // deep, wide and many_resources: the answer `normal` (what the request gets without the
+    // fault) turned hostile (sample_faults.cpp).
+    static Reply hostile_reply(const std::string& target, const Fault& fault, Reply normal);
 
     // Runs `work` under whatever fault the next matching request is due.
     template <class Work, class StatusError>
@@ -399,6 +402,10 @@ struct Gateway::Impl {
                 reply.drop = true;
                 reply.cut_before_body = true;
                 break;
+            // Hostile rows and lists (issue 30, rows).
+            case FaultMode::deep:
+            case FaultMode::wide:
+            case FaultMode::many_resources: reply = hostile_reply(target, *fault, work()); break;
         }
         reply.fault = mode_name(fault->mode);
         return reply;
