@@ -373,7 +373,10 @@ void CommandLine::add_sample_gateway() {
         "Hostile answers: huge (a JSON answer of N bytes, default 1 GiB), endless (a chunked "
         "answer that never ends), dripping (the answer, head and body, a byte every N ms, "
         "default 100), redirect (302 to 127.0.0.1:N, without N to a host that does not "
-        "resolve), random_status (a status from 100 to 999)");
+        "resolve), random_status (a status from 100 to 999). "
+        "Hostile modes: deep and wide (a read's one row nested N deep, "
+        "or with N members; default 1000000), many_resources (TARGET '': discovery lists N "
+        "more resources)");
     sample_cmd_->add_flag("--bare-records", sample.bare_records,
                           "Rows only as the spec describes them (no deployed_at or sent_at; "
                           "index_url records nothing)");

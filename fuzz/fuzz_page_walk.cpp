@@ -3,14 +3,19 @@
 // capacity for simdjson's padding), a needle line for the must_contain walk, then the page.
 // The walker's answer is compared with simdjson's DOM parser over the same page:
 //  - a page the DOM parser accepts: the walk reports the problem the DOM says it has (none,
-//    no_data, bad_row, bad_pagination) and hands over exactly the rows of the first "data"
-//    array up to that point, each row's text and fields equal to the DOM's;
+//    no_data, bad_row, bad_pagination, repeated_name for a top-level name met twice after
+//    unescaping, too_deep past kMaxPageDepth with no row handed over) and hands over exactly
+//    the rows of the "data" array up to that point, each row's text and fields equal to the
+//    DOM's;
 //  - the must_contain walk hands over every one of the full walk's rows whose text holds the
 //    needle (ASCII case-insensitively) or a backslash, alike, and no row where the needle does
 //    not start, with the same count and pagination;
 //  - the must_contain walk on any page hands over only rows that can hold the needle;
 //  - a walk with a RowSelection rewrites each row to a JSON object equal to the DOM's row with
-//    the selection applied.
+//    the selection applied;
+//  - each row cut to a byte budget (gateway/row_cut.hpp; the budget from the control byte's
+//    upper bits) is a JSON object within it, holding the row's members in order, each whole or
+//    a string shortened to end in "…".
 // A malformed page (one the DOM parser refuses) is not compared further: simdjson's on-demand
 // walk does not validate what it skips (a row {"a":tru} is handed over as it stands, and a row
 // handed over before the walk finds the page broken need not be an object's text; callers
@@ -27,6 +32,7 @@
 #include <simdjson.h>
 
 #include "gateway/page_walk.hpp"
+#include "gateway/row_cut.hpp"
 
 namespace {
 
@@ -74,19 +80,23 @@ std::optional<std::string> canonical_text(std::string_view text) {
     return canonical(e);
 }
 
-// What read_int accepts: an integer that fits int64, or a double within +-9.2e18.
-// Whether the page's object names one member twice (after unescaping).
-bool repeated_top_level_name(simdjson::dom::element doc) {
-    simdjson::dom::object top;
-    if (doc.get_object().get(top)) return false;
-    std::vector<std::string_view> names;
-    for (const auto field : top) {
-        if (std::find(names.begin(), names.end(), field.key) != names.end()) return true;
-        names.push_back(field.key);
+// How deep a value nests (a scalar is 0); the DOM parser stops at 1024.
+int depth_of(simdjson::dom::element e) {
+    int deepest = 0;
+    simdjson::dom::object object;
+    simdjson::dom::array array;
+    if (!e.get_object().get(object)) {
+        for (auto field : object) deepest = std::max(deepest, depth_of(field.value));
+        return deepest + 1;
     }
-    return false;
+    if (!e.get_array().get(array)) {
+        for (auto item : array) deepest = std::max(deepest, depth_of(item));
+        return deepest + 1;
+    }
+    return 0;
 }
 
+// What read_int accepts: an integer that fits int64, or a double within +-9.2e18.
 bool valid_int(simdjson::dom::element e, std::int64_t& out) {
     if (e.get_int64().get(out) == simdjson::SUCCESS) return true;
     double d = 0;
@@ -116,11 +126,17 @@ struct Expected {
 };
 
 // The walker's contract, computed on the DOM: members in order, pagination read wherever it
-// stands, the first "data" walked, later ones ignored.
+// stands, "data" walked, and a name met a second time (after unescaping) refused there.
 Expected expect(simdjson::dom::object top) {
     Expected out;
     bool has_data = false;
+    std::vector<std::string_view> names;
     for (auto [key, value] : top) {
+        if (std::find(names.begin(), names.end(), key) != names.end()) {
+            out.problem = WalkProblem::repeated_name;
+            return out;
+        }
+        names.push_back(key);
         if (key == "pagination") {
             if (!read_pagination(value, out.pagination)) {
                 out.problem = WalkProblem::bad_pagination;
@@ -240,6 +256,54 @@ void check_selection(const std::string& page, bool valid, simdjson::dom::element
     }
 }
 
+// A row cut to a byte budget (gateway/row_cut.hpp), as an answer cuts a row bigger than it:
+// valid JSON within the budget, an object whose members are the row's own in its order, each
+// whole or (a string) a prefix of it ending in "…".
+void check_cut(const std::string& row, std::size_t room, std::string_view page) {
+    std::string out;
+    const agency::gateway::RowCut cut = agency::gateway::cut_row(row, room, out);
+    if (out.size() > std::max<std::size_t>(room, 2)) fail("cut: the row exceeds its budget", page);
+    static thread_local simdjson::dom::parser parser;
+    simdjson::dom::element got, whole;
+    if (parser.parse(simdjson::padded_string(out)).get(got) || !got.is_object())
+        fail("cut: the row is not a JSON object", page);
+    const std::string kept = canonical(got);
+    simdjson::dom::parser other;
+    if (other.parse(simdjson::padded_string(row)).get(whole) || !whole.is_object()) return;
+    // Each member kept is the next one of the row with that name and that value (whole, or a
+    // string's prefix and "…"); a member left out is skipped.
+    struct Member {
+        std::string key, text;
+        std::optional<std::string> string;
+    };
+    std::vector<Member> members;
+    const simdjson::dom::object whole_object = whole.get_object().value_unsafe();
+    for (auto [key, value] : whole_object) {
+        Member m{std::string(key), canonical(value), std::nullopt};
+        std::string_view text;
+        if (value.get_string().get(text) == simdjson::SUCCESS) m.string = std::string(text);
+        members.push_back(std::move(m));
+    }
+    const std::string_view ellipsis = "\xE2\x80\xA6";
+    std::size_t at = 0;
+    const simdjson::dom::object got_object = got.get_object().value_unsafe();
+    for (auto [key, value] : got_object) {
+        const std::string text = canonical(value);
+        std::string_view shown;
+        const bool shortened = value.get_string().get(shown) == simdjson::SUCCESS &&
+                               shown.ends_with(ellipsis);
+        shown.remove_suffix(shortened ? ellipsis.size() : shown.size());
+        while (at < members.size() &&
+               !(members[at].key == key &&
+                 (members[at].text == text ||
+                  (shortened && members[at].string && members[at].string->starts_with(shown)))))
+            ++at;
+        if (at == members.size()) fail("cut: a member not the row's, changed, or out of order", page);
+        ++at;
+    }
+    if (!cut.cut() && kept != canonical(whole)) fail("cut: an uncut row changed", page);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -262,7 +326,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
     const bool valid = !parser.parse(simdjson::padded_string(page)).get(doc);
-    if (valid) {
+    if (valid && depth_of(doc) > agency::gateway::kMaxPageDepth) {
+        // Refused before any row: rows may nest kMaxRowDepth levels, the page two more.
+        if (full.problem != WalkProblem::too_deep) fail("a page too deep was walked", page);
+        if (!all.empty()) fail("a page too deep handed over rows", page);
+    } else if (valid) {
         simdjson::dom::object top;
         if (doc.get_object().get(top)) {
             if (full.problem != WalkProblem::not_json) fail("a non-object page was walked", page);
@@ -278,6 +346,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                         fail("a field's text is not inside its row", page);
                 const auto text = canonical_text(all[i].json);
                 if (!text || *text != canonical(want.rows[i])) fail("a row's text differs", page);
+                check_cut(all[i].json, (control >> 3) * 8 + needle.size(), page);
                 check_fields(all[i], want.rows[i].get_object().value_unsafe(), page);
             }
             if (want.problem == WalkProblem::none) {
@@ -306,11 +375,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             fail("must_contain: rows out of order", page);
     }
     // A page the DOM parser takes: exactly the full walk's rows that can hold the needle. (A
-    // malformed page may differ: rows passed over are not validated, by design. So may a page
-    // whose top-level names repeat, RFC 8259's "unpredictable" case: the full walk reads the
-    // first "data", the must_contain walk the first one written without escapes; found by
-    // fuzz-replay, docs/security.md.)
-    if (!valid || repeated_top_level_name(doc)) return 0;
+    // malformed page may differ: rows passed over are not validated, by design. A page whose
+    // top-level names repeat is refused by both walks alike: docs/security.md, fuzz-replay.)
+    if (!valid) return 0;
     std::vector<const Seen*> expected;  // the rows that must be handed over
     std::size_t may = 0;                // and those that may be
     for (const auto& row : all) {

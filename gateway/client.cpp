@@ -107,6 +107,7 @@ LostAction Client::find_lost_action(std::string_view action, std::string_view cl
 }
 
 std::shared_ptr<const Discovery> Client::discovery(std::stop_token stop) {
+    impl_->tell_discovery_left_out();  // a warning start-up's silenced check could not give
     if (auto cached = impl_->cached_discovery()) return cached;
     const DeadlineScope deadline(impl_->clock, impl_->config.call_timeout);
     auto fresh = impl_->fetch_discovery(stop, impl_->config.max_attempts);

@@ -96,7 +96,15 @@ std::string body_excerpt(const std::string& body);
 // Precise reason a TCP connect fails, for check()'s one-line message (httplib only reports
 // "connection error").
 std::string diagnose_connect(const std::string& host, int port, std::chrono::milliseconds timeout);
-std::optional<Discovery> parse_discovery(const std::string& body, std::string& problem);
+// Discovery's lists are bounded (a hostile gateway listed 100,000 resources): the first of
+// each are kept, in the gateway's order; `left_out` then names each limit reached.
+inline constexpr std::size_t kMaxDiscoveredResources = 200;
+inline constexpr std::size_t kMaxDiscoveredActions = 200;
+inline constexpr std::size_t kMaxRequiredFields = 64;
+inline constexpr std::size_t kMaxDiscoveredName = 64;          // bytes; longer names are left out
+inline constexpr std::size_t kMaxActionDescription = 2'000;  // bytes; longer ones are cut
+std::optional<Discovery> parse_discovery(const std::string& body, std::string& problem,
+                                         std::string* left_out = nullptr);
 
 // Keep-alive connections to the gateway. httplib clients are not safe for concurrent
 // requests, so each request leases one exclusively and gives it back.
@@ -187,6 +195,12 @@ struct Client::Impl {
     internal::SteadyTime discovery_at;
     // The last discovery fetch's error, "" once one succeeds (readiness: discovery_health).
     std::string discovery_failure;
+    // What discovery's limits left out ("" when nothing), warned once per text when warnings
+    // are logged: start-up's check runs with the log silenced, so the warning waits for the
+    // next discovery() (client_reads.cpp).
+    std::string discovery_left_out;
+    std::atomic<bool> discovery_left_out_pending{false};
+    void tell_discovery_left_out();
 
     std::mutex claimed_mu;
     std::deque<std::string> claimed_order;

@@ -3,12 +3,71 @@
 
 #include "gateway/client_internal.hpp"
 #include "gateway/json_parse.hpp"
+#include "gateway/row_cut.hpp"
 
 namespace agency::gateway {
 
 namespace internal {
 
-std::optional<Discovery> parse_discovery(const std::string& body, std::string& problem) {
+namespace {
+
+// What parse_discovery left out, for the one warning that names each limit reached.
+struct Capped {
+    std::size_t resources = 0, actions = 0, names = 0, fields = 0, descriptions = 0;
+
+    std::string text() const {
+        std::string out;
+        const auto add = [&](std::size_t n, std::string what) {
+            if (n != 0) out += (out.empty() ? "" : "; ") + std::to_string(n) + " " + what;
+        };
+        add(resources, "resources past the first " + std::to_string(kMaxDiscoveredResources));
+        add(actions, "actions past the first " + std::to_string(kMaxDiscoveredActions));
+        add(names, "names longer than " + std::to_string(kMaxDiscoveredName) + " bytes");
+        add(fields, "required fields past the first " + std::to_string(kMaxRequiredFields) +
+                        " of an action");
+        add(descriptions, "action descriptions cut to " +
+                              std::to_string(kMaxActionDescription) + " bytes");
+        return out;
+    }
+};
+
+// A name a list keeps: a string of at most kMaxDiscoveredName bytes.
+bool keeps_name(const nlohmann::json& value, Capped& capped) {
+    if (!value.is_string()) return false;
+    if (value.get_ref<const std::string&>().size() <= kMaxDiscoveredName) return true;
+    ++capped.names;
+    return false;
+}
+
+std::optional<DiscoveredAction> read_action(const nlohmann::json& entry, Capped& capped) {
+    if (!entry.is_object() || !entry.contains("action") || !keeps_name(entry["action"], capped))
+        return std::nullopt;
+    DiscoveredAction action;
+    action.action = entry["action"].get<std::string>();
+    if (entry.contains("description") && entry["description"].is_string()) {
+        action.description = entry["description"].get<std::string>();
+        if (action.description.size() > kMaxActionDescription) {
+            action.description = std::string(utf8_prefix(action.description, kMaxActionDescription));
+            ++capped.descriptions;
+        }
+    }
+    if (entry.contains("required_fields") && entry["required_fields"].is_array()) {
+        for (const auto& field : entry["required_fields"]) {
+            if (!keeps_name(field, capped)) continue;
+            if (action.required_fields.size() == kMaxRequiredFields) {
+                ++capped.fields;
+                continue;
+            }
+            action.required_fields.push_back(field.get<std::string>());
+        }
+    }
+    return action;
+}
+
+}  // namespace
+
+std::optional<Discovery> parse_discovery(const std::string& body, std::string& problem,
+                                         std::string* left_out) {
     const auto json = parse_json(body);
     if (json.is_discarded()) {
         problem = "the answer is not JSON";
@@ -20,25 +79,25 @@ std::optional<Discovery> parse_discovery(const std::string& body, std::string& p
         return std::nullopt;
     }
     Discovery out;
+    Capped capped;
     for (const auto& resource : json["resources"]) {
-        if (resource.is_string()) out.resources.push_back(resource.get<std::string>());
-    }
-    for (const auto& entry : json["actions"]) {
-        if (!entry.is_object() || !entry.contains("action") || !entry["action"].is_string()) {
+        if (!keeps_name(resource, capped)) continue;
+        if (out.resources.size() == kMaxDiscoveredResources) {
+            ++capped.resources;
             continue;
         }
-        DiscoveredAction action;
-        action.action = entry["action"].get<std::string>();
-        if (entry.contains("description") && entry["description"].is_string()) {
-            action.description = entry["description"].get<std::string>();
-        }
-        if (entry.contains("required_fields") && entry["required_fields"].is_array()) {
-            for (const auto& field : entry["required_fields"]) {
-                if (field.is_string()) action.required_fields.push_back(field.get<std::string>());
-            }
-        }
-        out.actions.push_back(std::move(action));
+        out.resources.push_back(resource.get<std::string>());
     }
+    for (const auto& entry : json["actions"]) {
+        auto action = read_action(entry, capped);
+        if (!action) continue;
+        if (out.actions.size() == kMaxDiscoveredActions) {
+            ++capped.actions;
+            continue;
+        }
+        out.actions.push_back(std::move(*action));
+    }
+    if (left_out) *left_out = capped.text();
     // Optional, not in the spec: the key's scopes, at the top level or under `key`.
     const auto* scopes = json.contains("scopes") ? &json["scopes"] : nullptr;
     if (scopes == nullptr && json.contains("key") && json["key"].is_object() &&
@@ -202,7 +261,18 @@ std::shared_ptr<const Discovery> Client::Impl::fetch_discovery(const std::stop_t
         throw;
     }
     std::string problem;
-    auto parsed = internal::parse_discovery(body, problem);
+    std::string left_out;
+    auto parsed = internal::parse_discovery(body, problem, &left_out);
+    if (parsed) {
+        {
+            std::lock_guard lock(discovery_mu);
+            if (left_out != discovery_left_out) {
+                discovery_left_out = left_out;
+                discovery_left_out_pending = !left_out.empty();
+            }
+        }
+        tell_discovery_left_out();
+    }
     if (!parsed) {
         log_line(log::Level::error, "gateway discovery at {}: {}", url.display, problem);
         {
@@ -224,6 +294,16 @@ bool Client::Impl::store_discovery(std::shared_ptr<const Discovery> fresh) {
     discovery_at = clock.steady();
     discovery_failure.clear();
     return changed;
+}
+
+void Client::Impl::tell_discovery_left_out() {
+    if (!discovery_left_out_pending.load(std::memory_order_relaxed) ||
+        log::current_level() > log::Level::warn)
+        return;
+    std::lock_guard lock(discovery_mu);
+    if (!discovery_left_out_pending.exchange(false)) return;
+    log_line(log::Level::warn, "gateway discovery at {} lists more than this server keeps; "
+                               "left out: {}", url.display, discovery_left_out);
 }
 
 std::shared_ptr<const Discovery> Client::Impl::cached_discovery() {

@@ -43,6 +43,13 @@ nlohmann::json parse(const char* data, std::size_t size, bool padded, bool allow
     thread_local simdjson::dom::parser parser;
     simdjson::dom::element root;
     const auto error = parser.parse(data, size, !padded).get(root);
+    // A parser keeps the size of the largest text it has read: a huge gateway answer's is let
+    // go (the parser is not used past this function).
+    struct Trim {
+        ~Trim() {
+            if (parser.capacity() > (8u << 20)) parser = simdjson::dom::parser{};
+        }
+    } trim;
     if (error == simdjson::SUCCESS) return to_json(root);
     // Too deep for simdjson is too deep for the recursive code after it: never handed to
     // nlohmann's parser (whose only use here is its error messages).

@@ -1,4 +1,5 @@
 // The vector row scans of a must_contain page walk (AVX2 and AVX-512): row bounds from brackets.
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 #include <vector>
@@ -42,10 +43,26 @@ __attribute__((target("pclmul"))) inline std::uint64_t prefix_xor(std::uint64_t 
     return static_cast<std::uint64_t>(_mm_cvtsi128_si64(product));
 }
 
+// The bits of a block's bytes that a backslash escapes (rare: a byte at a time); `carry`: the
+// last block ended with an unpaired backslash.
+inline std::uint64_t escaped_bits(std::uint64_t backslashes, bool& carry) {
+    std::uint64_t out = 0;
+    if (backslashes == 0 && !carry) return 0;
+    for (int i = 0; i < 64; ++i) {
+        if (carry) {
+            out |= std::uint64_t{1} << i;
+            carry = false;
+        } else if ((backslashes >> i) & 1) {
+            carry = true;
+        }
+    }
+    return out;
+}
+
 // What scan_rows knows between blocks, and what it does with each block's brackets. Plain
 // scalar code, inlined into each vector version of the block loop.
 struct RowScan {
-    static constexpr int kMaxDepth = 64;
+    static constexpr int kMaxDepth = kMaxPageDepth;  // deeper: the thorough walk refuses it
     std::string_view body;
     std::size_t& open;
     std::size_t& close;
@@ -57,19 +74,8 @@ struct RowScan {
     std::uint64_t string_carry = 0;  // all ones while a string runs on from the last block
     bool escape_carry = false;       // the last block ended with an unpaired backslash
 
-    // The bits of a block's bytes that a backslash escapes (rare: a byte at a time).
     std::uint64_t escaped(std::uint64_t backslashes) {
-        std::uint64_t out = 0;
-        if (backslashes == 0 && !escape_carry) return 0;
-        for (int i = 0; i < 64; ++i) {
-            if (escape_carry) {
-                out |= std::uint64_t{1} << i;
-                escape_carry = false;
-            } else if ((backslashes >> i) & 1) {
-                escape_carry = true;
-            }
-        }
-        return out;
+        return escaped_bits(backslashes, escape_carry);
     }
 
     // The brackets (outside strings) of the block at `base`; false when the page is not plain.
@@ -171,6 +177,52 @@ __attribute__((target("avx2,pclmul"))) bool scan_rows(std::string_view body, std
         if (!scan.take(brackets, base)) return false;
     }
     return scan.finish();
+}
+
+// Whether no bracket outside strings opens past `max_depth` levels: the same blocks as
+// scan_rows, counting depth only (a closer without an opener is left to the parser).
+__attribute__((target("avx2,pclmul"))) bool within_depth_avx2(std::string_view body,
+                                                              int max_depth) {
+    int depth = 0;
+    bool escape_carry = false;
+    std::uint64_t string_carry = 0;
+    for (std::size_t base = 0; base < body.size(); base += 64) {
+        alignas(32) char tail[64];
+        const char* p = body.data() + base;
+        if (body.size() - base < 64) {
+            std::memset(tail, ' ', sizeof tail);
+            std::memcpy(tail, p, body.size() - base);
+            p = tail;
+        }
+        const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+        const std::uint64_t escaped = escaped_bits(eq(lo, hi, '\\'), escape_carry);
+        const std::uint64_t in_string = prefix_xor(eq(lo, hi, '"') & ~escaped) ^ string_carry;
+        string_carry = in_string >> 63 ? ~std::uint64_t{0} : 0;
+        const __m256i lo_folded = _mm256_or_si256(lo, _mm256_set1_epi8(0x20));
+        const __m256i hi_folded = _mm256_or_si256(hi, _mm256_set1_epi8(0x20));
+        std::uint64_t opens = eq(lo_folded, hi_folded, '{') & ~in_string;
+        std::uint64_t closes = eq(lo_folded, hi_folded, '}') & ~in_string;
+        // A block that only opens or only closes moves the depth by its count at once.
+        if (closes == 0) {
+            depth += __builtin_popcountll(opens);
+            if (depth > max_depth) return false;
+            continue;
+        }
+        if (opens == 0) {
+            depth = std::max(0, depth - __builtin_popcountll(closes));
+            continue;
+        }
+        for (std::uint64_t brackets = opens | closes; brackets != 0; brackets &= brackets - 1) {
+            const std::uint64_t bit = brackets & (~brackets + 1);
+            if (opens & bit) {
+                if (++depth > max_depth) return false;
+            } else if (depth > 0) {
+                --depth;
+            }
+        }
+    }
+    return true;
 }
 
 template bool scan_rows<true>(std::string_view, std::size_t&, std::size_t&, std::vector<RowSpan>&);

@@ -79,6 +79,7 @@ public:
     }
     ~Lease() {
         --walks_on_this_thread;
+        ws_->trim();
         if (pooled_) pool().give(std::move(ws_));
     }
     Lease(const Lease&) = delete;
@@ -111,6 +112,35 @@ int simd_level(const WalkOptions& options) {
     return 0;
 #endif
 }
+
+}  // namespace
+
+bool page_detail::within_depth(std::string_view body, int max_depth, int simd) {
+#if defined(__x86_64__)
+    if (simd >= 1) return within_depth_avx2(body, max_depth);
+#endif
+    (void)simd;
+    int depth = 0;
+    bool in_string = false;
+    for (std::size_t i = 0; i < body.size(); ++i) {
+        const char c = body[i];
+        if (in_string) {
+            if (c == '\\')
+                ++i;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            if (++depth > max_depth) return false;
+        } else if ((c == '}' || c == ']') && depth > 0) {
+            --depth;
+        }
+    }
+    return true;
+}
+
+namespace {
 
 #if defined(__x86_64__)
 // The block loop of find_marks: the first and last bytes of the needle compared at every
@@ -285,6 +315,7 @@ bool read_fields(simdjson::ondemand::object& row, const WalkOptions& options, Wo
     const std::span<const std::string_view> names = options.fields;
     std::fill(ws.fields.begin(), ws.fields.end(), RowField{});
     ws.members.clear();
+    ws.members_left_out = 0;
     for (auto field : row) {
         // Keys are compared as they stand in the page (names are plain ASCII), not unescaped
         // first: this loop runs for every field of every row read.
@@ -309,7 +340,11 @@ bool read_fields(simdjson::ondemand::object& row, const WalkOptions& options, Wo
         } else if (raw_value(field.value(), raw)) {
             return false;
         }
-        ws.members.emplace_back(raw_key_text(key), raw);
+        // A row of a million members is read past, not held: the answer says what it lacks.
+        if (ws.members.size() < kMaxSelectedMembers)
+            ws.members.emplace_back(raw_key_text(key), raw);
+        else
+            ++ws.members_left_out;
     }
     if (options.select) write_selected(*options.select, ws);
     return true;
@@ -317,6 +352,10 @@ bool read_fields(simdjson::ondemand::object& row, const WalkOptions& options, Wo
 
 std::string_view selected_of(const WalkOptions& options, const Workspace& ws) {
     return options.select ? std::string_view(ws.selected) : std::string_view();
+}
+
+std::size_t left_out(const WalkOptions& options, const Workspace& ws) {
+    return options.select ? ws.members_left_out : 0;
 }
 
 // The rows of one "data" array.
@@ -346,7 +385,7 @@ void walk_data(simdjson::ondemand::array data, const char* body, const WalkOptio
             result.problem = WalkProblem::bad_row;
             return;
         }
-        if (!on_row(Row{raw, ws.fields, index, selected_of(options, ws)})) {
+        if (!on_row(Row{raw, ws.fields, index, selected_of(options, ws), left_out(options, ws)})) {
             result.stopped = true;
             return;
         }
@@ -363,10 +402,16 @@ void walk_document(simdjson::padded_string_view view, const WalkOptions& options
         return;
     }
     bool has_data = false;
+    ws.top_names.clear();
     for (auto field : top) {
         std::string_view key;
         if (field.unescaped_key().get(key)) {
             result.problem = WalkProblem::not_json;
+            return;
+        }
+        // The unescaped names stay in the parser's string buffer while the page is walked.
+        if (!ws.top_names.insert(key).second) {
+            result.problem = WalkProblem::repeated_name;
             return;
         }
         if (key == "pagination") {
@@ -446,7 +491,7 @@ bool walk_marked_rows(simdjson::padded_string_view view, const WalkOptions& opti
                 return true;
             }
         }
-        if (!on_row(Row{json, ws.fields, index, selected_of(options, ws)})) {
+        if (!on_row(Row{json, ws.fields, index, selected_of(options, ws), left_out(options, ws)})) {
             result.stopped = true;
             return true;
         }
@@ -473,7 +518,12 @@ WalkResult walk_rows(const std::string& body, const WalkOptions& options,
         view = simdjson::padded_string_view(*copy);
     }
     if (!options.must_contain.empty() && walk_marked_rows(view, options, on_row, *ws, result))
+        return result;  // its scan found no bracket past kMaxPageDepth
+    if (!within_depth(std::string_view(view.data(), view.length()), kMaxPageDepth,
+                      simd_level(options))) {
+        result.problem = WalkProblem::too_deep;
         return result;
+    }
     walk_document(view, options, on_row, *ws, result);
     return result;
 }
@@ -485,6 +535,15 @@ std::string_view describe(WalkProblem problem) {
         case WalkProblem::no_data: return "JSON without a `data` array";
         case WalkProblem::bad_row: return "a `data` array whose rows are not all valid objects";
         case WalkProblem::bad_pagination: return "a `pagination` object that is not valid";
+        case WalkProblem::too_deep: {
+            static const std::string text = "JSON nested deeper than a row may nest (" +
+                                            std::to_string(kMaxRowDepth) +
+                                            " levels, the row depth limit)";
+            return text;
+        }
+        case WalkProblem::repeated_name:
+            return "a top-level member named twice (refused: readers may disagree on which "
+                   "one counts)";
     }
     return "";
 }

@@ -36,7 +36,20 @@ struct Row {
     std::span<const RowField> fields;  // WalkOptions::fields, in that order
     std::size_t index = 0;             // its position in the page's data array
     std::string_view selected;         // WalkOptions::select: the row rewritten; else empty
+    // WalkOptions::select: members past kMaxSelectedMembers, left out of `selected` (the
+    // caller's answer says so); 0 for any row of a sane width.
+    std::size_t members_left_out = 0;
 };
+
+// How deep a row may nest: the row object is level 1, so a page holding such rows nests
+// kMaxRowDepth + 2 (its object, the data array). A deeper page is refused whole
+// (WalkProblem::too_deep): clients' JSON parsers overflow on what a gateway may nest.
+inline constexpr int kMaxRowDepth = 64;
+inline constexpr int kMaxPageDepth = kMaxRowDepth + 2;
+
+// A row rewritten for WalkOptions::select keeps at most this many members (its first ones);
+// the rest are read past without being held (Row::members_left_out counts them).
+inline constexpr std::size_t kMaxSelectedMembers = 10'000;
 
 // Which members of each row a walk writes into Row::selected, in the row's own order and with
 // their raw text: the rows of an answer without the heavy or unwanted members, built in the
@@ -67,7 +80,17 @@ struct WalkOptions {
     int max_simd = 2;
 };
 
-enum class WalkProblem { none, not_json, no_data, bad_row, bad_pagination };
+enum class WalkProblem {
+    none,
+    not_json,
+    no_data,
+    bad_row,
+    bad_pagination,
+    // issue 30: a hostile page
+    too_deep,       // nested past kMaxPageDepth anywhere
+    repeated_name,  // a top-level member named twice (after unescaping): RFC 8259 leaves it
+                    // to the reader, and two readers may see different rows
+};
 
 struct WalkResult {
     std::size_t rows = 0;  // rows passed, including any passed over and the one that stopped it

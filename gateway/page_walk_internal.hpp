@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,21 @@ struct Workspace {
     // select: the row's members (raw key text without quotes, raw value) and the row rewritten
     std::vector<std::pair<std::string_view, std::string_view>> members;
     std::string selected;
+    std::size_t members_left_out = 0;  // select: members past kMaxSelectedMembers
+    std::unordered_set<std::string_view> top_names;  // the page's top-level names, unescaped
+
+    // After a walk: buffers a huge page grew are let go, so a hostile page's size is not held
+    // for the life of the process (a parser holds about 6x the largest page it has read).
+    void trim() {
+        constexpr std::size_t kKeepBytes = 8u << 20;
+        if (parser.capacity() > kKeepBytes) parser = simdjson::ondemand::parser{};
+        if (reduced.capacity() > kKeepBytes) std::string().swap(reduced);
+        if (selected.capacity() > kKeepBytes) std::string().swap(selected);
+        if (members.capacity() * sizeof(members[0]) > kKeepBytes) decltype(members)().swap(members);
+        if (rows.capacity() * sizeof(RowSpan) > kKeepBytes) decltype(rows)().swap(rows);
+        if (marks.capacity() * sizeof(std::size_t) > kKeepBytes) decltype(marks)().swap(marks);
+        if (top_names.bucket_count() > 4096) decltype(top_names)().swap(top_names);
+    }
 };
 
 inline bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -47,7 +63,15 @@ inline bool matches_at(std::string_view body, std::size_t at, std::string_view n
 
 inline std::uint8_t fold_of(char c) { return is_ascii_letter(c) ? 0x20 : 0; }
 
+// page_walk.cpp: whether no bracket outside strings opens past `max_depth` levels (with
+// AVX2 when `simd` allows).
+bool within_depth(std::string_view body, int max_depth, int simd);
+
 #if defined(__x86_64__)
+// page_scan.cpp: within_depth with AVX2.
+__attribute__((target("avx2,pclmul"))) bool within_depth_avx2(std::string_view body,
+                                                              int max_depth);
+
 // page_scan.cpp: the bounds of the data array and of each of its rows, from the page's
 // brackets alone, 64 bytes at a time (AVX2); false for anything but a plain page.
 template <bool kEscapes>

@@ -352,3 +352,80 @@ TEST(PageWalk, ManyThreadsShareThePool) {
 }
 
 }  // namespace
+
+// --- a hostile gateway's pages (issue 30) ----------------------------------------------------
+
+namespace {
+
+// A page of one row nested `depth` levels (the row itself is level 1), with brackets in a
+// string beside it that must not count.
+std::string page_of_depth(int depth) {
+    std::string nested(static_cast<std::size_t>(depth - 1), '[');
+    nested += '1';
+    nested.append(static_cast<std::size_t>(depth - 1), ']');
+    return R"({"data":[{"id":"x","s":"[[[[{{{{\"[[","n":)" + nested + R"(}],"pagination":{"total":1}})";
+}
+
+}  // namespace
+
+TEST(PageWalk, RefusesARowNestedPastTheLimitAtEveryLevel) {
+    using agency::gateway::kMaxRowDepth;
+    for (int simd = 0; simd <= 2; ++simd) {
+        for (const std::string_view needle : {"", "x"}) {
+            const WalkOptions options{.must_contain = needle, .max_simd = simd};
+            std::vector<Seen> seen;
+            EXPECT_EQ(walk(page_of_depth(kMaxRowDepth), options, seen).problem, WalkProblem::none)
+                << "simd " << simd << " needle '" << needle << "'";
+            EXPECT_EQ(seen.size(), 1u);
+            seen.clear();
+            const WalkResult deeper = walk(page_of_depth(kMaxRowDepth + 1), options, seen);
+            EXPECT_EQ(deeper.problem, WalkProblem::too_deep) << "simd " << simd;
+            EXPECT_TRUE(seen.empty()) << "no row of a page too deep is handed over";
+            seen.clear();
+            // A million levels: refused before any parser sees it.
+            EXPECT_EQ(walk(page_of_depth(1'000'000), options, seen).problem, WalkProblem::too_deep);
+        }
+    }
+    EXPECT_NE(agency::gateway::describe(WalkProblem::too_deep).find("64 levels"),
+              std::string_view::npos);
+}
+
+TEST(PageWalk, RefusesAPageNamingATopLevelMemberTwice) {
+    // The fuzz finding (docs/security.md): one walk read the first data, the other the second.
+    const std::string escaped = R"({"d\u0061ta":[],"data":[{"keyword":"x"}]})";
+    const std::string twice = R"({"data":[{"keyword":"x"}],"pagination":{"total":1},)"
+                              R"("pagination":{"total":9}})";
+    for (int simd = 0; simd <= 2; ++simd) {
+        for (const std::string_view needle : {"", "x"}) {
+            const WalkOptions options{.must_contain = needle, .max_simd = simd};
+            std::vector<Seen> seen;
+            EXPECT_EQ(walk(escaped, options, seen).problem, WalkProblem::repeated_name)
+                << "simd " << simd << " needle '" << needle << "'";
+            EXPECT_EQ(walk(twice, options, seen).problem, WalkProblem::repeated_name);
+        }
+    }
+    // A row may still name its own members as it likes (the last wins, as before).
+    std::vector<Seen> seen;
+    EXPECT_EQ(walk(R"({"data":[{"a":1,"a":2}]})", {}, seen).problem, WalkProblem::none);
+}
+
+TEST(PageWalk, ASelectionHoldsAtMostTheMemberLimitAndCountsTheRest) {
+    using agency::gateway::kMaxSelectedMembers;
+    std::string body = R"({"data":[{"id":"w")";
+    const std::size_t members = kMaxSelectedMembers + 5;  // the id among them
+    for (std::size_t i = 1; i < members; ++i) body += ",\"f" + std::to_string(i) + "\":1";
+    body += "}]}";
+    static constexpr std::string_view kDrop[] = {"nothing"};
+    const agency::gateway::RowSelection select{.drop = kDrop};
+    std::size_t left_out = 0;
+    std::string selected;
+    const WalkResult r = walk_rows(body, {.select = &select}, [&](const Row& row) {
+        left_out = row.members_left_out;
+        selected.assign(row.selected);
+        return true;
+    });
+    ASSERT_EQ(r.problem, WalkProblem::none);
+    EXPECT_EQ(left_out, 5u);
+    EXPECT_NE(selected.find("\"f9999\":1"), std::string::npos);
+    EXPECT_EQ(selected.find("\"f10000\":1"), std::string::npos);
+}

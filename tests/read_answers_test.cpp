@@ -294,3 +294,84 @@ TEST(ReadAnswers, ReadResourceDescribesDirectionAndUsefulValues) {
 }
 
 }  // namespace
+
+// --- rows bigger than the answer (issue 30) --------------------------------------------------
+
+namespace {
+
+agency::sample::Fault hostile_fault(const std::string& target, agency::sample::FaultMode mode, int size) {
+    agency::sample::Fault fault;
+    fault.target = target;
+    fault.mode = mode;
+    fault.count = 1;
+    fault.size = size;
+    return fault;
+}
+
+}  // namespace
+
+TEST(ReadAnswers, ARowBiggerThanTheBudgetIsCutToItAndSaysSo) {
+    using agency::sample::FaultMode;
+    // 200,000 members (~2.6 MB): without and with `fields`, under the smallest budget.
+    for (const json& extra : {json::object(), json{{"fields", {"id", "f1", "f150000"}}}}) {
+        h().gw->inject(hostile_fault("keywords", FaultMode::wide, 200'000));
+        json args = {{"client_id", kPlumbing}, {"max_bytes", 2000}};
+        args.update(extra);
+        ToolReply r = h().call("list_keywords", args);
+        ASSERT_FALSE(r.is_error()) << r.response.dump().substr(0, 600);
+        const json& s = r.structured();
+        EXPECT_LE(s.dump().size(), 2000u) << s.dump().substr(0, 600);
+        EXPECT_EQ(s["returned"], 1);
+        EXPECT_EQ(s["truncated"], true);
+        EXPECT_EQ(s["rows"][0]["id"], "hostile-1");
+        const std::string note = s.value("note", "");
+        EXPECT_NE(note.find("row 1 was cut"), std::string::npos) << note;
+        EXPECT_NE(note.find("left out"), std::string::npos) << note;
+        // The compact text beside it renders the same cut answer.
+        for (const auto& block : r.result["content"])
+            EXPECT_LE(block.value("text", "").size(), 2000u);
+    }
+}
+
+TEST(ReadAnswers, ARowNestedPastTheLimitIsAnUpstreamErrorNamingIt) {
+    h().gw->inject(hostile_fault("keywords", agency::sample::FaultMode::deep, 100'000));
+    ToolReply r = h().call("list_keywords", {{"client_id", kPlumbing}});
+    ASSERT_TRUE(r.is_error()) << r.response.dump().substr(0, 600);
+    EXPECT_EQ(r.reason(), "upstream");
+    EXPECT_NE(r.tool_error().value("message", "").find("64 levels"), std::string::npos)
+        << r.tool_error().dump();
+    // The next read is whole again.
+    EXPECT_FALSE(h().call("list_keywords", {{"client_id", kPlumbing}}).is_error());
+}
+
+TEST(RowWriter, ShortensALongStringAndDropsWhatDoesNotFit) {
+    std::string big(100'000, 'a');
+    big.replace(1000, 3, "\xE2\x80\xA6");  // a UTF-8 character near where a cut may fall
+    const std::string row = R"({"id":"r1","title":"short","body":")" + big +
+                            R"(","tags":[)" + std::string(50'000, '1') + R"(],"n":2})";
+    agency::tools::RowWriter writer("c1", "articles", 4000);
+    ASSERT_TRUE(writer.add(row));
+    const std::string text = writer.finish(1, "");
+    EXPECT_LE(text.size(), 4000u);
+    const json answer = json::parse(text);  // valid JSON, valid UTF-8
+    const json& cut = answer["rows"][0];
+    EXPECT_EQ(cut["id"], "r1");
+    EXPECT_EQ(cut["title"], "short");
+    const std::string body = cut["body"].get<std::string>();
+    EXPECT_GT(body.size(), 1000u);
+    EXPECT_TRUE(body.ends_with("\xE2\x80\xA6"));
+    EXPECT_FALSE(cut.contains("tags"));
+    EXPECT_EQ(answer["truncated"], true);
+    const std::string note = answer["note"];
+    EXPECT_NE(note.find("1 string(s) shortened"), std::string::npos) << note;
+    EXPECT_NE(note.find("(body)"), std::string::npos) << note;
+    EXPECT_NE(note.find("left out (tags"), std::string::npos) << note;
+
+    // A row that fits is untouched, and a second row that does not ends the page as before.
+    agency::tools::RowWriter two("c1", "articles", 4000);
+    ASSERT_TRUE(two.add(R"({"id":"a"})"));
+    EXPECT_FALSE(two.add(row));
+    const json second = json::parse(two.finish(2, "cursor"));
+    EXPECT_EQ(second["rows"], json::parse(R"([{"id":"a"}])"));
+    EXPECT_FALSE(second.contains("note"));
+}

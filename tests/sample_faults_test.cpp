@@ -121,3 +121,27 @@ TEST(SampleFaults, StatsCountActionsThatRanTwice) {
 }
 
 }  // namespace
+
+// Hostile rows and lists (issue 30): a read's one row nested N deep or N members wide, and
+// discovery listing N more resources.
+TEST(SampleFaults, HostileModesShapeTheAnswer) {
+    EXPECT_EQ(parse_fault("keywords:deep:100:500").size, 500);
+    EXPECT_EQ(parse_fault("keywords:wide").size, 1'000'000);
+    Running g;
+    g.gw->inject(parse_fault("keywords:deep:100:70"));
+    g.gw->inject(parse_fault("backlinks:wide:100:300"));
+    g.gw->inject(parse_fault(":many_resources:100:1000"));
+    auto deep = g.http.Get("/api?resource=keywords&client_id=demo-law");
+    ASSERT_TRUE(deep);
+    EXPECT_NE(deep->body.find(std::string(69, '[') + "1"), std::string::npos);
+    EXPECT_EQ(deep->body.find(std::string(70, '[')), std::string::npos);  // 70 levels, the row one
+    auto wide = g.http.Get("/api?resource=backlinks&client_id=demo-law");
+    ASSERT_TRUE(wide);
+    const json page = json::parse(wide->body);
+    ASSERT_EQ(page["data"].size(), 1u);
+    EXPECT_EQ(page["data"][0].size(), 300u);
+    auto discovery = g.http.Get("/api");
+    ASSERT_TRUE(discovery);
+    EXPECT_GT(json::parse(discovery->body)["resources"].size(), 1000u);
+    EXPECT_EQ(g.read("blogs"), 200);  // other reads are whole
+}

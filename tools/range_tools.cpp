@@ -162,7 +162,7 @@ mcp::ToolResult scan_page(Toolbox& box, const ScanSpec& spec, const json& args,
         if ((!from.empty() || !to.empty()) && date.empty()) return true;
         if (!to.empty() && date > to) return true;
         if (!match.empty() && !(f[2].is_string && base::iequals(f[2].text, match))) return true;
-        if (writer.count() >= limit || !writer.add(select.row(row, "", scratch))) {
+        if (writer.count() >= limit || !writer.add(select.row(row, "", scratch), row.members_left_out)) {
             cursor = box.issue_cursor(
                 binding, at, json{{"n", earlier + static_cast<std::int64_t>(writer.count())}});
             return false;

@@ -123,7 +123,7 @@ mcp::ToolResult list_page(Toolbox& box, const ListSpec& spec, const json& args,
     RowWriter writer(client_id, spec.resource, answer_budget(box.settings(), args));
     std::string scratch;
     box.gateway().walk(page, {.select = select.selection()}, [&](const Row& row) {
-        return writer.add(select.row(row, "", scratch));
+        return writer.add(select.row(row, "", scratch), row.members_left_out);
     });
     // Continue exactly at the first row this answer left out (page end or size budget).
     const std::int64_t next = offset + static_cast<std::int64_t>(writer.count());
@@ -187,7 +187,7 @@ mcp::ToolResult merged_page(Toolbox& box, const MergedSpec& spec, const json& ar
         const RowSelect select(&source.shape, args);
         const std::string_view tag = spec.tag_rows ? std::string_view(source.resource) : "";
         box.gateway().walk(page, {.select = select.selection()}, [&](const Row& row) {
-            if (!writer.add(select.row(row, tag, scratch))) return false;
+            if (!writer.add(select.row(row, tag, scratch), row.members_left_out)) return false;
             ++written;
             return true;
         });
@@ -223,6 +223,7 @@ mcp::ToolResult get_client(Toolbox& box, const json& args, mcp::RequestContext& 
         return false;
     });
     base::clean_untrusted_json(found);
+    found = bounded_record(std::move(found), box.settings().page_budget_bytes);
     if (found.empty())
         return tool_error("not_found", "no client with id \"" + id +
                                            "\" is reachable with this key; list_clients gives "
@@ -282,6 +283,7 @@ mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestCon
                                                    .filter_field = "id",
                                                    .filter_value = report_id},
                                                   ctx.stop);
+    const std::size_t budget = answer_budget(box.settings(), args);
     static constexpr std::array<std::string_view, 3> kNames{"issues", "issues_found",
                                                             "issue_counts"};
     static constexpr std::array<std::string_view, 1> kDrop{"issues"};
@@ -292,7 +294,7 @@ mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestCon
     bool found = false;
     box.gateway().walk(page, {.fields = kNames, .select = &without_issues}, [&](const Row& row) {
         found = true;
-        audit = R"("audit":)" + std::string(row.selected);
+        audit = R"("audit":)" + bounded_record(std::string(row.selected), budget / 4);
         counts_note = counts_only_note(row.fields);
         const RowField& list = row.fields[0];
         if (list.present() && list.raw.front() == '[') issues.assign(list.raw);
@@ -303,7 +305,8 @@ mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestCon
                                            "\" for client " + client_id +
                                            "; list_audits gives the report ids");
 
-    RowWriter writer(client_id, "seo_reports", answer_budget(box.settings(), args));
+    // The report beside the issues counts against the same budget.
+    RowWriter writer(client_id, "seo_reports", budget - std::min(budget / 4, audit.size()));
     const RowSelect select(nullptr, args);
     std::string scratch;
     std::int64_t matched = 0;
@@ -319,7 +322,7 @@ mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestCon
                 return true;
             const std::int64_t at = matched++;
             if (at < offset || !cursor.empty()) return true;  // before this page, or after it
-            if (writer.count() >= limit || !writer.add(select.row(issue, "", scratch)))
+            if (writer.count() >= limit || !writer.add(select.row(issue, "", scratch), issue.members_left_out))
                 cursor = box.issue_cursor(binding, at);
             return true;  // keep counting for total
         });

@@ -426,57 +426,6 @@ std::string string_arg(const json& args, std::string_view name) {
     return it->is_string() ? it->get<std::string>() : it->dump();
 }
 
-// --- rows ------------------------------------------------------------------------------------
-
-// What closes an answer (returned, total, truncated, a next_cursor of ~300 bytes, a note) is
-// kept inside the budget too, so a 24,000-byte budget is a 24,000-byte answer.
-RowWriter::RowWriter(std::string_view client_id, std::string_view resource, std::size_t budget)
-    : budget_(budget > 4096 ? budget - 768 : budget) {
-    out_.reserve(std::min<std::size_t>(budget, 64 * 1024) + 256);
-    out_ += R"({"client_id":)";
-    mcp::append_json_string(out_, client_id);
-    out_ += R"(,"resource":)";
-    mcp::append_json_string(out_, resource);
-    out_ += R"(,"rows":[)";
-}
-
-bool RowWriter::add(std::string_view row) {
-    row = cleaner_.clean(row);
-    if (count_ > 0 && out_.size() + row.size() + 1 > budget_) {
-        truncated_ = true;
-        return false;
-    }
-    if (count_ > 0) out_.push_back(',');
-    out_.append(row);
-    ++count_;
-    return true;
-}
-
-std::string RowWriter::finish(std::optional<std::int64_t> total, const std::string& next_cursor,
-                              std::string_view extra_members) {
-    out_ += R"(],"returned":)";
-    out_ += std::to_string(count_);
-    if (total) {
-        out_ += R"(,"total":)";
-        out_ += std::to_string(*total);
-    }
-    out_ += truncated_ ? R"(,"truncated":true)" : R"(,"truncated":false)";
-    if (!next_cursor.empty()) {
-        out_ += R"(,"next_cursor":)";
-        mcp::append_json_string(out_, next_cursor);
-    }
-    if (!note_.empty()) {
-        out_ += R"(,"note":)";
-        mcp::append_json_string(out_, base::clean_untrusted_text(note_));
-    }
-    if (!extra_members.empty()) {
-        out_.push_back(',');
-        out_.append(cleaner_.clean(extra_members));
-    }
-    out_.push_back('}');
-    return std::move(out_);
-}
-
 // --- registration ----------------------------------------------------------------------------
 
 namespace {

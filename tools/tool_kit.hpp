@@ -16,6 +16,7 @@
 #include "base/sealed_token.hpp"
 #include "base/untrusted_text.hpp"
 #include "gateway/client.hpp"
+#include "gateway/row_cut.hpp"
 #include "server/mcp_server.hpp"
 
 namespace agency::tools {
@@ -144,8 +145,10 @@ public:
     // Opens {"client_id":..,"resource":..,"rows":[
     RowWriter(std::string_view client_id, std::string_view resource, std::size_t budget);
     // false when the row would exceed the budget (and at least one row is written); the
-    // answer then says truncated.
-    bool add(std::string_view row_json);
+    // answer then says truncated. A first row bigger than the budget goes in cut to fit
+    // (gateway/row_cut.hpp), and the answer says truncated and, in its note, what was cut;
+    // `members_left_out` (Row::members_left_out) is said there too.
+    bool add(std::string_view row_json, std::size_t members_left_out = 0);
     std::size_t count() const { return count_; }
     // Whether a row of `size` bytes would still fit (always true before the first row).
     bool fits(std::size_t size) const { return count_ == 0 || out_.size() + size + 1 <= budget_; }
@@ -167,8 +170,18 @@ private:
     std::size_t count_ = 0;
     bool truncated_ = false;
     std::string note_;
+    std::string cut_note_;  // what was cut of which rows, said after note_
+    std::size_t cut_rows_ = 0;
+    std::string cut_scratch_;
     base::UntrustedJsonCleaner cleaner_;
+
+    void note_cut(const gateway::RowCut& cut, std::size_t members_left_out);
 };
+
+// A single record (a JSON object's text) for an answer of at most `budget` bytes: as it is when
+// it fits, else cut (gateway/row_cut.hpp) and given "truncated":true and a "note" saying what
+// was cut.
+std::string bounded_record(std::string record, std::size_t budget);
 
 // Rows as the gateway's page walker hands them over (gateway/page_walk.hpp).
 using gateway::Row;

@@ -31,6 +31,10 @@ const char* mode_name(FaultMode mode) {
         case FaultMode::dripping: return "dripping";
         case FaultMode::redirect: return "redirect";
         case FaultMode::random_status: return "random_status";
+        // issue 30, rows
+        case FaultMode::deep: return "deep";
+        case FaultMode::wide: return "wide";
+        case FaultMode::many_resources: return "many_resources";
     }
     return "unknown";
 }
@@ -44,7 +48,39 @@ std::optional<FaultMode> mode_from_name(std::string_view name) {
                       FaultMode::redirect, FaultMode::random_status}) {
         if (name == mode_name(mode)) return mode;
     }
+    // issue 30, rows
+    for (auto mode : {FaultMode::deep, FaultMode::wide, FaultMode::many_resources})
+        if (name == mode_name(mode)) return mode;
     return std::nullopt;
+}
+
+// A read page of one row, hostile in shape; discovery with `size` more resources.
+Reply Gateway::Impl::hostile_reply(const std::string& target, const Fault& fault, Reply normal) {
+    const auto n = static_cast<std::size_t>(std::max(fault.size, 1));
+    if (fault.mode == FaultMode::many_resources) {
+        json body = json::parse(normal.body, nullptr, false);
+        if (!body.is_object() || !body.contains("resources")) return normal;
+        for (std::size_t i = 0; i < n; ++i)
+            body["resources"].push_back("extra_resource_" + std::to_string(i + 1));
+        normal.body = body.dump();
+        return normal;
+    }
+    if (normal.status != 200) return normal;
+    Reply reply;
+    std::string& out = reply.body;
+    out = "{\"resource\":\"" + target + "\",\"data\":[{\"id\":\"hostile-1\"";
+    if (fault.mode == FaultMode::deep) {
+        // The row is level 1: n levels in all.
+        out += ",\"nested\":";
+        out.append(n - 1, '[');
+        out += '1';
+        out.append(n - 1, ']');
+    } else {
+        out.reserve(n * 16);  // n members, the id among them
+        for (std::size_t i = 1; i < n; ++i) out += ",\"f" + std::to_string(i) + "\":\"v\"";
+    }
+    out += "}],\"pagination\":{\"total\":1,\"limit\":100,\"offset\":0,\"has_more\":false}}";
+    return reply;
 }
 
 bool is_loopback(const std::string& addr) {
@@ -141,6 +177,7 @@ void Gateway::Impl::add_fault_from(const httplib::Request& req, httplib::Respons
         fault.percent = body.value("percent", fault.percent);
         fault.bytes = body.value("bytes", fault.bytes);
         fault.redirect_port = body.value("redirect_port", fault.redirect_port);
+        fault.size = body.value("size", fault.size);  // issue 30, rows
     } catch (const json::exception&) {
         return control_json(res, 400,
                             {{"error",
@@ -243,6 +280,10 @@ Fault parse_fault(const std::string& text) {
         if (fault.mode == FaultMode::slow) fault.delay_ms = static_cast<int>(*n);
         if (fault.mode == FaultMode::rate_limit) fault.retry_after_s = static_cast<int>(*n);
         if (fault.mode == FaultMode::status_error) fault.status_code = static_cast<int>(*n);
+        // issue 30, rows
+        if (fault.mode == FaultMode::deep || fault.mode == FaultMode::wide ||
+            fault.mode == FaultMode::many_resources)
+            fault.size = static_cast<int>(*n);
     }
     return fault;
 }

@@ -72,6 +72,12 @@ enum class FaultMode {
     redirect,       // 302 to another host: 127.0.0.1:Fault::redirect_port, else one that
                     // does not resolve
     random_status,  // a random status from 100 to 999, each time
+    // Hostile rows and lists (issue 30, rows): the read's page holds one row nested
+    // Fault::size deep (deep) or with Fault::size members (wide); discovery (TARGET "") lists
+    // Fault::size more resources (many_resources).
+    deep,
+    wide,
+    many_resources,
 };
 
 struct Fault {
@@ -88,6 +94,8 @@ struct Fault {
     // Hostile answers:
     std::uint64_t bytes = std::uint64_t{1} << 30;  // huge: the answer's size (1 GiB)
     int redirect_port = 0;                         // redirect: where Location points
+    int delay_ms = 0;          // slow
+    int size = 1'000'000;      // deep, wide, many_resources: how deep, how wide, how many
 };
 
 // What the gateway received and did, counted since start (or the last clear_log), for checks

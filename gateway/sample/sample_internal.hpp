@@ -297,7 +297,8 @@ std::string query_of(const httplib::Request& req);
 // random_status); dripping keeps the reply's own status and body (sample_hostile.cpp).
 void make_hostile(const Fault& fault, Reply& reply);
 // The hostile modes' names, as the --fault help and the control path's errors list them.
-inline constexpr const char* kHostileModeNames = "huge, endless, dripping, redirect, random_status";
+inline constexpr const char* kHostileModeNames =
+    "huge, endless, dripping, redirect, random_status, deep, wide, many_resources";
 
 const char* mode_name(FaultMode mode);
 std::optional<FaultMode> mode_from_name(std::string_view name);
@@ -370,6 +371,9 @@ struct Gateway::Impl {
     // ---- faults ----
 
     std::optional<Fault> take_fault(const std::string& target);
+    // deep, wide and many_resources: the answer `normal` (what the request gets without the
+    // fault) turned hostile (sample_faults.cpp).
+    static Reply hostile_reply(const std::string& target, const Fault& fault, Reply normal);
 
     // Runs `work` under whatever fault the next matching request is due.
     template <class Work, class StatusError>
@@ -416,6 +420,10 @@ struct Gateway::Impl {
             case FaultMode::endless:
             case FaultMode::redirect:
             case FaultMode::random_status: make_hostile(*fault, reply); break;
+            // Hostile rows and lists (issue 30, rows).
+            case FaultMode::deep:
+            case FaultMode::wide:
+            case FaultMode::many_resources: reply = hostile_reply(target, *fault, work()); break;
         }
         reply.fault = mode_name(fault->mode);
         return reply;
