@@ -94,7 +94,6 @@ struct Fault {
     // Hostile answers:
     std::uint64_t bytes = std::uint64_t{1} << 30;  // huge: the answer's size (1 GiB)
     int redirect_port = 0;                         // redirect: where Location points
-    int delay_ms = 0;          // slow
     int size = 1'000'000;      // deep, wide, many_resources: how deep, how wide, how many
 };
 
