@@ -191,6 +191,9 @@ void RepeatedLines::write_first(Level level, const std::string& line) const {
 // With `all`, every kind with a count; else those whose interval has ended. A kind whose
 // interval passed with nothing counted goes quiet: its next occurrence is a first line again.
 void RepeatedLines::flush(bool all, std::vector<std::pair<Level, std::string>>& out) {
+    // Nothing counted: the clock is not asked (an owner may be going away after its clock).
+    if (std::none_of(kinds_.begin(), kinds_.end(), [](const Kind& k) { return k.active; }))
+        return;
     const std::int64_t now = clock_.steady_ms();
     const std::int64_t interval = options_.interval.count();
     std::int64_t next = now + interval;

@@ -18,6 +18,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <functional>
+
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -467,6 +469,16 @@ TEST_F(HttpTransport, CallerOverItsRateLimitGets429WithRetryAfter) {
     transport_->stop();
     transport_.reset();
     agency::testing::ManualClock clock;
+    // The server and the transport use the clock until they are gone (the refusal summary is
+    // written as the server ends): both go before it.
+    struct Release {
+        std::function<void()> go;
+        ~Release() { go(); }
+    } release{[this] {
+        if (transport_) transport_->stop();
+        transport_.reset();
+        server_.reset();
+    }};
     ServerOptions options;
     options.state_secret = "http-secret";
     options.clock = &clock;
