@@ -33,19 +33,7 @@
 #include "gateway/sample/sample_gateway.hpp"
 #include "loopback_server.hpp"
 #include "tests/support/paths.hpp"
-
-// The memory bound holds for the product as shipped; a sanitizer's binary keeps freed memory
-// in quarantine (GCC names such a build by __SANITIZE_*__, clang by __has_feature).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define AGENCY_SANITIZED_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define AGENCY_SANITIZED_BUILD 1
-#endif
-#endif
-#ifndef AGENCY_SANITIZED_BUILD
-#define AGENCY_SANITIZED_BUILD 0
-#endif
+#include "tests/support/sanitized.hpp"
 
 namespace {
 

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/paths.hpp"
+#include "tests/support/sanitized.hpp"
 
 namespace hostile_rows_test {
 
@@ -225,7 +226,10 @@ TEST(HostileRows, DeepWideAndManyResourcesStayBoundedOverHttp) {
     std::cout << "[ measure  ] tools/list " << list_bytes << " bytes; server RSS after: " << rss
               << " KiB\n";
     EXPECT_GT(rss, 0);
-    EXPECT_LT(rss, 100 * 1024) << "RSS after the hostile reads";
+    // A sanitizer's binary keeps freed memory in quarantine: the bound is the shipped product's.
+    if (!AGENCY_SANITIZED_BUILD) {
+        EXPECT_LT(rss, 100 * 1024) << "RSS after the hostile reads";
+    }
     EXPECT_TRUE(s.server->running());
 }
 

@@ -13,18 +13,7 @@
 
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
-
-// GCC names a sanitizer build by __SANITIZE_*__, clang by __has_feature.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define AGENCY_SANITIZED_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define AGENCY_SANITIZED_BUILD 1
-#endif
-#endif
-#ifndef AGENCY_SANITIZED_BUILD
-#define AGENCY_SANITIZED_BUILD 0
-#endif
+#include "tests/support/sanitized.hpp"
 
 namespace {
 
