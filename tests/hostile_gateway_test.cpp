@@ -32,6 +32,7 @@
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "loopback_server.hpp"
+#include "tests/support/free_port.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/sanitized.hpp"
 
@@ -57,17 +58,7 @@ std::string binary() {
     return other != nullptr && *other != '\0' ? other : AGENCY_BINARY;
 }
 
-int free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    socklen_t len = sizeof addr;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    ::close(fd);
-    return ntohs(addr.sin_port);
-}
+using agency::testing::free_port;
 
 // A child running `agency-mcp ARGS` (stdout and stderr to files), killed at the end.
 class Child {

@@ -21,6 +21,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/free_port.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/sanitized.hpp"
 
@@ -33,17 +34,7 @@ using namespace std::chrono_literals;
 constexpr const char* kModern = "2026-07-28";
 constexpr const char* kClient = "demo-plumbing";
 
-int free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    socklen_t len = sizeof addr;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    ::close(fd);
-    return ntohs(addr.sin_port);
-}
+using agency::testing::free_port;
 
 // A child process running `command` (through sh), stderr into `log`; killed at the end.
 class Child {

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/metrics_text.hpp"
+#include "tests/support/free_port.hpp"
 #include "tests/support/paths.hpp"
 
 namespace {
@@ -35,18 +36,7 @@ constexpr const char* kTrace = "0af7651916cd43dd8448eb211c80319c";
 constexpr const char* kTraceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 constexpr const char* kGatewayKey = "gw-secret-key-7f3a9c";
 
-// A free loopback port (the kernel's pick, released for the child to take).
-int free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    socklen_t len = sizeof addr;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    ::close(fd);
-    return ntohs(addr.sin_port);
-}
+using agency::testing::free_port;
 
 // `agency-mcp serve` on pipes: requests in, answers out, stderr into a file.
 class ServeProcess {
