@@ -342,11 +342,6 @@ void RequestContext::log(std::string_view level, json data, std::string_view log
            {{"level", level}, {"logger", logger}, {"data", std::move(data)}});
 }
 
-bool RequestContext::client_supports(std::string_view capability) const {
-    return client_capabilities.is_object() &&
-           client_capabilities.contains(std::string(capability));
-}
-
 // --- dispatch -------------------------------------------------------------------------------
 
 std::optional<std::string> Server::handle(std::string_view text, const Inbound& in) {

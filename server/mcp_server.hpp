@@ -91,8 +91,11 @@ struct Session {
     std::atomic<bool> initialized{false};
     std::atomic<int> log_level{1};  // index into the syslog levels; 1 = info
     Principal principal;
-    std::mutex mutex;                      // guards subscriptions
+    std::mutex mutex;                      // guards subscriptions and unanswered
     std::vector<std::string> subscriptions;
+    // Capabilities the client declared but whose requests it answered "Method not found"
+    // (elicitation, sampling, roots): taken as absent for the rest of the session.
+    std::vector<std::string> unanswered;
     std::atomic<std::int64_t> last_used_ms{0};
     // Orders uses within one millisecond: the least recently used session is the one with the
     // lowest (Server::make_room_for_session).

@@ -23,6 +23,16 @@ bool answer_fits(const std::string& method, const json& answer) {
 
 }  // namespace
 
+// Declared by the client, and not found missing in this session (send_request_and_wait).
+bool RequestContext::client_supports(std::string_view capability) const {
+    if (!client_capabilities.is_object() || !client_capabilities.contains(std::string(capability)))
+        return false;
+    if (!session) return true;
+    std::lock_guard lock(session->mutex);
+    return std::find(session->unanswered.begin(), session->unanswered.end(), capability) ==
+           session->unanswered.end();
+}
+
 json RequestContext::ask(const std::string& key, const std::string& method, const json& params,
                          bool sealed_only) const {
     json questions = json::object();
@@ -150,7 +160,18 @@ json Server::send_request_and_wait(const RequestContext& ctx, const std::string&
             throw std::runtime_error("the client did not answer " + method + " in time");
     }
     ClientAnswer answer = future.get();
-    if (answer.error) throw client_error(*answer.error);
+    if (answer.error) {
+        RpcError failed = client_error(*answer.error);
+        // Declared, yet not there: the session stops counting on it (client_supports).
+        if (failed.code() == error_code::method_not_found && ctx.session) {
+            const std::string capability = method.substr(0, method.find('/'));
+            std::lock_guard lock(ctx.session->mutex);
+            auto& unanswered = ctx.session->unanswered;
+            if (std::find(unanswered.begin(), unanswered.end(), capability) == unanswered.end())
+                unanswered.push_back(capability);
+        }
+        throw failed;
+    }
     return std::move(answer.result);
 }
 

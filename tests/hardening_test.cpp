@@ -225,6 +225,71 @@ TEST(Hardening, MalformedAnswersToTheServersRequestEndTheCall) {
     EXPECT_TRUE(io->read_response(99).contains("result"));
 }
 
+// Issue 31, item 3: a client that declares elicitation but answers elicitation/create with
+// "Method not found" (@mastra/mcp 0.14 and 1.x) is not told the tool does not exist: it gets the
+// confirmation_id preview, the session remembers (no form is asked again), and the id deploys.
+TEST(Hardening, DeclaredElicitationAnsweredMethodNotFoundFallsBackToAConfirmationId) {
+    Everything e;
+    json draft = e.h.call("generate_article", {{"client_id", "demo-dental"}, {"keyword", "bridges"}})
+                     .structured();
+    const std::string article = draft.value("article_id", "");
+    ASSERT_FALSE(article.empty()) << draft;
+    auto io = start_stdio(*e.h.server);
+    io->write_line(json{{"jsonrpc", "2.0"},
+                        {"id", 1},
+                        {"method", "initialize"},
+                        {"params",
+                         {{"protocolVersion", "2025-11-25"},
+                          {"capabilities", {{"elicitation", json::object()}}},
+                          {"clientInfo", {{"name", "mastra-like"}, {"version", "1"}}}}}}
+                       .dump());
+    ASSERT_TRUE(io->read_response(1).contains("result"));
+    io->write_line(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+    const json args = {{"client_id", "demo-dental"}, {"article_id", article}};
+    const auto call = [&](int id, const json& arguments) {
+        io->write_line(json{{"jsonrpc", "2.0"},
+                            {"id", id},
+                            {"method", "tools/call"},
+                            {"params", {{"name", "deploy_article"}, {"arguments", arguments}}}}
+                           .dump());
+    };
+    // Reads messages until the call's answer, answering any elicitation with Method not found;
+    // counts the forms asked.
+    int asked = 0;
+    const auto answer_of = [&](int id) {
+        for (int i = 0; i < 10; ++i) {
+            json m = io->read_json();
+            if (m.is_null()) break;
+            if (m.value("method", "") == "elicitation/create") {
+                ++asked;
+                io->write_line(R"({"jsonrpc":"2.0","id":)" + m["id"].dump() +
+                               R"(,"error":{"code":-32601,"message":"Method not found"}})");
+                continue;
+            }
+            if (m.contains("id") && m["id"] == id) return m;
+        }
+        return json();
+    };
+    for (int id : {10, 11}) {
+        call(id, args);
+        json reply = answer_of(id);
+        ASSERT_TRUE(reply.contains("result")) << reply;
+        EXPECT_FALSE(reply["result"].value("isError", false)) << reply;
+        const json preview = reply["result"]["structuredContent"];
+        EXPECT_EQ(preview.value("status", ""), "confirmation_required") << reply;
+        EXPECT_FALSE(preview.value("confirmation_id", "").empty()) << reply;
+    }
+    EXPECT_EQ(asked, 1) << "the session asks no form again once the client cannot answer one";
+    call(12, args);
+    json first = answer_of(12);
+    json confirmed = args;
+    confirmed["confirmation_id"] = first["result"]["structuredContent"]["confirmation_id"];
+    call(13, confirmed);
+    json done = answer_of(13);
+    EXPECT_EQ(done["result"]["structuredContent"].value("status", ""), "published") << done;
+    EXPECT_EQ(e.h.gw->count_requests("POST", "deploy_blog"), 1u);
+}
+
 TEST(Hardening, TaskTtlBeyondTheCapIsCapped) {
     Everything e;
     agency::mcp::Inbound in;

@@ -146,14 +146,20 @@ mcp::ToolResult issue_confirmation(ActionRuntime& rt, const std::string& tool,
 
 // The elicitation-only mode's refusal: a confirmation_id proves only that the model relayed it,
 // so this server takes a person's answer to its form and nothing else.
+enum class WhyNoForm { had_id, cannot_elicit, cannot_answer };
+
 mcp::ToolResult elicitation_required(const std::string& tool, const Preview& preview,
-                                     bool had_id) {
+                                     WhyNoForm why) {
+    const bool had_id = why == WhyNoForm::had_id;
     log::info("{}: refused, this server confirms by elicitation only ({})", tool,
               had_id ? "a confirmation_id was passed" : "the client cannot elicit");
     return tool_error(
         "confirmation_required",
         std::string(had_id ? "a confirmation_id is not accepted here: "
-                           : "this client cannot show a confirmation form: ") +
+                    : why == WhyNoForm::cannot_answer
+                        ? "this client declared elicitation but answered the confirmation form "
+                          "with \"Method not found\", so it cannot show one: "
+                        : "this client cannot show a confirmation form: ") +
             "this server accepts only a person's answer to its elicitation form as the "
             "confirmation of " + tool + " (the operator chose --confirm elicitation-only). Use "
             "an MCP client that supports elicitation and call " + tool +
@@ -174,12 +180,25 @@ std::optional<mcp::ToolResult> confirm(ActionRuntime& rt, const ActionCall& call
     const std::string principal = principal_of(ctx);
     const bool only_a_person = rt.settings().elicitation_only;
     if (!confirmation_id.empty()) {
-        if (only_a_person) return elicitation_required(call.tool, preview, true);
+        if (only_a_person) return elicitation_required(call.tool, preview, WhyNoForm::had_id);
         return confirm_with_id(rt, call.tool, call_args, confirmation_id, principal);
     }
-    if (ctx.client_supports("elicitation"))
-        return confirm_by_elicitation(call, preview, principal, ctx);
-    if (only_a_person) return elicitation_required(call.tool, preview, false);
+    if (ctx.client_supports("elicitation")) {
+        try {
+            return confirm_by_elicitation(call, preview, principal, ctx);
+        } catch (const mcp::RpcError& e) {
+            // Declared but not implemented (@mastra/mcp 0.14 and 1.x): the session now
+            // confirms by confirmation_id (client_supports says no from here on).
+            if (e.code() != mcp::error_code::method_not_found) throw;
+            log::warn("{}: the client of {} declared elicitation but answered elicitation/create "
+                      "with Method not found; confirming by confirmation_id in this session",
+                      call.tool, principal);
+            if (only_a_person)
+                return elicitation_required(call.tool, preview, WhyNoForm::cannot_answer);
+        }
+    } else if (only_a_person) {
+        return elicitation_required(call.tool, preview, WhyNoForm::cannot_elicit);
+    }
     return issue_confirmation(rt, call.tool, call_args, preview, principal);
 }
 
