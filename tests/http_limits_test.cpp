@@ -266,6 +266,25 @@ protected:
             "application/json");
     }
 
+    // Opens a legacy session for `key`, then sends a confirm_deploy call on a raw socket of its
+    // own (kept open in `streams`): the call waits on the client's answer. Returns the socket.
+    int stream_confirm_deploy(const std::string& key, std::vector<int>& streams) const {
+        auto res = client()->Post("/mcp", {{"X-API-Key", key}},
+                                  rpc(1, "initialize", initialize_params()), "application/json");
+        EXPECT_TRUE(res && res->status == 200);
+        const std::string sid = res ? res->get_header_value("Mcp-Session-Id") : "";
+        const std::string body =
+            rpc(7, "tools/call", {{"name", "confirm_deploy"}, {"arguments", json::object()}});
+        const int fd = connect_from(port_);
+        streams.push_back(fd);
+        EXPECT_TRUE(send_all(fd, post_head(port_, "X-API-Key: " + key + "\r\nMcp-Session-Id: " +
+                                                      sid + "\r\nMCP-Protocol-Version: " +
+                                                      kLegacyVersion + "\r\nContent-Length: " +
+                                                      std::to_string(body.size()) + "\r\n") +
+                                 body));
+        return fd;
+    }
+
     std::string make_key() {
         keys_path_ = (std::filesystem::temp_directory_path() /
                       ("agency-limits-keys-" + agency::crypto::random_hex(6) + ".json"))
@@ -656,21 +675,8 @@ TEST_F(HttpLimits, StreamsPerCallerAreBounded) {
     options.keys = std::make_shared<KeyStore>(KeyStore::load(keys_path_));
     start(options);
     Sockets streams;
-    const std::string body =
-        rpc(7, "tools/call", {{"name", "confirm_deploy"}, {"arguments", json::object()}});
     auto send_stream = [&](const std::string& key) {
-        auto res = client()->Post("/mcp", {{"X-API-Key", key}},
-                                  rpc(1, "initialize", initialize_params()), "application/json");
-        EXPECT_TRUE(res && res->status == 200);
-        const std::string sid = res ? res->get_header_value("Mcp-Session-Id") : "";
-        const int fd = connect_from(port_);
-        streams.fds.push_back(fd);
-        EXPECT_TRUE(send_all(fd, post_head(port_, "X-API-Key: " + key + "\r\nMcp-Session-Id: " +
-                                                      sid + "\r\nMCP-Protocol-Version: " +
-                                                      kLegacyVersion + "\r\nContent-Length: " +
-                                                      std::to_string(body.size()) + "\r\n") +
-                                 body));
-        return fd;
+        return stream_confirm_deploy(key, streams.fds);
     };
     for (int i = 0; i < 2; ++i)  // one session each: the per-session bound is not the one met
         EXPECT_NE(read_until(send_stream(alpha), "elicitation/create", 5s).find("elicitation/create"),
@@ -692,21 +698,8 @@ TEST_F(HttpLimits, CallsWaitingPerCallerAreBounded) {
     options.keys = std::make_shared<KeyStore>(KeyStore::load(keys_path_));
     start(options, server_options);
     Sockets streams;
-    const std::string body =
-        rpc(7, "tools/call", {{"name", "confirm_deploy"}, {"arguments", json::object()}});
     auto ask = [&](const std::string& key, const std::string& until) {
-        auto res = client()->Post("/mcp", {{"X-API-Key", key}},
-                                  rpc(1, "initialize", initialize_params()), "application/json");
-        EXPECT_TRUE(res && res->status == 200);
-        const std::string sid = res ? res->get_header_value("Mcp-Session-Id") : "";
-        const int fd = connect_from(port_);
-        streams.fds.push_back(fd);
-        EXPECT_TRUE(send_all(fd, post_head(port_, "X-API-Key: " + key + "\r\nMcp-Session-Id: " +
-                                                      sid + "\r\nMCP-Protocol-Version: " +
-                                                      kLegacyVersion + "\r\nContent-Length: " +
-                                                      std::to_string(body.size()) + "\r\n") +
-                                 body));
-        return read_until(fd, until, 5s);
+        return read_until(stream_confirm_deploy(key, streams.fds), until, 5s);
     };
     for (int i = 0; i < 2; ++i)
         EXPECT_NE(ask(alpha, "elicitation/create").find("elicitation/create"), std::string::npos);
