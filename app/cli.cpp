@@ -383,6 +383,15 @@ void CommandLine::add_sample_gateway() {
     sample_cmd_->add_flag("--counts-only-reports", sample.counts_only_reports,
                           "Audit reports with issue counts and no issue list (a gateway that "
                           "returns counts without detail)");
+    sample_cmd_->add_option("--outreach-body-field", sample.outreach_body_field,
+                            "Where outreach drafts keep their body: html (default), another "
+                            "name such as body_html, a nested member such as email.body, or "
+                            "'' for drafts without a body");
+    sample_cmd_->add_flag("--spec-shaped-answers", sample.spec_shaped_answers,
+                          "Action answers only as the spec shows them (generate_blog: id, "
+                          "post_title; deploy_blog: id)");
+    sample_cmd_->add_flag("--slow-deploys", sample.slow_deploys,
+                          "Articles deployed (or auto-deployed) stay \"deploying\"");
 }
 
 void CommandLine::add_keys() {

@@ -83,6 +83,9 @@ struct SampleArgs {
     std::vector<std::string> faults;
     bool bare_records = false;
     bool counts_only_reports = false;
+    std::string outreach_body_field = "html";
+    bool spec_shaped_answers = false;
+    bool slow_deploys = false;
 };
 
 // state migrate | export | import: one store, by file or URL, and the JSON-lines file.

@@ -334,6 +334,9 @@ int run_sample_gateway(const SampleArgs& args) {
     options.bulk_keyword_rows = args.bulk_rows;
     options.bare_records = args.bare_records;
     options.counts_only_reports = args.counts_only_reports;
+    options.outreach_body_field = args.outreach_body_field;
+    options.spec_shaped_answers = args.spec_shaped_answers;
+    options.slow_deploys = args.slow_deploys;
     auto gateway = std::make_shared<sample::Gateway>(options);
     for (const auto& text : args.faults) {
         try {

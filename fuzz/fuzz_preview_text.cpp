@@ -2,6 +2,8 @@
 // plain text for a confirmation form. Input: one byte for the character budget, then the HTML.
 // Checks the budget (characters counted as UTF-8 lead bytes), that no character is split
 // (whole UTF-8 in, whole UTF-8 out), and that a body no longer than the budget in plain text is never said to be cut.
+// The same bytes as a caller's plain-text e-mail body (as_html, tools/outreach_fields.cpp): the
+// HTML a send posts shows a person the very words typed (blanks aside).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +11,7 @@
 #include <string_view>
 
 #include "tools/action_internal.hpp"
+#include "tools/outreach_internal.hpp"
 
 namespace {
 
@@ -33,6 +36,13 @@ bool whole_utf8(std::string_view text) {
     return true;
 }
 
+std::string without_blanks(std::string_view text) {
+    std::string out;
+    for (char c : text)
+        if (c != ' ' && c != '\n' && c != '\t' && c != '\r' && c != '\f' && c != '\v') out += c;
+    return out;
+}
+
 std::size_t characters(std::string_view text) {
     std::size_t n = 0;
     for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
@@ -53,5 +63,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!cut && html.find('<') == std::string_view::npos && html.find('&') == std::string_view::npos &&
         characters(html) < budget / 2 && characters(text) > characters(html))
         fail("plain text grew", html);
+    // A typed body without markup or entities: what is posted reads back as the words typed.
+    if (html.find('<') == std::string_view::npos && html.find('&') == std::string_view::npos &&
+        whole_utf8(html) && html.size() < 4096) {
+        const std::string posted = agency::tools::as_html(html);
+        if (without_blanks(agency::tools::plain_text(posted, 8192)) !=
+            without_blanks(agency::tools::plain_text(html, 8192)))
+            fail("a typed body reads back as other words", html);
+    }
     return 0;
 }

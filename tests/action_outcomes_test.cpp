@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/action_tool_harness.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/action_internal.hpp"
 #include "tools/action_tools.hpp"
@@ -29,54 +30,7 @@ constexpr const char* kDental = "demo-dental";
 constexpr const char* kLaw = "demo-law";
 constexpr const char* kPlumbing = "demo-plumbing";  // auto-deploy on
 
-// Every tool over `rt`, on a sample gateway made with `options`; `key` is sent as the gateway
-// API key (the sample is put in keyed mode by the test itself).
-struct Outcomes {
-    std::shared_ptr<ActionRuntime> rt;
-    std::unique_ptr<ToolHarness> h;
-
-    explicit Outcomes(agency::sample::Options options = {}, ActionSettings settings = {},
-                      std::string key = {})
-        : rt(std::make_shared<ActionRuntime>(std::move(settings))) {
-        h = std::make_unique<ToolHarness>(
-            std::move(options), agency::tools::Settings{},
-            [this](agency::mcp::Server& server,
-                   const std::shared_ptr<agency::tools::Toolbox>& box) {
-                agency::tools::register_all(server, box, rt);
-            },
-            [key](agency::gateway::Config& config) { config.api_key = key; });
-    }
-    ~Outcomes() { rt->audits().stop(); }
-
-    std::size_t posts(const std::string& action) const {
-        return h->gw->count_requests("POST", action);
-    }
-    std::set<std::string> listed() {
-        std::set<std::string> names;
-        for (const auto& t : h->tools()) names.insert(t["name"].get<std::string>());
-        return names;
-    }
-    json ok(const std::string& tool, const json& args) {
-        ToolReply r = h->call(tool, args);
-        EXPECT_FALSE(r.is_error() || r.rpc_error) << r.response.dump().substr(0, 800);
-        return r.structured();
-    }
-    // A modern call from a client that can elicit.
-    json eliciting_call(const std::string& tool, const json& args, const json& responses = nullptr,
-                        const json& state = nullptr) {
-        json params = {{"name", tool}, {"arguments", args}};
-        params["_meta"] = {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
-                           {"io.modelcontextprotocol/clientCapabilities",
-                            {{"elicitation", json::object()}}}};
-        if (!responses.is_null()) params["inputResponses"] = responses;
-        if (!state.is_null()) params["requestState"] = state;
-        const json message = {{"jsonrpc", "2.0"}, {"id", h->next_id++},
-                              {"method", "tools/call"}, {"params", params}};
-        agency::mcp::Inbound in;
-        auto text = h->server->handle_message(message, in);
-        return text ? json::parse(*text) : json(nullptr);
-    }
-};
+using Outcomes = agency::testing::ActionToolHarness;
 
 bool has(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;

@@ -36,6 +36,17 @@ json client_record(Toolbox& box, const std::string& client_id, std::stop_token s
 std::optional<json> auto_deploy_client(Toolbox& box, const std::string& client_id,
                                        std::stop_token stop);
 
+// Whether an article's record (or an action's answer) says it is live: status published,
+// deployed or live, published true, or a deployed_at/published_at time.
+bool says_live(const json& record);
+// An article's status from its record when an action's answer did not say whether it went
+// live: one read of resource=blogs by id (tools/article_outcome.cpp). Sets result.status
+// (published, the record's own, or unconfirmed only when the read cannot tell), url,
+// status_from and next_step. `unsure` begins the sentence saying why it may be live.
+void article_status_from_record(Toolbox& box, const std::string& client_id,
+                                const std::string& article_id, std::string_view unsure,
+                                json& result, std::stop_token stop);
+
 // A numeric field, nullopt when absent or not a number.
 std::optional<double> number(const json& row, const char* field);
 // The gateway's draft is the tool's "drafted" (the spec's article status); other values pass.

@@ -3,12 +3,11 @@
 // spend no credits but honour idempotency_key like every action.
 #include "base/untrusted_text.hpp"
 #include "tools/action_internal.hpp"
+#include "tools/outreach_internal.hpp"
 
 namespace agency::tools {
 
 namespace {
-
-constexpr std::size_t kEmailBodyChars = 1500;
 
 // Whether a gateway record holds text a reader would not see (HTML comments, hidden elements,
 // invisible characters) in any of its string members: what is published is the record as the
@@ -77,14 +76,17 @@ Preview deploy_preview(Toolbox& box, const json& args, mcp::RequestContext& ctx)
                     {"hidden_text", hides}}};
 }
 
-// The address a send goes to: the recipient argument, else the draft's own.
-std::string recipient_of(const json& args, const Draft& draft) {
-    const std::string given = string_arg(args, "recipient");
-    return given.empty() ? draft.recipient : given;
+// A part a send needs and has not got: refused before anyone is asked to approve it.
+[[noreturn]] void refuse_missing(const std::string& email_id, const std::string& what,
+                                 const std::string& why, const std::string& argument) {
+    throw Refused{"validation", "the draft " + email_id + " has no " + what + " (" + why +
+                                    "): pass " + argument + " to send_prospect_email. Nothing "
+                                    "was sent, and no one was asked to approve it."};
 }
 
-// What a person approves before an e-mail goes out: recipient, subject and the body's text.
-// A draft is the caller's own: another caller's email_id answers exactly as an unknown one.
+// What a person approves before an e-mail goes out: recipient, subject and the body's text,
+// exactly as the send posts them (outgoing_email). A draft is the caller's own: another
+// caller's email_id answers exactly as an unknown one.
 Preview send_preview(ActionRuntime& rt, const json& args, const mcp::RequestContext& ctx) {
     const std::string client_id = args.at("client_id").get<std::string>();
     const std::string email_id = args.at("email_id").get<std::string>();
@@ -97,32 +99,46 @@ Preview send_preview(ActionRuntime& rt, const json& args, const mcp::RequestCont
                       "email " + email_id +
                           (draft->recipient.empty() ? std::string() : " to " + draft->recipient) +
                           " was already sent; nothing was sent again"};
-    const std::string to = recipient_of(args, *draft);
-    if (to.empty())
-        throw Refused{"validation",
-                      "the draft " + email_id + " has no recipient address (the gateway drafted "
-                      "it without one): pass recipient, the prospect's e-mail address, to "
-                      "send_prospect_email. Nothing was sent."};
+    const OutgoingEmail email = outgoing_email(args, *draft);
+    if (email.to.empty())
+        refuse_missing(email_id, "recipient address", "the gateway drafted it without one",
+                       "recipient, the prospect's e-mail address,");
+    if (email.subject.empty())
+        refuse_missing(email_id, "subject", "the gateway drafted it without one", "subject");
     bool cut = false;
-    const std::string body = plain_text(draft->html, kEmailBodyChars, &cut);
-    const std::string subject = shown_text(draft->subject).get<std::string>();
-    std::string message = "Send this e-mail to " + to + " (draft " + email_id + ").\nSubject: " +
-                          subject + "\n\n" + body;
+    const std::string body = plain_text(email.html, kEmailBodyChars, &cut);
+    if (body.empty())
+        refuse_missing(email_id, "body",
+                       email.body_from == "argument"
+                           ? "the body given holds no text"
+                           : "the gateway's draft carried no body text",
+                       "body, the e-mail's text or HTML,");
+    const std::string subject = shown_text(email.subject).get<std::string>();
+    std::string message = "Send this e-mail to " + email.to + " (draft " + email_id +
+                          ").\nSubject: " + subject + "\n\n" + body;
     if (cut) message += "\n[Shown up to 1,500 characters; the whole text is sent.]";
-    // What is sent is the draft as written: a person hears that it hides something.
-    const bool hides =
-        base::holds_hidden_text(draft->html) || base::holds_hidden_text(draft->subject);
+    if (email.body_from == "argument" || email.subject_from == "argument")
+        message += "\n[The " +
+                   std::string(email.body_from == "argument"
+                                   ? (email.subject_from == "argument" ? "subject and text are"
+                                                                       : "text is")
+                                   : "subject is") +
+                   " the caller's, not the gateway's draft.]";
+    // What is sent is the e-mail as written: a person hears that it hides something.
+    const bool hides = base::holds_hidden_text(email.html) || base::holds_hidden_text(email.subject);
     if (hides)
-        message += "\n[The draft also holds text a reader would not see (HTML comments, hidden "
+        message += "\n[The e-mail also holds text a reader would not see (HTML comments, hidden "
                    "elements or invisible characters): it is not shown here, and it would be "
-                   "sent as drafted.]";
+                   "sent as written.]";
     return Preview{message,
                    {{"action", "send_prospect_email"},
                     {"email_id", email_id},
-                    {"to", to},
-                    {"recipient_from", string_arg(args, "recipient").empty() ? "draft" : "argument"},
+                    {"to", email.to},
+                    {"recipient_from", email.to_from},
                     {"subject", subject},
+                    {"subject_from", email.subject_from},
                     {"body", body},
+                    {"body_from", email.body_from},
                     {"body_truncated", cut},
                     {"hidden_text", hides},
                     {"prospect_url", draft->prospect_url}}};
@@ -139,7 +155,9 @@ ActionEntry deploy_article(const std::shared_ptr<Toolbox>& box) {
                   .idempotent = false,
                   .gateway_action = "deploy_blog",
                   .mapping = "POST action=deploy_blog {post_id: article_id} after confirmation; "
-                             "the preview reads resource=blogs by id and resource=clients"},
+                             "the preview reads resource=blogs by id and resource=clients, and "
+                             "an answer that does not say the article is live is checked by "
+                             "reading it again"},
          .id_field = "article_id",  // the write log's record id
          .spends_credits = false,
          .preview = [box](const json& args, mcp::RequestContext& ctx) {
@@ -160,6 +178,11 @@ ActionEntry deploy_article(const std::shared_ptr<Toolbox>& box) {
              if (title.is_string()) result["title"] = title;
              if (auto it = data.find("url"); it != data.end() && it->is_string())
                  result["url"] = *it;
+             // An answer that does not say the article is live: its record tells.
+             if (!says_live(data) && first_text(data, {"status"}).is_null())
+                 article_status_from_record(*box, client_id, article_id,
+                                            "The gateway accepted the deploy, but", result,
+                                            ctx.stop);
              result["data"] = data;
              // Published after all: the answer says how that is known (sent once).
              if (r.recovered) result["note"] = r.note;
@@ -190,15 +213,17 @@ ActionEntry send_prospect_email(const std::shared_ptr<Toolbox>& box, const std::
     return {.spec = {.name = "send_prospect_email", .toolset = "outreach",
                   .title = "Send outreach email",
                   .description =
-                      "Sends a draft from generate_outreach_email once, to recipient if given, else "
-                        "the draft's address. A person confirms first, shown recipient, subject and "
-                        "text: by elicitation, else a preview and a confirmation_id to pass back.",
+                      "Sends a draft from generate_outreach_email once. recipient, subject and body "
+                        "replace the draft's own (needed where it has none). A person confirms first, "
+                        "shown what is sent: by elicitation, else a preview and a confirmation_id to "
+                        "pass back with the same arguments.",
                   .destructive = true,
                   .idempotent = false,
                   .gateway_action = "send_prospect_email",
-                  .mapping = "POST action=send_prospect_email {to: recipient or the draft's "
-                             "address, subject, html, email_id} from the stored draft, after "
-                             "confirmation; the draft is then marked sent"},
+                  .mapping = "POST action=send_prospect_email {to, subject, html, email_id}: "
+                             "recipient, subject and body (plain text becomes HTML paragraphs) "
+                             "where given, else the stored draft's, after confirmation; the "
+                             "draft is then marked sent"},
          .id_field = "email_id",  // the write log's record id
          .spends_credits = false,
          .preview = [rt](const json& args, mcp::RequestContext& ctx) {
@@ -211,10 +236,9 @@ ActionEntry send_prospect_email(const std::shared_ptr<Toolbox>& box, const std::
              auto draft = rt->store().draft(email_id, principal_of(ctx));
              if (!draft || draft->status != "draft")
                  throw Refused{"already_sent", "email " + email_id + " was already sent"};
-             const std::string to = recipient_of(args, *draft);
-             json body = {{"to", to},
-                          {"subject", draft->subject},
-                          {"html", draft->html}};
+             const OutgoingEmail email = outgoing_email(args, *draft);
+             const std::string& to = email.to;
+             json body = {{"to", email.to}, {"subject", email.subject}, {"html", email.html}};
              if (!draft->gateway_id.empty()) body["email_id"] = draft->gateway_id;
              gateway::ActionResult r;
              try {
@@ -240,7 +264,7 @@ ActionEntry send_prospect_email(const std::shared_ptr<Toolbox>& box, const std::
                          {"email_id", email_id},
                          {"status", normalize_status(data, "sent")},
                          {"recipient", to},
-                         {"title", draft->subject},
+                         {"title", email.subject},
                          {"data", data}};
              if (r.recovered) result["note"] = r.note;
              return result;
@@ -254,8 +278,9 @@ ActionEntry send_prospect_email(const std::shared_ptr<Toolbox>& box, const std::
                  return LostCall{.detail = "the draft " + email_id + " is not known any more",
                                  .hint = "read resource=backlink_outreach (newest first) to "
                                          "see whether the e-mail shows as sent"};
-             const std::string to = recipient_of(args, *draft);
-             json body = {{"to", to}, {"subject", draft->subject}};
+             const OutgoingEmail email = outgoing_email(args, *draft);
+             const std::string& to = email.to;
+             json body = {{"to", to}, {"subject", email.subject}};
              if (!draft->gateway_id.empty()) body["email_id"] = draft->gateway_id;
              gateway::LostAction found = box->gateway().find_lost_action(
                  "send_prospect_email", client_id, body, since, ctx.stop);
@@ -269,7 +294,7 @@ ActionEntry send_prospect_email(const std::shared_ptr<Toolbox>& box, const std::
                                 {"email_id", email_id},
                                 {"status", normalize_status(data, "sent")},
                                 {"recipient", to},
-                                {"title", draft->subject},
+                                {"title", email.subject},
                                 {"data", std::move(data)},
                                 {"note", lost_call_note(found.detail)}};
              return lost;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "tools/action_internal.hpp"
+#include "tools/outreach_internal.hpp"
 
 namespace agency::tools {
 
@@ -79,26 +80,20 @@ ActionEntry generate_topical_map() {
 
 // generate_article's status, from what the gateway says: published (or deployed, live) and its
 // address when it went live, drafted when it says draft. An auto-deploy client's article the
-// gateway says nothing of is not called a draft: it may be live.
-void article_outcome(const json& data, json& result) {
+// answer says nothing of is read back (read_back_article): it may be live.
+void article_outcome(Toolbox& box, const json& args, const json& data, json& result,
+                     const mcp::RequestContext& ctx) {
     const json url = first_text(data, {"url", "permalink", "link"});
     if (!url.is_null()) result["url"] = url;
-    const std::string said = data.value("status", json()).is_string()
-                                 ? data["status"].get<std::string>()
-                                 : std::string();
-    const bool live = said == "published" || said == "deployed" || said == "live" ||
-                      data.value("published", json()) == true ||
-                      first_text(data, {"deployed_at", "published_at"}).is_string();
-    if (live) {
+    if (says_live(data)) {
         result["status"] = "published";
         return;
     }
-    if (said.empty() && result.value("auto_deploy", false)) {
-        result["status"] = "unconfirmed";
-        result["next_step"] =
-            "This client has auto-deploy on, so the gateway may have published the article, "
-            "but its answer does not say: list_articles shows whether it is live.";
-    }
+    if (first_text(data, {"status"}).is_null() && result.value("auto_deploy", false))
+        article_status_from_record(box, args.at("client_id").get<std::string>(), id_text(data),
+                                   "This client has auto-deploy on, so the gateway may have "
+                                   "published the article, but",
+                                   result, ctx.stop);
 }
 
 ActionEntry generate_article(const std::shared_ptr<Toolbox>& box) {
@@ -112,18 +107,20 @@ ActionEntry generate_article(const std::shared_ptr<Toolbox>& box) {
                      .gateway_action = "generate_blog",
                      .mapping = "POST action=generate_blog {keyword}; article_id = data.id, "
                                 "title = data.post_title. Reads resource=clients first: with "
-                                "auto_deploy true, the POST waits for confirmation"},
+                                "auto_deploy true, the POST waits for confirmation, and an answer that does "
+                                "not say whether the article went live is checked by reading "
+                                "resource=blogs by id"},
             .id_field = "article_id",
             .default_status = "drafted",
             .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
                 return json{{"keyword", args.at("keyword")}};
             },
-            .finish = [](ActionRuntime&, const json&, const json& data, json& result,
-                         const mcp::RequestContext&) {
+            .finish = [box](ActionRuntime&, const json& args, const json& data, json& result,
+                            const mcp::RequestContext& ctx) {
                 set_title(result, data, {"post_title", "title"});
                 if (auto it = data.find("word_count"); it != data.end() && it->is_number())
                     result["word_count"] = *it;
-                article_outcome(data, result);
+                article_outcome(*box, args, data, result, ctx);
             },
             .preview = [box](const json& args, mcp::RequestContext& ctx) -> Preview {
                 const std::string client_id = args.at("client_id").get<std::string>();
@@ -325,22 +322,21 @@ ActionEntry analyze_llm_visibility() {
             }};
 }
 
-// The members of a gateway draft that hold its body (kept in the store, not in the answer).
-constexpr std::initializer_list<const char*> kBodyFields = {"html", "body", "body_html",
-                                                            "content"};
-
 ActionEntry generate_outreach_email() {
     return {.spec = {.name = "generate_outreach_email", .toolset = "outreach",
                      .title = "Draft outreach email",
                      .description = "Drafts a backlink outreach email to a prospect site and stores it; returns "
-                        "email_id, subject and recipient (null when the draft has none: pass recipient "
-                        "here or to send_prospect_email). Never sends. Spends credits.",
+                        "email_id, recipient, subject and the body's text (each null when the gateway's "
+                        "draft has none: pass it to send_prospect_email, which can also change them). "
+                        "Never sends. Spends credits.",
                      .idempotent = false,
                      .gateway_action = "generate_outreach_email",
                      .mapping = "POST action=generate_outreach_email {prospectUrl: prospect}; "
-                                "the draft (recipient: the argument, else email_to, to, email "
-                                "or contact_email; subject, html) is kept in the server's "
-                                "store under email_id"},
+                                "the draft is kept in the server's store under email_id: its "
+                                "recipient (the argument, else email_to, to, recipient, email, "
+                                "...), subject (subject, subject_line, ...) and body (html, "
+                                "body_html, body, content, text, ...), each looked for in the "
+                                "answer and one object down; *_from names the member used"},
             .id_field = "email_id",
             .default_status = "drafted",
             .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
@@ -348,44 +344,7 @@ ActionEntry generate_outreach_email() {
             },
             .finish = [](ActionRuntime& runtime, const json& args, const json& data, json& result,
                          const mcp::RequestContext& ctx) {
-                auto text = [&](std::initializer_list<const char*> fields) {
-                    json v = first_text(data, fields);
-                    return v.is_null() ? std::string() : v.get<std::string>();
-                };
-                // The caller's recipient, else the draft's address under the names gateways
-                // use; real drafts may have none.
-                std::string recipient = string_arg(args, "recipient");
-                std::string unusable;  // a gateway address that is not one
-                if (recipient.empty()) {
-                    recipient = text({"email_to", "to", "email", "contact_email", "recipient"});
-                    if (!recipient.empty() && !plausible_address(recipient))
-                        unusable = std::exchange(recipient, std::string());
-                }
-                Draft draft{.client_id = args.at("client_id").get<std::string>(),
-                            .recipient = recipient,
-                            .subject = text({"subject"}),
-                            .html = text(kBodyFields),
-                            .gateway_id = id_text(data),
-                            .prospect_url = args.at("prospect").get<std::string>(),
-                            .principal = principal_of(ctx)};
-                draft = runtime.store().create_draft(std::move(draft));
-                result["email_id"] = draft.id;
-                result["status"] = "drafted";
-                result["recipient"] = draft.recipient.empty() ? json(nullptr) : json(draft.recipient);
-                result["title"] = draft.subject;
-                if (draft.recipient.empty()) {
-                    result["warnings"] = json::array(
-                        {unusable.empty()
-                             ? "the gateway drafted this e-mail without a recipient address"
-                             : "the gateway's recipient \"" + unusable.substr(0, 120) +
-                                   "\" is not an e-mail address"});
-                    result["next_step"] = "Find the prospect's contact address and pass it as "
-                                          "recipient to send_prospect_email with this email_id.";
-                }
-                json shown = data;
-                // Kept in the store; the send step shows it for confirmation.
-                for (const char* body : kBodyFields) shown.erase(body);
-                result["data"] = shown;
+                finish_outreach_draft(runtime, args, data, result, ctx);
             }};
 }
 

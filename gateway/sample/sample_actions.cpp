@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <set>
 
-#include "gateway/sample/sample_internal.hpp"
+#include "gateway/sample/sample_action_kit.hpp"
 
 namespace agency::sample::detail {
 
@@ -40,104 +40,7 @@ const ActionInfo* find_action(std::string_view name) {
 
 namespace {
 
-using json = nlohmann::json;
-
-// A body field as text: strings as-is, other scalars in JSON form, absent/null as `fallback`.
-std::string text_field(const json& body, const char* name, std::string fallback = {}) {
-    auto it = body.find(name);
-    if (it == body.end() || it->is_null()) return fallback;
-    if (it->is_string()) return it->get<std::string>();
-    return it->dump();
-}
-
-std::optional<double> number_field(const json& body, const char* name) {
-    auto it = body.find(name);
-    if (it == body.end() || it->is_null()) return std::nullopt;
-    if (it->is_number()) return it->get<double>();
-    if (it->is_string()) {
-        const std::string text = it->get<std::string>();
-        char* end = nullptr;
-        const double value = std::strtod(text.c_str(), &end);
-        if (!text.empty() && end == text.c_str() + text.size()) return value;
-    }
-    return std::nullopt;
-}
-
-std::vector<std::string> list_field(const json& body, const char* name) {
-    std::vector<std::string> out;
-    auto it = body.find(name);
-    if (it == body.end() || it->is_null()) return out;
-    if (it->is_array()) {
-        for (const auto& item : *it)
-            out.push_back(item.is_string() ? item.get<std::string>() : item.dump());
-        return out;
-    }
-    // A comma-separated string is the other plausible form.
-    std::string text = it->is_string() ? it->get<std::string>() : it->dump();
-    std::size_t start = 0;
-    while (start <= text.size()) {
-        const std::size_t comma = std::min(text.find(',', start), text.size());
-        std::string part = text.substr(start, comma - start);
-        part.erase(0, part.find_first_not_of(' '));
-        part.erase(part.find_last_not_of(' ') + 1);
-        if (!part.empty()) out.push_back(part);
-        start = comma + 1;
-    }
-    return out;
-}
-
-ActionOutcome fail(int status, std::string message) {
-    ActionOutcome out;
-    out.http_status = status;
-    out.error = std::move(message);
-    return out;
-}
-
-ActionOutcome ok(ojson data) {
-    ActionOutcome out;
-    out.data = std::move(data);
-    return out;
-}
-
-// Everything an action handler needs; one instance per call.
-struct Ctx {
-    Store& store;
-    const ClientProfile& client;
-    const json& body;
-    const std::string now = iso_time(now_seconds());
-    const std::string today = iso_date(std::chrono::floor<std::chrono::days>(now_seconds()));
-
-    Table& table(const std::string& resource) const { return store.table(resource, client.id); }
-    std::string add(const std::string& resource, const ojson& row) const {
-        return append_with_id(store, resource, client.id, store.next_id(resource, client.id), row);
-    }
-    // Outputs depend on the inputs only, so repeating an action reproduces its content.
-    Rng rng(std::string_view action) const {
-        return Rng(mix_seed(hash_text(body.dump()), client.id, action));
-    }
-    // Newest row (highest index) whose field equals `value`.
-    std::optional<std::size_t> find_by(const std::string& resource, const char* field,
-                                       const std::string& value) const {
-        const Table& t = table(resource);
-        for (std::size_t i = t.size(); i-- > 0;) {
-            const ojson row = t.parsed(i);
-            auto it = row.find(field);
-            if (it != row.end() && it->is_string() && it->get<std::string>() == value) return i;
-        }
-        return std::nullopt;
-    }
-    void update(const std::string& resource, std::size_t index, const ojson& row) const {
-        table(resource).replace(index, make_row(row));
-    }
-};
-
-ojson pick(const ojson& row, std::initializer_list<const char*> fields) {
-    ojson out = ojson::object();
-    for (const char* f : fields) {
-        if (auto it = row.find(f); it != row.end()) out[f] = *it;
-    }
-    return out;
-}
+using namespace actions;
 
 ActionOutcome seo_audit(const Ctx& ctx) {
     const std::string url = text_field(ctx.body, "url");
@@ -298,9 +201,13 @@ ActionOutcome generate_blog(const Ctx& ctx) {
               {"created_at", ctx.now},
               {"updated_at", ctx.now},
               {"deployed_at", nullptr}};
-    if (ctx.client.auto_deploy)
+    if (ctx.client.auto_deploy && ctx.store.slow_deploys) {
+        row["status"] = "deploying";  // goes live later, outside the sample
+    } else if (ctx.client.auto_deploy) {
         publish(row, ctx.client, ctx.now, "/blog/" + slug, ctx.store.bare_records);
+    }
     row["id"] = ctx.add("blogs", row);
+    if (ctx.store.spec_shaped_answers) return ok(pick(row, {"id", "post_title"}));
     return ok(pick(row, {"id", "post_title", "keyword", "word_count", "status", "published", "url",
                          "deployed_at", "created_at"}));
 }
@@ -405,9 +312,15 @@ ActionOutcome deploy_blog(const Ctx& ctx) {
                              "; read resource=blogs for the ids of this client's posts");
     }
     ojson row = ctx.table("blogs").parsed(*index);
-    publish(row, ctx.client, ctx.now, "/blog/" + row.value("slug", post_id),
-            ctx.store.bare_records);
+    if (ctx.store.slow_deploys) {
+        row["status"] = "deploying";  // goes live later, outside the sample
+        row["updated_at"] = ctx.now;
+    } else {
+        publish(row, ctx.client, ctx.now, "/blog/" + row.value("slug", post_id),
+                ctx.store.bare_records);
+    }
     ctx.update("blogs", *index, row);
+    if (ctx.store.spec_shaped_answers) return ok(pick(row, {"id"}));
     return ok(pick(row, {"id", "post_title", "status", "published", "url", "deployed_at"}));
 }
 
@@ -428,75 +341,6 @@ ActionOutcome fetch_backlinks(const Ctx& ctx) {
                {"backlinks", ctx.table("backlinks").size()},
                {"linking_domains", domains.size()},
                {"fetched_at", ctx.now}});
-}
-
-ActionOutcome generate_outreach_email(const Ctx& ctx) {
-    const std::string prospect = text_field(ctx.body, "prospectUrl");
-    const std::string host = url_host(prospect);
-    if (host.find('.') == std::string::npos) {
-        return fail(400, "prospectUrl must be a URL such as https://example.com/resources (got '" +
-                             prospect + "')");
-    }
-    const std::string tone = text_field(ctx.body, "tone", "professional");
-    auto r = ctx.rng("generate_outreach_email");
-    const ojson email = outreach_fields(ctx.client, prospect, tone, r);
-    ojson row{
-        {"prospect_url", prospect},
-        {"prospect_domain", host},
-        // A real gateway leaves it empty when it found no contact address for the prospect.
-        {"email_to", ctx.store.empty_recipients ? std::string() : "editor@" + host},
-        {"subject", email["subject"]}, {"html", email["html"]},   {"tone", tone},
-        {"status", "draft"},           {"sent_at", nullptr},      {"created_at", ctx.now},
-        {"updated_at", ctx.now}};
-    row["id"] = ctx.add("backlink_outreach", row);
-    return ok(
-        pick(row, {"id", "prospect_url", "email_to", "subject", "html", "status", "created_at"}));
-}
-
-ActionOutcome send_prospect_email(const Ctx& ctx) {
-    const std::string to = text_field(ctx.body, "to");
-    const auto at = to.find('@');
-    if (at == std::string::npos || at == 0 || at + 1 == to.size()) {
-        return fail(400,
-                    "to must be an e-mail address such as editor@example.com (got '" + to + "')");
-    }
-    const std::string email_id = text_field(ctx.body, "email_id");
-    std::optional<std::size_t> index;
-    if (!email_id.empty()) {
-        index = ctx.table("backlink_outreach").find(email_id);
-        if (!index) {
-            return fail(404, "unknown email_id '" + email_id + "' for client_id " + ctx.client.id +
-                                 "; read resource=backlink_outreach for drafted e-mails");
-        }
-    } else {
-        // Sending to an address with a draft sends that draft.
-        const Table& t = ctx.table("backlink_outreach");
-        for (std::size_t i = t.size(); i-- > 0 && !index;) {
-            const ojson row = t.parsed(i);
-            if (row.value("email_to", "") == to && row.value("status", "") == "draft") index = i;
-        }
-    }
-    ojson row;
-    if (index)
-        row = ctx.table("backlink_outreach").parsed(*index);
-    else {
-        const std::string domain = to.substr(at + 1);
-        row = ojson{{"prospect_url", "https://" + domain},
-                    {"prospect_domain", domain},
-                    {"tone", nullptr},
-                    {"created_at", ctx.now}};
-    }
-    row["email_to"] = to;
-    row["subject"] = text_field(ctx.body, "subject");
-    row["html"] = text_field(ctx.body, "html");
-    row["status"] = "sent";
-    if (!ctx.store.bare_records) row["sent_at"] = ctx.now;
-    row["updated_at"] = ctx.now;
-    if (index)
-        ctx.update("backlink_outreach", *index, row);
-    else
-        row["id"] = ctx.add("backlink_outreach", row);
-    return ok(pick(row, {"id", "email_to", "subject", "status", "sent_at"}));
 }
 
 ActionOutcome run_grid_search(const Ctx& ctx) {

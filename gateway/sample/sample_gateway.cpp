@@ -28,6 +28,9 @@ Gateway::Impl::Impl(Options opts) : options(std::move(opts)) {
     store.bare_records = options.bare_records;
     store.counts_only_reports = options.counts_only_reports;
     store.empty_recipients = options.empty_recipients;
+    store.outreach_body_field = options.outreach_body_field;
+    store.spec_shaped_answers = options.spec_shaped_answers;
+    store.slow_deploys = options.slow_deploys;
     resource_list = base::join(store.resources);
     build_discovery();
 }

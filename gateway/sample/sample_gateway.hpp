@@ -46,6 +46,17 @@ struct Options {
     // Keyed mode: discovery also tells the calling key's scopes (`"key": {"scopes": [...]}`),
     // which the spec does not promise.
     bool discovery_tells_scopes = false;
+    // Where generate_outreach_email's answer and the backlink_outreach row keep the draft's body:
+    // "html" (the sample's own), another name ("body_html", "body", "content"), a member of an
+    // object the answer nests ("email.body_html": the answer's subject moves there too), or ""
+    // for a gateway whose drafts carry no body at all.
+    std::string outreach_body_field = "html";
+    // Action answers only as much as the spec shows: generate_blog {id, post_title}, deploy_blog
+    // {id}; neither says whether an article went live.
+    bool spec_shaped_answers = false;
+    // Deploys take their time: an article deploy_blog or an auto-deploying client's generate_blog
+    // publishes is left "deploying" (it goes live later, outside the sample).
+    bool slow_deploys = false;
 };
 
 // Keyed mode: keys carry an agency and scopes; clients are linked to agencies.

@@ -186,6 +186,10 @@ struct Store {
     bool counts_only_reports = false;
     // Options::empty_recipients: outreach drafts carry no address.
     bool empty_recipients = false;
+    // Options::outreach_body_field, spec_shaped_answers, slow_deploys.
+    std::string outreach_body_field = "html";
+    bool spec_shaped_answers = false;
+    bool slow_deploys = false;
 
     Table& table(const std::string& resource, const std::string& client_id);
     const Table* find_table(const std::string& resource, const std::string& client_id) const;
