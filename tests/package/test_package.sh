@@ -126,7 +126,7 @@ initialize() {  # KEY -> the HTTP status of an initialize carrying it
   reply=$(tr -d '\r' <&5); exec 5<&-
   echo "$reply" | head -1 | cut -d' ' -f2
 }
-grep -q "the keys file $keys:" "$work/http.log" && { cat "$work/http.log"; fail "a warning about the packaged keys layout"; }
+grep -E "(warning|error).*the keys file $keys" "$work/http.log" && fail "a warning about the packaged keys layout"
 [ "$(initialize "$first_key")" = 200 ] || { cat "$work/http.log"; fail "the key was refused"; }
 new_key=$(in_root "$root" agency-mcp keys rotate --keys-file $keys --name ops 2>/dev/null)
 layout=$(in_root "$root" stat -c '%U:%G %a' $keys)
