@@ -1,9 +1,14 @@
 // keys add, list, remove and rotate, and the keys file as `serve --http` opens it.
 #include <algorithm>
+#include <optional>
 #include <iostream>
 #include <stdexcept>
+#include <vector>
 
+#include <grp.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
 #include "base/log.hpp"
 
 #include "app/commands.hpp"
@@ -21,6 +26,42 @@ std::string joined(const std::vector<std::string>& parts) {
     std::string out;
     for (const auto& p : parts) out += (out.empty() ? "" : ",") + p;
     return out;
+}
+
+std::string group_name(gid_t gid) {
+    const group* g = ::getgrgid(gid);
+    return g != nullptr ? std::string(g->gr_name) : std::to_string(gid);
+}
+
+// Whether this process runs as `gid` (its group, or one of its supplementary groups).
+bool runs_as_group(gid_t gid) {
+    if (gid == ::getegid()) return true;
+    std::vector<gid_t> groups(static_cast<std::size_t>(std::max(::getgroups(0, nullptr), 0)));
+    const int got = groups.empty() ? 0 : ::getgroups(static_cast<int>(groups.size()), groups.data());
+    groups.resize(static_cast<std::size_t>(std::max(got, 0)));
+    return std::find(groups.begin(), groups.end(), gid) != groups.end();
+}
+
+// Who besides this server can read the keys file (the hashes of every caller's key). Accepted:
+// no one (0600), or the group this server runs as (the Debian package's layout: 0640
+// root:agency-mcp, the service running as agency-mcp; or a SupplementaryGroups= of its unit).
+// Warned: every user, a group that is not the server's, a group that may change the file.
+std::optional<std::string> exposure(const struct stat& st) {
+    const unsigned mode = st.st_mode & 0777;
+    if ((mode & 007) != 0)
+        return fmt::format("every user on this machine can read it (mode {:04o}); chmod o-rwx it",
+                           mode);
+    if ((mode & 070) != 0 && !runs_as_group(st.st_gid))
+        return fmt::format(
+            "its group {} can read it (mode {:04o}) and this server does not run as that group "
+            "(it runs as {}); chgrp {} it, or chmod g-rwx it",
+            group_name(st.st_gid), mode, group_name(::getegid()), group_name(::getegid()));
+    if ((mode & 020) != 0)
+        return fmt::format(
+            "its group {} may change it (mode {:04o}), so this server could add keys to it; "
+            "chmod g-w it",
+            group_name(st.st_gid), mode);
+    return std::nullopt;
 }
 
 }  // namespace
@@ -94,9 +135,7 @@ std::shared_ptr<const mcp::KeyStore> open_keys_for_serving(const std::string& pa
             "the keys file " + path +
             " holds no key, so HTTP requests would NOT be authenticated; refusing to start. "
             "Add one with: agency-mcp keys add --name NAME --keys-file " + path);
-    if ((st.st_mode & 077) != 0)
-        log::warn("the keys file {} can be read by other users (mode {:o}); chmod 600 it", path,
-                  st.st_mode & 0777);
+    if (const auto why = exposure(st)) log::warn("the keys file {}: {}", path, *why);
     log::info("HTTP callers need a key: {} key(s) in {} (changes apply without a restart)",
               keys->size(), path);
     return keys;

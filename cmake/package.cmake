@@ -28,12 +28,30 @@ install(FILES ${PROJECT_SOURCE_DIR}/deploy/debian/agency-mcp.service
 # Settings may hold the gateway key: root only (systemd reads it as root for the service).
 install(FILES ${PROJECT_SOURCE_DIR}/deploy/debian/agency-mcp.env DESTINATION /etc/agency-mcp
         PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ)
+# The copyright file Debian policy asks for: the package's own terms and those of what the
+# binary carries inside it (SQLite and RE2 from their static archives; spdlog, fmt, nlohmann
+# json and CLI11 compiled in from their headers). The shared libraries' own packages have theirs.
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/operations.md
               ${PROJECT_SOURCE_DIR}/docs/deploy.md ${PROJECT_SOURCE_DIR}/docs/tools.md
               ${PROJECT_SOURCE_DIR}/docs/clients.md ${PROJECT_SOURCE_DIR}/docs/security.md
+              ${PROJECT_SOURCE_DIR}/docs/auth.md ${PROJECT_SOURCE_DIR}/deploy/debian/copyright
         DESTINATION share/doc/agency-mcp)
-install(FILES ${PROJECT_SOURCE_DIR}/deploy/haproxy.cfg
-              ${PROJECT_SOURCE_DIR}/deploy/agency-mcp@.service
+# The per-instance unit as an example for this package: its binary is /usr/bin/agency-mcp and
+# its documents are in /usr/share/doc (deploy/agency-mcp@.service names /usr/local, where
+# docs/deploy.md installs a binary built from source).
+set(AGENCY_INSTANCE_UNIT ${PROJECT_SOURCE_DIR}/deploy/agency-mcp@.service)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${AGENCY_INSTANCE_UNIT})
+file(READ ${AGENCY_INSTANCE_UNIT} agency_instance_unit)
+string(REPLACE "/usr/local/" "/usr/" agency_instance_unit "${agency_instance_unit}")
+set(agency_instance_example ${CMAKE_BINARY_DIR}/package-examples/agency-mcp@.service)
+set(agency_written "")
+if(EXISTS ${agency_instance_example})
+  file(READ ${agency_instance_example} agency_written)
+endif()
+if(NOT agency_written STREQUAL agency_instance_unit)  # unchanged: no new timestamp
+  file(WRITE ${agency_instance_example} "${agency_instance_unit}")
+endif()
+install(FILES ${PROJECT_SOURCE_DIR}/deploy/haproxy.cfg ${agency_instance_example}
         DESTINATION share/doc/agency-mcp/examples)
 
 set(CPACK_GENERATOR DEB)

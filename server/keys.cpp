@@ -1,9 +1,10 @@
 #include "server/keys.hpp"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <stdexcept>
 #include <tuple>
@@ -22,10 +23,38 @@ namespace {
 
 using KeyMap = std::unordered_map<std::string, KeyEntry>;  // by the key's SHA-256
 
+// Why this process cannot use the keys file: the errno, who owns the file and who we are, so
+// that the fix (the service's group, mode 0640) is plain.
+std::string unreadable(const std::string& path, int err) {
+    std::string text = "cannot read the keys file " + path + ": " + std::strerror(err);
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0)
+        text += fmt::format(" (owner uid {} gid {}, mode {:04o}; this process runs as uid {} gid {}: "
+                            "the file must be readable by its user or group, e.g. chgrp the "
+                            "service's group and chmod 0640)",
+                            st.st_uid, st.st_gid, st.st_mode & 07777, ::geteuid(), ::getegid());
+    return text;
+}
+
+// The file as JSON; a missing file holds no key. A file that exists but cannot be read throws:
+// taken for an empty one, it would refuse every caller (or, for `keys add`, be overwritten).
 json read_file(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) return json{{"keys", json::array()}};
-    json doc = json::parse(in, nullptr, false);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return json{{"keys", json::array()}};
+        throw std::runtime_error(unreadable(path, errno));
+    }
+    std::string text;
+    char buffer[8192];
+    ssize_t n = 0;
+    while ((n = ::read(fd, buffer, sizeof buffer)) != 0) {
+        if (n > 0) text.append(buffer, static_cast<std::size_t>(n));
+        else if (errno != EINTR) break;
+    }
+    const int err = errno;
+    ::close(fd);
+    if (n < 0) throw std::runtime_error(unreadable(path, err));
+    json doc = json::parse(text, nullptr, false);
     if (doc.is_discarded() || !doc.is_object() || !doc.contains("keys") || !doc["keys"].is_array())
         throw std::runtime_error("the keys file " + path +
                                  " is not valid: expected {\"keys\": [...]}");
@@ -61,28 +90,54 @@ std::string now_utc() {
 
 std::string new_key() { return "amcp_" + crypto::random_hex(24); }
 
-// Writes the whole document to a fresh 0600 file beside `path` and renames it over `path`:
-// a running server reading the file sees the old one or the new one, never a part.
+// Writes the whole document to a fresh file beside `path` and renames it over `path`: a
+// running server reading the file sees the old one or the new one, never a part. The new
+// file gets the old one's owner, group and mode (the packaged service reads a 0640
+// root:agency-mcp file through its group; a rewrite as 0600 root:root would lock it out), or
+// 0600 and this process's owner for a new file. A symbolic link is followed: the file it
+// names is the one rewritten. Anything that fails leaves the old file as it was.
 void write_file(const std::string& path, const json& doc) {
     std::filesystem::path p(path);
+    std::error_code ec;  // a file that does not exist yet is no link (its error is no failure)
+    for (int links = 0; std::filesystem::is_symlink(std::filesystem::symlink_status(p, ec)); ++links) {
+        const std::filesystem::path target = std::filesystem::read_symlink(p, ec);
+        if (ec || links == 40)
+            throw std::runtime_error("cannot write the keys file " + path +
+                                     ": cannot follow its symbolic link");
+        p = target.is_absolute() ? target : p.parent_path() / target;
+    }
+    ec.clear();
     if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-    const std::string tmp = path + ".tmp-" + crypto::random_hex(6);
+    struct stat old {};
+    const bool existed = ::stat(p.c_str(), &old) == 0;
+    const std::string tmp = p.string() + ".tmp-" + crypto::random_hex(6);
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) throw std::runtime_error("cannot write the keys file " + path);
+    if (fd < 0)
+        throw std::runtime_error("cannot write the keys file " + path + ": cannot create " + tmp +
+                                 ": " + std::strerror(errno));
+    std::string failure;
+    if (existed && (::fchown(fd, old.st_uid, old.st_gid) != 0 ||
+                    ::fchmod(fd, old.st_mode & 07777) != 0))
+        failure = fmt::format(": cannot give the new file the old one's owner uid {} gid {} and "
+                              "mode {:04o} ({}); run this as root or as the file's owner",
+                              old.st_uid, old.st_gid, old.st_mode & 07777, std::strerror(errno));
     const std::string text = doc.dump(2) + "\n";
     std::size_t done = 0;
-    while (done < text.size()) {
+    while (failure.empty() && done < text.size()) {
         const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n <= 0) break;
-        done += static_cast<std::size_t>(n);
+        if (n <= 0) failure = std::string(": ") + std::strerror(n < 0 ? errno : EIO);
+        else done += static_cast<std::size_t>(n);
     }
-    const bool ok = done == text.size() && ::fsync(fd) == 0;
+    if (failure.empty() && ::fsync(fd) != 0) failure = std::string(": ") + std::strerror(errno);
     ::close(fd);
-    std::error_code ec;
-    if (ok) std::filesystem::rename(tmp, p, ec);
-    if (!ok || ec) {
+    if (failure.empty()) {
+        std::filesystem::rename(tmp, p, ec);
+        if (ec) failure = ": " + ec.message();
+    }
+    if (!failure.empty()) {
         std::filesystem::remove(tmp, ec);
-        throw std::runtime_error("cannot write the keys file " + path);
+        throw std::runtime_error("cannot write the keys file " + path + failure +
+                                 " (nothing was changed)");
     }
 }
 

@@ -1,7 +1,9 @@
 // The server's own API keys for HTTP callers. The keys file stores a SHA-256 of each key (keys
 // are 192-bit random, so a plain hash is enough), with a name and scopes; a key is shown once,
-// when created or rotated. Every change to the file is written whole to a private temporary
-// file (0600) and renamed over it, so a reader never sees half a file.
+// when created or rotated. Every change to the file is written whole to a temporary file beside
+// it and renamed over it, so a reader never sees half a file; the new file keeps the old one's
+// owner, group and mode (a service that reads it through its group keeps reading it). A file
+// that exists but cannot be read is an error, never taken for one that holds no key.
 #pragma once
 
 #include <memory>
@@ -24,11 +26,12 @@ struct KeyEntry {
 class KeyStore {
 public:
     // Loads the file (a missing file holds no key); throws std::runtime_error with a clear
-    // message when it is malformed. The store then follows the file: authenticate() re-reads
+    // message when it is malformed or cannot be read. The store then follows the file: authenticate() re-reads
     // it when it changed on disk (one stat per call), so a removed or rotated key stops
     // working without a restart.
     static KeyStore load(const std::string& path);
-    // Creates a key, adds it to the file (created 0600 if absent), returns the key.
+    // Creates a key, adds it to the file (created 0600 if absent), returns the key. Every
+    // rewrite keeps the file's owner, group and mode, or changes nothing and throws.
     static std::string add(const std::string& path, const std::string& name,
                            const std::vector<std::string>& scopes);
     // Every key's name, scopes and times, in the file's order; never a hash.

@@ -247,12 +247,17 @@ test('claude-code over HTTP: claude mcp add --transport http NAME URL --header',
   await overHttp(p.positional[1], headers);
 });
 
-// The Inspector CLI itself (pinned in package.json) runs the snippet's command line.
+// The Inspector CLI itself (pinned in package.json) runs the snippet's command line. The
+// snippet names that version: without one, npx takes the newest release whose `engines` accept
+// the user's Node, which on Node 20 is 0.15.0, a CLI without --header or --transport.
+const inspectorVersion = JSON.parse(readFileSync(path.join(here, 'package.json'), 'utf8'))
+  .dependencies['@modelcontextprotocol/inspector-cli'];
 async function inspector(tag, serverUrl) {
   const b = block(tag);
   assert.equal(b.lang, 'sh');
   const argv = words(fill(b.text));
-  assert.deepEqual(argv.slice(0, 3), ['npx', '@modelcontextprotocol/inspector', '--cli']);
+  assert.deepEqual(argv.slice(0, 3),
+    ['npx', `@modelcontextprotocol/inspector@${inspectorVersion}`, '--cli']);
   let rest = argv.slice(3);
   if (serverUrl) rest = rest.map((a) => (a.startsWith('http://') ? onServerPort(a, serverUrl).href : a));
   const cli = path.join(here, 'node_modules/@modelcontextprotocol/inspector-cli/build/cli.js');

@@ -2,7 +2,8 @@
 # The Debian package, installed as an operator would: `apt-get install ./agency-mcp_*.deb` in a
 # fresh Debian 12 root (debootstrap, minbase), apt resolving the dependencies; then the
 # installed binary runs (--version, tools/list over stdio as the service user, serve --http
-# answering /readyz and draining on SIGTERM), and purge removes the user and the state.
+# answering /readyz, following a keys file root rotates under the packaged layout, draining on
+# SIGTERM), and purge removes the user and the state.
 # Usage: test_package.sh BUILD_DIR. Needs root (debootstrap, chroot); exits 77 (skipped)
 # otherwise. The minimal root and apt's downloads are cached outside the tree
 # (scripts/lib/debian_root.sh), so only the first run on a machine waits for debootstrap.
@@ -35,6 +36,19 @@ rm -f "$build"/package/agency-mcp_*.deb
 deb=$(ls "$build"/package/agency-mcp_*.deb)
 dpkg-deb --field "$deb" Package Version Architecture Depends Suggests Installed-Size
 dpkg-deb --field "$deb" Depends | grep -q 'libc6' || { echo "no shared-library dependencies"; exit 1; }
+# What the package holds, before the slow part: the copyright file Debian policy asks for, every
+# page the installed documents point to, and the per-instance example naming this package's
+# binary (issue 31).
+contents=$(dpkg-deb -c "$deb" | awk '{print $NF}')
+for f in copyright auth.md operations.md deploy.md examples/agency-mcp@.service; do
+  echo "$contents" | grep -qx "./usr/share/doc/agency-mcp/$f" ||
+    { echo "FAIL: the package has no /usr/share/doc/agency-mcp/$f"; exit 1; }
+done
+example=$(dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/agency-mcp/examples/agency-mcp@.service)
+echo "$example" | grep -q '^ExecStart=/usr/bin/agency-mcp ' && ! echo "$example" | grep -q /usr/local ||
+  { echo "FAIL: the example agency-mcp@.service does not run /usr/bin/agency-mcp"; exit 1; }
+dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/agency-mcp/copyright |
+  grep -q '^License: BSD-3-google' || { echo "FAIL: the copyright file lacks RE2's terms"; exit 1; }
 
 echo "== a fresh Debian 12 root"
 debian_root_make "$root"
@@ -76,9 +90,15 @@ echo "$answer" | grep -q '"id":2' && echo "$answer" | grep -q '"list_clients"' |
   { echo "$answer" | head -c 600; cat "$work/stdio.log"; fail "no tools/list answer"; }
 echo "  $(echo "$answer" | grep -o '"name":"[a-z_]*"' | wc -l) tools listed"
 
-echo "== serve --http: /healthz, /readyz, SIGTERM"
+echo "== keys under the package: created by root, given to the group agency-mcp (agency-mcp.env)"
+keys=/etc/agency-mcp/keys
+first_key=$(in_root "$root" agency-mcp keys add --keys-file $keys --name ops --scopes read 2>/dev/null)
+in_root "$root" chgrp agency-mcp $keys
+in_root "$root" chmod 0640 $keys
+
+echo "== serve --http as the unit runs it: /healthz, /readyz, a key rotated while serving, SIGTERM"
 chroot "$root" env -i PATH=/usr/bin:/bin AGENCY_STATE_DB=/var/lib/agency-mcp/state.db \
-  setpriv --reuid agency-mcp --regid agency-mcp --clear-groups \
+  AGENCY_KEYS_FILE=$keys setpriv --reuid agency-mcp --regid agency-mcp --clear-groups \
   agency-mcp serve --http --listen 127.0.0.1:0 2>"$work/http.log" &
 server_pid=$!
 . "$(dirname "$0")/../lib/wait_for_url.sh"
@@ -97,6 +117,24 @@ ready=$(get /readyz)
 echo "  /healthz: $live"; echo "  /readyz: $ready"
 [[ $live == 200* ]] || fail "/healthz"
 [[ $ready == 200*'"status":"ready"'* ]] || fail "/readyz"
+initialize() {  # KEY -> the HTTP status of an initialize carrying it
+  local body='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
+  exec 5<>"/dev/tcp/127.0.0.1/$port" || return 1
+  printf 'POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nX-API-Key: %s\r\nContent-Length: %s\r\nConnection: close\r\n\r\n%s' \
+    "$port" "$1" "${#body}" "$body" >&5
+  local reply
+  reply=$(tr -d '\r' <&5); exec 5<&-
+  echo "$reply" | head -1 | cut -d' ' -f2
+}
+grep -E "(warning|error).*the keys file $keys" "$work/http.log" && fail "a warning about the packaged keys layout"
+[ "$(initialize "$first_key")" = 200 ] || { cat "$work/http.log"; fail "the key was refused"; }
+new_key=$(in_root "$root" agency-mcp keys rotate --keys-file $keys --name ops 2>/dev/null)
+layout=$(in_root "$root" stat -c '%U:%G %a' $keys)
+echo "  after keys rotate: $layout; the new key: $(initialize "$new_key"), the old one: $(initialize "$first_key")"
+[ "$layout" = "root:agency-mcp 640" ] || fail "keys rotate left the file $layout"
+[ "$(initialize "$new_key")" = 200 ] || { cat "$work/http.log"; fail "the rotated key was refused"; }
+[ "$(initialize "$first_key")" = 401 ] || fail "the old key still works"
+grep -q '0 key(s) now' "$work/http.log" && { cat "$work/http.log"; fail "the service lost its keys"; }
 kill -TERM "$server_pid"
 status=0; wait "$server_pid" || status=$?
 server_pid=""
