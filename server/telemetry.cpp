@@ -29,8 +29,9 @@ metrics::HistogramFamily& operation_duration() {
 metrics::CounterFamily& tool_calls() {
     static auto* family = new metrics::CounterFamily(
         "agency_mcp_tool_calls_total",
-        "tools/call requests by tool, outcome (ok, tool_error, rpc_error, input_required, task) "
-        "and protocol era (legacy: initialize and sessions; modern: 2026-07-28)",
+        "tools/call requests by tool, outcome (ok, tool_error, rpc_error, rate_limited, "
+        "input_required, task) and protocol era (legacy: initialize and sessions; modern: "
+        "2026-07-28)",
         {"gen_ai_tool_name", "outcome", "era"});
     return *family;
 }
