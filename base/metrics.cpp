@@ -1,13 +1,23 @@
 #include "base/metrics.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <sstream>
 #include <unordered_map>
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
@@ -67,6 +77,101 @@ private:
     std::mutex mutex_;
     std::unordered_map<std::string, Metric*> series_;
 };
+
+// What /proc/self/stat says of this process (proc(5)), in seconds and bytes.
+struct SelfStat {
+    double cpu_seconds = 0;     // utime + stime
+    double started_ticks = 0;   // starttime: clock ticks after boot
+    double virtual_bytes = 0;   // vsize
+    double resident_bytes = 0;  // rss (pages) times the page size
+};
+
+std::string slurp(const char* path) {
+    std::ifstream in(path);
+    return {std::istreambuf_iterator<char>(in), {}};
+}
+
+std::optional<SelfStat> read_self_stat() {
+    const std::string text = slurp("/proc/self/stat");
+    // The command name (field 2) is in parentheses and may hold spaces or ')': the fields
+    // that follow start after the last ')'.
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) return std::nullopt;
+    std::istringstream rest(text.substr(close + 1));
+    std::vector<std::string> fields;  // fields[0] is field 3 (state)
+    for (std::string field; fields.size() < 22 && rest >> field;) fields.push_back(field);
+    if (fields.size() < 22) return std::nullopt;
+    const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
+    const double page = static_cast<double>(::sysconf(_SC_PAGESIZE));
+    if (ticks <= 0 || page <= 0) return std::nullopt;
+    const auto field = [&](int n) {
+        return std::strtod(fields[static_cast<std::size_t>(n - 3)].c_str(), nullptr);
+    };
+    return SelfStat{.cpu_seconds = (field(14) + field(15)) / ticks,
+                    .started_ticks = field(22) / ticks,
+                    .virtual_bytes = field(23),
+                    .resident_bytes = field(24) * page};
+}
+
+// When the machine booted, in seconds since the epoch (/proc/stat's btime); 0 if unknown.
+double boot_time() {
+    static const double at = [] {
+        const std::string text = slurp("/proc/stat");
+        const auto line = text.find("\nbtime ");
+        return line == std::string::npos ? 0.0 : std::strtod(text.c_str() + line + 7, nullptr);
+    }();
+    return at;
+}
+
+// Open file descriptors: the entries of /proc/self/fd (the one reading it included, as the
+// client libraries count them); -1 if it cannot be read.
+double open_fds() {
+    std::error_code ec;
+    std::filesystem::directory_iterator it("/proc/self/fd", ec);
+    if (ec) return -1;
+    double n = 0;
+    for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
+        if (ec) return -1;
+        ++n;
+    }
+    return n;
+}
+
+// The process metrics Prometheus's client libraries export (client_golang's process
+// collector; prometheus-cpp has none), read from /proc/self at each render, so they are true
+// at the scrape. One that cannot be read is left out rather than shown as 0.
+std::vector<prometheus::MetricFamily> process_families() {
+    std::vector<prometheus::MetricFamily> out;
+    const auto add = [&out](const char* name, const char* help, prometheus::MetricType type,
+                            double value) {
+        prometheus::ClientMetric metric;
+        if (type == prometheus::MetricType::Counter)
+            metric.counter.value = value;
+        else
+            metric.gauge.value = value;
+        out.push_back({name, help, type, {std::move(metric)}});
+    };
+    using prometheus::MetricType;
+    if (const auto stat = read_self_stat()) {
+        add("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+            MetricType::Counter, stat->cpu_seconds);
+        add("process_resident_memory_bytes", "Resident memory size in bytes.", MetricType::Gauge,
+            stat->resident_bytes);
+        add("process_virtual_memory_bytes", "Virtual memory size in bytes.", MetricType::Gauge,
+            stat->virtual_bytes);
+        if (const double boot = boot_time(); boot > 0)
+            add("process_start_time_seconds",
+                "Start time of the process since unix epoch in seconds.", MetricType::Gauge,
+                boot + stat->started_ticks);
+    }
+    if (const double fds = open_fds(); fds >= 0)
+        add("process_open_fds", "Number of open file descriptors.", MetricType::Gauge, fds);
+    rlimit files{};
+    if (::getrlimit(RLIMIT_NOFILE, &files) == 0)
+        add("process_max_fds", "Maximum number of open file descriptors.", MetricType::Gauge,
+            static_cast<double>(files.rlim_cur));
+    return out;
+}
 
 }  // namespace
 
@@ -152,7 +257,9 @@ std::string render() {
         std::lock_guard lock(h.mutex);
         for (auto& [id, hook] : h.hooks) hook();
     }
-    return prometheus::TextSerializer().Serialize(registry().Collect());
+    auto families = registry().Collect();
+    for (auto& family : process_families()) families.push_back(std::move(family));
+    return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace agency::base::metrics

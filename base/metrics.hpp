@@ -70,7 +70,10 @@ std::string http_status_label(int status);
 int add_render_hook(std::function<void()> hook);
 void remove_render_hook(int id);
 
-// Every family in the Prometheus text exposition format (version 0.0.4).
+// Every family in the Prometheus text exposition format (version 0.0.4), then the standard
+// process metrics (process_cpu_seconds_total, process_resident_memory_bytes,
+// process_virtual_memory_bytes, process_start_time_seconds, process_open_fds, process_max_fds)
+// read from /proc/self at the call, as Prometheus's client libraries export them.
 std::string render();
 constexpr const char* kContentType = "text/plain; version=0.0.4; charset=utf-8";
 

@@ -4,6 +4,8 @@
 #include <string_view>
 #include <utility>
 
+#include "server/telemetry.hpp"
+
 namespace agency::mcp {
 
 // A request that carries a body (announced by length or chunked).
@@ -157,6 +159,18 @@ void install_extra_routes(httplib::Server& http, const std::vector<HttpRoute>& r
         else
             http.Get(pattern, handler);
     }
+}
+
+void count_answers(httplib::Server& http, const std::string& endpoint,
+                   std::initializer_list<const std::vector<HttpRoute>*> route_lists) {
+    std::vector<std::string> paths{endpoint};
+    for (const auto* routes : route_lists)
+        for (const auto& route : *routes) paths.push_back(route.path);
+    // Called once each answer has been written (its stream too), on the connection's thread.
+    http.set_logger([count = HttpAnswerCounter(std::move(paths))](const httplib::Request& req,
+                                                                  const httplib::Response& res) {
+        count(req.method, req.path, res.status);
+    });
 }
 
 }  // namespace agency::mcp

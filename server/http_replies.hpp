@@ -2,11 +2,11 @@
 // their HTTP status, "come back later" at a bound, and the status of a modern-era reply.
 #pragma once
 
+#include <initializer_list>
 #include <string>
+#include <vector>
 
 #include <httplib.h>
-
-#include <vector>
 
 #include "server/authenticator.hpp"
 #include "server/http_routes.hpp"
@@ -31,6 +31,10 @@ bool read_bounded_body(const httplib::Request& req, httplib::Response& res,
                        const httplib::ContentReader& reader, std::size_t limit, std::string& body);
 // Serves each route at its exact path (HttpOptions::routes).
 void install_extra_routes(httplib::Server& http, const std::vector<HttpRoute>& routes);
+// Counts every answer `http` sends, by method, route and status (server/telemetry.hpp,
+// HttpAnswerCounter): the routes are `endpoint` and those of `route_lists`.
+void count_answers(httplib::Server& http, const std::string& endpoint,
+                   std::initializer_list<const std::vector<HttpRoute>*> route_lists);
 // Modern-era JSON-RPC errors travel with a matching HTTP status.
 int http_status_for_modern_error(const std::string& reply);
 // The status of a reply: 429 with Retry-After for a caller over its rate limit (either era),

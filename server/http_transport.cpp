@@ -10,11 +10,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include <httplib.h>
-#include "base/log.hpp"
-
 #include "base/clock.hpp"
 #include "base/crypto.hpp"
+#include "base/log.hpp"
 #include "base/text.hpp"
 #include "net/socket_stream.hpp"
 #include "net/work_queue.hpp"
@@ -535,8 +533,10 @@ void HttpTransport::Impl::install_routes() {
     http.Delete(options.path, [this](const httplib::Request& req, httplib::Response& res) {
         handle_delete(req, res);
     });
+    const auto oauth_routes = options.authenticator->routes();  // RFC 9728 metadata
     install_extra_routes(http, options.routes);
-    install_extra_routes(http, options.authenticator->routes());  // OAuth: RFC 9728 metadata
+    install_extra_routes(http, oauth_routes);
+    count_answers(http, options.path, {&options.routes, &oauth_routes});
     http.Get(options.path, [](const httplib::Request&, httplib::Response& res) {
         res.set_header("Allow", "POST, DELETE");
         send_json_error(res, 405, nullptr, error_code::invalid_request,

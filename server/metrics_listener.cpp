@@ -6,6 +6,7 @@
 
 #include "base/metrics.hpp"
 #include "net/socket_stream.hpp"
+#include "server/telemetry.hpp"
 
 namespace agency::mcp {
 
@@ -42,6 +43,10 @@ int MetricsListener::start(const std::string& host, int port) {
     });
     http->set_error_handler([](const httplib::Request&, httplib::Response& res) {
         if (res.status == 404) res.set_content("only GET /metrics is served here\n", "text/plain");
+    });
+    http->set_logger([count = HttpAnswerCounter({"/metrics"})](const httplib::Request& req,
+                                                               const httplib::Response& res) {
+        count(req.method, req.path, res.status);
     });
     const int bound =
         port == 0 ? http->bind_to_any_port(host) : (http->bind_to_port(host, port) ? port : -1);

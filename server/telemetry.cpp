@@ -29,8 +29,9 @@ metrics::HistogramFamily& operation_duration() {
 metrics::CounterFamily& tool_calls() {
     static auto* family = new metrics::CounterFamily(
         "agency_mcp_tool_calls_total",
-        "tools/call requests by tool, outcome (ok, tool_error, rpc_error, input_required, task) "
-        "and protocol era (legacy: initialize and sessions; modern: 2026-07-28)",
+        "tools/call requests by tool, outcome (ok, tool_error, rpc_error, rate_limited, "
+        "input_required, task) and protocol era (legacy: initialize and sessions; modern: "
+        "2026-07-28)",
         {"gen_ai_tool_name", "outcome", "era"});
     return *family;
 }
@@ -60,9 +61,52 @@ metrics::GaugeFamily& gauges() {
     return *family;
 }
 
+metrics::CounterFamily& rate_limit_refusals() {
+    static auto* family = new metrics::CounterFamily(
+        "agency_mcp_rate_limit_refusals_total",
+        "Requests the per-caller rate limit refused (JSON-RPC -32029, HTTP 429), by method and "
+        "target: the tool (tools/call), prompt (prompts/get), resource URI or URI template "
+        "(resources/read); empty for other methods and names the server does not have",
+        {"mcp_method_name", "target"});
+    return *family;
+}
+
+metrics::CounterFamily& http_answers() {
+    static auto* family = new metrics::CounterFamily(
+        "agency_mcp_http_responses_total",
+        "HTTP answers sent, by request method, route (a path served; other: any other path) "
+        "and status code",
+        {"http_request_method", "http_route", "http_response_status_code"});
+    return *family;
+}
+
+// The compiler that built this binary, as a label value.
+std::string compiler() {
+#if defined(__clang__)
+    return "clang " + std::to_string(__clang_major__) + "." + std::to_string(__clang_minor__) +
+           "." + std::to_string(__clang_patchlevel__);
+#elif defined(__GNUC__)
+    return "gcc " + std::to_string(__GNUC__) + "." + std::to_string(__GNUC_MINOR__) + "." +
+           std::to_string(__GNUC_PATCHLEVEL__);
+#else
+    return "other";
+#endif
+}
+
+// 1, labelled with what was built: which version a fleet runs shows in one query.
+void register_build_info() {
+    static auto* family = new metrics::GaugeFamily(
+        "agency_build_info",
+        "agency-mcp's build: its version, the newest MCP protocol version it speaks and the "
+        "compiler; always 1",
+        {"version", "mcp_protocol_version", "compiler"});
+    family->set({AGENCY_VERSION, kModernVersion, compiler()}, 1);
+}
+
 // Every family shows from the start, not from its first use.
 [[maybe_unused]] const bool g_registered =
-    (operation_duration(), tool_calls(), tasks(), gauges(), true);
+    (operation_duration(), tool_calls(), tasks(), gauges(), rate_limit_refusals(), http_answers(),
+     register_build_info(), true);
 
 // Error codes this server sends; a client's own (an answer to our request) may be any number,
 // and a label must come from a bounded set.
@@ -145,8 +189,15 @@ RequestObserver::~RequestObserver() {
 }
 
 void RequestObserver::rpc_error(int code) {
-    outcome_ = "rpc_error";
-    error_type_ = error_label(code);
+    // A refusal by the rate limit is the caller's pace, not a failure: named as such.
+    const bool limited = code == error_code::rate_limited;
+    outcome_ = limited ? "rate_limited" : "rpc_error";
+    error_type_ = limited ? "rate_limited" : error_label(code);
+}
+
+void RequestObserver::rate_limited(std::string_view method, std::string_view target) {
+    rate_limit_refusals().add({method, target});
+    if (t_observer && method == "tools/call") t_observer->tool_.assign(target);
 }
 
 void RequestObserver::tool_found(std::string_view tool) {
@@ -176,6 +227,19 @@ void count_task_status(TaskStatus status) { tasks().add({to_string(status)}); }
 void count_task_running(int delta) { gauges().add({"tasks"}, delta); }
 
 void count_stream(int delta) { gauges().add({"streams"}, delta); }
+
+HttpAnswerCounter::HttpAnswerCounter(std::vector<std::string> routes)
+    : routes_(std::move(routes)) {}
+
+void HttpAnswerCounter::operator()(std::string_view method, std::string_view path,
+                                   int status) const {
+    static constexpr std::array<std::string_view, 9> kMethods{
+        "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"};
+    const bool known_method = std::find(kMethods.begin(), kMethods.end(), method) != kMethods.end();
+    const bool known_route = std::find(routes_.begin(), routes_.end(), path) != routes_.end();
+    http_answers().add({known_method ? method : "other", known_route ? path : "other",
+                        metrics::http_status_label(status)});
+}
 
 SessionGauge::SessionGauge(const Server& server)
     : hook_(metrics::add_render_hook([&server] {

@@ -3,13 +3,15 @@
 // and its metrics (duration by method, tool and outcome; tool calls by tool, outcome and era;
 // tasks, streams, sessions). Names follow the OpenTelemetry MCP conventions where they have one
 // (mcp.server.operation.duration with mcp.method.name, gen_ai.tool.name, error.type), in
-// Prometheus form.
+// Prometheus form. Also: rate-limit refusals, HTTP answers by route and status, and
+// agency_build_info.
 #pragma once
 
 #include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/trace_context.hpp"
 #include "server/mcp_server.hpp"
@@ -34,6 +36,11 @@ public:
     // knows: a label) and how it ended ("ok", "tool_error", "input_required", "task").
     static void tool_found(std::string_view tool);
     static void tool_outcome(std::string_view outcome);
+    // The per-caller rate limit refused the request on this thread (Server::Impl::charge):
+    // counted by method and `target` (the tool, prompt, resource URI or URI template it asked
+    // for, when the server has it: a bounded set; else ""). A tools/call's own metrics carry
+    // the tool; rpc_error(rate_limited) then labels the request `rate_limited`.
+    static void rate_limited(std::string_view method, std::string_view target);
 
 private:
     bool request_ = false;
@@ -58,6 +65,20 @@ void count_task_status(TaskStatus status);
 void count_task_running(int delta);
 // Streamed (SSE) answers opened (+1) or closed (-1).
 void count_stream(int delta);
+
+// HTTP answers a listener sent, by method, route and status (its logger calls it once per
+// answer). Labels stay bounded whatever callers send: a path not among `routes` (those the
+// listener serves) counts as route "other", a method HTTP does not define as "other", a
+// status as base::metrics::http_status_label says.
+class HttpAnswerCounter {
+public:
+    explicit HttpAnswerCounter(std::vector<std::string> routes);
+    void operator()(std::string_view method, std::string_view path, int status) const;
+
+private:
+    std::vector<std::string> routes_;
+};
+
 // Sets the open-sessions gauge to `server`'s count at each render, until the returned
 // guard goes.
 class SessionGauge {

@@ -9,12 +9,32 @@
 namespace agency::mcp {
 
 // Throws rate_limited (the transport's 429) when the caller cannot afford `units` now, naming
-// the cost and what a unit is. Refusals are logged once, then summarised per interval.
+// the cost and what a unit is. Refusals are logged once, then summarised per interval, and
+// counted by method and target (server/telemetry.hpp).
 void Server::Impl::charge(const std::string& principal, const std::string& method,
                           std::string_view subject, int units) {
     if (!rate_limiter) return;
     auto wait = rate_limiter->take(principal, units);
     if (!wait) return;
+    // What was refused, as a metrics label: a tool, prompt, resource URI or URI template this
+    // server has (a bounded set), never the caller's own text; else "".
+    const auto target = [&, name = std::string(subject)]() -> std::string {
+        if (method == "tools/call") {
+            const ToolDef* tool = find_tool(name);
+            return tool && tool_visible(*tool) ? name : std::string();
+        }
+        if (method == "prompts/get")
+            for (const PromptDef& p : prompts)
+                if (p.name == name) return name;
+        if (method == "resources/read") {
+            for (const ResourceDef& r : resources)
+                if (r.uri == name) return name;
+            for (const ResourceTemplateDef& t : templates)
+                if (t.cost && t.cost(name) > 0) return t.uri_template;
+        }
+        return {};
+    };
+    RequestObserver::rate_limited(method, target());
     const RateLimit& limit = rate_limiter->limit();
     const int burst = rate_limiter->burst();
     refusals->write(log::Level::warn, "refused over the rate limit", principal,
@@ -42,8 +62,14 @@ void Server::Impl::charge(const std::string& principal, const std::string& metho
 
 std::optional<std::string> Server::call_tool(const json& id, const json& params,
                                              RequestContext& ctx) {
-    // Before anything else runs: a caller over its limit costs the server nothing more.
-    impl_->charge(ctx.principal.name, "tools/call", "", 1);
+    // Before anything else runs: a caller over its limit costs the server nothing more. A
+    // refusal names the tool when the server has it (the message, the metrics' label).
+    const auto asked = params.find("name");
+    const ToolDef* known = asked != params.end() && asked->is_string()
+                               ? impl_->find_tool(asked->get_ref<const std::string&>())
+                               : nullptr;
+    impl_->charge(ctx.principal.name, "tools/call",
+                  known && impl_->tool_visible(*known) ? known->name : std::string(), 1);
     std::string name = require_string(params, "name");
     auto found = impl_->tool_index.find(name);
     if (found == impl_->tool_index.end() || !impl_->tool_visible(impl_->tools[found->second]))

@@ -2,6 +2,8 @@
 // on its own address while stdout carries only protocol, the counts follow the calls, promtool
 // accepts the exposition, and every log line is one JSON object, those of a call carrying its
 // trace id, tool and principal (also from the audit worker's thread), never the gateway key.
+// Over HTTP (serve --http): rate-limit refusals by tool and reason, HTTP answers by route and
+// status, the process metrics and agency_build_info.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -213,5 +216,133 @@ TEST(MetricsCli, StdioServesMetricsOnItsOwnAddressAndLogsJsonLines) {
     }
     EXPECT_GT(n, 0);
     EXPECT_TRUE(audit_line) << err;
+    fs::remove_all(dir);
+}
+
+namespace {
+
+// `agency-mcp serve --http` on an ephemeral port, in the background, on the built-in sample
+// gateway; `port` is 0 when it did not start.
+class HttpServe {
+public:
+    HttpServe(const fs::path& dir, const std::string& args) : err_(dir / "http-stderr.txt") {
+        const std::string command =
+            "exec env -u AGENCY_GATEWAY_URL -u AGENCY_KEYS_FILE -u AGENCY_RATE_LIMIT "
+            "-u AGENCY_RATE_LIMIT_BURST -u AGENCY_METRICS_LISTEN '" +
+            std::string(AGENCY_BINARY) + "' serve --http --listen 127.0.0.1:0 " + args +
+            " < /dev/null > /dev/null 2> '" + err_.string() + "'";
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+            ::_exit(127);
+        }
+        const std::string marker = "MCP over Streamable HTTP at http://127.0.0.1:";
+        for (int i = 0; i < 500 && port == 0; ++i) {
+            const std::string text = stderr_text();
+            if (const auto at = text.find(marker); at != std::string::npos)
+                port = std::atoi(text.c_str() + at + marker.size());
+            else
+                std::this_thread::sleep_for(20ms);
+        }
+    }
+    ~HttpServe() {
+        if (pid_ > 0) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, nullptr, 0);
+        }
+    }
+    std::string stderr_text() const {
+        std::ifstream in(err_);
+        return {std::istreambuf_iterator<char>(in), {}};
+    }
+    int port = 0;
+
+private:
+    fs::path err_;
+    pid_t pid_ = -1;
+};
+
+double seconds_since_epoch() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+}  // namespace
+
+// Issue 31 item 6, the real binary over HTTP: a caller over its rate limit is counted with the
+// tool it asked for and the reason; every HTTP answer by route and status; the standard
+// process metrics, true of the serving process; agency_build_info; and promtool accepts it all.
+TEST(MetricsCli, HttpServeCountsRefusalsAnswersAndTheProcess) {
+    const fs::path dir =
+        fs::temp_directory_path() / ("agency-metrics-http-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const double launched = seconds_since_epoch();
+    HttpServe serve(dir, "--state-db :memory: --rate-limit 1/minute --rate-limit-burst 1");
+    ASSERT_GT(serve.port, 0) << serve.stderr_text();
+    httplib::Client client("127.0.0.1", serve.port);
+    const httplib::Headers headers{{"MCP-Protocol-Version", "2026-07-28"},
+                                   {"Mcp-Method", "tools/call"},
+                                   {"Mcp-Name", "list_clients"},
+                                   {"Accept", "application/json, text/event-stream"}};
+    const std::string body = call(1, "list_clients", json::object()).dump();
+    auto res = client.Post("/mcp", headers, body, "application/json");
+    ASSERT_TRUE(res) << serve.stderr_text();
+    EXPECT_EQ(res->status, 200) << res->body;
+    res = client.Post("/mcp", headers, body, "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 429) << "one unit a minute, spent: " << res->body;
+    EXPECT_EQ(client.Get("/healthz")->status, 200);
+    EXPECT_EQ(client.Get("/no-such-route")->status, 404);
+
+    using agency::testing::metric_value;
+    const auto answers = [](const std::string& text, const char* method, const char* route,
+                            const char* status) {
+        return metric_value(text, "agency_mcp_http_responses_total",
+                            {{"http_request_method", method},
+                             {"http_route", route},
+                             {"http_response_status_code", status}});
+    };
+    // An answer is counted once written: the scrape after the last one shows it.
+    std::string text;
+    for (int i = 0; i < 200; ++i) {
+        auto scraped = client.Get("/metrics");
+        ASSERT_TRUE(scraped);
+        ASSERT_EQ(scraped->status, 200);
+        text = scraped->body;
+        if (answers(text, "GET", "other", "404") >= 1) break;
+        std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_EQ(metric_value(text, "agency_mcp_tool_calls_total",
+                           {{"gen_ai_tool_name", "list_clients"}, {"outcome", "rate_limited"}}),
+              1);
+    EXPECT_EQ(metric_value(text, "agency_mcp_rate_limit_refusals_total",
+                           {{"mcp_method_name", "tools/call"}, {"target", "list_clients"}}),
+              1);
+    EXPECT_EQ(metric_value(text, "mcp_server_operation_duration_seconds_count",
+                           {{"gen_ai_tool_name", "list_clients"}, {"error_type", "rate_limited"}}),
+              1);
+    EXPECT_EQ(answers(text, "POST", "/mcp", "200"), 1);
+    EXPECT_EQ(answers(text, "POST", "/mcp", "429"), 1);
+    EXPECT_EQ(answers(text, "GET", "/healthz", "200"), 1);
+    EXPECT_EQ(answers(text, "GET", "other", "404"), 1);
+
+    // The process metrics are the serving process's, read at the scrape.
+    const double started = metric_value(text, "process_start_time_seconds", {});
+    EXPECT_GE(started, launched - 2) << text.substr(0, 2000);
+    EXPECT_LE(started, seconds_since_epoch() + 1);
+    const double resident = metric_value(text, "process_resident_memory_bytes", {});
+    EXPECT_GT(resident, 1 << 20) << "a running server holds more than 1 MiB";
+    EXPECT_GE(metric_value(text, "process_virtual_memory_bytes", {}), resident);
+    const double fds = metric_value(text, "process_open_fds", {});
+    EXPECT_GE(fds, 4) << "stdin, stdout, stderr and the listener at least";
+    EXPECT_LE(fds, metric_value(text, "process_max_fds", {}));
+    EXPECT_NE(text.find("\nprocess_cpu_seconds_total "), std::string::npos);
+    EXPECT_NE(text.find("# TYPE process_cpu_seconds_total counter"), std::string::npos);
+    EXPECT_EQ(metric_value(text, "agency_build_info", {{"version", AGENCY_VERSION}}), 1);
+
+    std::ofstream(dir / "http-metrics.txt") << text;
+    const auto lint = agency::testing::promtool_check(dir / "http-metrics.txt");
+    EXPECT_EQ(lint.first, 0) << lint.second;
+    EXPECT_EQ(lint.second, "");
     fs::remove_all(dir);
 }
