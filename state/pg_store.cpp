@@ -147,6 +147,23 @@ std::string PgStore::redact(std::string_view url) {
 
 // --- the pool --------------------------------------------------------------------------------
 
+namespace {
+
+// An idle connection has nothing to read unless the server closed it (a restart, a failover,
+// pg_terminate_backend: a FATAL message, then the end of the stream). Reading that makes libpq
+// see the connection as broken, so that it is reopened before this call's statement rather than
+// failing it: after PostgreSQL comes back, no call fails on a connection that died while idle.
+void notice_closed(PGconn* pg) {
+    const int fd = libpq().PQsocket(pg);
+    for (int round = 0; fd >= 0 && round < 4; ++round) {
+        pollfd waiting{.fd = fd, .events = POLLIN, .revents = 0};
+        if (::poll(&waiting, 1, 0) <= 0) return;  // nothing: as healthy as it was
+        if (libpq().PQconsumeInput(pg) == 0 || libpq().PQstatus(pg) != CONNECTION_OK) return;
+    }
+}
+
+}  // namespace
+
 PgStore::Lease PgStore::acquire() {
     std::unique_ptr<Conn> conn;
     {
@@ -162,7 +179,7 @@ PgStore::Lease PgStore::acquire() {
     try {
         if (!conn) {
             conn = pg_connect(url_, described_);
-        } else if (libpq().PQstatus(conn->pg) != CONNECTION_OK) {
+        } else if (notice_closed(conn->pg); libpq().PQstatus(conn->pg) != CONNECTION_OK) {
             libpq().PQreset(conn->pg);  // a broken connection is reopened on its next use
             conn->prepared = false;
             if (libpq().PQstatus(conn->pg) != CONNECTION_OK)

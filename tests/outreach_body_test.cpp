@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "state/pg_store.hpp"
+#include "tests/pg_cluster.hpp"
 #include "tests/support/action_tool_harness.hpp"
 
 namespace {
@@ -189,6 +191,48 @@ TEST(OutreachBody, ADeployTheAnswerSaysNothingOfIsReadBack) {
             EXPECT_TRUE(has(done.value("url", ""), "https://")) << done.dump();
         }
     }
+}
+
+// --- the shared store stopped between a person's approval and the send ----------------------
+
+// ALTER DATABASE from the cluster's own database (a database cannot refuse connections to
+// itself): `open` false drops every connection to the test's database and refuses new ones.
+void pg_allow_connections(const std::string& url, bool open) {
+    const std::string name = url.substr(url.rfind('/') + 1);
+    std::string sql = "ALTER DATABASE " + name + " ALLOW_CONNECTIONS " +
+                      (open ? "true" : "false");
+    if (!open)
+        sql += "; SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '" +
+               name + "'";
+    agency::testing::pg_exec(url.substr(0, url.rfind('/') + 1) + "postgres", sql);
+}
+
+// (StoreBackends: run beside the PostgreSQL cluster; tests/CMakeLists.txt.)
+TEST(StoreBackends, PostgreSqlDownBetweenApprovalAndSendSendsNothingThenExactlyOnce) {
+    const std::string url = agency::testing::pg_fresh_database();
+    ActionToolHarness o({.outreach_body_field = "body_html"},
+                        {.store = std::make_shared<agency::state::PgStore>(url)});
+    json d = o.ok("generate_outreach_email", {{"client_id", kLaw}, {"prospect", kProspect}});
+    json args = {{"client_id", kLaw}, {"email_id", d["email_id"]}, {"subject", "A guide"}};
+    json preview = o.ok("send_prospect_email", args);
+    ASSERT_TRUE(preview["confirmation_id"].is_string()) << preview.dump();
+    args["confirmation_id"] = preview["confirmation_id"];
+
+    pg_allow_connections(url, false);
+    ToolReply down = o.h->call("send_prospect_email", args);
+    EXPECT_EQ(down.reason(), "state_unavailable") << down.response.dump();
+    EXPECT_EQ(o.posts("send_prospect_email"), 0u);
+
+    // Back: the approval was not spent by the failed call, and the e-mail goes out once, as
+    // approved.
+    pg_allow_connections(url, true);
+    json sent = o.ok("send_prospect_email", args);
+    EXPECT_EQ(sent.value("status", ""), "sent") << sent.dump();
+    EXPECT_EQ(o.posts("send_prospect_email"), 1u);
+    EXPECT_EQ(outreach_row(o, d).value("subject", ""), "A guide");
+    ToolReply again = o.h->call("send_prospect_email", args);
+    EXPECT_TRUE(again.is_error()) << again.response.dump();
+    EXPECT_EQ(o.posts("send_prospect_email"), 1u);
 }
 
 }  // namespace
