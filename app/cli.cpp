@@ -383,6 +383,9 @@ void CommandLine::add_sample_gateway() {
     sample_cmd_->add_flag("--counts-only-reports", sample.counts_only_reports,
                           "Audit reports with issue counts and no issue list (a gateway that "
                           "returns counts without detail)");
+    sample_cmd_->add_flag("--stale-reports", sample.stale_reports,
+                          "seo_audit answers with reports it already has, dated long before "
+                          "(a gateway that serves cached crawls)");
 }
 
 void CommandLine::add_keys() {

@@ -83,6 +83,7 @@ struct SampleArgs {
     std::vector<std::string> faults;
     bool bare_records = false;
     bool counts_only_reports = false;
+    bool stale_reports = false;
 };
 
 // state migrate | export | import: one store, by file or URL, and the JSON-lines file.

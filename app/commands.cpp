@@ -182,6 +182,7 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
     auto server = std::make_unique<mcp::Server>(options);
     tools::Settings tool_settings;
     tool_settings.secret = options.state_secret;
+    tool_settings.clock = options.clock;
     auto toolbox = std::make_shared<tools::Toolbox>(gateway, tool_settings);
     tools::ToolCatalog registered = tools::register_all(*server, toolbox, std::move(setup.actions));
     if (setup.catalog) *setup.catalog = std::move(registered);
@@ -334,6 +335,7 @@ int run_sample_gateway(const SampleArgs& args) {
     options.bulk_keyword_rows = args.bulk_rows;
     options.bare_records = args.bare_records;
     options.counts_only_reports = args.counts_only_reports;
+    options.stale_reports = args.stale_reports;
     auto gateway = std::make_shared<sample::Gateway>(options);
     for (const auto& text : args.faults) {
         try {

@@ -3,6 +3,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <stdexcept>
 #include <thread>
@@ -28,6 +29,7 @@ Gateway::Impl::Impl(Options opts) : options(std::move(opts)) {
     store.bare_records = options.bare_records;
     store.counts_only_reports = options.counts_only_reports;
     store.empty_recipients = options.empty_recipients;
+    store.stale_reports = options.stale_reports;
     resource_list = base::join(store.resources);
     build_discovery();
 }
@@ -46,7 +48,12 @@ void Gateway::Impl::build_discovery() {
                            {"required_fields", required}});
     }
     action_list = base::join(names);
-    discovery_body = ojson{{"resources", store.resources}, {"actions", actions}}.dump();
+    ojson listed = ojson::array();
+    for (const auto& name : store.resources)
+        if (std::find(options.unlisted_resources.begin(), options.unlisted_resources.end(),
+                      name) == options.unlisted_resources.end())
+            listed.push_back(name);
+    discovery_body = ojson{{"resources", listed}, {"actions", actions}}.dump();
 }
 
 // Explorer mode ignores the header; keyed mode needs a live key with `scope`.
