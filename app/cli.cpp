@@ -392,6 +392,9 @@ void CommandLine::add_sample_gateway() {
                           "post_title; deploy_blog: id)");
     sample_cmd_->add_flag("--slow-deploys", sample.slow_deploys,
                           "Articles deployed (or auto-deployed) stay \"deploying\"");
+    sample_cmd_->add_flag("--stale-reports", sample.stale_reports,
+                          "seo_audit answers with reports it already has, dated long before "
+                          "(a gateway that serves cached crawls)");
 }
 
 void CommandLine::add_keys() {

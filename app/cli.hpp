@@ -86,6 +86,7 @@ struct SampleArgs {
     std::string outreach_body_field = "html";
     bool spec_shaped_answers = false;
     bool slow_deploys = false;
+    bool stale_reports = false;
 };
 
 // state migrate | export | import: one store, by file or URL, and the JSON-lines file.

@@ -182,6 +182,7 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
     auto server = std::make_unique<mcp::Server>(options);
     tools::Settings tool_settings;
     tool_settings.secret = options.state_secret;
+    tool_settings.clock = options.clock;
     auto toolbox = std::make_shared<tools::Toolbox>(gateway, tool_settings);
     tools::ToolCatalog registered = tools::register_all(*server, toolbox, std::move(setup.actions));
     if (setup.catalog) *setup.catalog = std::move(registered);
@@ -337,6 +338,7 @@ int run_sample_gateway(const SampleArgs& args) {
     options.outreach_body_field = args.outreach_body_field;
     options.spec_shaped_answers = args.spec_shaped_answers;
     options.slow_deploys = args.slow_deploys;
+    options.stale_reports = args.stale_reports;
     auto gateway = std::make_shared<sample::Gateway>(options);
     for (const auto& text : args.faults) {
         try {

@@ -15,7 +15,9 @@
 //    the selection applied;
 //  - each row cut to a byte budget (gateway/row_cut.hpp; the budget from the control byte's
 //    upper bits) is a JSON object within it, holding the row's members in order, each whole or
-//    a string shortened to end in "…".
+//    a string shortened to end in "…";
+//  - the member that dates a row (tools/data_age.hpp, what dates an audit report) is one of the
+//    row's string members, its value starting with a date, and no other dating member is newer.
 // A malformed page (one the DOM parser refuses) is not compared further: simdjson's on-demand
 // walk does not validate what it skips (a row {"a":tru} is handed over as it stands, and a row
 // handed over before the walk finds the page broken need not be an object's text; callers
@@ -33,6 +35,7 @@
 
 #include "gateway/page_walk.hpp"
 #include "gateway/row_cut.hpp"
+#include "tools/data_age.hpp"
 
 namespace {
 
@@ -304,6 +307,24 @@ void check_cut(const std::string& row, std::size_t room, std::string_view page) 
     if (!cut.cut() && kept != canonical(whole)) fail("cut: an uncut row changed", page);
 }
 
+// The dating member of a row: a string member of it that starts with a date, and the newest.
+void check_dated(const std::string& row, std::string_view page) {
+    const nlohmann::json record = nlohmann::json::parse(row, nullptr, false);
+    const auto dated = agency::tools::newest_dated_member(record);
+    if (!dated) return;
+    const auto it = record.find(dated->field);
+    if (it == record.end() || !it->is_string() || it->get<std::string>() != dated->value)
+        fail("dated: the member is not the row's", page);
+    if (!agency::tools::day_of(dated->value)) fail("dated: the value holds no date", page);
+    for (const auto& [name, value] : record.items()) {
+        if (!value.is_string()) continue;
+        nlohmann::json one = nlohmann::json::object();
+        one[name] = value;
+        const auto other = agency::tools::newest_dated_member(one);
+        if (other && other->at > dated->at) fail("dated: a newer dating member was passed over", page);
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -348,6 +369,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 if (!text || *text != canonical(want.rows[i])) fail("a row's text differs", page);
                 check_cut(all[i].json, (control >> 3) * 8 + needle.size(), page);
                 check_fields(all[i], want.rows[i].get_object().value_unsafe(), page);
+                check_dated(all[i].json, page);
             }
             if (want.problem == WalkProblem::none) {
                 if (full.pagination.present != want.pagination.present ||

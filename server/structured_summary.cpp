@@ -12,7 +12,7 @@ namespace agency::mcp {
 namespace {
 
 constexpr std::size_t kMaxValueChars = 80;
-constexpr std::size_t kMaxNoteChars = 300;
+constexpr std::size_t kMaxNoteChars = 600;
 constexpr std::size_t kMaxSummaryChars = 600;
 
 struct Member {
@@ -142,6 +142,18 @@ std::string shown(const Member& m) {
     return m.is_string ? "\"" + text + "\"" : text;
 }
 
+// " Note: <the answer's note>." after `out`, when the answer has one: what the data covers or
+// how old it is must reach a model that reads only the text.
+std::string& append_note(std::string& out, const std::vector<Member>& members) {
+    if (const Member* note = find(members, "note"); note && note->is_string) {
+        out += " Note: " + (note->text.size() > kMaxNoteChars
+                                ? note->text.substr(0, kMaxNoteChars) + "..."
+                                : note->text);
+        if (!out.ends_with('.')) out += '.';
+    }
+    return out;
+}
+
 // "25 rows of keywords for demo-plumbing (total 300); more with next_cursor. Full rows in
 // structuredContent."
 std::string rows_summary(const std::vector<Member>& members, const Member& rows) {
@@ -161,12 +173,7 @@ std::string rows_summary(const std::vector<Member>& members, const Member& rows)
     if (const Member* cut = find(members, "truncated"); cut && cut->text == "true")
         out += "; truncated to fit the answer";
     out += ".";
-    if (const Member* note = find(members, "note"); note && note->is_string) {
-        out += " Note: " + (note->text.size() > kMaxNoteChars
-                                ? note->text.substr(0, kMaxNoteChars) + "..."
-                                : note->text);
-        if (!out.ends_with('.')) out += '.';
-    }
+    append_note(out, members);
     out += " Full rows in structuredContent.";
     return out;
 }
@@ -176,6 +183,7 @@ std::string members_summary(const std::vector<Member>& members) {
     std::string out = "Result in structuredContent:";
     bool first = true;
     for (const auto& m : members) {
+        if (m.key == "note" && m.is_string) continue;  // said whole, at the end
         if (out.size() > kMaxSummaryChars) {
             out += ", ...";
             break;
@@ -190,7 +198,8 @@ std::string members_summary(const std::vector<Member>& members) {
             case Member::Kind::object: out += m.key + " {...}"; break;
         }
     }
-    return out + ".";
+    out += ".";
+    return append_note(out, members);
 }
 
 }  // namespace

@@ -121,6 +121,9 @@ TEST_F(AuditTasks, TheTaskEndsWithTheAuditsOutcome) {
     const json& out = done["result"]["structuredContent"];
     EXPECT_EQ(out["status"], "succeeded") << done.dump();
     EXPECT_TRUE(out["score"].is_number());
+    // A new crawl is dated now: the report's date is given, and nothing is said about its age.
+    EXPECT_EQ(out.value("report_date_field", ""), "created_at") << out.dump();
+    EXPECT_FALSE(out.contains("note")) << out.dump();
     EXPECT_EQ(gw_->count_requests("POST", "seo_audit"), 1u);
     // The audit is also an ordinary job: get_audit_status agrees.
     json status = g.request("tools/call", {{"name", "get_audit_status"},
@@ -207,6 +210,57 @@ TEST_F(AuditTasks, ARestartMidAuditResumesTheTaskFromTheStateFile) {
     for (const auto& row : gw_->rows("seo_reports", kDental))
         if (row.value("url", "") == url) report_id = row.value("id", "");
     EXPECT_EQ(done["result"]["structuredContent"].value("report_id", ""), report_id);
+}
+
+// A gateway that answers an audit with a report it already had (Options::stale_reports): the
+// audit succeeds, and its result says how old the report is, whether the answer carried the
+// date (a url it had audited) or only the report row does (a new url: the row is read).
+TEST_F(AuditTasks, ASucceededAuditOfAnOldReportSaysHowOld) {
+    auto stale = std::make_shared<agency::sample::Gateway>(
+        agency::sample::Options{.stale_reports = true});
+    agency::sample::Server stale_server(stale);
+    stale_server.start("127.0.0.1", 0);
+    Generation g(db(), stale_server.base_url());
+    auto audit = [&](const std::string& url) {
+        json created = g.request("tools/call",
+                                 {{"name", "run_seo_audit"},
+                                  {"arguments", {{"client_id", kDental}, {"url", url}}}})["result"];
+        json done = g.await_task(created.value("taskId", ""));
+        EXPECT_EQ(done.value("status", ""), "completed") << done.dump();
+        return done["result"];
+    };
+    auto text_of = [](const json& result) {
+        std::string text;
+        for (const auto& block : result.value("content", json::array()))
+            text += block.value("text", "");
+        return text;
+    };
+
+    const json fresh_url = audit("https://www.brightsmile.example/never-audited");
+    const json& out = fresh_url["structuredContent"];
+    EXPECT_EQ(out["status"], "succeeded") << out.dump();
+    const std::string note = out.value("note", "");
+    EXPECT_EQ(note.rfind("the report is dated 2025-07-02 (its ", 0), 0u) << out.dump();
+    EXPECT_NE(note.find("before this audit was asked"), std::string::npos) << note;
+    EXPECT_NE(note.find("may have returned an old report"), std::string::npos) << note;
+    EXPECT_EQ(out.value("report_date", "").substr(0, 10), "2025-07-02") << out.dump();
+    EXPECT_NE(text_of(fresh_url).find(note), std::string::npos) << "the text a model reads";
+    std::size_t read_back = 0;
+    for (const auto& r : stale->request_log())
+        read_back += r.method == "GET" && r.target == "seo_reports";
+    EXPECT_EQ(read_back, 1u) << "an answer without a date: the report row is read once";
+
+    // A url the gateway had a report for: the answer's own created_at dates it.
+    const json had = stale->rows("seo_reports", kDental).at(0);
+    const json again = audit(had["url"].get<std::string>())["structuredContent"];
+    EXPECT_EQ(again.value("report_id", ""), had["id"]);
+    EXPECT_EQ(again.value("report_date_field", ""), "created_at") << again.dump();
+    EXPECT_EQ(again.value("note", "").rfind(
+                  "the report is dated " + had["created_at"].get<std::string>().substr(0, 10) +
+                      " (its created_at), ",
+                  0),
+              0u)
+        << again.dump();
 }
 
 }  // namespace

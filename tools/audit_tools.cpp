@@ -93,7 +93,10 @@ std::vector<ToolSpec> audit_tools(const std::shared_ptr<Toolbox>& box,
                          "after a restart, a job that was running is first looked for in "
                          "resource=seo_reports and not re-sent when its report is there); "
                          "audit_id is the job's id. As an MCP task: the same job, the task's "
-                         "result is its final status",
+                         "result is its final status. The report's newest date (any member "
+                         "named *_at, *_date, date) is compared with the audit's request; an "
+                         "answer without one is dated by one GET resource=seo_reports "
+                         "filter_field=id",
               .handler = submit_audit,
               .task_support = mcp::TaskSupport::optional,
               .task_handler =
@@ -126,7 +129,9 @@ std::vector<ToolSpec> audit_tools(const std::shared_ptr<Toolbox>& box,
               .title = "Get SEO audit status",
               .description = "Status of an audit you started with run_seo_audit: queued, "
                              "running, succeeded (score, issues found, report_id for "
-                             "get_audit_issues), failed (the gateway's error) or cancelled.",
+                             "get_audit_issues, the report's date; note says when the report "
+                             "is much older than the audit), failed (the gateway's error) or "
+                             "cancelled.",
               .input_schema = "get_audit_status.input",
               .output_schema = "get_audit_status.output",
               .open_world = false,

@@ -1,11 +1,13 @@
 #include "tools/jobs.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "base/log.hpp"
 
 #include "base/clock.hpp"
 #include "base/untrusted_text.hpp"
+#include "tools/data_age.hpp"
 #include "tools/tool_metrics.hpp"
 
 namespace agency::tools {
@@ -330,6 +332,45 @@ std::optional<json> AuditJobs::find_report(const Job& job, std::stop_token stop)
     return found;
 }
 
+void AuditJobs::date_report(const Job& job, const json& report, json& result,
+                            std::stop_token stop) {
+    std::optional<DatedMember> dated = newest_dated_member(report);
+    const std::string report_id = result.value("report_id", "");
+    if (!dated && !report_id.empty()) {
+        // The answer carries no date (the spec promises none): the report row may.
+        try {
+            gateway::Page page = box_->gateway().read_body({.resource = "seo_reports",
+                                                             .client_id = job.client_id,
+                                                             .limit = 1,
+                                                             .filter_field = "id",
+                                                             .filter_value = report_id},
+                                                            stop);
+            static constexpr std::array<std::string_view, 1> kDrop{"issues"};
+            const gateway::RowSelection without_issues{.drop = kDrop};
+            box_->gateway().walk(page, {.select = &without_issues}, [&](const gateway::Row& row) {
+                dated = newest_dated_member(json::parse(row.selected, nullptr, false));
+                return false;
+            });
+        } catch (const gateway::Error& e) {
+            // The audit succeeded either way; only its date stays unknown.
+            log::info("audit job {}: could not read report {} to date it: {}", job.id, report_id,
+                      e.what());
+        }
+    }
+    if (!dated) return;
+    result["report_date"] = dated->value;
+    result["report_date_field"] = dated->field;
+    const std::chrono::sys_seconds asked{std::chrono::seconds(job.created_at)};
+    if (dated->at + kOldReportAge >= asked) return;
+    const auto report_day = std::chrono::floor<std::chrono::days>(dated->at);
+    const auto asked_day = std::chrono::floor<std::chrono::days>(asked);
+    result["note"] = "the report is dated " + iso_day(report_day) + " (its " + dated->field +
+                     "), " + age_words(std::max<std::int64_t>(1, (asked_day - report_day).count())) +
+                     " before this audit was asked (" + iso_day(asked_day) +
+                     "): the gateway may have returned an old report rather than a new crawl "
+                     "of the site";
+}
+
 void AuditJobs::run_one(const Pending& pending, std::stop_token stop) {
     const std::string& id = pending.id;
     // Finished, cancelled, or another instance's meanwhile: nothing to do here.
@@ -344,7 +385,8 @@ void AuditJobs::run_one(const Pending& pending, std::stop_token stop) {
     if (job->status == "running") {
         try {
             if (auto report = find_report(*job, stop)) {
-                const json result = audit_result(*report, url);
+                json result = audit_result(*report, url);
+                date_report(*job, *report, result, stop);
                 store_->finish_job(id, true, result, nullptr);
                 count_audit_job("succeeded");
                 changed(id);
@@ -367,7 +409,9 @@ void AuditJobs::run_one(const Pending& pending, std::stop_token stop) {
     try {
         const gateway::ActionResult r =
             box_->gateway().act("seo_audit", job->client_id, {{"url", url}}, stop);
-        const json result = audit_result(r.data.is_object() ? r.data : json::object(), url);
+        const json data = r.data.is_object() ? r.data : json::object();
+        json result = audit_result(data, url);
+        date_report(*job, data, result, stop);
         store_->finish_job(id, true, result, nullptr);
         count_audit_job("succeeded");
         changed(id);

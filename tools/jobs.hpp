@@ -106,6 +106,11 @@ public:
     // How much earlier than the job's creation a gateway report may be stamped and still be
     // taken as its result (the gateway's clock against ours).
     static constexpr std::chrono::seconds kReconcileSkew{60};
+    // A succeeded audit whose report is dated more than this before the audit was asked says
+    // so in its result (`note`): a new crawl is dated after its request, and a day leaves room
+    // for clocks and queues, so an older date means the gateway likely answered with a report
+    // it already had.
+    static constexpr std::chrono::hours kOldReportAge{24};
 
     // Called after every change to a job (running, succeeded, failed, cancelled, and a
     // cancelled job's late result), with the job as stored. From a worker thread, except for
@@ -163,6 +168,11 @@ private:
     void run_one(const Pending& pending, std::stop_token stop);
     // The gateway's report that a job's earlier POST produced, if there is one.
     std::optional<nlohmann::json> find_report(const Job& job, std::stop_token stop);
+    // Adds to a succeeded job's result the report's date (report_date, report_date_field) and,
+    // when that is older than the audit by kOldReportAge, a note saying so. `report` is what
+    // the gateway answered; without a date in it, the report row is read (one GET by id).
+    void date_report(const Job& job, const nlohmann::json& report, nlohmann::json& result,
+                     std::stop_token stop);
     void changed(const std::string& id);
 
     std::shared_ptr<Store> store_;

@@ -87,16 +87,11 @@ void DatesSeen::see(std::string_view date, std::string_view from, std::string_vi
     if (!from.empty() && date < from && before_from.empty()) before_from = date;
 }
 
-std::string range_note(Toolbox& box, const RangeRead& read, const DatesSeen& seen,
-                       std::string_view matching, mcp::RequestContext& ctx) {
-    const std::string what = read.resource + " rows";
-    const std::string range = (read.from.empty() ? std::string("the start") : read.from) +
-                              " to " + (read.to.empty() ? std::string("now") : read.to);
-    if (seen.newest.empty())
-        return "client " + read.client_id + " has no dated " + what + " at this gateway";
+std::string data_coverage(Toolbox& box, const RangeRead& read, const DatesSeen& seen,
+                          mcp::RequestContext& ctx) {
     std::string oldest = seen.oldest;
     if (!seen.reached_end) {
-        // The walk stopped at `from`: one row read oldest first says where the data begins.
+        // The walk stopped early: one row read oldest first says where the data begins.
         const std::array<std::string_view, 2> names{read.order_field, read.fallback_field};
         gateway::Page first = box.gateway().read_body({.resource = read.resource,
                                                         .client_id = read.client_id,
@@ -110,9 +105,18 @@ std::string range_note(Toolbox& box, const RangeRead& read, const DatesSeen& see
             return false;
         });
     }
+    return "this client's " + read.resource + " data covers " + oldest + " to " + seen.newest;
+}
+
+std::string range_note(Toolbox& box, const RangeRead& read, const DatesSeen& seen,
+                       std::string_view matching, mcp::RequestContext& ctx) {
+    const std::string what = read.resource + " rows";
+    const std::string range = (read.from.empty() ? std::string("the start") : read.from) +
+                              " to " + (read.to.empty() ? std::string("now") : read.to);
+    if (seen.newest.empty())
+        return "client " + read.client_id + " has no dated " + what + " at this gateway";
     std::string note = "no " + what + quoted_or_none(std::string(matching)) + " dated " + range +
-                       "; this client's " + read.resource + " data covers " + oldest + " to " +
-                       seen.newest;
+                       "; " + data_coverage(box, read, seen, ctx);
     if (!seen.before_from.empty() && !seen.after_to.empty())
         note += "; the nearest dates with data are " + seen.before_from + " and " + seen.after_to;
     return note;

@@ -55,6 +55,11 @@ struct RangeRead {
     std::string from, to;        // "" = open
 };
 
+// "this client's keywords data covers X to Y": the dates the walk saw, and the oldest row read
+// (one request) when the walk did not reach it. `seen.newest` must be set.
+std::string data_coverage(Toolbox& box, const RangeRead& read, const DatesSeen& seen,
+                          mcp::RequestContext& ctx);
+
 // Why a range read found nothing: "no keywords rows dated A to B; this client's keywords data
 // covers X to Y; the nearest dates with data are P and Q". Reads the oldest row when the walk
 // did not reach it (one request).

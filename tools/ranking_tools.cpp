@@ -4,6 +4,9 @@
 // keyword (capped), never the history.
 #include "tools/range_tools.hpp"
 
+#include "base/text.hpp"
+#include "tools/data_age.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -11,7 +14,6 @@
 #include <map>
 #include <optional>
 #include <unordered_map>
-
 
 namespace agency::tools {
 
@@ -150,6 +152,101 @@ std::size_t write_rows(RowWriter& writer, const std::vector<ojson>& rows, const 
     return written;
 }
 
+// The tracking dates of the rows ranking_changes met (those passing its filters), around its
+// [from, to] range.
+struct RangeDates {
+    std::size_t in_range = 0;        // distinct dates within [from, to]
+    std::string newest_in, oldest_in;
+    std::string before;              // the newest date before `from` the walk reached
+    std::string after;               // the oldest date after `to`
+    void see(std::string_view date, const std::string& from, const std::string& to) {
+        if (date > to) {
+            after = date;  // newest first: the last one is the oldest
+        } else if (date < from) {
+            if (before.empty()) before = date;
+        } else if (date != oldest_in) {
+            ++in_range;
+            if (newest_in.empty()) newest_in = date;
+            oldest_in = date;
+        }
+    }
+};
+
+// Why no keyword could be compared although rows were met: the tracking dates the range
+// holds, the nearest ones outside it, and the dates the data covers.
+std::string uncompared_note(Toolbox& box, const RangeRead& read, const DatesSeen& seen,
+                            const RangeDates& d, const std::string& which,
+                            mcp::RequestContext& ctx) {
+    const std::string& from = read.from;
+    const std::string& to = read.to;
+    const std::string range = " between " + from + " and " + to;
+    std::string note;
+    if (d.in_range == 0) {
+        note = "no tracking date" + which + range + ", so there are no positions to compare";
+        if (!d.before.empty() && !d.after.empty())
+            note += "; the nearest tracking dates are " + d.before + " (before) and " + d.after +
+                    " (after): from " + d.before + " to " + d.after + " compares those";
+        else if (!d.before.empty())
+            note += "; the newest tracking date before it is " + d.before + ", and none is later";
+        else if (!d.after.empty())
+            note += "; the first tracking date after it is " + d.after + ", and none is earlier";
+    } else if (d.in_range == 1) {
+        note = "only one tracking date" + which + range + ": " + d.newest_in;
+        note += d.newest_in == from && !d.before.empty()
+                    ? " (positions on " + from + " are the start)"
+                    : ", and none before it to compare with";
+        if (!d.after.empty())
+            note += "; the next tracking date is " + d.after + ": a \"to\" on or after it "
+                    "compares the two";
+    } else {
+        note = "no keyword" + which + " has positions on two of the " +
+               std::to_string(d.in_range) + " tracking dates" + range + " (" + d.oldest_in +
+               " to " + d.newest_in + ")";
+    }
+    return note + "; " + data_coverage(box, read, seen, ctx);
+}
+
+// The compared dates when they lie well away from the dates asked (data that begins late,
+// ends early, or has a gap), or "".
+std::string compared_dates_note(const std::string& from, const std::string& to,
+                                const std::string& from_date, const std::string& to_date) {
+    std::vector<std::string> parts;
+    if (const auto gap = days_between(from_date, from); gap && *gap > kTrackingSlackDays)
+        parts.push_back("the start positions are from " + from_date +
+                        ", the newest tracking date on or before from " + from + ", " +
+                        age_words(*gap) + " before it");
+    else if (gap && -*gap > kTrackingSlackDays)
+        parts.push_back("the start positions are from " + from_date + ", " + age_words(*gap) +
+                        " after from " + from + " (no earlier tracking date)");
+    if (const auto gap = days_between(to_date, to); gap && *gap > kTrackingSlackDays)
+        parts.push_back("the end positions are from " + to_date +
+                        ", the newest tracking date on or before to " + to + ", " +
+                        age_words(*gap) + " before it");
+    return base::join(parts, "; ");
+}
+
+// How old latest_rankings' positions are: against as_of when asked, and against today.
+std::string latest_age_note(const std::string& as_of, const std::string& newest,
+                            const std::string& today) {
+    std::string note;
+    const auto behind_asked = days_between(newest, as_of);
+    if (!as_of.empty() && behind_asked && *behind_asked > 0)
+        note = "positions as of " + newest + ", the newest tracking date on or before as_of " +
+               as_of + " (" + age_words(*behind_asked) + " before it)";
+    const auto behind_today = days_between(newest, today);
+    if (behind_today && *behind_today > kTrackingSlackDays) {
+        const std::string old = age_words(*behind_today) + " before today (" + today + ")";
+        if (!note.empty())
+            note += ", " + old;
+        else if (!as_of.empty())
+            note = "positions as of " + newest + ", " + old;
+        else
+            note = "the newest tracking date is " + newest + ", " + old +
+                   ": nothing was tracked after it";
+    }
+    return note;
+}
+
 }  // namespace
 
 mcp::ToolResult ranking_changes(Toolbox& box, const json& args, mcp::RequestContext& ctx) {
@@ -167,8 +264,10 @@ mcp::ToolResult ranking_changes(Toolbox& box, const json& args, mcp::RequestCont
     bool capped = false;
     std::string stop_date;  // the newest tracking date on or before `from`, once met
     DatesSeen seen;
+    RangeDates dates;
     stream_keywords(box, client_id, filter, from, to, seen, nullptr, ctx,
                     [&](const Row& row, std::string_view date) {
+        dates.see(date, from, to);
         if (date > to) return true;
         if (date <= from) {
             if (stop_date.empty()) stop_date = date;
@@ -212,6 +311,7 @@ mcp::ToolResult ranking_changes(Toolbox& box, const json& args, mcp::RequestCont
     }
     RowWriter writer(client_id, "keywords", answer_budget(box.settings(), args));
     write_rows(writer, rows, args);
+    std::vector<std::string> notes;
     if (compared.empty()) {
         const RangeRead read{client_id, "keywords", "tracked_at", "created_at", from, to};
         std::string which;
@@ -219,17 +319,22 @@ mcp::ToolResult ranking_changes(Toolbox& box, const json& args, mcp::RequestCont
         if (!filter.url.empty())
             which += (which.empty() ? "" : " and ") + std::string("for urls containing \"") +
                      filter.url + "\"";
-        writer.set_note(changes.empty()
+        notes.push_back(changes.empty()
                             ? range_note(box, read, seen, which, ctx)
-                            : "no keyword has positions on two tracking dates between " + from +
-                                  " and " + to + " (one tracking date in the range); widen it");
-    } else if (picked.empty()) {
-        writer.set_note("no keyword " + direction + " between " + from_date + " and " + to_date +
-                        " (" + std::to_string(compared.size()) + " keywords compared)");
-    } else if (capped) {
-        writer.set_note("more than " + std::to_string(kMaxKeywords) +
-                        " keywords: the first met were compared; narrow with keyword or url");
+                            : uncompared_note(box, read, seen, dates,
+                                              which.empty() ? "" : " " + which, ctx));
+    } else {
+        if (picked.empty())
+            notes.push_back("no keyword " + direction + " between " + from_date + " and " +
+                            to_date + " (" + std::to_string(compared.size()) +
+                            " keywords compared)");
+        if (std::string dated = compared_dates_note(from, to, from_date, to_date); !dated.empty())
+            notes.push_back(std::move(dated));
     }
+    if (capped)
+        notes.push_back("more than " + std::to_string(kMaxKeywords) +
+                        " keywords: the first met were compared; narrow with keyword or url");
+    if (!notes.empty()) writer.set_note(base::join(notes, "; "));
     ojson extra = {{"from", from},          {"to", to},
                   {"direction", direction}, {"keywords_compared", compared.size()},
                   {"improved", improved},   {"dropped", dropped},
@@ -262,11 +367,15 @@ mcp::ToolResult latest_rankings(Toolbox& box, const json& args, mcp::RequestCont
     // The walk ends within_days before the newest date it keeps: a history of years is not read
     // to its start for keywords no longer tracked.
     std::string oldest_kept;
+    std::string newest_kept;  // the newest tracking date of the answer
     bool windowed = false;
     stream_keywords(box, client_id, filter, "", as_of, seen, select.selection(), ctx,
                     [&](const Row& row, std::string_view date) {
         if (!as_of.empty() && date > as_of) return true;
-        if (oldest_kept.empty()) oldest_kept = days_before(date, within_days);
+        if (oldest_kept.empty()) {
+            oldest_kept = days_before(date, within_days);
+            newest_kept = date;
+        }
         if (date < oldest_kept) {
             windowed = true;
             return false;
@@ -295,17 +404,22 @@ mcp::ToolResult latest_rankings(Toolbox& box, const json& args, mcp::RequestCont
     RowWriter writer(client_id, "keywords", answer_budget(box.settings(), args));
     for (std::size_t i = 0; i < sorted.size() && i < limit; ++i)
         if (!writer.add(sorted[i]->row)) break;
+    std::vector<std::string> notes;
     if (latest.empty()) {
         const RangeRead read{client_id, "keywords", "tracked_at", "created_at", "", as_of};
-        writer.set_note(range_note(box, read, seen, filter.keyword.empty() ? "" :
+        notes.push_back(range_note(box, read, seen, filter.keyword.empty() ? "" :
                                    "for keywords containing \"" + filter.keyword + "\"", ctx));
-    } else if (capped) {
-        writer.set_note("more than " + std::to_string(kMaxKeywords) +
-                        " keywords: the first met are listed; narrow with keyword or url");
-    } else if (windowed) {
-        writer.set_note("keywords last tracked before " + oldest_kept + " (within_days " +
-                        std::to_string(within_days) + " before the newest date) are not listed");
+    } else if (std::string age = latest_age_note(as_of, newest_kept, today_of(box.clock()));
+               !age.empty()) {
+        notes.push_back(std::move(age));
     }
+    if (capped)
+        notes.push_back("more than " + std::to_string(kMaxKeywords) +
+                        " keywords: the first met are listed; narrow with keyword or url");
+    if (windowed && !capped)
+        notes.push_back("keywords last tracked before " + oldest_kept + " (within_days " +
+                        std::to_string(within_days) + " before the newest date) are not listed");
+    if (!notes.empty()) writer.set_note(base::join(notes, "; "));
     return mcp::ToolResult::structured(
         writer.finish(static_cast<std::int64_t>(latest.size()), ""));
 }

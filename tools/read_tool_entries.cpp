@@ -118,7 +118,8 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                       .output_schema = "ranking_changes.output",
                       .mapping = "GET resource=keywords, order=tracked_at desc, limit=1000 pages "
                                  "from the newest; stops past the tracking date on or before "
-                                 "`from`; one entry per keyword held",
+                                 "`from`; one entry per keyword held. The note names the "
+                                 "tracking dates when they lie over 7 days from those asked",
                       .handler = [box](const json& args, mcp::RequestContext& ctx) {
                           return ranking_changes(*box, args, ctx);
                       }},
@@ -133,7 +134,9 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                       .input_schema = "latest_rankings.input",
                       .output_schema = "latest_rankings.output",
                       .mapping = "GET resource=keywords, order=tracked_at desc, limit=1000 pages "
-                                 "through the history; the first row of each keyword kept",
+                                 "through the history; the first row of each keyword kept. "
+                                 "The note says how old the positions are against as_of, and "
+                                 "against today when over 7 days",
                       .handler = [box](const json& args, mcp::RequestContext& ctx) {
                           return latest_rankings(*box, args, ctx);
                       }},
@@ -160,7 +163,9 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                       .input_schema = "get_audit_issues.input",
                       .output_schema = "get_audit_issues.output",
                       .mapping = "GET resource=seo_reports, filter_field=id (the row's issues, "
-                                 "paged by the tool)",
+                                 "paged by the tool); a report with counts only points to "
+                                 "resource=seo_tasks through read_resource when discovery lists "
+                                 "it",
                       .handler = [box](const json& args, mcp::RequestContext& ctx) {
                           return get_audit_issues(*box, args, ctx);
                       }},

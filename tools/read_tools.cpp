@@ -261,6 +261,21 @@ std::string counts_only_note(std::span<const RowField> f) {
     return note + "; the counts are in \"audit\"";
 }
 
+// Where a gateway whose reports lack the issue list keeps per-page detail: its seo_tasks (one
+// row per page and fix), read through read_resource, when its discovery lists them; else "".
+std::string issue_detail_pointer(Toolbox& box, const std::string& client_id,
+                                 mcp::RequestContext& ctx) {
+    try {
+        if (!box.gateway().discovery(ctx.stop)->has_resource("seo_tasks")) return "";
+    } catch (const gateway::Error&) {
+        return "";  // discovery unreachable: point nowhere rather than guess
+    }
+    return "; per-page issues and their fixes may be in this gateway's seo_tasks (each row "
+           "names a page url, a task and its priority): read_resource with resource "
+           "\"seo_tasks\" and client_id \"" + client_id + "\" (filter_field status or "
+           "category_id narrows it)";
+}
+
 }  // namespace
 
 mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestContext& ctx) {
@@ -328,7 +343,7 @@ mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestCon
         });
     }
     if (!counts_note.empty()) {
-        writer.set_note(counts_note);
+        writer.set_note(counts_note + issue_detail_pointer(box, client_id, ctx));
         // Inside "audit": the report says it has no issue detail.
         const bool bare = audit.ends_with("{}");
         audit.insert(audit.size() - 1, bare ? R"("detail_available":false)"

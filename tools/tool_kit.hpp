@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/clock.hpp"
 #include "base/sealed_token.hpp"
 #include "base/untrusted_text.hpp"
 #include "gateway/client.hpp"
@@ -31,6 +32,9 @@ struct Settings {
     std::size_t page_budget_bytes = 100'000;
     std::size_t default_page_bytes = 24'000;
     std::chrono::seconds cursor_ttl{3600};
+    // What "today" is in answers that say how old their data is (tools/data_age.hpp); null:
+    // base::Clock::system(). Must outlive the Toolbox.
+    const base::Clock* clock = nullptr;
 };
 
 // What a cursor is bound to: replaying it with any other of these is rejected.
@@ -51,6 +55,9 @@ public:
     Toolbox(std::shared_ptr<gateway::Client> gateway, Settings settings);
     gateway::Client& gateway() { return *gateway_; }
     const Settings& settings() const { return settings_; }
+    const base::Clock& clock() const {
+        return settings_.clock ? *settings_.clock : base::Clock::system();
+    }
 
     std::string issue_cursor(const CursorBinding& binding, std::int64_t offset,
                              const json& extra = nullptr) const;

@@ -151,6 +151,14 @@ ojson audit_fields(const ClientProfile& client, const std::string& url, Rng& rng
             {"issues", issues}};
 }
 
+void stamp_report(ojson& row, const std::string& now, bool stale) {
+    // A stale report is a crawl the gateway made long before, dated by when it ran.
+    const std::string at = stale ? iso_time(Seconds{kStaleReportDay} + std::chrono::hours{9}) : now;
+    if (stale) row["crawled_at"] = at;
+    row["created_at"] = at;
+    row["updated_at"] = at;
+}
+
 ojson topical_map_fields(const std::string& topic, int depth, Rng& rng) {
     static constexpr std::array<std::string_view, 6> kPillars{
         "{} costs and pricing",        "How {} works",

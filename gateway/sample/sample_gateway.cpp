@@ -3,6 +3,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <stdexcept>
 #include <thread>
@@ -31,6 +32,7 @@ Gateway::Impl::Impl(Options opts) : options(std::move(opts)) {
     store.outreach_body_field = options.outreach_body_field;
     store.spec_shaped_answers = options.spec_shaped_answers;
     store.slow_deploys = options.slow_deploys;
+    store.stale_reports = options.stale_reports;
     resource_list = base::join(store.resources);
     build_discovery();
 }
@@ -49,7 +51,12 @@ void Gateway::Impl::build_discovery() {
                            {"required_fields", required}});
     }
     action_list = base::join(names);
-    discovery_body = ojson{{"resources", store.resources}, {"actions", actions}}.dump();
+    ojson listed = ojson::array();
+    for (const auto& name : store.resources)
+        if (std::find(options.unlisted_resources.begin(), options.unlisted_resources.end(),
+                      name) == options.unlisted_resources.end())
+            listed.push_back(name);
+    discovery_body = ojson{{"resources", listed}, {"actions", actions}}.dump();
 }
 
 // Explorer mode ignores the header; keyed mode needs a live key with `scope`.

@@ -57,6 +57,14 @@ struct Options {
     // Deploys take their time: an article deploy_blog or an auto-deploying client's generate_blog
     // publishes is left "deploying" (it goes live later, outside the sample).
     bool slow_deploys = false;
+    // seo_audit answers from what it already has, as a gateway that serves cached crawls: a
+    // url with a report gets that report, its dates unchanged; a new url gets a report dated
+    // 500 days before the sample data ends (2025-07-02: created_at, updated_at, crawled_at),
+    // and an answer with the spec's members only (id, url, score, issues_found), no date.
+    bool stale_reports = false;
+    // Resources left out of discovery (still served): a deployment whose discovery does not
+    // list everything, e.g. one without seo_tasks.
+    std::vector<std::string> unlisted_resources;
 };
 
 // Keyed mode: keys carry an agency and scopes; clients are linked to agencies.

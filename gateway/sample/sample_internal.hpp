@@ -110,6 +110,9 @@ using Days = std::chrono::sys_days;
 // Sample data ends here (fixed, so data is identical on every run); action rows use the real
 // clock and therefore always sort after it.
 inline constexpr Days kDataEnd{std::chrono::year{2026} / 11 / 14};
+// Options::stale_reports: the day the reports of new audits are dated (500 days before
+// kDataEnd).
+inline constexpr Days kStaleReportDay{kDataEnd - std::chrono::days{500}};
 
 std::string iso_time(Seconds t);  // 2026-11-20T14:03:00Z
 std::string iso_date(Days d);     // 2026-11-20
@@ -190,6 +193,8 @@ struct Store {
     std::string outreach_body_field = "html";
     bool spec_shaped_answers = false;
     bool slow_deploys = false;
+    // Options::stale_reports: seo_audit answers with old reports.
+    bool stale_reports = false;
 
     Table& table(const std::string& resource, const std::string& client_id);
     const Table* find_table(const std::string& resource, const std::string& client_id) const;
@@ -227,6 +232,9 @@ std::string blog_body(const ClientProfile& client, const std::string& keyword,
 // url, score, issues_found, issue_counts, pages_crawled, status,
 // issues[{severity,page,recommendation}]
 ojson audit_fields(const ClientProfile& client, const std::string& url, Rng& rng);
+// Dates an audit report made by seo_audit: created_at and updated_at `now`; or, `stale`
+// (Options::stale_reports), those and crawled_at on kStaleReportDay.
+void stamp_report(ojson& row, const std::string& now, bool stale);
 ojson topical_map_fields(const std::string& topic, int depth, Rng& rng);
 ojson grid_fields(const std::string& keyword, double lat, double lng, double radius, Rng& rng);
 ojson llm_fields(const std::string& brand, const std::string& prompt,

@@ -13,6 +13,9 @@ public:
     // Starts at the real time, so that what it stamps looks like a real stamp.
     ManualClock()
         : wall_(std::chrono::system_clock::now()), steady_(std::chrono::steady_clock::now()) {}
+    // Starts at `wall` (a fixed "today" for answers that say how old their data is).
+    explicit ManualClock(std::chrono::system_clock::time_point wall)
+        : wall_(wall), steady_(std::chrono::steady_clock::now()) {}
 
     std::chrono::system_clock::time_point wall() const override { return wall_.load(); }
     std::chrono::steady_clock::time_point steady() const override { return steady_.load(); }
