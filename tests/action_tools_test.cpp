@@ -426,17 +426,7 @@ std::string article_status(Actions& a, const std::string& id) {
 // A modern tools/call from a client that declares elicitation.
 json modern_call(Actions& a, const std::string& tool, const json& args,
                  const json& responses = nullptr, const json& state = nullptr) {
-    json params = {{"name", tool}, {"arguments", args}};
-    params["_meta"] = {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
-                       {"io.modelcontextprotocol/clientCapabilities",
-                        {{"elicitation", json::object()}}}};
-    if (!responses.is_null()) params["inputResponses"] = responses;
-    if (!state.is_null()) params["requestState"] = state;
-    const json message = {{"jsonrpc", "2.0"}, {"id", a.h->next_id++}, {"method", "tools/call"},
-                          {"params", params}};
-    agency::mcp::Inbound in;
-    auto text = a.h->server->handle_message(message, in);
-    return text ? json::parse(*text) : json(nullptr);
+    return a.h->eliciting_call(tool, args, responses, state);
 }
 
 json tool_error_of(const json& response) {

@@ -21,6 +21,7 @@
 #include "base/crypto.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "run_binary.hpp"
+#include "tests/support/initialize_status.hpp"
 #include "tests/support/paths.hpp"
 
 namespace {
@@ -104,20 +105,7 @@ protected:
     }
 };
 
-int initialize_status(int port, const std::string& key) {
-    httplib::Client client("127.0.0.1", port);
-    httplib::Headers headers{{"Accept", "application/json, text/event-stream"}};
-    if (!key.empty()) headers.emplace("X-API-Key", key);
-    const json body{{"jsonrpc", "2.0"},
-                    {"id", 1},
-                    {"method", "initialize"},
-                    {"params",
-                     {{"protocolVersion", "2025-06-18"},
-                      {"capabilities", json::object()},
-                      {"clientInfo", {{"name", "keys-test"}, {"version", "1"}}}}}};
-    auto res = client.Post("/mcp", headers, body.dump(), "application/json");
-    return res ? res->status : -1;
-}
+using agency::testing::initialize_status;
 
 TEST_F(KeysCli, ListShowsNamesScopesAndTimesButNeverAKeyOrHash) {
     const std::string alice = add("alice", "read,write");

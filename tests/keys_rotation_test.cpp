@@ -24,6 +24,7 @@
 #include "base/crypto.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "run_binary.hpp"
+#include "tests/support/initialize_status.hpp"
 #include "tests/support/paths.hpp"
 
 namespace keys_layout {  // named: a unity batch holds other tests' helpers of the same names
@@ -73,20 +74,7 @@ std::ostream& operator<<(std::ostream& os, const Owner& o) {
     return os << o.uid << ":" << o.gid << " " << std::oct << o.mode << std::dec;
 }
 
-int initialize_status(int port, const std::string& key) {
-    httplib::Client client("127.0.0.1", port);
-    httplib::Headers headers{{"Accept", "application/json, text/event-stream"}};
-    if (!key.empty()) headers.emplace("X-API-Key", key);
-    const json body{{"jsonrpc", "2.0"},
-                    {"id", 1},
-                    {"method", "initialize"},
-                    {"params",
-                     {{"protocolVersion", "2025-06-18"},
-                      {"capabilities", json::object()},
-                      {"clientInfo", {{"name", "keys-rotation-test"}, {"version", "1"}}}}}};
-    auto res = client.Post("/mcp", headers, body.dump(), "application/json");
-    return res ? res->status : -1;
-}
+using agency::testing::initialize_status;
 
 class KeysFileLayout : public ::testing::Test {
 protected:

@@ -102,6 +102,24 @@ struct ToolHarness {
         return text ? json::parse(*text) : json(nullptr);
     }
 
+    // A modern tools/call from a client that declares elicitation, as `principal`: the whole
+    // JSON-RPC response (an input_required round carries the form).
+    json eliciting_call(const std::string& tool, const json& args, const json& responses = nullptr,
+                        const json& state = nullptr, const std::string& principal = "local") {
+        json params = {{"name", tool}, {"arguments", args}};
+        params["_meta"] = {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+                           {"io.modelcontextprotocol/clientCapabilities",
+                            {{"elicitation", json::object()}}}};
+        if (!responses.is_null()) params["inputResponses"] = responses;
+        if (!state.is_null()) params["requestState"] = state;
+        const json message = {{"jsonrpc", "2.0"}, {"id", next_id++}, {"method", "tools/call"},
+                              {"params", params}};
+        mcp::Inbound in;
+        in.principal.name = principal;
+        auto text = server->handle_message(message, in);
+        return text ? json::parse(*text) : json(nullptr);
+    }
+
     ToolReply call(const std::string& tool, const json& args,
                    const std::string& principal = "local") {
         mcp::Principal who;

@@ -63,18 +63,7 @@ struct Writes {
 // A modern tools/call from a client that declares elicitation.
 json modern_call(Writes& w, const std::string& tool, const json& args,
                  const json& responses = nullptr, const json& state = nullptr) {
-    json params = {{"name", tool}, {"arguments", args}};
-    params["_meta"] = {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
-                       {"io.modelcontextprotocol/clientCapabilities",
-                        {{"elicitation", json::object()}}}};
-    if (!responses.is_null()) params["inputResponses"] = responses;
-    if (!state.is_null()) params["requestState"] = state;
-    const json message = {{"jsonrpc", "2.0"}, {"id", w.h->next_id++}, {"method", "tools/call"},
-                          {"params", params}};
-    agency::mcp::Inbound in;
-    in.principal.name = "editor";
-    auto text = w.h->server->handle_message(message, in);
-    return text ? json::parse(*text) : json(nullptr);
+    return w.h->eliciting_call(tool, args, responses, state, "editor");
 }
 
 std::string draft_article(Writes& w) {

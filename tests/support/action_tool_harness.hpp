@@ -54,17 +54,7 @@ struct ActionToolHarness {
     // A modern call from a client that can elicit.
     json eliciting_call(const std::string& tool, const json& args, const json& responses = nullptr,
                         const json& state = nullptr) {
-        json params = {{"name", tool}, {"arguments", args}};
-        params["_meta"] = {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
-                           {"io.modelcontextprotocol/clientCapabilities",
-                            {{"elicitation", json::object()}}}};
-        if (!responses.is_null()) params["inputResponses"] = responses;
-        if (!state.is_null()) params["requestState"] = state;
-        const json message = {{"jsonrpc", "2.0"}, {"id", h->next_id++},
-                              {"method", "tools/call"}, {"params", params}};
-        agency::mcp::Inbound in;
-        auto text = h->server->handle_message(message, in);
-        return text ? json::parse(*text) : json(nullptr);
+        return h->eliciting_call(tool, args, responses, state);
     }
 };
 
