@@ -7,7 +7,7 @@ JOBS ?= 2
 PORT ?= 8787
 
 .PHONY: deps test-deps build run test run-unit-asan npm-deps clean-root bench bench-scale bench-store soak clean fuzz-build fuzz fuzz-replay \
-	fuzz-known test-asan test-tsan check-sizes package test-package
+	fuzz-known test-asan test-tsan check-sizes package test-package regen
 
 deps:
 	@scripts/install-deps.sh
@@ -59,6 +59,13 @@ package: deps $(BUILD_DIR)/CMakeCache.txt
 # runs it too). The debootstrap root is cached in $(BUILD_DIR)/package-test.
 test-package: package test-deps
 	cd $(BUILD_DIR) && ctest -L '^package$$' --output-on-failure
+
+# Everything generated from the tool catalog (scripts/regen.sh): tool snapshots, docs/tools.md,
+# the README's tool section. Run after adding or changing a tool; review the diff.
+regen: deps test-deps $(FUZZ_DIR)/CMakeCache.txt $(BUILD_DIR)/CMakeCache.txt
+	cmake --build $(BUILD_DIR) -j$(JOBS) --target agency-mcp
+	cmake --build $(FUZZ_DIR) -j$(JOBS) --target agency_tests
+	scripts/regen.sh $(BUILD_DIR)/agency-mcp $(FUZZ_DIR)/agency_tests
 
 # No production file over 600 lines and no function over 120 (scripts/check-sizes.sh; the
 # function sizes from Universal Ctags, no build needed).

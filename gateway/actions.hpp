@@ -68,7 +68,8 @@ struct ActionSpec {
 // Row times are ISO-8601 UTC with seconds ("2026-11-22T10:15:30Z"); a row matches when its time
 // is at or after the moment the first attempt was sent, less a small clock-skew tolerance.
 // An action may have several entries: the first whose body fields are present applies.
-inline constexpr std::array<ActionSpec, 19> kActionSpecs{{
+// (No count to keep by hand: the array is as long as its rows.)
+inline constexpr ActionSpec kActionSpecs[] = {
     {"seo_audit", ResendRule::retry_safe, "seo_reports", "created_at", "created_at", "",
      {{{"url", "url", ""}}}},
     {"fetch_backlinks", ResendRule::retry_safe, "backlinks", "", "", "", {}},
@@ -122,7 +123,7 @@ inline constexpr std::array<ActionSpec, 19> kActionSpecs{{
      "read resource=keywords for new suggestions"},
     {"generate_blog_image", ResendRule::unknown, "blogs", "", "", "", {}, {},
      "read resource=blogs for the article's image"},
-}};
+};
 
 // The first entry for `action` (nullptr when the action is unknown to the client).
 inline const ActionSpec* find_action_spec(std::string_view action) {

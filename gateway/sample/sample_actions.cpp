@@ -1,5 +1,6 @@
-// The 17 actions of the spec. Each writes its record into the resource actions.hpp names, with
-// the fields a client later matches on, so a read after an ambiguous failure can find it.
+// The 17 actions of the spec, one row each in action_catalog() (at the end: the handlers come
+// first). Each writes its record into the resource actions.hpp names, with the fields a client
+// later matches on, so a read after an ambiguous failure can find it.
 #include <algorithm>
 #include <cstdlib>
 #include <set>
@@ -7,36 +8,6 @@
 #include "gateway/sample/sample_action_kit.hpp"
 
 namespace agency::sample::detail {
-
-const std::vector<ActionInfo>& action_catalog() {
-    static const std::vector<ActionInfo> catalog{
-        {"seo_audit", "Runs a site audit", {"url"}},
-        {"optimize_page", "Generates on-page optimisations for a URL", {"url"}},
-        {"generate_keywords", "Generates keyword ideas with live metrics", {}},
-        {"generate_topical_map", "Builds a topical map", {"topic"}},
-        {"generate_blog", "Drafts a blog article", {"keyword"}},
-        {"generate_blog_image", "Generates a featured image", {"title"}},
-        {"generate_geo_article", "Drafts a geo-targeted article", {"keyword", "city", "state"}},
-        {"generate_press_release", "Drafts a press release", {"headline"}},
-        {"generate_gbp_post", "Drafts a business-profile post", {"topic"}},
-        {"deploy_blog", "Deploys the blog widget", {}},
-        {"index_url", "Submits a URL for indexing", {"url"}},
-        {"fetch_backlinks", "Refreshes the backlink profile", {}},
-        {"generate_outreach_email", "Drafts an outreach email", {"prospectUrl"}},
-        {"send_prospect_email", "Sends a prospect email", {"to", "subject", "html"}},
-        {"run_grid_search", "Runs a local grid search", {"keyword", "lat", "lng"}},
-        {"run_llm_visibility", "Runs an answer-engine visibility check", {"prompt", "brand_name"}},
-        {"score_call", "Scores a call transcript", {"transcript"}},
-    };
-    return catalog;
-}
-
-const ActionInfo* find_action(std::string_view name) {
-    for (const auto& action : action_catalog()) {
-        if (action.name == name) return &action;
-    }
-    return nullptr;
-}
 
 namespace {
 
@@ -411,28 +382,50 @@ ActionOutcome score_call(const Ctx& ctx) {
 
 }  // namespace
 
+const std::vector<ActionInfo>& action_catalog() {
+    static const std::vector<ActionInfo> catalog{
+        {"seo_audit", "Runs a site audit", {"url"}, seo_audit},
+        {"optimize_page", "Generates on-page optimisations for a URL", {"url"},
+         [](const Ctx& ctx) { return seo_task(ctx, "optimize_page"); }},
+        {"generate_keywords", "Generates keyword ideas with live metrics", {}, generate_keywords},
+        {"generate_topical_map", "Builds a topical map", {"topic"}, generate_topical_map},
+        {"generate_blog", "Drafts a blog article", {"keyword"}, generate_blog},
+        {"generate_blog_image", "Generates a featured image", {"title"}, generate_blog_image},
+        {"generate_geo_article", "Drafts a geo-targeted article", {"keyword", "city", "state"},
+         generate_geo_article},
+        {"generate_press_release", "Drafts a press release", {"headline"},
+         generate_press_release},
+        {"generate_gbp_post", "Drafts a business-profile post", {"topic"}, generate_gbp_post},
+        {"deploy_blog", "Deploys the blog widget", {}, deploy_blog},
+        {"index_url", "Submits a URL for indexing", {"url"},
+         [](const Ctx& ctx) { return seo_task(ctx, "index_url"); }},
+        {"fetch_backlinks", "Refreshes the backlink profile", {}, fetch_backlinks},
+        {"generate_outreach_email", "Drafts an outreach email", {"prospectUrl"},
+         generate_outreach_email},
+        {"send_prospect_email", "Sends a prospect email", {"to", "subject", "html"},
+         send_prospect_email},
+        {"run_grid_search", "Runs a local grid search", {"keyword", "lat", "lng"},
+         run_grid_search},
+        {"run_llm_visibility", "Runs an answer-engine visibility check", {"prompt", "brand_name"},
+         run_llm_visibility},
+        {"score_call", "Scores a call transcript", {"transcript"}, score_call},
+    };
+    return catalog;
+}
+
+const ActionInfo* find_action(std::string_view name) {
+    for (const auto& action : action_catalog()) {
+        if (action.name == name) return &action;
+    }
+    return nullptr;
+}
+
 ActionOutcome run_action(Store& store, const ActionInfo& action, const ClientProfile& client,
                          const nlohmann::json& body) {
     const Ctx ctx{store, client, body};
-    const std::string_view name = action.name;
-    if (name == "seo_audit") return seo_audit(ctx);
-    if (name == "optimize_page") return seo_task(ctx, "optimize_page");
-    if (name == "index_url") return seo_task(ctx, "index_url");
-    if (name == "generate_keywords") return generate_keywords(ctx);
-    if (name == "generate_topical_map") return generate_topical_map(ctx);
-    if (name == "generate_blog") return generate_blog(ctx);
-    if (name == "generate_blog_image") return generate_blog_image(ctx);
-    if (name == "generate_geo_article") return generate_geo_article(ctx);
-    if (name == "generate_press_release") return generate_press_release(ctx);
-    if (name == "generate_gbp_post") return generate_gbp_post(ctx);
-    if (name == "deploy_blog") return deploy_blog(ctx);
-    if (name == "fetch_backlinks") return fetch_backlinks(ctx);
-    if (name == "generate_outreach_email") return generate_outreach_email(ctx);
-    if (name == "send_prospect_email") return send_prospect_email(ctx);
-    if (name == "run_grid_search") return run_grid_search(ctx);
-    if (name == "run_llm_visibility") return run_llm_visibility(ctx);
-    if (name == "score_call") return score_call(ctx);
-    return fail(400, "action " + std::string(name) + " is not implemented");
+    if (action.run == nullptr)
+        return fail(400, "action " + std::string(action.name) + " is not implemented");
+    return action.run(ctx);
 }
 
 }  // namespace agency::sample::detail

@@ -248,14 +248,6 @@ std::string lead_grade(int score);                  // "A".."D"
 
 // ---- actions ----
 
-struct ActionInfo {
-    std::string_view name;
-    std::string_view description;
-    std::vector<std::string_view> required;
-};
-const std::vector<ActionInfo>& action_catalog();
-const ActionInfo* find_action(std::string_view name);
-
 // An action's outcome before faults: HTTP status and either the response `data` (status 200)
 // or the error text.
 struct ActionOutcome {
@@ -263,6 +255,21 @@ struct ActionOutcome {
     ojson data;
     std::string error;
 };
+
+namespace actions {
+struct Ctx;  // what a handler is given (sample_action_kit.hpp)
+}
+
+// One row per action the sample implements: what discovery lists and the handler that runs it
+// (gateway/sample/sample_actions.cpp). A new action is one row and its handler.
+struct ActionInfo {
+    std::string_view name;
+    std::string_view description;
+    std::vector<std::string_view> required;
+    ActionOutcome (*run)(const actions::Ctx&) = nullptr;
+};
+const std::vector<ActionInfo>& action_catalog();
+const ActionInfo* find_action(std::string_view name);
 
 // Runs a validated action (required fields present, client known) under the write lock.
 ActionOutcome run_action(Store& store, const ActionInfo& action, const ClientProfile& client,
