@@ -14,6 +14,7 @@
 #include "base/crypto.hpp"
 #include "base/log.hpp"
 #include "base/text.hpp"
+#include "net/server_thread.hpp"
 #include "net/socket_stream.hpp"
 #include "net/work_queue.hpp"
 #include "server/http_cors.hpp"
@@ -31,7 +32,7 @@ struct HttpTransport::Impl {
     Server& server;
     HttpOptions options;
     net::PlainServer http;
-    std::thread thread;
+    net::ServerThread listener;  // after http: stopped (and joined) before http is destroyed
     int port = 0;
     std::atomic<std::int64_t> last_sweep{0};
     std::vector<std::string> allowed_hosts;
@@ -545,26 +546,7 @@ void HttpTransport::Impl::install_routes() {
 }
 
 int HttpTransport::Impl::bind_and_listen() {
-    // httplib listens with a backlog of 5: a burst of new connections (16 clients at once) loses
-    // SYNs, which the client resends only a second later. Keep the socket to deepen it below.
-    auto listen_fd = std::make_shared<std::atomic<socket_t>>(INVALID_SOCKET);
-    http.set_socket_options([listen_fd](socket_t sock) {
-        httplib::default_socket_options(sock);
-        listen_fd->store(sock);
-    });
-    if (options.port == 0) {
-        port = http.bind_to_any_port(options.host);
-        if (port <= 0) throw std::runtime_error("cannot listen on " + options.host);
-    } else {
-        if (!http.bind_to_port(options.host, options.port))
-            throw std::runtime_error("cannot listen on " + options.host + ":" +
-                                     std::to_string(options.port) +
-                                     " (address in use or not available)");
-        port = options.port;
-    }
-    if (listen_fd->load() != INVALID_SOCKET) ::listen(listen_fd->load(), SOMAXCONN);
-    thread = std::thread([this] { http.listen_after_bind(); });
-    while (!http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    port = listener.start(http, {.host = options.host, .port = options.port});
     return port;
 }
 
@@ -576,9 +558,8 @@ int HttpTransport::start() {
 }
 
 void HttpTransport::stop() {
-    if (impl_->thread.joinable()) {
-        impl_->http.stop();
-        impl_->thread.join();
+    if (impl_->listener.started()) {
+        impl_->listener.stop();
         impl_->workers->drain();
     }
 }
@@ -587,9 +568,7 @@ bool HttpTransport::drain(std::chrono::milliseconds timeout) {
     return drain_calls(impl_->gate, impl_->server, timeout);
 }
 
-void HttpTransport::wait() {
-    if (impl_->thread.joinable()) impl_->thread.join();
-}
+void HttpTransport::wait() { impl_->listener.wait(); }
 
 std::string HttpTransport::url() const {
     std::string host = impl_->options.host;

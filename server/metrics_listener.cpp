@@ -1,10 +1,9 @@
 #include "server/metrics_listener.hpp"
 
-#include <chrono>
 #include <stdexcept>
-#include <thread>
 
 #include "base/metrics.hpp"
+#include "net/server_thread.hpp"
 #include "net/socket_stream.hpp"
 #include "server/telemetry.hpp"
 
@@ -21,9 +20,7 @@ HttpRoute metrics_route() {
 
 struct MetricsListener::Impl {
     std::unique_ptr<net::PlainServer> http;
-    std::thread thread;
-    std::string host;
-    int port = 0;
+    net::ServerThread listener;
 };
 
 MetricsListener::MetricsListener() : impl_(std::make_unique<Impl>()) {}
@@ -48,34 +45,22 @@ int MetricsListener::start(const std::string& host, int port) {
                                                                const httplib::Response& res) {
         count(req.method, req.path, res.status);
     });
-    const int bound =
-        port == 0 ? http->bind_to_any_port(host) : (http->bind_to_port(host, port) ? port : -1);
-    if (bound < 0)
-        throw std::runtime_error("--metrics-listen: cannot listen on " + host + ":" +
-                                 std::to_string(port) +
-                                 " (in use, or not an address of this host)");
-    httplib::Server* raw = http.get();
-    impl_->thread = std::thread([raw] { raw->listen_after_bind(); });
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!raw->is_running() && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    int bound = 0;
+    try {
+        bound = impl_->listener.start(*http, {.host = host, .port = port});
+    } catch (const std::runtime_error& e) {
+        throw std::runtime_error(std::string("--metrics-listen: ") + e.what());
+    }
     impl_->http = std::move(http);
-    impl_->host = host;
-    impl_->port = bound;
     return bound;
 }
 
 void MetricsListener::stop() {
     if (!impl_->http) return;
-    impl_->http->stop();
-    if (impl_->thread.joinable()) impl_->thread.join();
+    impl_->listener.stop();
     impl_->http.reset();
 }
 
-std::string MetricsListener::url() const {
-    const std::string host =
-        impl_->host.find(':') != std::string::npos ? "[" + impl_->host + "]" : impl_->host;
-    return "http://" + host + ":" + std::to_string(impl_->port) + "/metrics";
-}
+std::string MetricsListener::url() const { return impl_->listener.url("/metrics"); }
 
 }  // namespace agency::mcp

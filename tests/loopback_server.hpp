@@ -3,12 +3,12 @@
 // each request it is shown, so a test can count the connections a client opened.
 #pragma once
 
-#include <chrono>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include <httplib.h>
+
+#include "net/server_thread.hpp"
 
 namespace agency::testing {
 
@@ -16,20 +16,11 @@ template <class ServerT = httplib::Server>
 struct LoopbackServer {
     ServerT http;
     int port = 0;
-    std::thread thread;
+    net::ServerThread serving;  // after http: stopped before http is destroyed
     std::mutex mu;
     std::set<int> remote_ports;
 
-    void start() {
-        port = http.bind_to_any_port("127.0.0.1");
-        thread = std::thread([this] { http.listen_after_bind(); });
-        while (!http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    ~LoopbackServer() {
-        if (!thread.joinable()) return;
-        http.stop();
-        thread.join();
-    }
+    void start() { port = serving.start(http, {}); }
     void note(const httplib::Request& req) {
         std::lock_guard lock(mu);
         remote_ports.insert(req.remote_port);

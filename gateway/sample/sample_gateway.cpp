@@ -10,6 +10,7 @@
 
 #include "base/text.hpp"
 #include "gateway/sample/sample_internal.hpp"
+#include "net/server_thread.hpp"
 #include "net/socket_stream.hpp"
 
 namespace agency::sample {
@@ -393,9 +394,7 @@ void Gateway::mount(httplib::Server& server, const std::string& base_path) {
 struct Server::Impl {
     std::shared_ptr<Gateway> gateway;
     std::unique_ptr<net::PlainServer> http;
-    std::thread thread;
-    std::string host;
-    int port = 0;
+    net::ServerThread listener;
 };
 
 Server::Server(std::shared_ptr<Gateway> gateway) : impl_(std::make_unique<Impl>()) {
@@ -417,15 +416,6 @@ int Server::start(const std::string& host, int port) {
     // PlainServer's idle connections notice stop() at once, so a pooled gateway client may keep
     // its connection across a pause.
     http->set_keep_alive_timeout(5);
-    // httplib's default adds SO_REUSEPORT, which would let a second server share a busy port.
-    // It also keeps the listening socket: httplib listens with a backlog of 5, and a burst of
-    // new connections beyond that loses SYNs that clients resend only a second later.
-    auto listen_fd = std::make_shared<std::atomic<socket_t>>(INVALID_SOCKET);
-    http->set_socket_options([listen_fd](socket_t sock) {
-        int yes = 1;
-        ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-        listen_fd->store(sock);
-    });
     impl_->gateway->mount(*http, "/api");
     // Errors httplib answers itself (unknown path, unroutable method, bad request) get the
     // spec's {"error"} body too; a method the base path has no route for is a 405.
@@ -448,43 +438,29 @@ int Server::start(const std::string& host, int port) {
                         "application/json");
         return httplib::Server::HandlerResponse::Handled;
     }));
-    const int bound =
-        port == 0 ? http->bind_to_any_port(host) : (http->bind_to_port(host, port) ? port : -1);
-    if (bound < 0) {
-        throw std::runtime_error("sample gateway: cannot bind " + host + ":" +
-                                 std::to_string(port));
-    }
-    if (listen_fd->load() != INVALID_SOCKET) ::listen(listen_fd->load(), SOMAXCONN);
-    httplib::Server* raw = http.get();
-    impl_->thread = std::thread([raw] { raw->listen_after_bind(); });
-    // Ready means accepting: wait for the accept loop, so callers can connect at once.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!raw->is_running()) {
-        if (std::chrono::steady_clock::now() > deadline) {
-            raw->stop();
-            impl_->thread.join();
-            throw std::runtime_error("sample gateway: server did not start on " + host);
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // httplib's default adds SO_REUSEPORT, which would let a second server share a busy port.
+    auto reuse_addr_only = [](socket_t sock) {
+        int yes = 1;
+        ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    };
+    int bound = 0;
+    try {
+        bound = impl_->listener.start(
+            *http, {.host = host, .port = port, .socket_options = reuse_addr_only});
+    } catch (const std::runtime_error& e) {
+        throw std::runtime_error(std::string("sample gateway: ") + e.what());
     }
     impl_->http = std::move(http);
-    impl_->host = host;
-    impl_->port = bound;
     return bound;
 }
 
 void Server::stop() {
     if (!impl_->http) return;
-    impl_->http->stop();
-    if (impl_->thread.joinable()) impl_->thread.join();
+    impl_->listener.stop();
     impl_->http.reset();
 }
 
-std::string Server::base_url() const {
-    const std::string host =
-        impl_->host.find(':') != std::string::npos ? "[" + impl_->host + "]" : impl_->host;
-    return "http://" + host + ":" + std::to_string(impl_->port) + "/api";
-}
+std::string Server::base_url() const { return impl_->listener.url("/api"); }
 
 Gateway& Server::gateway() { return *impl_->gateway; }
 

@@ -1,0 +1,62 @@
+// ServerThread (net/server_thread.hpp).
+#include "net/server_thread.hpp"
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <memory>
+#include <stdexcept>
+
+namespace agency::net {
+
+int ServerThread::start(httplib::Server& server, const ListenOn& where) {
+    if (thread_.joinable()) throw std::logic_error("ServerThread: already started");
+    auto listen_fd = std::make_shared<std::atomic<socket_t>>(INVALID_SOCKET);
+    server.set_socket_options([listen_fd, options = where.socket_options](socket_t sock) {
+        if (options)
+            options(sock);
+        else
+            httplib::default_socket_options(sock);
+        listen_fd->store(sock);
+    });
+    const int port = where.port == 0
+                         ? server.bind_to_any_port(where.host)
+                         : (server.bind_to_port(where.host, where.port) ? where.port : -1);
+    if (port <= 0)
+        throw std::runtime_error("cannot listen on " + where.host + ":" +
+                                 std::to_string(where.port) +
+                                 " (in use, or not an address of this host)");
+    if (listen_fd->load() != INVALID_SOCKET) ::listen(listen_fd->load(), SOMAXCONN);
+    thread_ = std::thread([&server] { server.listen_after_bind(); });
+    const auto deadline = std::chrono::steady_clock::now() + where.ready_within;
+    while (!server.is_running()) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            server.stop();
+            thread_.join();
+            throw std::runtime_error("the server on " + where.host + ":" +
+                                     std::to_string(port) + " did not start accepting");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    server_ = &server;
+    host_ = where.host;
+    port_ = port;
+    return port;
+}
+
+void ServerThread::stop() {
+    if (!thread_.joinable()) return;
+    server_->stop();
+    thread_.join();
+}
+
+void ServerThread::wait() {
+    if (thread_.joinable()) thread_.join();
+}
+
+std::string ServerThread::url(std::string_view path) const {
+    const std::string host = host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_;
+    return "http://" + host + ":" + std::to_string(port_) + std::string(path);
+}
+
+}  // namespace agency::net
