@@ -13,7 +13,7 @@
 #include "tests/support/manual_clock.hpp"
 #include "tests/tool_harness.hpp"
 
-namespace {
+namespace data_notes {  // named: a unity batch holds other tests' helpers of the same names
 
 using agency::testing::ManualClock;
 using agency::testing::ToolHarness;
@@ -150,4 +150,4 @@ TEST(DataNotes, TheSummaryTextSaysANoteWhole) {
     EXPECT_TRUE(has(text, "status=\"succeeded\"")) << text;
 }
 
-}  // namespace
+}  // namespace data_notes

@@ -11,7 +11,7 @@
 #include "tests/pg_cluster.hpp"
 #include "tests/support/action_tool_harness.hpp"
 
-namespace {
+namespace outreach_body {  // named: a unity batch holds other tests' helpers of the same names
 
 using agency::testing::ActionToolHarness;
 using agency::testing::ToolReply;
@@ -235,4 +235,4 @@ TEST(StoreBackends, PostgreSqlDownBetweenApprovalAndSendSendsNothingThenExactlyO
     EXPECT_EQ(o.posts("send_prospect_email"), 1u);
 }
 
-}  // namespace
+}  // namespace outreach_body
