@@ -264,8 +264,6 @@ ToolSpec action_spec(const std::shared_ptr<Toolbox>& box,
     spec.read_only = false;
     spec.needs_write = true;
     spec.interactive = static_cast<bool>(entry.preview);  // may ask the user mid-call
-    spec.output_schema = spec.name + ".output";
-    spec.input_schema = spec.name + ".input";
     const PostShape shape{rt, entry.id_field, entry.default_status, entry.finish};
     const bool own_execute = static_cast<bool>(entry.execute);
     auto call = std::make_shared<ActionCall>(ActionCall{

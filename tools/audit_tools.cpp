@@ -82,8 +82,6 @@ std::vector<ToolSpec> audit_tools(const std::shared_ptr<Toolbox>& box,
               .description = "Queues a site audit of url and returns an audit_id at once; poll "
                         "get_audit_status (or call it as an MCP task, which ends with the audit). "
                         "Repeating it for the same url updates the same report.",
-              .input_schema = "run_seo_audit.input",
-              .output_schema = "run_seo_audit.output",
               .read_only = false,
               .destructive = false,
               .idempotent = true,
@@ -132,8 +130,6 @@ std::vector<ToolSpec> audit_tools(const std::shared_ptr<Toolbox>& box,
                              "get_audit_issues, the report's date; note says when the report "
                              "is much older than the audit), failed (the gateway's error) or "
                              "cancelled.",
-              .input_schema = "get_audit_status.input",
-              .output_schema = "get_audit_status.output",
               .open_world = false,
               .mapping = "the server's job table (no gateway request)",
               .handler = [rt](const json& args, mcp::RequestContext& ctx) {

@@ -67,8 +67,6 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                .title = "List clients",
                .description = "Clients this agency can reach, with their ids. Start here: every "
                               "other tool takes a client_id.",
-               .input_schema = "list_clients.input",
-               .output_schema = "list_clients.output",
                .mapping = "GET resource=clients (limit, offset from the cursor)"},
               {.resource = "clients", .per_client = false}));
 
@@ -76,8 +74,6 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                       .title = "Get client",
                       .description = "One client's record by id: name, website, location, "
                                      "industry, auto-deploy setting and deployment target.",
-                      .input_schema = "get_client.input",
-                      .output_schema = "get_client.output",
                       .mapping = "GET resource=clients, filter_field=id (not_found when absent)",
                       .handler = [box](const json& args, mcp::RequestContext& ctx) {
                           return get_client(*box, args, ctx);
@@ -89,8 +85,6 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                .description = "Tracked keyword rankings of a client (keyword, position, url, "
                               "search volume, difficulty, tracking date), newest first. Pages "
                               "with limit and cursor.",
-               .input_schema = "list_keywords.input",
-               .output_schema = "list_keywords.output",
                .mapping = "GET resource=keywords, order=tracked_at desc"},
               {.resource = "keywords", .order = "tracked_at", .direction = "desc"}));
 
@@ -99,8 +93,6 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                .description = "Ranking rows of a client's tracked keywords tracked between from "
                               "and to (inclusive), newest first, optionally for one keyword "
                               "(exact, any case). total appears on the last page.",
-               .input_schema = "list_rankings.input",
-               .output_schema = "list_rankings.output",
                .mapping = "GET resource=keywords, order=tracked_at desc, limit=1000 pages; "
                           "keyword and date range filtered by the tool, stops past `from`"},
               {.resource = "keywords",
@@ -114,8 +106,6 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                           "Which keywords moved most between two dates, in one call: each keyword's "
                         "position on the nearest tracking dates on or before from and to, change = "
                         "from_position - to_position (negative: dropped), top `limit`.",
-                      .input_schema = "ranking_changes.input",
-                      .output_schema = "ranking_changes.output",
                       .mapping = "GET resource=keywords, order=tracked_at desc, limit=1000 pages "
                                  "from the newest; stops past the tracking date on or before "
                                  "`from`; one entry per keyword held. The note names the "
@@ -131,8 +121,6 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                           "Each tracked keyword's newest ranking row (optionally as of a date, "
                           "and for keywords or urls containing some text), best position first. "
                           "total is the number of keywords.",
-                      .input_schema = "latest_rankings.input",
-                      .output_schema = "latest_rankings.output",
                       .mapping = "GET resource=keywords, order=tracked_at desc, limit=1000 pages "
                                  "through the history; the first row of each keyword kept. "
                                  "The note says how old the positions are against as_of, and "
@@ -147,8 +135,6 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                  .description = "SEO audit reports of a client, newest first: url, score, issue "
                                 "counts, date and share link. Issues of one audit: "
                                 "get_audit_issues.",
-                 .input_schema = "list_audits.input",
-                 .output_schema = "list_audits.output",
                  .mapping = "GET resource=seo_reports, order=created_at desc (every member "
                             "passed through but the issue list)"},
                 {.label = "seo_reports",
@@ -160,8 +146,6 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                                      "recommendation), optionally of one severity. report_id: "
                                      "a list_audits row's id (audit_id, the old name, still "
                                      "works). A gateway that gives counts only: note says so.",
-                      .input_schema = "get_audit_issues.input",
-                      .output_schema = "get_audit_issues.output",
                       .mapping = "GET resource=seo_reports, filter_field=id (the row's issues, "
                                  "paged by the tool); a report with counts only points to "
                                  "resource=seo_tasks through read_resource when discovery lists "
@@ -183,8 +167,6 @@ std::vector<ReadEntry> content_tools(const std::shared_ptr<Toolbox>& box) {
                .description = "Backlinks of a client, strongest sources first: source url and "
                               "domain, anchor, target page, domain authority, first-seen date, "
                               "status.",
-               .input_schema = "list_backlinks.input",
-               .output_schema = "list_backlinks.output",
                .mapping = "GET resource=backlinks, order=linking_domains desc"},
               {.resource = "backlinks", .order = "linking_domains", .direction = "desc"}));
 
@@ -192,8 +174,6 @@ std::vector<ReadEntry> content_tools(const std::shared_ptr<Toolbox>& box) {
                .title = "List citations",
                .description = "Directory listings (citations) of a client: directory, listing "
                               "status, NAP accuracy and issues, listing url.",
-               .input_schema = "list_citations.input",
-               .output_schema = "list_citations.output",
                .mapping = "GET resource=citations, order=created_at desc"},
               {.resource = "citations", .order = "created_at", .direction = "desc"}));
 
@@ -202,8 +182,6 @@ std::vector<ReadEntry> content_tools(const std::shared_ptr<Toolbox>& box) {
                  .description = "Blog articles, then geo-targeted articles, of a client, newest "
                                 "first: title, keyword, status, url, deployment target. "
                                 "Optionally one status (e.g. draft, published).",
-                 .input_schema = "list_articles.input",
-                 .output_schema = "list_articles.output",
                  .mapping = "GET resource=blogs, then resource=geo_articles; order=created_at "
                             "desc, filter_field=status when given (every member passed through but the "
                             "body; post_title named title)"},
@@ -219,8 +197,6 @@ std::vector<ReadEntry> content_tools(const std::shared_ptr<Toolbox>& box) {
                .description = "Tracked phone calls of a client between from and to (inclusive, "
                               "UTC dates), newest first: caller, source, duration, status, "
                               "transcript, recording. total appears on the last page.",
-               .input_schema = "list_calls.input",
-               .output_schema = "list_calls.output",
                .mapping = "GET resource=call_tracking_calls, order=created_at desc, limit=1000 "
                           "pages; date range filtered by the tool, stops past `from`"},
               {.resource = "call_tracking_calls",
@@ -231,8 +207,6 @@ std::vector<ReadEntry> content_tools(const std::shared_ptr<Toolbox>& box) {
                  .title = "List shareable reports",
                  .description = "Reports of a client with their share links: SEO audits, then "
                                 "answer-engine (LLM) visibility reports, newest first.",
-                 .input_schema = "list_reports.input",
-                 .output_schema = "list_reports.output",
                  .mapping = "GET resource=seo_reports (order=created_at desc), then "
                             "resource=llm_reports (order=scored_at desc); seo_reports without the "
                             "issue list, llm_reports' visibility_score named score"},
@@ -353,9 +327,7 @@ ToolCatalog register_read_tools(mcp::Server& server, const std::shared_ptr<Toolb
               .description = "Rows of another gateway resource (reviews, competitors, call_scores, ...), "
                         "with optional order, direction and exact-match filter (the parameters list "
                         "useful values). Prefer a dedicated list tool where one exists.",
-              .input_schema = "read_resource.input",
               .input_schema_patch = read_resource_patch(resources),
-              .output_schema = "read_resource.output",
               .mapping = "GET resource=<resource> with order, direction, filter_field, "
                          "filter_value passed through",
               .handler = [box](const json& args, mcp::RequestContext& ctx) {

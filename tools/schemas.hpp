@@ -16,5 +16,7 @@ struct EmbeddedSchema {
 const std::vector<EmbeddedSchema>& embedded_schemas();
 // The parsed schema (parsed once); throws std::out_of_range naming a missing schema.
 const nlohmann::json& schema(std::string_view name);
+// Whether schemas/<name>.json is embedded.
+bool has_schema(std::string_view name);
 
 }  // namespace agency::tools

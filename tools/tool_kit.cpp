@@ -48,6 +48,12 @@ const json& schema(std::string_view name) {
     throw std::out_of_range("no embedded schema named " + std::string(name));
 }
 
+bool has_schema(std::string_view name) {
+    for (const auto& s : embedded_schemas())
+        if (s.name == name) return true;
+    return false;
+}
+
 // --- validation ------------------------------------------------------------------------------
 
 namespace {
@@ -449,6 +455,11 @@ json annotations(const ToolSpec& spec) {
 
 ToolDoc add_tool(mcp::Server& server, ToolSpec spec) {
     // Registration happens once at start-up, before serving; re-registering replaces.
+    // A tool's schemas are schemas/<name>.input.json and <name>.output.json unless its entry
+    // names others: adding a tool is its entry and those two files.
+    if (spec.input_schema.empty()) spec.input_schema = spec.name + ".input";
+    if (spec.output_schema.empty() && has_schema(spec.name + ".output"))
+        spec.output_schema = spec.name + ".output";
     ToolDoc doc{spec.name, spec.mapping, spec.gateway_action, spec.toolset};
     mcp::ToolDef def;
     def.name = spec.name;

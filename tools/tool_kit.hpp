@@ -81,11 +81,11 @@ struct ToolSpec {
     std::string toolset;        // tools/toolsets.hpp: the group a selection names it by
     std::string title;
     std::string description;
-    std::string input_schema;   // embedded schema name, e.g. "list_keywords.input"
+    std::string input_schema;   // embedded schema name; "" = "<name>.input"
     // RFC 7386 merge patch over the embedded input schema, for what is known only at start-up
     // (read_resource's resource enum comes from the gateway's discovery).
     json input_schema_patch;
-    std::string output_schema;  // "" = none
+    std::string output_schema;  // "" = "<name>.output" when schemas/ has it, else none
     bool read_only = true;
     bool destructive = false;
     bool idempotent = true;
