@@ -8,6 +8,8 @@
 # otherwise. The minimal root and apt's downloads are cached outside the tree
 # (scripts/lib/debian_root.sh), so only the first run on a machine waits for debootstrap.
 set -euo pipefail
+# Under pipefail, `producer | grep -q` fails at random: grep exits at its first match and the
+# producer dies of SIGPIPE. Every check below greps a here-string instead.
 build=$(cd "$1" && pwd)
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIPPED: the package test needs root (debootstrap and chroot); CI runs it as root"
@@ -35,20 +37,20 @@ rm -f "$build"/package/agency-mcp_*.deb
 (cd "$build" && cpack -G DEB >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log"; exit 1; }
 deb=$(ls "$build"/package/agency-mcp_*.deb)
 dpkg-deb --field "$deb" Package Version Architecture Depends Suggests Installed-Size
-dpkg-deb --field "$deb" Depends | grep -q 'libc6' || { echo "no shared-library dependencies"; exit 1; }
+grep -q 'libc6' <<<"$(dpkg-deb --field "$deb" Depends)" || { echo "no shared-library dependencies"; exit 1; }
 # What the package holds, before the slow part: the copyright file Debian policy asks for, every
 # page the installed documents point to, and the per-instance example naming this package's
 # binary (issue 31).
 contents=$(dpkg-deb -c "$deb" | awk '{print $NF}')
 for f in copyright auth.md operations.md deploy.md examples/agency-mcp@.service; do
-  echo "$contents" | grep -qx "./usr/share/doc/agency-mcp/$f" ||
+  grep -qx "./usr/share/doc/agency-mcp/$f" <<<"$contents" ||
     { echo "FAIL: the package has no /usr/share/doc/agency-mcp/$f"; exit 1; }
 done
 example=$(dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/agency-mcp/examples/agency-mcp@.service)
-echo "$example" | grep -q '^ExecStart=/usr/bin/agency-mcp ' && ! echo "$example" | grep -q /usr/local ||
+grep -q '^ExecStart=/usr/bin/agency-mcp ' <<<"$example" && ! grep -q /usr/local <<<"$example" ||
   { echo "FAIL: the example agency-mcp@.service does not run /usr/bin/agency-mcp"; exit 1; }
-dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/agency-mcp/copyright |
-  grep -q '^License: BSD-3-google' || { echo "FAIL: the copyright file lacks RE2's terms"; exit 1; }
+copyright=$(dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/agency-mcp/copyright)
+grep -q '^License: BSD-3-google' <<<"$copyright" || { echo "FAIL: the copyright file lacks RE2's terms"; exit 1; }
 
 echo "== a fresh Debian 12 root"
 debian_root_make "$root"
@@ -68,14 +70,14 @@ echo "  agency-mcp --version: $version"
   fail "unexpected version '$version'"
 [ -x "$root/usr/bin/agency-mcp" ] || fail "no /usr/bin/agency-mcp"
 [ -s "$root/usr/share/man/man1/agency-mcp.1.gz" ] || fail "no manual page"
-zcat "$root/usr/share/man/man1/agency-mcp.1.gz" | grep -q 'drain-timeout' || fail "manual page lacks serve's options"
+grep -q 'drain-timeout' <<<"$(zcat "$root/usr/share/man/man1/agency-mcp.1.gz")" || fail "manual page lacks serve's options"
 [ -f "$root/lib/systemd/system/agency-mcp.service" ] || fail "no systemd unit"
 in_root "$root" getent passwd agency-mcp >/dev/null || fail "no agency-mcp user"
 state_mode=$(in_root "$root" stat -c '%U %a' /var/lib/agency-mcp)
 [ "$state_mode" = "agency-mcp 700" ] || fail "state directory: $state_mode"
 env_mode=$(in_root "$root" stat -c '%U:%G %a' /etc/agency-mcp/agency-mcp.env /etc/agency-mcp | tr '\n' ' ')
 [ "$env_mode" = "root:root 640 root:agency-mcp 750 " ] || fail "settings file and directory: $env_mode"
-in_root "$root" dpkg-query -W -f='${Conffiles}\n' agency-mcp | grep -q /etc/agency-mcp/agency-mcp.env ||
+grep -q /etc/agency-mcp/agency-mcp.env <<<"$(in_root "$root" dpkg-query -W -f='${Conffiles}\n' agency-mcp)" ||
   fail "agency-mcp.env is not a conffile"
 
 echo "== tools/list over stdio, as the service user, state in /var/lib/agency-mcp"
@@ -86,7 +88,7 @@ answer=$({ request 1 initialize '{"protocolVersion":"2025-11-25","capabilities":
         in_root "$root" setpriv --reuid agency-mcp --regid agency-mcp --clear-groups \
           agency-mcp serve --state-db /var/lib/agency-mcp/state.db 2>"$work/stdio.log") ||
   { cat "$work/stdio.log"; fail "serve over stdio failed"; }
-echo "$answer" | grep -q '"id":2' && echo "$answer" | grep -q '"list_clients"' ||
+grep -q '"id":2' <<<"$answer" && grep -q '"list_clients"' <<<"$answer" ||
   { echo "$answer" | head -c 600; cat "$work/stdio.log"; fail "no tools/list answer"; }
 echo "  $(echo "$answer" | grep -o '"name":"[a-z_]*"' | wc -l) tools listed"
 
