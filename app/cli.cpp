@@ -1,3 +1,6 @@
+// The command line: every command and option of `agency-mcp`, one add_* per command or group
+// of options, each with its environment variable and help text. Long because the product has
+// many options; what each command does when it runs is in commands.cpp and its neighbours.
 #include "app/cli.hpp"
 
 #include <CLI/CLI.hpp>

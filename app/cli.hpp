@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "server/http_transport.hpp"
 #include "tools/jobs.hpp"
+#include "transport/http_transport.hpp"
 
 // CLI11 stays inside app/cli.cpp: its App's layout depends on what a translation unit included
 // before it, so it is never a member other files see.

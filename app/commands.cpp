@@ -16,16 +16,16 @@
 #include "app/process.hpp"
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
-#include "server/http_transport.hpp"
-#include "server/keys.hpp"
 #include "server/mcp_server.hpp"
-#include "server/metrics_listener.hpp"
-#include "server/stdio_transport.hpp"
 #include "server/telemetry.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"
 #include "tools/tool_docs.hpp"
 #include "tools/toolsets.hpp"
+#include "transport/http_transport.hpp"
+#include "transport/keys.hpp"
+#include "transport/metrics_listener.hpp"
+#include "transport/stdio_transport.hpp"
 
 namespace agency::app {
 

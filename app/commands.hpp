@@ -8,8 +8,8 @@
 #include <string>
 
 #include "app/cli.hpp"
-#include "server/keys.hpp"
 #include "state/store.hpp"
+#include "transport/keys.hpp"
 
 namespace agency::app {
 

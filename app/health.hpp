@@ -12,8 +12,8 @@
 
 #include "base/clock.hpp"
 #include "gateway/client.hpp"
-#include "server/http_routes.hpp"
 #include "state/store.hpp"
+#include "transport/http_routes.hpp"
 
 namespace agency::app {
 

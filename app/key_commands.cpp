@@ -12,7 +12,7 @@
 #include "base/log.hpp"
 
 #include "app/commands.hpp"
-#include "server/keys.hpp"
+#include "transport/keys.hpp"
 
 namespace agency::app {
 

@@ -7,7 +7,7 @@
 
 #include "app/process.hpp"
 #include "auth/token_validator.hpp"
-#include "server/oauth_resource.hpp"
+#include "transport/oauth_resource.hpp"
 
 namespace agency::app {
 

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "app/cli.hpp"
-#include "server/authenticator.hpp"
+#include "transport/authenticator.hpp"
 
 namespace agency::app {
 

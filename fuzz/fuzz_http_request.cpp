@@ -17,7 +17,7 @@
 #include <string>
 
 #include "fuzz/fuzz_common.hpp"
-#include "server/http_transport.hpp"
+#include "transport/http_transport.hpp"
 
 namespace {
 

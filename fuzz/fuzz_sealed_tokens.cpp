@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fuzz/fuzz_common.hpp"
 #include "base/crypto.hpp"
 #include "base/sealed_token.hpp"
+#include "fuzz/fuzz_common.hpp"
 #include "server/json_rpc.hpp"
 #include "state/store.hpp"
 
@@ -40,7 +40,7 @@ json call(const std::string& method, json params, bool modern) {
         std::fprintf(stderr, "%s got no answer\n", method.c_str());
         std::abort();
     }
-    return json::parse(*reply);
+    return json::parse(reply->text);
 }
 
 // A token the input names must never be taken for one the server issued.

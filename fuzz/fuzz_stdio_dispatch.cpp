@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz/fuzz_common.hpp"
-#include "server/stdio_transport.hpp"
+#include "transport/stdio_transport.hpp"
 
 namespace {
 

@@ -57,10 +57,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         std::fprintf(stderr, "tools/call got no answer\n");
         std::abort();
     }
-    const json answer = json::parse(*reply, nullptr, false);
+    const json answer = json::parse(reply->text, nullptr, false);
     if (!answer.is_object() || (!answer.contains("result") && !answer.contains("error"))) {
         std::fprintf(stderr, "tools/call answered something that is not a JSON-RPC answer: %.2000s\n",
-                     reply->c_str());
+                     reply->text.c_str());
+        std::abort();
+    }
+    // The typed reply says what the text says: transports decide by it and never read the text.
+    const int code = answer.contains("error") ? answer["error"].value("code", 0) : 0;
+    if (code != reply->error_code) {
+        std::fprintf(stderr, "the reply's error_code %d differs from its text's %d\n",
+                     reply->error_code, code);
         std::abort();
     }
     return 0;

@@ -1,3 +1,7 @@
+// The page walker (page_walk.hpp): one pass of simdjson On Demand over a gateway page, with
+// the depth check before it, the row fields and the selection written as the page holds them,
+// and the reasons a page is refused. The file is long because the walk is one idea whose steps
+// share the pooled workspace and its marks; split, each part would need the others' internals.
 #include "gateway/page_walk.hpp"
 
 #include <algorithm>

@@ -76,16 +76,16 @@ ParsedMessage parse_message(std::string_view text, const JsonLimits& limits) {
     if (std::string why = check_json_limits(text, limits); !why.empty()) {
         // A NUL byte makes the text invalid JSON; the other limits refuse valid JSON.
         const bool nul = why.find("NUL") != std::string::npos;
-        out.error = make_error_text(nullptr,
-                                    nul ? error_code::parse_error : error_code::invalid_request,
-                                    (nul ? "parse error: " : "message refused: ") + why);
+        out.error = Reply::error(nullptr,
+                                 nul ? error_code::parse_error : error_code::invalid_request,
+                                 (nul ? "parse error: " : "message refused: ") + why);
         return out;
     }
     out.message = json::parse(text, nullptr, false);
     if (out.message.is_discarded()) {
         out.message = nullptr;
-        out.error = make_error_text(nullptr, error_code::parse_error,
-                                    "parse error: the message is not valid JSON");
+        out.error = Reply::error(nullptr, error_code::parse_error,
+                                 "parse error: the message is not valid JSON");
     }
     return out;
 }
@@ -103,6 +103,16 @@ std::string make_error_text(const json& id, int code, std::string_view message,
                             const json& data) {
     return make_error(id, code, message, data).dump(-1, ' ', false,
                                                     json::error_handler_t::replace);
+}
+
+Reply Reply::error(const json& id, int code, std::string_view message, const json& data) {
+    Reply reply(make_error_text(id, code, message, data));
+    reply.error_code = code;
+    if (code == error_code::rate_limited) {
+        const long long wait = data.is_object() ? data.value("retryAfterSeconds", 1LL) : 1LL;
+        reply.retry_after_s = wait < 1 ? 1 : wait;
+    }
+    return reply;
 }
 
 namespace {

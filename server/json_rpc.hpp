@@ -2,6 +2,7 @@
 // RpcError anywhere; exactly one place (Server::handle) turns them into error objects.
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -53,11 +54,26 @@ struct JsonLimits {
 // would take for the end of the input (so "{...}\0garbage" would pass as a message).
 std::string check_json_limits(std::string_view text, const JsonLimits& limits = {});
 
+// What the core answers one message with: the response's text, and what a transport decides by
+// (an HTTP status, Retry-After) said beside it, so that no transport reads the text back.
+struct Reply {
+    std::string text;
+    int error_code = 0;              // the JSON-RPC error's code; 0: the reply is a result
+    long long retry_after_s = 0;     // a rate-limited error: when to come back (seconds, >= 1)
+
+    // A result's text: handlers answer with the text they built.
+    Reply(std::string result_text) : text(std::move(result_text)) {}  // NOLINT(google-explicit-constructor)
+    // A JSON-RPC error; a rate-limited one takes its Retry-After from data.retryAfterSeconds.
+    static Reply error(const json& id, int code, std::string_view message,
+                       const json& data = nullptr);
+    bool is_error() const { return error_code != 0; }
+};
+
 // One message from outside, parsed: `message` when it is JSON within the limits, otherwise
 // `error` holds the JSON-RPC error answer to send (-32700 or -32600) and `message` is null.
 struct ParsedMessage {
     json message;
-    std::string error;
+    std::optional<Reply> error;
 };
 ParsedMessage parse_message(std::string_view text, const JsonLimits& limits = {});
 

@@ -1,3 +1,6 @@
+// The server object: what is registered on it (tools, resources, prompts, filters), its
+// sessions, the capabilities it declares, and what a request's handler may send back while it
+// runs (RequestContext). How a message is dispatched is in dispatch.cpp.
 #include "server/mcp_server.hpp"
 
 #include <algorithm>
@@ -15,20 +18,6 @@
 #include "server/telemetry.hpp"
 
 namespace agency::mcp {
-
-namespace {
-
-const json& params_of(const json& message) {
-    static const json empty = json::object();
-    auto it = message.find("params");
-    return it != message.end() && it->is_object() ? *it : empty;
-}
-
-std::string id_key(const std::shared_ptr<Session>& session, const json& id) {
-    return (session ? session->id : std::string()) + "\x1f" + id.dump();
-}
-
-}  // namespace
 
 int log_level_index(std::string_view level) {
     for (std::size_t i = 0; i < kLogLevels.size(); ++i)
@@ -282,13 +271,11 @@ json Server::capabilities(Era era) const {
     return caps;
 }
 
-bool Server::may_stream(const json& message, const Session* session) const {
-    auto method = message.find("method");
-    if (method == message.end() || !method->is_string()) return false;
-    const MethodEntry* entry = find_method(method->get_ref<const std::string&>());
+bool Server::may_stream(const Incoming& message, const Session* session) const {
+    const MethodEntry* entry = message.kind == MessageKind::request ? message.entry : nullptr;
     if (!entry || entry->talks_back == TalksBack::never) return false;
     if (entry->talks_back == TalksBack::always) return true;
-    const json& params = params_of(message);
+    const json& params = message.params();
     if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object() &&
                                           meta->contains("progressToken"))
         return true;
@@ -340,253 +327,6 @@ void RequestContext::log(std::string_view level, json data, std::string_view log
     if (threshold < 0 || wanted < threshold) return;
     notify("notifications/message",
            {{"level", level}, {"logger", logger}, {"data", std::move(data)}});
-}
-
-// --- dispatch -------------------------------------------------------------------------------
-
-std::optional<std::string> Server::handle(std::string_view text, const Inbound& in) {
-    ParsedMessage parsed = parse_message(text, impl_->options.json_limits);
-    if (!parsed.error.empty()) return std::move(parsed.error);
-    return handle_message(parsed.message, in);
-}
-
-// Whatever a message holds, it is answered (or dropped, for a notification or a response) and
-// the server keeps serving: nothing thrown here may reach a transport's thread. This is the one
-// place where what a handler throws becomes a JSON-RPC error.
-std::optional<std::string> Server::handle_message(const json& message, const Inbound& in) {
-    json id = nullptr;
-    std::string method;
-    if (message.is_object()) {
-        if (auto it = message.find("id"); it != message.end()) id = *it;
-        if (auto it = message.find("method"); it != message.end() && it->is_string())
-            method = it->get<std::string>();
-    }
-    // A notification or a response gets no answer, even when handling it failed.
-    const bool answered = !message.is_object() || (!id.is_null() && message.contains("method"));
-    // Its trace for the thread (log lines, gateway requests) and its metrics.
-    RequestObserver observed(message, in);
-    auto error = [&](int code, const std::string& text, json data) -> std::optional<std::string> {
-        observed.rpc_error(code);
-        if (!answered) return std::nullopt;
-        return make_error_text(id, code, text, std::move(data));
-    };
-    try {
-        return dispatch_message(message, in);
-    } catch (const RpcError& e) {
-        return error(e.code(), e.what(), e.data());
-    } catch (const json::type_error& e) {
-        // A value of the wrong type in the params that a handler read without checking.
-        impl_->refusals->write(log::Level::info, "params of the wrong type", in.principal.name,
-                               "{}: params of the wrong type from {}: {}", method,
-                               in.principal.name, e.what());
-        std::string what = e.what();
-        if (auto end = what.find("] "); end != std::string::npos) what.erase(0, end + 2);
-        return error(error_code::invalid_params,
-                     "invalid params: a value has the wrong type (" + what + ")", json());
-    } catch (const std::exception& e) {
-        // Internals stay in the server's log; the caller gets a generic message.
-        log::error("internal error handling {}: {}", method, e.what());
-    } catch (...) {
-        log::error("internal error handling {}", method);
-    }
-    return error(error_code::internal_error, "internal error", json());
-}
-
-RpcError client_error(const json& error) {
-    if (!error.is_object())
-        return RpcError(error_code::internal_error,
-                        "the client answered with a malformed error (not an object)");
-    auto code = error.find("code");
-    auto message = error.find("message");
-    auto data = error.find("data");
-    return RpcError(code != error.end() && code->is_number_integer() &&
-                            code->get<std::int64_t>() >= std::numeric_limits<int>::min() &&
-                            code->get<std::int64_t>() <= std::numeric_limits<int>::max()
-                        ? static_cast<int>(code->get<std::int64_t>())
-                        : error_code::internal_error,
-                    "the client answered with an error: " +
-                        (message != error.end() && message->is_string()
-                             ? message->get<std::string>().substr(0, 512)
-                             : std::string("(no message)")),
-                    data != error.end() ? *data : json());
-}
-
-void Server::Impl::deliver_response(const json& message, const json& id, const Inbound& in) {
-    std::shared_ptr<PendingRequest> request;
-    if (id.is_string()) {
-        std::lock_guard lock(mutex);
-        auto it = pending.find(id.get<std::string>());
-        std::string sid = in.session ? in.session->id : std::string();
-        // Only the session that was asked may answer.
-        if (it != pending.end() && it->second->session_id == sid) {
-            request = it->second;
-            pending.erase(it);
-        }
-    }
-    if (!request) return;
-    if (auto err = message.find("error"); err != message.end())
-        request->promise.set_value({.result = nullptr, .error = *err});
-    else
-        request->promise.set_value({.result = message["result"], .error = std::nullopt});
-}
-
-void Server::Impl::handle_notification(const std::string& method, const json& params,
-                                       const Inbound& in) {
-    // Notifications are never answered: what fails here is only logged.
-    try {
-        if (method == "notifications/initialized") {
-            if (in.session) in.session->initialized = true;
-        } else if (method == "notifications/cancelled") {
-            auto rid = params.find("requestId");
-            if (rid != params.end()) {
-                std::lock_guard lock(mutex);
-                auto it = in_flight.find(id_key(in.session, *rid));
-                if (it != in_flight.end()) it->second->request_stop();
-            }
-        }
-    } catch (const std::exception& e) {
-        log::debug("ignored notification {}: {}", method, e.what());
-    }
-}
-
-std::optional<std::string> Server::dispatch_message(const json& message, const Inbound& in) {
-    if (message.is_array())
-        return make_error_text(nullptr, error_code::invalid_request,
-                               "batch requests are not supported: send one message at a time");
-    MessageKind kind = classify(message);
-    json id = message.is_object() ? message.value("id", json()) : json();
-    if (kind == MessageKind::invalid) {
-        return make_error_text(id, error_code::invalid_request,
-                               "invalid request: expected a JSON-RPC 2.0 object with \"jsonrpc\":"
-                               "\"2.0\", a string \"method\", an object \"params\" and a string "
-                               "or integer \"id\"");
-    }
-    if (kind == MessageKind::response) {
-        impl_->deliver_response(message, id, in);
-        return std::nullopt;
-    }
-    const std::string& method = message["method"].get_ref<const std::string&>();
-    const json& params = params_of(message);
-    if (kind == MessageKind::request) begin_work_unless_probe(*this, method);
-    if (kind == MessageKind::notification) {
-        impl_->handle_notification(method, params, in);
-        return std::nullopt;
-    }
-
-    RequestContext ctx;
-    ctx.server_ = this;
-    ctx.channel_ = in.channel;
-    ctx.request_id = id;
-    ctx.principal = in.principal;
-    // notifications/cancelled finds the request's stop source by (session, id) while it runs.
-    auto stop = std::make_shared<std::stop_source>();
-    ctx.stop = stop->get_token();
-    std::optional<std::stop_callback<std::function<void()>>> forward;
-    if (in.stop.stop_possible())
-        forward.emplace(in.stop, std::function<void()>([stop] { stop->request_stop(); }));
-    std::string key = id_key(in.session, id);
-    {
-        std::lock_guard lock(impl_->mutex);
-        impl_->in_flight[key] = stop;
-    }
-    struct Unregister {
-        Impl* impl;
-        const std::string& key;
-        ~Unregister() {
-            std::lock_guard lock(impl->mutex);
-            impl->in_flight.erase(key);
-        }
-    } unregister{impl_.get(), key};
-
-    resolve_era(method, params, in, ctx);
-    return dispatch_request(method, id, params, ctx, in);
-}
-
-namespace {
-
-// Checks a modern request's _meta (version, capabilities, log level) and returns its
-// client capabilities.
-const json& check_modern_meta(const json* meta) {
-    if (!meta || !meta->contains(kMetaVersion))
-        throw RpcError(error_code::invalid_params,
-                       "params._meta[\"io.modelcontextprotocol/protocolVersion\"] is "
-                       "required (protocol 2026-07-28)");
-    const json& version = (*meta)[std::string(kMetaVersion)];
-    auto caps = meta->find(kMetaCapabilities);
-    if (caps == meta->end() || !caps->is_object())
-        throw RpcError(error_code::invalid_params,
-                       "params._meta[\"io.modelcontextprotocol/clientCapabilities\"] is "
-                       "required (use {} for none)");
-    if (!version.is_string() || version != kModernVersion) {
-        throw RpcError(error_code::unsupported_protocol_version,
-                       "unsupported protocol version; supported: " + std::string(kModernVersion) +
-                           " (per request), or 2025-11-25, 2025-06-18, 2025-03-26 via "
-                           "initialize",
-                       {{"supported", supported_versions()}, {"requested", version}});
-    }
-    if (auto lvl = meta->find(kMetaLogLevel);
-        lvl != meta->end() &&
-        (!lvl->is_string() || log_level_index(lvl->get_ref<const std::string&>()) < 0))
-        throw RpcError(error_code::invalid_params,
-                       "invalid log level; use one of debug, info, notice, warning, "
-                       "error, critical, alert, emergency");
-    return *caps;
-}
-
-}  // namespace
-
-void Server::resolve_era(const std::string& method, const json& params, const Inbound& in,
-                         RequestContext& ctx) {
-    const json* meta = nullptr;
-    if (auto it = params.find("_meta"); it != params.end() && it->is_object()) {
-        meta = &*it;
-        ctx.meta = *it;
-        if (auto pt = it->find("progressToken"); pt != it->end()) ctx.progress_token = *pt;
-    }
-    const MethodEntry* entry = find_method(method);
-    const bool opens_session = entry && entry->opens_session;
-    // The transport's verdict wins; otherwise per-request _meta makes a request modern, except
-    // the one that opens a legacy session.
-    const bool modern =
-        in.era ? *in.era == Era::modern : !opens_session && meta && meta->contains(kMetaVersion);
-    if (modern) {
-        ctx.client_capabilities = check_modern_meta(meta);
-        ctx.era = Era::modern;
-        ctx.protocol_version = std::string(kModernVersion);
-    } else if (opens_session) {
-        ctx.era = Era::legacy;
-    } else if (in.session && !in.session->protocol_version.empty()) {
-        ctx.era = Era::legacy;
-        ctx.session = in.session;
-        ctx.protocol_version = in.session->protocol_version;
-        ctx.client_capabilities = in.session->client_capabilities;
-        in.session->last_used_ms = impl_->now_ms();
-        in.session->last_used_seq = ++impl_->session_uses;
-    } else if (entry && entry->before_initialize) {
-        ctx.era = Era::legacy;
-    } else {
-        throw RpcError(error_code::invalid_params,
-                       "no protocol version for this request: call initialize first "
-                       "(protocol 2025-11-25 and earlier), or send "
-                       "params._meta[\"io.modelcontextprotocol/protocolVersion\"] and "
-                       "[\"io.modelcontextprotocol/clientCapabilities\"] (2026-07-28)",
-                       {{"supported", supported_versions()}});
-    }
-}
-
-std::optional<std::string> Server::dispatch_request(const std::string& method, const json& id,
-                                                    const json& params, RequestContext& ctx,
-                                                    const Inbound& in) {
-    const bool legacy = ctx.era == Era::legacy;
-    const MethodEntry* entry = find_method(method);
-    if (!entry || !(entry->eras & (legacy ? kLegacyEra : kModernEra))) {
-        std::string_view note = entry && !entry->absent_note.empty() ? entry->absent_note
-                                : legacy                             ? std::string_view()
-                                         : " (not part of protocol 2026-07-28)";
-        throw RpcError(error_code::method_not_found, "method not found: " + method +
-                                                         std::string(note));
-    }
-    return entry->handler(*this, Request{method, id, params, ctx, in});
 }
 
 }  // namespace agency::mcp

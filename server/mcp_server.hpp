@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "server/json_rpc.hpp"
-#include "server/rate_limit.hpp"
 #include "server/protocol.hpp"
-#include "state/task_store.hpp"
+#include "server/rate_limit.hpp"
+#include "server/task_store.hpp"
 
 namespace agency::base {
 class Clock;
@@ -28,13 +28,6 @@ class Clock;
 
 namespace agency::mcp {
 
-// Task records live in the state layer; the core speaks of them by these names.
-using state::MemoryTaskStore;
-using state::TaskRecord;
-using state::TaskStatus;
-using state::TaskStore;
-using state::is_terminal;
-using state::parse_task_status;
 bool is_legacy_version(std::string_view version);
 bool is_supported_version(std::string_view version);
 
@@ -341,6 +334,21 @@ struct ServerOptions {
     RateLimit rate_limit;
 };
 
+struct MethodEntry;  // server/method_table.hpp
+
+// One message as it travels from a transport into the core: read once (classified, its method's
+// entry found), so that neither the transport (where it runs, whether it streams, what Mcp-Name
+// must say) nor the core (dispatch, era, metrics) looks it up again.
+struct Incoming {
+    json message;
+    MessageKind kind = MessageKind::invalid;
+    json id;                             // null for a notification
+    std::string method;                  // "" for a response
+    const MethodEntry* entry = nullptr;  // nullptr: not a method this server answers
+    const json& params() const;          // the params object, or an empty one
+};
+Incoming read_incoming(json message);
+
 // Per-message facts from the transport.
 struct Inbound {
     // The era when the transport has decided it (HTTP routes by headers); unset: the core
@@ -424,19 +432,22 @@ public:
     void on_begin_work(std::function<void()> work);
     void begin_work();
 
-    // Handles one raw message; returns the serialized response, or nullopt for notifications
-    // and responses. Never throws.
-    std::optional<std::string> handle(std::string_view text, const Inbound& in);
-    // As above for an already parsed message.
-    std::optional<std::string> handle_message(const json& message, const Inbound& in);
+    // Handles one raw message; returns the reply, or nullopt for notifications and responses.
+    // Never throws.
+    std::optional<Reply> handle(std::string_view text, const Inbound& in);
+    // As above for a message a transport has read.
+    std::optional<Reply> handle_message(const Incoming& message, const Inbound& in);
+    // As above for a parsed message (reads it first).
+    std::optional<Reply> handle_message(const json& message, const Inbound& in);
 
     // Whether answering `message` may send notifications or requests before the response:
     // transports then open a stream for it instead of a plain JSON answer.
-    bool may_stream(const json& message, const Session* session) const;
+    bool may_stream(const Incoming& message, const Session* session) const;
     // The scope ("read", "write") a tools/call needs that `principal` lacks, for a transport
     // that answers it with a step-up challenge before the call runs; nullopt otherwise (the
     // call then goes on, and meets the tool's own checks).
-    std::optional<std::string> missing_scope(const json& message, const Principal& principal) const;
+    std::optional<std::string> missing_scope(const Incoming& message,
+                                             const Principal& principal) const;
 
     // Sessions (legacy): created by initialize.
     std::shared_ptr<Session> create_session(std::string id);
@@ -471,16 +482,14 @@ public:
 private:
     friend struct Methods;
     // handle_message without its guard: may throw.
-    std::optional<std::string> dispatch_message(const json& message, const Inbound& in);
-    // A request, once the era is known: looks up its entry and calls its handler.
-    std::optional<std::string> dispatch_request(const std::string& method, const json& id,
-                                                const json& params, RequestContext& ctx,
-                                                const Inbound& in);
+    std::optional<Reply> dispatch_message(const Incoming& message, const Inbound& in);
+    // A request, once the era is known: calls its entry's handler.
+    std::optional<Reply> dispatch_request(const Incoming& message, RequestContext& ctx,
+                                          const Inbound& in);
     // Decides the request's era from the transport's verdict, _meta and the session, and
     // fills ctx with it; throws when the request has none.
-    void resolve_era(const std::string& method, const json& params, const Inbound& in,
-                     RequestContext& ctx);
-    std::optional<std::string> call_tool(const json& id, const json& params, RequestContext& ctx);
+    void resolve_era(const Incoming& message, const Inbound& in, RequestContext& ctx);
+    std::optional<Reply> call_tool(const json& id, const json& params, RequestContext& ctx);
     // Modern multi-round-trip: restores answers from a sealed requestState bound to `target`.
     void restore_round(const std::string& target, const json& arguments, const json& params,
                        RequestContext& ctx);

@@ -47,7 +47,7 @@ struct MethodEntry {
     // Appended to "method not found: <name>" when called in an era it does not exist in;
     // empty: the generic wording.
     std::string_view absent_note;
-    std::optional<std::string> (*handler)(Server& server, const Request& request) = nullptr;
+    std::optional<Reply> (*handler)(Server& server, const Request& request) = nullptr;
 };
 
 // The entry for `method`; methods under "tasks/" that no entry names share one entry (the

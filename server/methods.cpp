@@ -1,6 +1,7 @@
 // The method table and the handlers of the methods that answer from the registry (lifecycle,
-// tools, resources, prompts, completion). Tool calls and rounds are in mcp_server.cpp and
-// rounds.cpp, the task methods in task_runtime.cpp.
+// tools, resources, prompts, completion). Tool calls are in tool_calls.cpp, their rounds in
+// rounds.cpp, the task methods in task_runtime.cpp; how a message reaches its entry in
+// dispatch.cpp.
 #include <algorithm>
 #include <array>
 
@@ -88,12 +89,12 @@ const MethodEntry* find_method(std::string_view method) {
     return nullptr;
 }
 
-std::optional<std::string> Methods::complete(Server& server, const Request& r, json result) {
+std::optional<Reply> Methods::complete(Server& server, const Request& r, json result) {
     if (r.ctx.era == Era::modern) server.impl_->add_modern_result_fields(result);
     return dump({{"jsonrpc", "2.0"}, {"id", r.id}, {"result", std::move(result)}});
 }
 
-std::optional<std::string> Methods::initialize(Server& server, const Request& r) {
+std::optional<Reply> Methods::initialize(Server& server, const Request& r) {
     const Inbound& in = r.in;
     if (!in.session) throw RpcError(error_code::internal_error, "no session");
     if (!in.session->protocol_version.empty())
@@ -120,11 +121,11 @@ std::optional<std::string> Methods::initialize(Server& server, const Request& r)
     return complete(server, r, std::move(result));
 }
 
-std::optional<std::string> Methods::ping(Server& server, const Request& r) {
+std::optional<Reply> Methods::ping(Server& server, const Request& r) {
     return complete(server, r, json::object());
 }
 
-std::optional<std::string> Methods::server_discover(Server& server, const Request& r) {
+std::optional<Reply> Methods::server_discover(Server& server, const Request& r) {
     const ServerInfo& info = server.impl_->options.info;
     json result = {{"supportedVersions", supported_versions()},
                    {"capabilities", server.capabilities(Era::modern)},
@@ -133,7 +134,7 @@ std::optional<std::string> Methods::server_discover(Server& server, const Reques
     return complete(server, r, list_result(r, server.impl_->options, std::move(result)));
 }
 
-std::optional<std::string> Methods::logging_set_level(Server& server, const Request& r) {
+std::optional<Reply> Methods::logging_set_level(Server& server, const Request& r) {
     std::string level = require_string(r.params, "level");
     int index = log_level_index(level);
     if (index < 0)
@@ -188,7 +189,7 @@ json tool_entry(const ToolDef& t, bool legacy) {
 
 }  // namespace
 
-std::optional<std::string> Methods::tools_list(Server& server, const Request& r) {
+std::optional<Reply> Methods::tools_list(Server& server, const Request& r) {
     auto visible = server.visible_tools(r.ctx.principal);
     const std::size_t offset = list_cursor_offset(r.params, visible.size(), "tools");
     const ServerOptions& options = server.impl_->options;
@@ -202,7 +203,7 @@ std::optional<std::string> Methods::tools_list(Server& server, const Request& r)
     return complete(server, r, list_result(r, options, std::move(result)));
 }
 
-std::optional<std::string> Methods::tools_call(Server& server, const Request& r) {
+std::optional<Reply> Methods::tools_call(Server& server, const Request& r) {
     return server.call_tool(r.id, r.params, r.ctx);
 }
 
@@ -254,7 +255,7 @@ json prompt_entry(const PromptDef& p) {
 
 }  // namespace
 
-std::optional<std::string> Methods::resources_list(Server& server, const Request& r) {
+std::optional<Reply> Methods::resources_list(Server& server, const Request& r) {
     Server::Impl& impl = *server.impl_;
     // Charged only when the listed entries cost the gateway (not cached): a list is free.
     if (impl.resource_lister && impl.resource_lister_cost)
@@ -276,14 +277,14 @@ std::optional<std::string> Methods::resources_list(Server& server, const Request
     return complete(server, r, list_result(r, impl.options, std::move(result)));
 }
 
-std::optional<std::string> Methods::resources_templates_list(Server& server, const Request& r) {
+std::optional<Reply> Methods::resources_templates_list(Server& server, const Request& r) {
     const Server::Impl& impl = *server.impl_;
     return complete(server, r,
                     list_of(r, impl.options, "resourceTemplates", impl.templates,
                             template_entry));
 }
 
-std::optional<std::string> Methods::resources_read(Server& server, const Request& r) {
+std::optional<Reply> Methods::resources_read(Server& server, const Request& r) {
     const bool legacy = r.ctx.era == Era::legacy;
     std::string uri = require_string(r.params, "uri");
     server.impl_->charge(r.ctx.principal.name, "resources/read", uri,
@@ -321,22 +322,22 @@ void set_subscription(const RequestContext& ctx, const std::string& uri, bool su
 
 }  // namespace
 
-std::optional<std::string> Methods::resources_subscribe(Server& server, const Request& r) {
+std::optional<Reply> Methods::resources_subscribe(Server& server, const Request& r) {
     set_subscription(r.ctx, require_string(r.params, "uri"), true);
     return complete(server, r, json::object());
 }
 
-std::optional<std::string> Methods::resources_unsubscribe(Server& server, const Request& r) {
+std::optional<Reply> Methods::resources_unsubscribe(Server& server, const Request& r) {
     set_subscription(r.ctx, require_string(r.params, "uri"), false);
     return complete(server, r, json::object());
 }
 
-std::optional<std::string> Methods::prompts_list(Server& server, const Request& r) {
+std::optional<Reply> Methods::prompts_list(Server& server, const Request& r) {
     const Server::Impl& impl = *server.impl_;
     return complete(server, r, list_of(r, impl.options, "prompts", impl.prompts, prompt_entry));
 }
 
-std::optional<std::string> Methods::prompts_get(Server& server, const Request& r) {
+std::optional<Reply> Methods::prompts_get(Server& server, const Request& r) {
     const bool legacy = r.ctx.era == Era::legacy;
     const auto& prompts = server.impl_->prompts;
     std::string name = require_string(r.params, "name");
@@ -366,7 +367,7 @@ std::optional<std::string> Methods::prompts_get(Server& server, const Request& r
     return complete(server, r, std::move(result));
 }
 
-std::optional<std::string> Methods::completion_complete(Server& server, const Request& r) {
+std::optional<Reply> Methods::completion_complete(Server& server, const Request& r) {
     Server::Impl& impl = *server.impl_;
     auto ref = r.params.find("ref");
     auto argument = r.params.find("argument");

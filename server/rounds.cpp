@@ -4,7 +4,7 @@
 #include <future>
 
 #include "base/sealed_token.hpp"
-#include "net/work_queue.hpp"
+#include "base/work_queue.hpp"
 #include "server/server_impl.hpp"
 
 namespace agency::mcp {
@@ -153,7 +153,7 @@ json Server::send_request_and_wait(const RequestContext& ctx, const std::string&
         dump({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}));
     auto deadline = std::chrono::steady_clock::now() + impl_->options.ask_timeout;
     // The wait may be long: meanwhile the worker's queue runs another call in its place.
-    net::WorkQueue::Waiting outside;
+    base::WorkQueue::Waiting outside;
     while (future.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
         if (ctx.stop.stop_requested()) throw RpcError(error_code::internal_error, "cancelled");
         if (std::chrono::steady_clock::now() > deadline)

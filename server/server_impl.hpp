@@ -15,8 +15,8 @@
 #include "base/log_summary.hpp"
 #include "base/sealed_token.hpp"
 #include "server/mcp_server.hpp"
-#include "server/rate_limit.hpp"
 #include "server/method_table.hpp"
+#include "server/rate_limit.hpp"
 
 namespace agency::mcp {
 
@@ -65,6 +65,23 @@ void task_progress(LiveTask& task, std::string message);
 json task_wait_for_answers(LiveTask& task, const json& questions,
                            std::chrono::milliseconds timeout,
                            const std::function<bool(const std::string&, const json&)>& fits);
+// Shared by the runtime and the task methods (task_methods.cpp).
+// The Task object of each era (the eras name two fields differently).
+json task_json(const TaskRecord& t, bool legacy);
+json legacy_task_json(const TaskRecord& t);
+json modern_task_json(const TaskRecord& t);
+// Whom a task is bound to (TaskRecord::owner).
+std::string task_owner(const RequestContext& ctx);
+std::string_view era_name(Era era);
+RpcError unknown_task(const std::string& id);
+// Saves the record and tells a legacy client with a notification path about the change.
+void publish(LiveTask& task);
+// Whether client capabilities declare the tasks extension (2026-07-28), and the
+// requiredCapabilities a refusal names when they do not.
+bool has_tasks_extension(const json& caps);
+json tasks_requirement();
+// Only the open questions stay on the record once some are answered (the task's mutex held).
+void narrow_input_requests(LiveTask& task, json left);
 // The short text that replaces the whole structuredContent in the text block:
 // "25 rows of keywords for demo-plumbing (total 300); more with next_cursor. Full rows in
 // structuredContent." or "Result in structuredContent: ok=true, ...".
@@ -190,22 +207,22 @@ struct Server::Impl {
 // they answer from the registry and the request's private state.
 struct Methods {
     // The response carrying `result`, with the modern fields when the era is modern.
-    static std::optional<std::string> complete(Server& server, const Request& r, json result);
+    static std::optional<Reply> complete(Server& server, const Request& r, json result);
 
-    static std::optional<std::string> initialize(Server& server, const Request& r);
-    static std::optional<std::string> ping(Server& server, const Request& r);
-    static std::optional<std::string> server_discover(Server& server, const Request& r);
-    static std::optional<std::string> logging_set_level(Server& server, const Request& r);
-    static std::optional<std::string> tools_list(Server& server, const Request& r);
-    static std::optional<std::string> tools_call(Server& server, const Request& r);
-    static std::optional<std::string> resources_list(Server& server, const Request& r);
-    static std::optional<std::string> resources_templates_list(Server& server, const Request& r);
-    static std::optional<std::string> resources_read(Server& server, const Request& r);
-    static std::optional<std::string> resources_subscribe(Server& server, const Request& r);
-    static std::optional<std::string> resources_unsubscribe(Server& server, const Request& r);
-    static std::optional<std::string> prompts_list(Server& server, const Request& r);
-    static std::optional<std::string> prompts_get(Server& server, const Request& r);
-    static std::optional<std::string> completion_complete(Server& server, const Request& r);
+    static std::optional<Reply> initialize(Server& server, const Request& r);
+    static std::optional<Reply> ping(Server& server, const Request& r);
+    static std::optional<Reply> server_discover(Server& server, const Request& r);
+    static std::optional<Reply> logging_set_level(Server& server, const Request& r);
+    static std::optional<Reply> tools_list(Server& server, const Request& r);
+    static std::optional<Reply> tools_call(Server& server, const Request& r);
+    static std::optional<Reply> resources_list(Server& server, const Request& r);
+    static std::optional<Reply> resources_templates_list(Server& server, const Request& r);
+    static std::optional<Reply> resources_read(Server& server, const Request& r);
+    static std::optional<Reply> resources_subscribe(Server& server, const Request& r);
+    static std::optional<Reply> resources_unsubscribe(Server& server, const Request& r);
+    static std::optional<Reply> prompts_list(Server& server, const Request& r);
+    static std::optional<Reply> prompts_get(Server& server, const Request& r);
+    static std::optional<Reply> completion_complete(Server& server, const Request& r);
 
     // Tasks (task_runtime.cpp).
     static constexpr std::string_view kNotInTasksExtension =
@@ -221,13 +238,13 @@ struct Methods {
     // extension, and params.taskId names a task of this caller that has not expired. Throws
     // otherwise.
     static FoundTask find_task(Server& server, const Request& r);
-    static std::optional<std::string> tasks_list(Server& server, const Request& r);
-    static std::optional<std::string> tasks_get(Server& server, const Request& r);
-    static std::optional<std::string> tasks_cancel(Server& server, const Request& r);
-    static std::optional<std::string> tasks_update(Server& server, const Request& r);
-    static std::optional<std::string> tasks_result(Server& server, const Request& r);
+    static std::optional<Reply> tasks_list(Server& server, const Request& r);
+    static std::optional<Reply> tasks_get(Server& server, const Request& r);
+    static std::optional<Reply> tasks_cancel(Server& server, const Request& r);
+    static std::optional<Reply> tasks_update(Server& server, const Request& r);
+    static std::optional<Reply> tasks_result(Server& server, const Request& r);
     // Any other tasks/ method: refused as unknown once its task is found.
-    static std::optional<std::string> tasks_other(Server& server, const Request& r);
+    static std::optional<Reply> tasks_other(Server& server, const Request& r);
 };
 
 }  // namespace agency::mcp

@@ -1,6 +1,6 @@
 // MCP Tasks for both eras over one runtime: each task runs its tool's work on its own thread;
 // records go to the TaskStore on every change, so a durable store lets pollers and a restarted
-// process see them. See state/task_store.hpp for the wire shapes of each era.
+// process see them. See server/task_store.hpp for the wire shapes of each era.
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
@@ -44,6 +44,8 @@ private:
     LiveTask& task_;
 };
 
+}  // namespace
+
 // The Task object; the eras name two fields differently (ttl/ttlMs, pollInterval/...Ms).
 json task_json(const TaskRecord& t, bool legacy) {
     json out = {{"taskId", t.id},
@@ -64,7 +66,9 @@ bool has_tasks_extension(const json& caps) {
     return ext != caps.end() && ext->is_object() && ext->contains(kTasksExtension);
 }
 
-const json kTasksRequirement = {{"extensions", {{std::string(kTasksExtension), json::object()}}}};
+json tasks_requirement() {
+    return {{"extensions", {{std::string(kTasksExtension), json::object()}}}};
+}
 
 // Whom a task is bound to, in both eras. With an authorization context (an API key, an OAuth
 // token) the caller itself: any session of it, on any instance sharing the store, reaches the
@@ -85,8 +89,6 @@ RpcError unknown_task(const std::string& id) {
     return RpcError(error_code::invalid_params,
                     "unknown task: " + id + " (it expired, or was never created for this caller)");
 }
-
-}  // namespace
 
 bool wants_task(const ToolDef& tool, const json& params, const RequestContext& ctx) {
     if (tool.task_support == TaskSupport::forbidden) return false;
@@ -112,7 +114,7 @@ void require_task_support_fits(const ToolDef& tool, const json& params,
         throw RpcError(error_code::missing_client_capability,
                        "the tool " + tool.name + " runs only as a task: declare the " +
                            std::string(kTasksExtension) + " extension in clientCapabilities",
-                       {{"requiredCapabilities", kTasksRequirement}});
+                       {{"requiredCapabilities", tasks_requirement()}});
     throw RpcError(error_code::method_not_found,
                    "the tool " + tool.name +
                        " runs only as a task: send params.task (the server declares "
@@ -136,8 +138,6 @@ void RequestContext::set_task_resume(json resume) const {
     task_->store->put(copy);
 }
 
-namespace {
-
 // Saves the record and tells a legacy client with a notification path about the change.
 void publish(LiveTask& task) {
     TaskRecord copy;
@@ -157,7 +157,6 @@ void publish(LiveTask& task) {
                                    {"params", legacy_task_json(copy)}}));
 }
 
-}  // namespace
 
 void task_set_status(LiveTask& task, TaskStatus status, std::string message,
                      json input_requests) {
@@ -180,8 +179,6 @@ void task_progress(LiveTask& task, std::string message) {
     publish(task);
 }
 
-namespace {
-
 // Only the open questions stay on the record once some are answered. Called with the task's
 // mutex held.
 void narrow_input_requests(LiveTask& task, json left) {
@@ -190,8 +187,6 @@ void narrow_input_requests(LiveTask& task, json left) {
     task.record.updated_ms = task.clock->unix_ms();
     task.store->put(task.record);
 }
-
-}  // namespace
 
 // Modern: waits for tasks/update to deliver every answer in `questions`.
 json task_wait_for_answers(LiveTask& task, const json& questions,
@@ -397,156 +392,6 @@ void Server::launch_task(std::shared_ptr<LiveTask> task, const ToolDef* tool, Re
         task->finished = true;
         throw refusal;
     }
-}
-
-Methods::FoundTask Methods::find_task(Server& server, const Request& r) {
-    auto& impl = *server.impl_;
-    if (r.ctx.era == Era::modern && !has_tasks_extension(r.ctx.client_capabilities))
-        throw RpcError(error_code::missing_client_capability,
-                       r.method + " needs the " + std::string(kTasksExtension) +
-                           " extension in clientCapabilities",
-                       {{"requiredCapabilities", kTasksRequirement}});
-    FoundTask found;
-    found.id = [&] {
-        auto it = r.params.find("taskId");
-        if (it == r.params.end() || !it->is_string())
-            throw RpcError(error_code::invalid_params, "params.taskId is required (a string)");
-        return it->get<std::string>();
-    }();
-    std::optional<TaskRecord> stored = impl.task_store->get(found.id);
-    // A task answers in the shapes of the era that made it: the other era's methods do not
-    // know it.
-    if (!stored || stored->owner != task_owner(r.ctx) || stored->era != era_name(r.ctx.era) ||
-        (stored->ttl_ms > 0 && stored->created_ms + stored->ttl_ms < impl.now_ms()))
-        throw unknown_task(found.id);
-    found.store = impl.task_store;
-    std::lock_guard lock(impl.mutex);
-    if (auto it = impl.tasks.find(found.id); it != impl.tasks.end()) found.live = it->second;
-    return found;
-}
-
-TaskRecord Methods::FoundTask::current() const {
-    if (!live) return *store->get(id);
-    std::lock_guard lock(live->mutex);
-    return live->record;
-}
-
-std::optional<std::string> Methods::tasks_list(Server& server, const Request& r) {
-    auto& impl = *server.impl_;
-    const std::string owner = task_owner(r.ctx);
-    // Cursors are sealed for the owner whose tasks they page through: one made up, altered or
-    // issued to another caller is refused.
-    const base::TokenBinding binding{.subject = "tasks/list", .principal = owner};
-    std::size_t offset = 0;
-    if (auto c = r.params.find("cursor"); c != r.params.end() && !c->is_null()) {
-        std::optional<std::size_t> at;
-        if (c->is_string()) {
-            auto opened = impl.tasks_cursor_sealer->open(c->get_ref<const std::string&>(), binding);
-            if (auto* token = std::get_if<base::OpenedToken>(&opened);
-                token && token->body.is_object() && token->body["offset"].is_number_unsigned())
-                at = token->body["offset"].get<std::size_t>();
-        }
-        if (!at)
-            throw RpcError(error_code::invalid_params,
-                           "invalid cursor: pass back the nextCursor of a previous "
-                           "tasks/list, or omit it");
-        offset = *at;
-    }
-    impl.task_store->erase_expired(impl.now_ms());
-    constexpr std::size_t page = 50;
-    auto records = impl.task_store->list(owner, era_name(r.ctx.era), offset, page + 1);
-    json tasks = json::array();
-    for (std::size_t i = 0; i < records.size() && i < page; ++i)
-        tasks.push_back(legacy_task_json(records[i]));
-    json result = {{"tasks", std::move(tasks)}};
-    if (records.size() > page)
-        result["nextCursor"] = impl.tasks_cursor_sealer->seal(
-            binding, std::chrono::milliseconds(impl.options.task_max_ttl_ms),
-            {{"offset", offset + page}});
-    return complete(server, r, std::move(result));
-}
-
-std::optional<std::string> Methods::tasks_get(Server& server, const Request& r) {
-    TaskRecord record = find_task(server, r).current();
-    if (r.ctx.era == Era::legacy) return complete(server, r, legacy_task_json(record));
-    json out = modern_task_json(record);
-    if (record.status == TaskStatus::completed && !record.result.empty())
-        out["result"] = json::parse(record.result);
-    if (record.status == TaskStatus::failed && record.error.is_object())
-        out["error"] = record.error;
-    if (record.status == TaskStatus::input_required && record.input_requests.is_object())
-        out["inputRequests"] = record.input_requests;
-    return complete(server, r, std::move(out));
-}
-
-std::optional<std::string> Methods::tasks_cancel(Server& server, const Request& r) {
-    auto& impl = *server.impl_;
-    const bool legacy = r.ctx.era == Era::legacy;
-    FoundTask task = find_task(server, r);
-    TaskRecord record = task.current();
-    if (is_terminal(record.status)) {
-        if (legacy)
-            throw RpcError(error_code::invalid_params,
-                           "task " + task.id + " is already " +
-                               std::string(to_string(record.status)) + " and cannot be cancelled");
-        return complete(server, r, json::object());
-    }
-    const ToolDef* tool = impl.find_tool(record.tool);
-    if (task.live) {
-        {
-            std::lock_guard lock(task.live->mutex);
-            task.live->record.status = TaskStatus::cancelled;
-            task.live->record.status_message = "cancelled by the client";
-            task.live->record.input_requests = nullptr;
-            record = task.live->record;
-        }
-        task.live->stop.request_stop();
-        publish(*task.live);
-    } else {
-        record.status = TaskStatus::cancelled;
-        record.status_message = "cancelled by the client";
-        record.updated_ms = impl.now_ms();
-        impl.task_store->put(record);
-    }
-    if (tool && tool->on_cancel && !record.resume.is_null()) {
-        try {
-            tool->on_cancel(record.resume);
-        } catch (const std::exception& e) {
-            log::warn("cancelling the work of task {}: {}", task.id, e.what());
-        }
-    }
-    return complete(server, r, legacy ? legacy_task_json(record) : json::object());
-}
-
-std::optional<std::string> Methods::tasks_update(Server& server, const Request& r) {
-    FoundTask task = find_task(server, r);
-    if (r.ctx.era == Era::legacy)
-        throw RpcError(error_code::method_not_found, "method not found: tasks/update");
-    auto responses = r.params.find("inputResponses");
-    if (responses == r.params.end() || !responses->is_object())
-        throw RpcError(error_code::invalid_params,
-                       "params.inputResponses is required (an object keyed like the task's "
-                       "inputRequests)");
-    if (!task.live && !is_terminal(task.current().status))
-        throw RpcError(error_code::invalid_request,
-                       "task " + task.id + " runs on another instance of this server, which "
-                       "alone holds its questions: cancel it and call the tool again, or "
-                       "route a task's tasks/update to the instance that created it");
-    if (task.live) {
-        {
-            std::lock_guard lock(task.live->mutex);
-            for (const auto& [k, v] : responses->items()) task.live->responses[k] = v;
-            if (task.live->open_questions)
-                narrow_input_requests(*task.live, task.live->open_questions());
-        }
-        task.live->changed.notify_all();
-    }
-    return complete(server, r, json::object());
-}
-
-std::optional<std::string> Methods::tasks_other(Server& server, const Request& r) {
-    find_task(server, r);
-    throw RpcError(error_code::method_not_found, "method not found: " + r.method);
 }
 
 }  // namespace agency::mcp

@@ -150,18 +150,17 @@ std::optional<base::TraceParent> incoming_trace(const json* meta, const Inbound&
 
 }  // namespace
 
-RequestObserver::RequestObserver(const json& message, const Inbound& in)
+RequestObserver::RequestObserver(const Incoming& message, const Inbound& in)
     : started_(std::chrono::steady_clock::now()), previous_(t_observer) {
     t_observer = this;
-    if (!message.is_object()) return;
-    auto method = message.find("method");
-    if (method == message.end() || !method->is_string()) return;
-    const auto& name = method->get_ref<const std::string&>();
-    request_ = message.contains("id") && !message["id"].is_null();
-    method_ = find_method(name) ? name : "other";
+    auto method = message.message.find("method");  // find() is safe on any JSON value
+    if (method == message.message.end() || !method->is_string()) return;
+    const std::string& name = message.method;
+    request_ = !message.id.is_null();
+    method_ = message.entry ? name : "other";
     const json* params = nullptr;
     const json* meta = nullptr;
-    if (auto p = message.find("params"); p != message.end() && p->is_object()) {
+    if (auto p = message.message.find("params"); p != message.message.end() && p->is_object()) {
         params = &*p;
         if (auto m = p->find("_meta"); m != p->end() && m->is_object()) meta = &*m;
     }

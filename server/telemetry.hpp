@@ -24,7 +24,7 @@ namespace agency::mcp {
 // is destroyed.
 class RequestObserver {
 public:
-    RequestObserver(const json& message, const Inbound& in);
+    RequestObserver(const Incoming& message, const Inbound& in);
     ~RequestObserver();
     RequestObserver(const RequestObserver&) = delete;
     RequestObserver& operator=(const RequestObserver&) = delete;

@@ -60,7 +60,7 @@ void Server::Impl::charge(const std::string& principal, const std::string& metho
                    std::move(data));
 }
 
-std::optional<std::string> Server::call_tool(const json& id, const json& params,
+std::optional<Reply> Server::call_tool(const json& id, const json& params,
                                              RequestContext& ctx) {
     // Before anything else runs: a caller over its limit costs the server nothing more. A
     // refusal names the tool when the server has it (the message, the metrics' label).
@@ -180,13 +180,12 @@ std::optional<std::string> Server::call_tool(const json& id, const json& params,
     return out;
 }
 
-std::optional<std::string> Server::missing_scope(const json& message,
+std::optional<std::string> Server::missing_scope(const Incoming& message,
                                                  const Principal& principal) const {
-    if (!message.is_object() || message.value("method", json()) != "tools/call") return std::nullopt;
-    const auto params = message.find("params");
-    if (params == message.end() || !params->is_object()) return std::nullopt;
-    const auto name = params->find("name");
-    if (name == params->end() || !name->is_string()) return std::nullopt;
+    if (message.kind != MessageKind::request || message.method != "tools/call") return std::nullopt;
+    const json& params = message.params();
+    const auto name = params.find("name");
+    if (name == params.end() || !name->is_string()) return std::nullopt;
     auto found = impl_->tool_index.find(name->get<std::string>());
     if (found == impl_->tool_index.end()) return std::nullopt;
     const ToolDef& tool = impl_->tools[found->second];

@@ -1,3 +1,7 @@
+// SqliteStore: opening the file, its schema and migrations, then the Store's operations by
+// kind (jobs, idempotency, drafts, confirmations), each a section. MCP task records are in
+// sqlite_tasks.cpp, leases, credits and export/import in sqlite_shared.cpp, the write log in
+// sqlite_write_log.cpp.
 #include "state/sqlite_store.hpp"
 
 #include <cstdlib>
@@ -251,7 +255,7 @@ CREATE TABLE IF NOT EXISTS confirmations (
   used INTEGER NOT NULL DEFAULT 0
 );
 )sql");
-    // MCP tasks (state/task_store.hpp): one row per task, replaced on every change.
+    // MCP tasks (server/task_store.hpp): one row per task, replaced on every change.
     exec(R"sql(
 CREATE TABLE IF NOT EXISTS tasks (
   id TEXT PRIMARY KEY,

@@ -15,9 +15,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "state/task_store.hpp"
+#include "server/task_store.hpp"
 
 namespace agency::state {
+
+// The task store's interface is the MCP core's (server/task_store.hpp); the stores here
+// implement it, and speak of its records by these names.
+using mcp::MemoryTaskStore;
+using mcp::TaskRecord;
+using mcp::TaskStatus;
+using mcp::TaskStore;
+using mcp::is_terminal;
+using mcp::parse_task_status;
+using mcp::to_string;
 
 class StoreError : public std::runtime_error {
 public:

@@ -127,7 +127,7 @@ protected:
         const json message = {
             {"jsonrpc", "2.0"}, {"id", next_id++}, {"method", method}, {"params", params}};
         auto text = server->handle(message.dump(), in);
-        return text ? json::parse(*text)["result"] : json(nullptr);
+        return text ? json::parse(text->text)["result"] : json(nullptr);
     }
     static std::string text_of(const json& result) { return result["content"][0]["text"]; }
 

@@ -8,9 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include "base/crypto.hpp"
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
-#include "base/crypto.hpp"
 #include "server/mcp_server.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"
@@ -77,7 +77,7 @@ struct Generation {
                         {"params", std::move(params)}};
         agency::mcp::Inbound in;
         auto text = server->handle_message(message, in);
-        return text ? json::parse(*text) : json();
+        return text ? json::parse(text->text) : json();
     }
     json await_task(const std::string& task_id) {
         json r;

@@ -23,9 +23,9 @@
 
 #include "base/crypto.hpp"
 #include "gateway/sample/sample_gateway.hpp"
-#include "server/keys.hpp"
 #include "tests/support/oauth_issuer.hpp"
 #include "tests/support/paths.hpp"
+#include "transport/keys.hpp"
 
 namespace flood_cli {
 

@@ -19,7 +19,6 @@
 
 #include "base/crypto.hpp"
 #include "pg_cluster.hpp"
-#include "server/http_transport.hpp"
 #include "server/json_rpc.hpp"
 #include "state/pg_store.hpp"
 #include "stdio_harness.hpp"
@@ -27,6 +26,7 @@
 #include "tools/action_tools.hpp"
 #include "tools/pipeline.hpp"
 #include "tools/registry.hpp"
+#include "transport/http_transport.hpp"
 
 namespace {
 
@@ -305,7 +305,7 @@ TEST(Hardening, TaskTtlBeyondTheCapIsCapped) {
             ttl + "}}}";
         auto reply = e.h.server->handle(message, in);
         ASSERT_TRUE(reply);
-        json r = json::parse(*reply);
+        json r = json::parse(reply->text);
         ASSERT_TRUE(r["result"].contains("task")) << r;
         EXPECT_EQ(r["result"]["task"]["ttl"], 24 * 60 * 60 * 1000) << ttl;
     }

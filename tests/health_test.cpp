@@ -18,9 +18,9 @@
 #include "app/health.hpp"
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
-#include "server/http_drain.hpp"
 #include "state/sqlite_store.hpp"
 #include "tests/support/manual_clock.hpp"
+#include "transport/http_drain.hpp"
 
 namespace {
 

@@ -28,9 +28,9 @@
 #include <httplib.h>
 
 #include "base/crypto.hpp"
-#include "server/http_transport.hpp"
-#include "server/keys.hpp"
 #include "server/mcp_server.hpp"
+#include "transport/http_transport.hpp"
+#include "transport/keys.hpp"
 
 namespace {
 

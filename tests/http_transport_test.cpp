@@ -24,10 +24,10 @@
 #include <httplib.h>
 
 #include "base/crypto.hpp"
-#include "server/http_transport.hpp"
-#include "server/keys.hpp"
 #include "server/mcp_server.hpp"
 #include "tests/support/manual_clock.hpp"
+#include "transport/http_transport.hpp"
+#include "transport/keys.hpp"
 
 namespace {
 

@@ -17,9 +17,9 @@
 
 #include "server/json_rpc.hpp"
 #include "server/mcp_server.hpp"
-#include "server/stdio_transport.hpp"
 #include "stdio_harness.hpp"
 #include "tests/support/manual_clock.hpp"
+#include "transport/stdio_transport.hpp"
 
 namespace {
 
@@ -151,8 +151,15 @@ protected:
     json send(const std::string& text, const Inbound* in = nullptr) {
         auto reply = server_->handle(text, in ? *in : in_);
         if (!reply) return nullptr;
-        json parsed = json::parse(*reply, nullptr, false);
-        EXPECT_FALSE(parsed.is_discarded()) << *reply;
+        json parsed = json::parse(reply->text, nullptr, false);
+        EXPECT_FALSE(parsed.is_discarded()) << reply->text;
+        // The typed reply says what its text says (transports decide the HTTP status by it).
+        const bool error = parsed.is_object() && parsed.contains("error");
+        EXPECT_EQ(reply->error_code, error ? parsed["error"].value("code", 0) : 0) << reply->text;
+        if (error && reply->error_code == agency::mcp::error_code::rate_limited) {
+            EXPECT_EQ(reply->retry_after_s,
+                      std::max(1LL, parsed["error"]["data"].value("retryAfterSeconds", 1LL)));
+        }
         return parsed;
     }
     json call(const json& id, const std::string& method, json params = json::object(),
@@ -614,7 +621,8 @@ TEST_F(McpCore, MrtrStateFromAnotherServerIsRejected) {
                                                  {"requestState", state}})),
                               stateless);
     ASSERT_TRUE(reply);
-    EXPECT_EQ(error_code(json::parse(*reply)), -32602) << *reply;
+    EXPECT_EQ(error_code(json::parse(reply->text)), -32602) << reply->text;
+    EXPECT_EQ(reply->error_code, -32602);
 }
 
 TEST_F(McpCore, MrtrStateExpiresByTheServerClock) {

@@ -302,14 +302,17 @@ TEST(MetricsCli, HttpServeCountsRefusalsAnswersAndTheProcess) {
                              {"http_route", route},
                              {"http_response_status_code", status}});
     };
-    // An answer is counted once written: the scrape after the last one shows it.
+    // An answer is counted once written, on its connection's thread: the client can hear an
+    // answer before its count lands, so the scrape waits until every one has.
     std::string text;
     for (int i = 0; i < 200; ++i) {
         auto scraped = client.Get("/metrics");
         ASSERT_TRUE(scraped);
         ASSERT_EQ(scraped->status, 200);
         text = scraped->body;
-        if (answers(text, "GET", "other", "404") >= 1) break;
+        if (answers(text, "POST", "/mcp", "200") >= 1 && answers(text, "POST", "/mcp", "429") >= 1 &&
+            answers(text, "GET", "/healthz", "200") >= 1 && answers(text, "GET", "other", "404") >= 1)
+            break;
         std::this_thread::sleep_for(10ms);
     }
     EXPECT_EQ(metric_value(text, "agency_mcp_tool_calls_total",

@@ -1,4 +1,4 @@
-// The HTTP transport with OAuth (server/oauth_resource.cpp) and keys beside it: the challenges,
+// The HTTP transport with OAuth (transport/oauth_resource.cpp) and keys beside it: the challenges,
 // the RFC 9728 metadata, step-up before a write runs, keys and tokens together, and callers
 // bound by issuer + sub. A real issuer on loopback (tests/support/oauth_issuer.hpp).
 #include <filesystem>
@@ -7,9 +7,9 @@
 #include <httplib.h>
 
 #include "auth/token_validator.hpp"
-#include "server/http_transport.hpp"
-#include "server/oauth_resource.hpp"
 #include "tests/support/oauth_issuer.hpp"
+#include "transport/http_transport.hpp"
+#include "transport/oauth_resource.hpp"
 
 namespace {
 

@@ -16,14 +16,14 @@
 #include <httplib.h>
 
 #include "base/metrics.hpp"
-#include "server/http_transport.hpp"
 #include "server/json_rpc.hpp"
-#include "server/metrics_listener.hpp"
 #include "tests/metrics_text.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"
+#include "transport/http_transport.hpp"
+#include "transport/metrics_listener.hpp"
 
 namespace operator_metrics {
 

@@ -11,9 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include "pg_cluster.hpp"
 #include "server/mcp_server.hpp"
 #include "state/pg_store.hpp"
-#include "pg_cluster.hpp"
 
 namespace {
 
@@ -86,7 +86,7 @@ struct Instance {
         json message = {{"jsonrpc", "2.0"}, {"id", ++id}, {"method", method},
                         {"params", std::move(params)}};
         auto out = server->handle(message.dump(), in);
-        return out ? json::parse(*out) : json();
+        return out ? json::parse(out->text) : json();
     }
     std::string status(const std::string& task_id) {
         return modern("tasks/get", {{"taskId", task_id}})["result"].value("status", "");

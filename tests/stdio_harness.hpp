@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/mcp_server.hpp"
-#include "server/stdio_transport.hpp"
+#include "transport/stdio_transport.hpp"
 
 namespace agency::testing {
 

@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "server/mcp_server.hpp"
-#include "server/stdio_transport.hpp"
+#include "transport/stdio_transport.hpp"
 
 namespace {
 

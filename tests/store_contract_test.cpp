@@ -1,4 +1,4 @@
-// The Store contract (state/store.hpp, state/task_store.hpp), one suite against both backends:
+// The Store contract (state/store.hpp, server/task_store.hpp), one suite against both backends:
 // a SQLite file in a temporary directory and a fresh database on a throwaway PostgreSQL
 // cluster (tests/pg_cluster.hpp). Races run several store objects on the same database, as
 // several instances would.

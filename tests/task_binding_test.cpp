@@ -145,7 +145,7 @@ struct Instance {
         json message = {
             {"jsonrpc", "2.0"}, {"id", ++id}, {"method", method}, {"params", std::move(params)}};
         auto out = server->handle(message.dump(), in);
-        return out ? json::parse(*out) : json();
+        return out ? json::parse(out->text) : json();
     }
 };
 

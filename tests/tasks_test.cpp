@@ -172,7 +172,7 @@ protected:
         json message = {{"jsonrpc", "2.0"}, {"id", ++id_}, {"method", method},
                         {"params", std::move(params)}};
         auto out = server_->handle(message.dump(), in);
-        return out ? json::parse(*out) : json();
+        return out ? json::parse(out->text) : json();
     }
     json modern(const std::string& method, json params, bool with_extension = true) {
         Inbound in;

@@ -21,12 +21,12 @@
 #include "base/trace_context.hpp"
 #include "gateway/client.hpp"
 #include "loopback_server.hpp"
-#include "server/http_transport.hpp"
-#include "server/metrics_listener.hpp"
 #include "tests/metrics_text.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"
+#include "transport/http_transport.hpp"
+#include "transport/metrics_listener.hpp"
 
 namespace {
 
@@ -51,7 +51,7 @@ ToolReply traced_call(ToolHarness& h, const std::string& tool, const json& args,
     agency::mcp::Inbound in;
     in.principal.name = principal;
     ToolReply reply;
-    reply.response = json::parse(*h.server->handle_message(message, in));
+    reply.response = json::parse(h.server->handle_message(message, in)->text);
     if (reply.response.contains("error"))
         reply.rpc_error = reply.response["error"].value("code", 0);
     else

@@ -99,7 +99,7 @@ struct ToolHarness {
         mcp::Inbound in;
         in.principal = principal;
         auto text = server->handle_message(message, in);
-        return text ? json::parse(*text) : json(nullptr);
+        return text ? json::parse(text->text) : json(nullptr);
     }
 
     // A modern tools/call from a client that declares elicitation, as `principal`: the whole
@@ -117,7 +117,7 @@ struct ToolHarness {
         mcp::Inbound in;
         in.principal.name = principal;
         auto text = server->handle_message(message, in);
-        return text ? json::parse(*text) : json(nullptr);
+        return text ? json::parse(text->text) : json(nullptr);
     }
 
     ToolReply call(const std::string& tool, const json& args,

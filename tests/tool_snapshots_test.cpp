@@ -113,10 +113,10 @@ struct Registry {
                             {"params", params}};
             auto answer = server->handle_message(request, in);
             if (!answer) throw std::runtime_error("tools/list: no answer");
-            answer_bytes += answer->size();
+            answer_bytes += answer->text.size();
             ++pages;
-            json reply = json::parse(*answer);
-            if (!reply.contains("result")) throw std::runtime_error("tools/list: " + *answer);
+            json reply = json::parse(answer->text);
+            if (!reply.contains("result")) throw std::runtime_error("tools/list: " + answer->text);
             for (auto& tool : reply["result"]["tools"]) tools.push_back(std::move(tool));
             auto next = reply["result"].find("nextCursor");
             if (next == reply["result"].end()) break;

@@ -2,6 +2,7 @@
 // own over HTTP (X-MCP-* headers, which only narrow), and the instructions written from what is
 // enabled. Every tool is registered over the sample gateway on a loopback port.
 #include <algorithm>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -10,9 +11,9 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include "server/http_transport.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/toolsets.hpp"
+#include "transport/http_transport.hpp"
 
 namespace {
 
@@ -33,9 +34,34 @@ std::set<std::string> names_of(const json& tools) {
     return names;
 }
 
-const std::set<std::string> kClients = {"list_clients", "get_client"};
-const std::set<std::string> kRankings = {"list_keywords", "list_rankings", "ranking_changes",
-                                         "latest_rankings", "generate_keyword_ideas"};
+// A toolset's tools as registered (each entry names its toolset), not a list kept here.
+std::set<std::string> toolset_of(std::string_view group) {
+    static const std::map<std::string, std::set<std::string>, std::less<>> by_group = [] {
+        std::map<std::string, std::set<std::string>, std::less<>> out;
+        ToolHarness h = every_tool();
+        for (const agency::mcp::ToolDef* tool : h.server->visible_tools(Principal{}))
+            out[tool->group].insert(tool->name);
+        return out;
+    }();
+    auto it = by_group.find(group);
+    return it == by_group.end() ? std::set<std::string>{} : it->second;
+}
+
+// The two toolsets these tests select by, with a tool each that must be in it.
+const std::set<std::string>& clients_tools() {
+    static const std::set<std::string> tools = toolset_of("clients");
+    return tools;
+}
+const std::set<std::string>& rankings_tools() {
+    static const std::set<std::string> tools = toolset_of("rankings");
+    return tools;
+}
+
+TEST(Toolsets, TheToolsetsTheseTestsSelectByHoldTheirTools) {
+    EXPECT_TRUE(clients_tools().contains("get_client"));
+    EXPECT_TRUE(rankings_tools().contains("list_keywords"));
+    EXPECT_FALSE(rankings_tools().contains("list_backlinks"));
+}
 
 std::set<std::string> joined(std::set<std::string> a, const std::set<std::string>& b) {
     a.insert(b.begin(), b.end());
@@ -57,7 +83,7 @@ TEST(Toolsets, EveryToolHasAKnownToolsetAndEveryToolsetHasTools) {
 TEST(Toolsets, AToolsetKeepsItsToolsAndTheClientsOnesAndRefusesTheRest) {
     ToolHarness h = every_tool();
     h.server->set_tool_selection({.groups = {"rankings"}});
-    EXPECT_EQ(names_of(h.tools()), joined(kClients, kRankings));
+    EXPECT_EQ(names_of(h.tools()), joined(clients_tools(), rankings_tools()));
     const auto refused = h.call("list_backlinks", {{"client_id", "demo-dental"}});
     EXPECT_EQ(refused.rpc_error, -32602) << refused.response.dump();
     EXPECT_NE(refused.response.dump().find("not among the toolsets and tools enabled"),
@@ -76,7 +102,7 @@ TEST(Toolsets, ToolsAloneKeepOnlyThoseAndExclusionWins) {
     both.server->set_tool_selection({.groups = {"rankings", "backlinks"},
                                      .tools = {"list_calls"},
                                      .exclude = {"list_calls", "refresh_backlinks", "get_client"}});
-    auto want = joined(kRankings, {"list_clients", "list_backlinks"});
+    auto want = joined(rankings_tools(), {"list_clients", "list_backlinks"});
     EXPECT_EQ(names_of(both.tools()), want) << "exclusion wins, also over clients and --tools";
 
     ToolHarness all = every_tool();
@@ -110,7 +136,7 @@ TEST(Toolsets, ARequestNarrowsWithinTheServersSelectionNeverBeyond) {
     Principal narrow;
     narrow.selection = {.groups = {"backlinks"}};
     EXPECT_EQ(names_of(h.tools_as(narrow)),
-              joined(kClients, {"list_backlinks", "refresh_backlinks"}));
+              joined(clients_tools(), {"list_backlinks", "refresh_backlinks"}));
     Principal widen;
     widen.selection = {.tools = {"list_calls", "list_keywords"}};
     EXPECT_EQ(names_of(h.tools_as(widen)), (std::set<std::string>{"list_keywords"}));
@@ -174,11 +200,11 @@ protected:
 
 TEST_F(ToolsetHeaders, HeadersNarrowOneRequest) {
     const std::size_t everything = listed({}).size();
-    EXPECT_EQ(listed({{"X-MCP-Toolsets", "rankings"}}), joined(kClients, kRankings));
+    EXPECT_EQ(listed({{"X-MCP-Toolsets", "rankings"}}), joined(clients_tools(), rankings_tools()));
     EXPECT_EQ(listed({{"X-MCP-Tools", " list_calls , list_backlinks"}}),
               (std::set<std::string>{"list_calls", "list_backlinks"}));
     EXPECT_EQ(listed({{"X-MCP-Toolsets", "rankings"}, {"X-MCP-Exclude-Tools", "get_client"}}),
-              joined(kRankings, {"list_clients"}));
+              joined(rankings_tools(), {"list_clients"}));
     EXPECT_EQ(listed({}).size(), everything) << "the next request without headers sees all";
 
     const auto read_only = listed({{"X-MCP-Readonly", "true"}});

@@ -261,7 +261,7 @@ TEST(UntrustedTools, AnUnaskedElicitationAnswerConfirmsNothing) {
     agency::mcp::Inbound in;
     const auto text = t.h->server->handle_message(message, in);
     ASSERT_TRUE(text.has_value());
-    const json answer = json::parse(*text);
+    const json answer = json::parse(text->text);
     EXPECT_EQ(answer["result"].value("resultType", ""), "input_required") << answer.dump();
     EXPECT_EQ(t.posts("deploy_blog"), 0u);
 }

@@ -361,7 +361,8 @@ TEST(RateLimit, CoreRefusesACallerOverItsLimit) {
                                           {"_meta", ToolHarness::modern_meta()}}}};
         agency::mcp::Inbound in;
         in.principal.name = "runaway";
-        return json::parse(server.handle_message(message, in).value_or("null"));
+        auto reply = server.handle_message(message, in);
+        return reply ? json::parse(reply->text) : json(nullptr);
     };
     EXPECT_TRUE(call("tools/call").contains("result"));
     EXPECT_TRUE(call("tools/list").contains("result"));

@@ -7,8 +7,8 @@
 #include <iostream>
 #include <thread>
 
-#include "server/http_transport.hpp"
 #include "server/mcp_server.hpp"
+#include "transport/http_transport.hpp"
 
 using agency::mcp::json;
 using agency::mcp::RequestContext;

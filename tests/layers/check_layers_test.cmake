@@ -35,3 +35,18 @@ file(REMOVE ${WORK}/tools/private.cpp)
 file(WRITE ${WORK}/base/sneak.cpp "  #  include \"../tools/t.hpp\"\n")
 expect_check(${WORK} "${rules}" TRUE "on a ../ include")
 file(REMOVE_RECURSE ${WORK})
+
+# The build's own rules: the MCP core (server/) may not include the transport layer, nor the
+# layers under the transports (net/, auth/) or state/; the transport layer may use the core.
+file(MAKE_DIRECTORY ${WORK}/server ${WORK}/transport ${WORK}/net ${WORK}/auth ${WORK}/state)
+foreach(h transport/http_transport.hpp net/server_thread.hpp auth/token_validator.hpp state/store.hpp
+          server/mcp_server.hpp)
+  file(WRITE ${WORK}/${h} "#pragma once\n")
+endforeach()
+file(WRITE ${WORK}/transport/uses_core.cpp "#include \"server/mcp_server.hpp\"\n")
+expect_check(${WORK} "${RULES}" FALSE "on the transport layer including the core")
+foreach(h transport/http_transport.hpp net/server_thread.hpp auth/token_validator.hpp state/store.hpp)
+  file(WRITE ${WORK}/server/reach.cpp "#include \"${h}\"\n")
+  expect_check(${WORK} "${RULES}" TRUE "on the core (server/) including ${h}")
+endforeach()
+file(REMOVE_RECURSE ${WORK})

@@ -61,7 +61,7 @@ public:
     }
     bool can_send_requests() const override { return legacy_ && !closed_.stop_requested(); }
 
-    void finish(std::optional<std::string> reply) {
+    void finish(std::optional<Reply> reply) {
         {
             std::lock_guard lock(mutex_);
             reply_ = std::move(reply);
@@ -73,7 +73,7 @@ public:
     // Waits up to `grace` for the call. When it finished without sending anything before its
     // reply, returns that reply (which may be "no reply"), so it can go out as plain JSON with
     // its proper HTTP status; otherwise nullopt: the answer will be streamed.
-    std::optional<std::optional<std::string>> finished_quietly(std::chrono::milliseconds grace) {
+    std::optional<std::optional<Reply>> finished_quietly(std::chrono::milliseconds grace) {
         std::unique_lock lock(mutex_);
         ready_.wait_for(lock, grace, [this] { return done_ || !events_.empty(); });
         if (done_ && events_.empty()) {
@@ -94,7 +94,7 @@ public:
             batch.swap(events_);
             bool finished = done_;
             if (finished && reply_ && !relayed_) {
-                batch.push_back(sse_event(*reply_));
+                batch.push_back(sse_event(reply_->text));
                 relayed_ = true;
             }
             lock.unlock();
@@ -113,7 +113,7 @@ private:
     std::mutex mutex_;
     std::condition_variable ready_;
     std::deque<std::string> events_;
-    std::optional<std::string> reply_;
+    std::optional<Reply> reply_;
     bool done_ = false;
     bool relayed_ = false;
 };

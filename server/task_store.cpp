@@ -1,10 +1,10 @@
-#include "state/task_store.hpp"
+#include "server/task_store.hpp"
 
 #include <algorithm>
 #include <array>
 #include <ctime>
 
-namespace agency::state {
+namespace agency::mcp {
 
 namespace {
 constexpr std::array<std::string_view, 5> kStatusNames{"working", "input_required", "completed",
@@ -83,4 +83,4 @@ std::vector<TaskRecord> TaskStore::orphaned_tasks(std::size_t) { return {}; }
 
 void TaskStore::watch_task_cancellations(std::function<void(const std::string&)>) {}
 
-}  // namespace agency::state
+}  // namespace agency::mcp

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "auth/token_validator.hpp"
-#include "server/authenticator.hpp"
+#include "transport/authenticator.hpp"
 
 namespace agency::mcp {
 

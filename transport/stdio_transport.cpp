@@ -1,4 +1,4 @@
-#include "server/stdio_transport.hpp"
+#include "transport/stdio_transport.hpp"
 
 #include <cerrno>
 #include <memory>
@@ -12,7 +12,7 @@
 
 #include "base/log.hpp"
 
-#include "net/work_queue.hpp"
+#include "base/work_queue.hpp"
 #include "server/method_table.hpp"
 
 namespace agency::mcp {
@@ -75,16 +75,9 @@ private:
 
 // Requests whose method may wait on a gateway or on the client run on workers; the rest
 // inline, in order.
-bool runs_on_worker(const json& message) {
-    auto method = message.find("method");
-    if (method == message.end() || !method->is_string() || !message.contains("id")) return false;
-    const MethodEntry* entry = find_method(method->get_ref<const std::string&>());
-    return entry && entry->runs == Runs::on_worker;
-}
-
-bool is_cancellation(const json& message) {
-    auto method = message.find("method");  // find() is safe on any JSON value
-    return method != message.end() && *method == "notifications/cancelled";
+bool runs_on_worker(const Incoming& message) {
+    return message.kind == MessageKind::request && message.entry &&
+           message.entry->runs == Runs::on_worker;
 }
 
 // Waits until `in_fd` has bytes (or its end) or `stop_fd` is readable; false for a stop.
@@ -118,7 +111,7 @@ int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_
     in.channel = &channel;
     in.stop = shutdown.get_token();
 
-    net::WorkQueue workers(options.workers);
+    base::WorkQueue workers(options.workers);
     std::string buffer;
     std::string line;
     bool discarding = false;  // inside an oversized line: drop bytes until its newline
@@ -132,14 +125,14 @@ int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_
     auto dispatch = [&](std::string&& text) {
         if (text.empty() || text.find_first_not_of(" \t\r") == std::string::npos) return;
         ParsedMessage parsed = parse_message(text, options.json_limits);
-        if (!parsed.error.empty()) {
-            writer.write_line(parsed.error);
+        if (parsed.error) {
+            writer.write_line(parsed.error->text);
             return;
         }
-        json& message = parsed.message;
+        Incoming message = read_incoming(std::move(parsed.message));
         if (runs_on_worker(message)) {
             auto stop = std::make_shared<std::stop_source>();
-            std::string key = message["id"].dump();
+            std::string key = message.id.dump();
             {
                 std::lock_guard lock(queued_mutex);
                 queued[key] = stop;
@@ -151,22 +144,23 @@ int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_
                 // Cancelled before it started: drop it without an answer.
                 if (!stop->stop_requested()) {
                     if (auto reply = server.handle_message(message, call_in))
-                        writer.write_line(*reply);
+                        writer.write_line(reply->text);
                 }
                 std::lock_guard lock(queued_mutex);
                 queued.erase(key);
             });
             return;
         }
-        if (is_cancellation(message)) {
-            auto params = message.find("params");
-            if (params != message.end() && params->is_object() && params->contains("requestId")) {
+        if (message.kind == MessageKind::notification &&
+            message.method == "notifications/cancelled") {
+            const json& params = message.params();
+            if (auto id = params.find("requestId"); id != params.end()) {
                 std::lock_guard lock(queued_mutex);
-                auto it = queued.find((*params)["requestId"].dump());
+                auto it = queued.find(id->dump());
                 if (it != queued.end()) it->second->request_stop();
             }
         }
-        if (auto reply = server.handle_message(message, in)) writer.write_line(*reply);
+        if (auto reply = server.handle_message(message, in)) writer.write_line(reply->text);
     };
 
     for (;;) {

@@ -1,5 +1,5 @@
 // The authenticator seam and the key-only authenticator (see authenticator.hpp).
-#include "server/authenticator.hpp"
+#include "transport/authenticator.hpp"
 
 #include "base/log_summary.hpp"
 #include "base/text.hpp"

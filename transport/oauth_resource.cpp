@@ -1,5 +1,5 @@
 // The OAuth resource server's answers (see oauth_resource.hpp).
-#include "server/oauth_resource.hpp"
+#include "transport/oauth_resource.hpp"
 
 #include "base/log.hpp"
 #include "base/log_summary.hpp"

@@ -1,10 +1,10 @@
 // A graceful stop of the HTTP transport (see http_drain.hpp).
-#include "server/http_drain.hpp"
+#include "transport/http_drain.hpp"
 
 #include "base/log.hpp"
 
-#include "server/http_replies.hpp"
 #include "server/mcp_server.hpp"
+#include "transport/http_replies.hpp"
 
 namespace agency::mcp {
 

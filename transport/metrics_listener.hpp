@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "server/http_routes.hpp"
+#include "transport/http_routes.hpp"
 
 namespace agency::mcp {
 

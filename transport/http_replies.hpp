@@ -8,9 +8,9 @@
 
 #include <httplib.h>
 
-#include "server/authenticator.hpp"
-#include "server/http_routes.hpp"
 #include "server/json_rpc.hpp"
+#include "transport/authenticator.hpp"
+#include "transport/http_routes.hpp"
 
 namespace agency::mcp {
 
@@ -35,11 +35,11 @@ void install_extra_routes(httplib::Server& http, const std::vector<HttpRoute>& r
 // HttpAnswerCounter): the routes are `endpoint` and those of `route_lists`.
 void count_answers(httplib::Server& http, const std::string& endpoint,
                    std::initializer_list<const std::vector<HttpRoute>*> route_lists);
-// Modern-era JSON-RPC errors travel with a matching HTTP status.
-int http_status_for_modern_error(const std::string& reply);
+// Modern-era JSON-RPC errors travel with a matching HTTP status (0: not an error, 200).
+int http_status_for_modern_error(int code);
 // The status of a reply: 429 with Retry-After for a caller over its rate limit (either era),
 // else http_status_for_modern_error for the modern era (legacy: 200).
-void set_reply_status(httplib::Response& res, const std::string& reply, bool legacy);
+void set_reply_status(httplib::Response& res, const Reply& reply, bool legacy);
 // What an authenticator or a route sees of a request; valid while `req` lives.
 HttpRequestView request_view(const httplib::Request& req);
 // An authenticator's refusal: its status, WWW-Authenticate and message (503: Retry-After).

@@ -4,6 +4,8 @@
 // tasks/cancel. 2026-07-28: the io.modelcontextprotocol/tasks extension (flat CreateTaskResult,
 // tasks/get with the result inline, tasks/update for input, tasks/cancel).
 // Records live behind TaskStore so that they outlive the process when the store is durable.
+// The interface is the core's; state/ implements it (SqliteStore, PgStore), so the core links
+// no database library.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace agency::state {
+namespace agency::mcp {
 
 using json = nlohmann::json;
 
@@ -107,4 +109,4 @@ private:
     std::unordered_map<std::string, TaskRecord> tasks_;
 };
 
-}  // namespace agency::state
+}  // namespace agency::mcp

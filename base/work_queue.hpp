@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-namespace agency::net {
+namespace agency::base {
 
 class WorkQueue {
 public:
@@ -62,4 +62,4 @@ private:
     std::vector<std::thread> threads_;
 };
 
-}  // namespace agency::net
+}  // namespace agency::base

@@ -1,4 +1,4 @@
-#include "server/http_headers.hpp"
+#include "transport/http_headers.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -6,8 +6,8 @@
 
 #include "base/crypto.hpp"
 #include "base/text.hpp"
-#include "server/http_transport.hpp"
 #include "server/method_table.hpp"
+#include "transport/http_transport.hpp"
 
 namespace agency::mcp {
 
@@ -127,10 +127,12 @@ std::optional<std::string> param_headers_mismatch(const httplib::Request& req, c
 
 }  // namespace
 
-std::optional<std::string> routing_mismatch(const httplib::Request& req, const json& params,
-                                            const std::string& method,
+std::optional<std::string> routing_mismatch(const httplib::Request& req,
+                                            const Incoming& message,
                                             const std::string& version_header,
                                             const Server& server) {
+    const json& params = message.params();
+    const std::string& method = message.method;
     if (version_header.empty()) return "the MCP-Protocol-Version header is required";
     const bool has_meta = params.contains("_meta") && params["_meta"].is_object();
     const json meta = has_meta ? params["_meta"] : json::object();
@@ -144,7 +146,7 @@ std::optional<std::string> routing_mismatch(const httplib::Request& req, const j
     std::string method_header = trimmed(req.get_header_value(method_header_name));
     if (method_header != method)
         return "Mcp-Method is " + method_header + " but the body's method is " + method;
-    const MethodEntry* entry = find_method(method);
+    const MethodEntry* entry = message.entry;
     const std::string name_field(entry ? entry->name_param : std::string_view());
     if (!name_field.empty()) {
         const std::string name_header_name(kHeaderName);

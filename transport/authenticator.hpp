@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "server/http_routes.hpp"
-#include "server/keys.hpp"
 #include "server/mcp_server.hpp"
+#include "transport/http_routes.hpp"
+#include "transport/keys.hpp"
 
 namespace agency::mcp {
 

@@ -1,14 +1,14 @@
 // CORS for the Streamable HTTP transport: the preflight answer and the headers that let an
 // allowed origin read our answers (see http_cors.hpp).
-#include "server/http_cors.hpp"
+#include "transport/http_cors.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <string>
 
 #include "base/text.hpp"
-#include "server/http_headers.hpp"
 #include "server/protocol.hpp"
+#include "transport/http_headers.hpp"
 
 namespace agency::mcp {
 

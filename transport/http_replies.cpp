@@ -1,5 +1,5 @@
 // How the Streamable HTTP transport writes its answers (see http_replies.hpp).
-#include "server/http_replies.hpp"
+#include "transport/http_replies.hpp"
 
 #include <string_view>
 #include <utility>
@@ -38,10 +38,7 @@ void send_busy(httplib::Response& res, const json& id, const std::string& messag
 }
 
 // Modern-era JSON-RPC errors travel with a matching HTTP status.
-int http_status_for_modern_error(const std::string& reply) {
-    if (reply.rfind(R"({"error":{"code":)", 0) != 0) return 200;
-    json parsed = json::parse(reply, nullptr, false);
-    int code = parsed.is_discarded() ? 0 : parsed["error"].value("code", 0);
+int http_status_for_modern_error(int code) {
     switch (code) {
         case error_code::method_not_found: return 404;
         case error_code::internal_error: return 500;
@@ -52,19 +49,13 @@ int http_status_for_modern_error(const std::string& reply) {
 
 // A caller over its rate limit hears 429 with Retry-After in either era (the JSON-RPC error's
 // data says when); the status of any other reply is as before.
-void set_reply_status(httplib::Response& res, const std::string& reply, bool legacy) {
-    static const std::string kRateLimited =
-        R"({"error":{"code":)" + std::to_string(error_code::rate_limited) + ",";
-    if (reply.rfind(kRateLimited, 0) == 0) {
-        const json parsed = json::parse(reply, nullptr, false);
-        const json* data = parsed.is_object() ? &parsed["error"]["data"] : nullptr;
-        const long long wait =
-            data && data->is_object() ? data->value("retryAfterSeconds", 1LL) : 1LL;
+void set_reply_status(httplib::Response& res, const Reply& reply, bool legacy) {
+    if (reply.error_code == error_code::rate_limited) {
         res.status = 429;
-        res.set_header("Retry-After", std::to_string(wait < 1 ? 1 : wait));
+        res.set_header("Retry-After", std::to_string(reply.retry_after_s));
         return;
     }
-    if (!legacy) res.status = http_status_for_modern_error(reply);
+    if (!legacy) res.status = http_status_for_modern_error(reply.error_code);
 }
 
 HttpRequestView request_view(const httplib::Request& req) {

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "server/authenticator.hpp"
-#include "server/http_routes.hpp"
-#include "server/keys.hpp"
 #include "server/mcp_server.hpp"
+#include "transport/authenticator.hpp"
+#include "transport/http_routes.hpp"
+#include "transport/keys.hpp"
 
 namespace agency::mcp {
 
@@ -22,7 +22,7 @@ struct HttpOptions {
     std::vector<std::string> allowed_hosts;    // Host names accepted besides loopback names
     std::vector<std::string> allowed_origins;  // full origins, e.g. "https://app.example.com"
     std::shared_ptr<const KeyStore> keys;      // null or empty: no authentication
-    // Who may call (server/authenticator.hpp: keys, OAuth); null: `keys` alone decide.
+    // Who may call (transport/authenticator.hpp: keys, OAuth); null: `keys` alone decide.
     std::shared_ptr<const Authenticator> authenticator;
     Principal anonymous;                       // the caller's scopes when there is no auth
     // Routes beside the endpoint (health, metrics, metadata): outside caller authentication.

@@ -1,4 +1,4 @@
-#include "server/keys.hpp"
+#include "transport/keys.hpp"
 
 #include <cerrno>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "server/metrics_listener.hpp"
+#include "transport/metrics_listener.hpp"
 
 #include <stdexcept>
 

@@ -1,11 +1,11 @@
-#include "net/work_queue.hpp"
+#include "base/work_queue.hpp"
 
 #include <algorithm>
 #include <system_error>
 
 #include "base/log.hpp"
 
-namespace agency::net {
+namespace agency::base {
 
 namespace {
 thread_local WorkQueue* current_queue = nullptr;  // the queue whose worker this thread is
@@ -116,4 +116,4 @@ void WorkQueue::run() {
     }
 }
 
-}  // namespace agency::net
+}  // namespace agency::base

@@ -41,8 +41,8 @@ std::optional<std::string> narrow_by_headers(const httplib::Request& req, const 
 // For a modern request or notification: why its routing headers disagree with its body
 // (the text after "header mismatch: "), or nullopt when they agree. A body whose _meta lacks
 // the version or capabilities is left to the core, whose -32602 comes first.
-std::optional<std::string> routing_mismatch(const httplib::Request& req, const json& params,
-                                            const std::string& method,
+std::optional<std::string> routing_mismatch(const httplib::Request& req,
+                                            const Incoming& message,
                                             const std::string& version_header,
                                             const Server& server);
 
