@@ -5,6 +5,7 @@
 // exactly one record at the gateway, and answer either with that record (recovered by checking
 // what the action changes, gateway/actions.hpp) or with a clear tool error; never a second POST.
 // One sample gateway and tool server for the suite.
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -259,6 +260,26 @@ TEST_P(ActionFaults, OneRecordPerCall) {
                   std::string::npos)
             << answer.dump();
     }
+}
+
+// The cases above are data a test cannot derive (arguments, where the record lands); this keeps
+// them complete: every registered tool that POSTs a gateway action has one, so a new action
+// tool is told here that it needs its row.
+TEST(ActionFaultsCases, EveryToolThatPostsAnActionHasACase) {
+    agency::mcp::Server server;
+    ToolHarness h;
+    const auto catalog = agency::tools::register_all(server, h.box);
+    std::size_t posting = 0;
+    for (const auto& doc : catalog) {
+        if (doc.gateway_action.empty()) continue;
+        ++posting;
+        const bool covered =
+            std::any_of(tool_cases().begin(), tool_cases().end(),
+                        [&](const ToolCase& c) { return c.tool == doc.name; });
+        EXPECT_TRUE(covered) << doc.name << " POSTs " << doc.gateway_action
+                             << " but has no row in tool_cases()";
+    }
+    EXPECT_GE(posting, 10u);
 }
 
 INSTANTIATE_TEST_SUITE_P(

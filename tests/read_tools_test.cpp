@@ -158,9 +158,8 @@ TEST_F(ReadTools, ReadResourceOffersEveryUncoveredDiscoveredResource) {
     for (const auto& r : h().client->discovery()->resources)
         if (!agency::tools::covered_by_curated_tool(r)) expected.insert(r);
     EXPECT_EQ(offered, expected);
-    for (const char* r : {"reviews", "competitors", "domain_metrics", "grid_searches",
-                          "gbp_profiles", "call_scores", "callrail_calls", "seo_tasks"})
-        EXPECT_TRUE(offered.count(r)) << r;
+    // Most of what the gateway serves has no tool of its own (the sample serves 30 resources).
+    EXPECT_GE(offered.size(), 15u);
     for (const char* r : {"clients", "keywords", "blogs", "backlinks", "llm_reports"})
         EXPECT_FALSE(offered.count(r)) << r;
 }
