@@ -240,7 +240,8 @@ TEST(GatewayClient, DiscoveryRefreshThreadStopsPromptly) {
 }
 
 TEST(GatewayClient, RefreshDiscoveryReportsChanges) {
-    httplib::Server local;
+    agency::testing::LoopbackServer<> local_server;
+    httplib::Server& local = local_server.http;
     local.set_tcp_nodelay(true);
     std::atomic<int> version{1};  // the number of actions the deployment lists
     local.Get("/api", [&](const httplib::Request&, httplib::Response& res) {
@@ -253,9 +254,8 @@ TEST(GatewayClient, RefreshDiscoveryReportsChanges) {
         }
         res.set_content(d.dump(), "application/json");
     });
-    const int port = local.bind_to_any_port("127.0.0.1");
-    std::thread serving([&] { local.listen_after_bind(); });
-    while (!local.is_running()) std::this_thread::sleep_for(1ms);
+    local_server.start();
+    const int port = local_server.port;
     {
         Config config;
         config.base_url = "http://127.0.0.1:" + std::to_string(port) + "/api";
@@ -275,8 +275,6 @@ TEST(GatewayClient, RefreshDiscoveryReportsChanges) {
         EXPECT_EQ(c.discovery()->actions.size(), 3u);
         EXPECT_EQ(c.discovery()->actions.back().required_fields, std::vector<std::string>{"url"});
     }
-    local.stop();
-    serving.join();
 }
 
 TEST(GatewayClient, CheckNamesUnreachableGateway) {
@@ -293,7 +291,8 @@ TEST(GatewayClient, CheckNamesUnreachableGateway) {
 }
 
 TEST(GatewayClient, CheckRejectsNonGatewayAnswers) {
-    httplib::Server other;
+    agency::testing::LoopbackServer<> other_server;
+    httplib::Server& other = other_server.http;
     other.set_tcp_nodelay(true);
     other.Get("/api", [](const httplib::Request& req, httplib::Response& res) {
         if (req.get_param_value("resource") == "blogs") {
@@ -302,9 +301,8 @@ TEST(GatewayClient, CheckRejectsNonGatewayAnswers) {
             res.set_content("<html>hello</html>", "text/html");
         }
     });
-    const int port = other.bind_to_any_port("127.0.0.1");
-    std::thread serving([&] { other.listen_after_bind(); });
-    while (!other.is_running()) std::this_thread::sleep_for(1ms);
+    other_server.start();
+    const int port = other_server.port;
     {  // clients go first: their idle keep-alive connections would hold up other.stop()
         Config c;
         c.base_url = "http://127.0.0.1:" + std::to_string(port) + "/api";
@@ -329,12 +327,11 @@ TEST(GatewayClient, CheckRejectsNonGatewayAnswers) {
         EXPECT_EQ(no_data.reason(), ErrorReason::upstream);
         EXPECT_NE(std::string(no_data.what()).find("without a `data` array"), std::string::npos);
     }
-    other.stop();
-    serving.join();
 }
 
 TEST(GatewayClient, SendsKeyAndJsonAndReusesConnections) {
-    httplib::Server local;
+    agency::testing::LoopbackServer<> local_server;
+    httplib::Server& local = local_server.http;
     local.set_tcp_nodelay(true);
     local.set_keep_alive_max_count(100);
     std::mutex mu;
@@ -361,9 +358,8 @@ TEST(GatewayClient, SendsKeyAndJsonAndReusesConnections) {
                                     {"data", {{"id", "t-1"}}}};
         res.set_content(answer.dump(), "application/json");
     });
-    const int port = local.bind_to_any_port("127.0.0.1");
-    std::thread serving([&] { local.listen_after_bind(); });
-    while (!local.is_running()) std::this_thread::sleep_for(1ms);
+    local_server.start();
+    const int port = local_server.port;
     {
         Config config;
         config.base_url = "http://127.0.0.1:" + std::to_string(port) + "/v1/gateway";
@@ -378,8 +374,6 @@ TEST(GatewayClient, SendsKeyAndJsonAndReusesConnections) {
         EXPECT_EQ(r.status_code, 202);
         EXPECT_EQ(r.data["id"], "t-1");
     }
-    local.stop();
-    serving.join();
     EXPECT_EQ(ports.size(), 1u);  // one keep-alive connection for all ten reads
     EXPECT_EQ(auths, std::vector<std::string>(10, "Bearer k-123"));
     EXPECT_EQ(filter_value, "a b&c=d/é");

@@ -22,6 +22,7 @@
 
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
+#include "net/server_thread.hpp"
 #include "loopback_server.hpp"
 
 namespace {
@@ -240,15 +241,13 @@ TEST(HostileAnswers, AnHttpsGatewaysHeadIsCountedOnItsRecords) {
             R"({"data":[],"pagination":{"total":0,"limit":1,"offset":0,"has_more":false}})",
             "application/json");
     });
-    const int port = http.bind_to_any_port("127.0.0.1");
-    std::thread serving([&] { http.listen_after_bind(); });
-    while (!http.is_running()) std::this_thread::sleep_for(1ms);
+    agency::net::ServerThread serving;
+    const int port = serving.start(http, {});
 
     ::setenv("SSL_CERT_FILE", (dir / "ca.pem").c_str(), 1);
     const auto e = read_error("https://127.0.0.1:" + std::to_string(port) + "/api");
     ::unsetenv("SSL_CERT_FILE");
-    http.stop();
-    serving.join();
+    serving.stop();
     std::error_code ec;
     fs::remove_all(dir, ec);
     EXPECT_EQ(e.reason(), ErrorReason::upstream) << e.what();

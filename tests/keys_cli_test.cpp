@@ -20,6 +20,7 @@
 
 #include "base/crypto.hpp"
 #include "gateway/sample/sample_gateway.hpp"
+#include "net/server_thread.hpp"
 #include "run_binary.hpp"
 #include "tests/support/initialize_status.hpp"
 #include "tests/support/paths.hpp"
@@ -225,7 +226,7 @@ bool make_ca_and_cert(const fs::path& d) {
 // An https front for the sample gateway: every request passed on as it came.
 struct TlsGateway {
     httplib::SSLServer http;
-    std::thread thread;
+    agency::net::ServerThread serving;  // after http: stopped before http is destroyed
     int port = 0;
     TlsGateway(const fs::path& d, const std::string& backend_host, int backend_port)
         : http((d / "server.pem").c_str(), (d / "server.key").c_str()) {
@@ -249,13 +250,7 @@ struct TlsGateway {
         };
         http.Get(".*", forward);
         http.Post(".*", forward);
-        port = http.bind_to_any_port("127.0.0.1");
-        thread = std::thread([this] { http.listen_after_bind(); });
-        while (!http.is_running()) std::this_thread::sleep_for(1ms);
-    }
-    ~TlsGateway() {
-        http.stop();
-        thread.join();
+        port = serving.start(http, {});
     }
 };
 
