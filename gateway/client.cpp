@@ -70,6 +70,10 @@ const Config& Client::config() const {
     return impl_->config;
 }
 
+const base::Clock& Client::clock() const {
+    return impl_->clock;
+}
+
 // Each public call is one operation with one deadline (Config::call_timeout): its attempts,
 // waits and (for an action) the reads before and after the POST all stay inside it.
 Page Client::read(const ReadQuery& query, std::stop_token stop) {

@@ -155,6 +155,9 @@ public:
     Client& operator=(const Client&) = delete;
 
     const Config& config() const;
+    // The clock its deadlines run on (a caller opening a DeadlineScope around several calls
+    // uses it, so that the scope and the calls agree).
+    const base::Clock& clock() const;
 
     // One GET. Retries 5xx, network errors and timeouts with backoff; honours 429 Retry-After;
     // never retries another 4xx. Throws Error.

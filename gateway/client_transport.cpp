@@ -360,6 +360,13 @@ void Client::Impl::with_retries(int max_attempts, const std::string& what,
     // A request outside any public call (none should be) still gets the call's budget.
     std::optional<DeadlineScope> own;
     if (DeadlineScope::current() == nullptr) own.emplace(clock, config.call_timeout);
+    // A call of many requests (a scan's pages) ends with its budget: once it is spent, no
+    // request of it starts, not even a first attempt.
+    if (const auto* deadline = DeadlineScope::current(); deadline->left().count() <= 0)
+        throw error(ErrorReason::unavailable,
+                    "the call's budget of " + ms_text(deadline->budget()) +
+                        " was spent before the " + what +
+                        " could be sent; nothing more was asked of the gateway");
     // Each attempt tells perform() which it is (retries are counted apart).
     const auto numbered = [&attempt](int n, bool last) {
         const int outer = std::exchange(internal::t_attempt, n);

@@ -26,11 +26,16 @@ struct PageReader::Worker {
     std::stop_callback<std::function<void()>> follow_call;
     std::jthread thread;
 
-    Worker(Client& client, const ReadQuery& query, std::stop_token call_stop)
+    Worker(Client& client, const ReadQuery& query, std::stop_token call_stop,
+           std::optional<SteadyTime> deadline, std::chrono::milliseconds budget)
         : follow_call(call_stop, std::function<void()>([this] { cancel.request_stop(); })),
-          // Reads ahead for the call on this thread: its requests carry the call's trace.
-          thread([this, &client, query, trace = base::shared_call_trace()](std::stop_token quit) {
+          // Reads ahead for the call on this thread: its requests carry the call's trace, and
+          // stay inside the call's deadline (a page read ahead is part of the same scan).
+          thread([this, &client, query, deadline, budget,
+                  trace = base::shared_call_trace()](std::stop_token quit) {
               const base::CallTraceScope traced(trace);
+              std::optional<DeadlineScope> within;
+              if (deadline) within.emplace(client.clock(), *deadline, budget);
               run(client, query, quit);
           }) {}
 
@@ -118,6 +123,10 @@ const unsigned g_ahead_limit = std::max(2u, std::thread::hardware_concurrency())
 
 PageReader::PageReader(Client& client, ReadQuery query, std::stop_token stop)
     : client_(client), query_(std::move(query)), stop_(std::move(stop)) {
+    if (const DeadlineScope* scope = DeadlineScope::current()) {
+        deadline_ = scope->deadline();
+        budget_ = scope->budget();
+    }
     ++g_readers;
 }
 
@@ -150,7 +159,7 @@ Page PageReader::read(std::int64_t offset, std::optional<std::int64_t> total) {
         for (auto& w : workers_)
             if (!w->holding()) idle = w.get();
         if (idle == nullptr && workers_.size() < kAhead) {
-            workers_.push_back(std::make_unique<Worker>(client_, query_, stop_));
+            workers_.push_back(std::make_unique<Worker>(client_, query_, stop_, deadline_, budget_));
             idle = workers_.back().get();
         }
         if (idle != nullptr) idle->post(next);

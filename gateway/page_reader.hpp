@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gateway/client.hpp"
+#include "gateway/retry.hpp"
 
 namespace agency::gateway {
 
@@ -35,6 +36,10 @@ private:
     struct Worker;
     Client& client_;
     ReadQuery query_;
+    // The deadline of the scope the reader was made in (DeadlineScope::current()), which pages
+    // read ahead on other threads keep too.
+    std::optional<SteadyTime> deadline_;
+    std::chrono::milliseconds budget_{0};
     std::stop_token stop_;
     std::vector<std::unique_ptr<Worker>> workers_;  // started when first needed, up to kAhead
 };

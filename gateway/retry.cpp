@@ -34,7 +34,10 @@ std::string retry_note(const Retry& retry) {
 }  // namespace
 
 DeadlineScope::DeadlineScope(const base::Clock& clock, milliseconds budget)
-    : clock_(&clock), deadline_(clock.steady() + budget), budget_(budget), outer_(t_deadline) {
+    : DeadlineScope(clock, clock.steady() + budget, budget) {}
+
+DeadlineScope::DeadlineScope(const base::Clock& clock, SteadyTime deadline, milliseconds budget)
+    : clock_(&clock), deadline_(deadline), budget_(budget), outer_(t_deadline) {
     if (outer_ != nullptr && outer_->deadline_ <= deadline_) {
         clock_ = outer_->clock_;
         deadline_ = outer_->deadline_;

@@ -30,6 +30,8 @@ inline constexpr std::chrono::milliseconds kMinAttemptTime{250};
 class DeadlineScope {
 public:
     DeadlineScope(const base::Clock& clock, std::chrono::milliseconds budget);
+    // Another thread's part of a call: the same end and budget (a scan's pages read ahead).
+    DeadlineScope(const base::Clock& clock, SteadyTime deadline, std::chrono::milliseconds budget);
     ~DeadlineScope();
     DeadlineScope(const DeadlineScope&) = delete;
     DeadlineScope& operator=(const DeadlineScope&) = delete;

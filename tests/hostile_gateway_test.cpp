@@ -297,6 +297,35 @@ TEST_F(HostileGateway, ADrippingBodyEndsAtTheCallsBudget) {
     expect_recovered(small_port, *small);
 }
 
+// A gateway that ignores offset (every page the first, more always to come, issue 33): each
+// scanning tool stops at the second page with an error that says so, within its budget, having
+// asked for a handful of pages, not thousands; and nothing is read after the answer.
+TEST_F(HostileGateway, AGatewayThatIgnoresOffsetEndsEveryScan) {
+    httplib::Client control("127.0.0.1", gateway_port);
+    const auto gets = [&] { return json::parse(control.Get("/_control/stats")->body)["gets"].get<long>(); };
+    const std::vector<std::pair<std::string, json>> scans = {
+        // A keyword no row has: the walk must go past the first page.
+        {"list_rankings", {{"client_id", "demo-law"}, {"keyword", "no such keyword"}}},
+        {"latest_rankings", {{"client_id", "demo-law"}, {"within_days", 3650}}},
+        {"ranking_changes", {{"client_id", "demo-law"}, {"from", "2000-01-01"}, {"to", "2100-01-01"}}}};
+    for (const auto& [tool, args] : scans) {
+        add_fault({{"target", "keywords"}, {"mode", "ignores_offset"}, {"percent", 100},
+                   {"count", 0}, {"size", 5000000}});
+        const long before = gets();
+        const Called c = call(small_port, tool, args);
+        expect_error_naming(c, "it ignores offset");
+        EXPECT_LT(c.took, 3s) << tool;
+        // A page read ahead may still land just after the answer; then nothing more.
+        std::this_thread::sleep_for(300ms);
+        const long asked = gets() - before;
+        EXPECT_LE(asked, 4) << tool << ": two pages, and two read ahead";
+        std::this_thread::sleep_for(700ms);
+        EXPECT_EQ(gets() - before, asked) << tool << ": nothing more read after the answer";
+        clear_faults();
+        expect_recovered(small_port, *small);
+    }
+}
+
 // A 302 to another host is an error, and the other host never hears from the server.
 TEST_F(HostileGateway, ARedirectIsNotFollowed) {
     agency::testing::LoopbackServer<> elsewhere;

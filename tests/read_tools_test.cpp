@@ -324,6 +324,50 @@ TEST_F(ReadTools, ListRankingsOnAHundredThousandRowsStopsEarly) {
     EXPECT_EQ(many.pages.back()["total"].get<std::size_t>(), wide.size());
 }
 
+// A scan reads at most Settings::scan_max_pages pages (issue 33): a longer history ends with an
+// error that says so and how to narrow it, after that many reads (and the pages read ahead).
+TEST_F(ReadTools, AScanStopsAtItsPageCountAndSaysHowToNarrowIt) {
+    ToolHarness bulk(agency::sample::Options{.bulk_keyword_rows = 20000},
+                     agency::tools::Settings{.scan_max_pages = 3});
+    const char* client = agency::sample::kBulkClient;
+    const std::size_t before = bulk.gw->count_requests("GET", "keywords");
+    const ToolReply r =
+        bulk.call("list_rankings", {{"client_id", client}, {"keyword", "hvac repair evanston"}});
+    ASSERT_TRUE(r.is_error()) << r.response.dump().substr(0, 400);
+    const std::string message = r.tool_error().value("message", "");
+    EXPECT_NE(message.find("stopped after reading 3 pages of keywords rows"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("narrow what it reads (from and to"), std::string::npos) << message;
+    EXPECT_LE(bulk.gw->count_requests("GET", "keywords") - before, 5u) << "3, and 2 read ahead";
+    // A range the cap covers still answers.
+    const ToolReply recent = bulk.call(
+        "list_rankings",
+        {{"client_id", client}, {"keyword", "hvac repair evanston"}, {"from", "2026-11-13"}});
+    EXPECT_FALSE(recent.is_error()) << recent.response.dump().substr(0, 400);
+}
+
+// The call's budget bounds the whole scan, not each page (issue 33): with pages that take
+// 150 ms each, a scan of 20 pages ends at its 1 s budget, pages read ahead included.
+TEST_F(ReadTools, TheCallsBudgetBoundsAWholeScan) {
+    ToolHarness bulk(agency::sample::Options{.bulk_keyword_rows = 20000}, {},
+                     agency::tools::register_read_tools,
+                     [](agency::gateway::Config& config) {
+                         config.call_timeout = std::chrono::seconds(1);
+                     });
+    bulk.gw->inject({.target = "keywords", .mode = agency::sample::FaultMode::slow,
+                     .count = 0, .percent = 100, .delay_ms = 150});
+    const auto started = std::chrono::steady_clock::now();
+    const ToolReply r = bulk.call("list_rankings", {{"client_id", agency::sample::kBulkClient},
+                                                    {"keyword", "hvac repair evanston"}});
+    const auto took = std::chrono::steady_clock::now() - started;
+    ASSERT_TRUE(r.is_error()) << r.response.dump().substr(0, 400);
+    EXPECT_NE(r.tool_error().value("message", "").find("the call's budget of 1"),
+              std::string::npos)
+        << r.tool_error().dump();
+    EXPECT_LT(took, std::chrono::milliseconds(1800)) << "a 20-page scan at 150 ms a page";
+    EXPECT_LE(bulk.gw->count_requests("GET", "keywords"), 12u);
+}
+
 TEST_F(ReadTools, ListAuditsReducesRows) {
     const json stored = h().gw->rows("seo_reports", kPlumbing);
     ToolReply r = ok(h(), "list_audits", {{"client_id", kPlumbing}});

@@ -21,6 +21,16 @@ constexpr int kScanPageRows = 1000;
 
 std::string quoted_or_none(const std::string& s) { return s.empty() ? "" : " " + s; }
 
+// How a page's rows begin: up to 512 bytes from its "data" member (short of "pagination" when
+// that follows, since it echoes the offset); "" when the page has no "data" member. Two pages
+// of a scan that begin alike hold the same rows: the gateway did not move to the offset asked.
+std::string_view rows_begin(std::string_view body) {
+    const std::size_t data = body.find("\"data\"");
+    if (data == std::string_view::npos) return {};
+    std::string_view rows = body.substr(data, 512);
+    return rows.substr(0, rows.find("\"pagination\""));
+}
+
 }  // namespace
 
 std::string_view row_date(const RowField& primary, const RowField& fallback) {
@@ -31,6 +41,10 @@ std::string_view row_date(const RowField& primary, const RowField& fallback) {
 bool walk_newest_first(Toolbox& box, const HistoryQuery& query, std::int64_t offset,
                        const gateway::WalkOptions& walk, mcp::RequestContext& ctx,
                        const std::function<bool(const Row& row, std::int64_t at)>& visit) {
+    // The whole scan is one call: every page, read here or ahead, stays inside one call budget
+    // (the reader below takes this scope's deadline to its threads).
+    gateway::Client& gateway = box.gateway();
+    const gateway::DeadlineScope budget(gateway.clock(), gateway.config().call_timeout);
     gateway::PageReader pages(box.gateway(),
                               {.resource = query.resource,
                                .client_id = query.client_id,
@@ -39,11 +53,29 @@ bool walk_newest_first(Toolbox& box, const HistoryQuery& query, std::int64_t off
                                .direction = "desc"},
                               ctx.stop);
     std::optional<std::int64_t> total;  // the gateway's total, once a page has said it
-    for (;;) {
+    std::string first_rows;  // how the previous page's rows began, as the page held them
+    const int max_pages = std::max(1, box.settings().scan_max_pages);
+    for (int pages_read = 0;; ++pages_read) {
         if (ctx.stop.stop_requested())
             throw gateway::Error(gateway::ErrorReason::cancelled, "the request was cancelled");
+        if (pages_read == max_pages)
+            throw gateway::Error(gateway::ErrorReason::upstream,
+                                 "stopped after reading " + std::to_string(max_pages) +
+                                     " pages of " + query.resource + " rows for " +
+                                     query.client_id + " and the gateway still says there are "
+                                     "more: narrow what it reads (from and to; within_days "
+                                     "for latest_rankings)");
         // The next pages are fetched while this one is walked, once a total says they exist.
         gateway::Page page = pages.read(offset, total);
+        // A gateway that ignores offset answers every page with the same rows.
+        const std::string_view began = rows_begin(page.body);
+        if (pages_read > 0 && !began.empty() && began == first_rows)
+            throw gateway::Error(gateway::ErrorReason::upstream,
+                                 "the gateway answered offset " + std::to_string(offset) +
+                                     " of " + query.resource + " with the rows it gave for the "
+                                     "previous page: it ignores offset, so the scan stopped "
+                                     "rather than read the same rows again");
+        first_rows.assign(began);
         const gateway::WalkResult walked = box.gateway().walk(page, walk, [&](const Row& row) {
             return visit(row, offset + static_cast<std::int64_t>(row.index));
         });

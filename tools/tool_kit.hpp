@@ -32,6 +32,10 @@ struct Settings {
     std::size_t page_budget_bytes = 100'000;
     std::size_t default_page_bytes = 24'000;
     std::chrono::seconds cursor_ttl{3600};
+    // The most pages of 1,000 rows one scan reads (list_rankings, ranking_changes,
+    // latest_rankings, list_calls): a gateway that always says there is more (one that
+    // ignores offset, or an endless history) ends there, within the call's budget as well.
+    int scan_max_pages = 1000;
     // What "today" is in answers that say how old their data is (tools/data_age.hpp); null:
     // base::Clock::system(). Must outlive the Toolbox.
     const base::Clock* clock = nullptr;

@@ -35,6 +35,7 @@ const char* mode_name(FaultMode mode) {
         case FaultMode::deep: return "deep";
         case FaultMode::wide: return "wide";
         case FaultMode::many_resources: return "many_resources";
+        case FaultMode::ignores_offset: return "ignores_offset";
     }
     return "unknown";
 }
@@ -49,7 +50,8 @@ std::optional<FaultMode> mode_from_name(std::string_view name) {
         if (name == mode_name(mode)) return mode;
     }
     // issue 30, rows
-    for (auto mode : {FaultMode::deep, FaultMode::wide, FaultMode::many_resources})
+    for (auto mode : {FaultMode::deep, FaultMode::wide, FaultMode::many_resources,
+                      FaultMode::ignores_offset})
         if (name == mode_name(mode)) return mode;
     return std::nullopt;
 }
@@ -87,10 +89,12 @@ bool is_loopback(const std::string& addr) {
     return addr == "127.0.0.1" || addr == "::1" || addr == "::ffff:127.0.0.1";
 }
 
-std::optional<Fault> Gateway::Impl::take_fault(const std::string& target) {
+std::optional<Fault> Gateway::Impl::take_fault(const std::string& target,
+                                              std::optional<FaultMode> only) {
     std::lock_guard lock(fault_mutex);
     for (auto it = faults.begin(); it != faults.end(); ++it) {
         if (it->target != "*" && it->target != target) continue;
+        if (only ? it->mode != *only : it->mode == FaultMode::ignores_offset) continue;
         if (it->percent > 0) {
             std::uniform_real_distribution<double> draw(0.0, 100.0);
             if (draw(fault_rng) >= it->percent) continue;
@@ -282,7 +286,7 @@ Fault parse_fault(const std::string& text) {
         if (fault.mode == FaultMode::status_error) fault.status_code = static_cast<int>(*n);
         // issue 30, rows
         if (fault.mode == FaultMode::deep || fault.mode == FaultMode::wide ||
-            fault.mode == FaultMode::many_resources)
+            fault.mode == FaultMode::many_resources || fault.mode == FaultMode::ignores_offset)
             fault.size = static_cast<int>(*n);
     }
     return fault;

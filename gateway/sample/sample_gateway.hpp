@@ -97,6 +97,9 @@ enum class FaultMode {
     deep,
     wide,
     many_resources,
+    // A read answers every offset with the first page's rows, says that offset was used and
+    // that there is more (total Fault::size): a gateway that ignores offset (issue 33).
+    ignores_offset,
 };
 
 struct Fault {

@@ -317,7 +317,8 @@ std::string query_of(const httplib::Request& req);
 void make_hostile(const Fault& fault, Reply& reply);
 // The hostile modes' names, as the --fault help and the control path's errors list them.
 inline constexpr const char* kHostileModeNames =
-    "huge, endless, dripping, redirect, random_status, deep, wide, many_resources";
+    "huge, endless, dripping, redirect, random_status, deep, wide, many_resources, "
+    "ignores_offset";
 
 const char* mode_name(FaultMode mode);
 std::optional<FaultMode> mode_from_name(std::string_view name);
@@ -389,7 +390,10 @@ struct Gateway::Impl {
 
     // ---- faults ----
 
-    std::optional<Fault> take_fault(const std::string& target);
+    // The next fault for `target`; `only`: of that mode alone. Without `only`, ignores_offset
+    // faults are passed over (read() applies them itself, before the page is made).
+    std::optional<Fault> take_fault(const std::string& target,
+                                    std::optional<FaultMode> only = std::nullopt);
     // deep, wide and many_resources: the answer `normal` (what the request gets without the
     // fault) turned hostile (sample_faults.cpp).
     static Reply hostile_reply(const std::string& target, const Fault& fault, Reply normal);
@@ -443,6 +447,7 @@ struct Gateway::Impl {
             case FaultMode::deep:
             case FaultMode::wide:
             case FaultMode::many_resources: reply = hostile_reply(target, *fault, work()); break;
+            case FaultMode::ignores_offset: reply = work(); break;  // applied by read()
         }
         reply.fault = mode_name(fault->mode);
         return reply;

@@ -128,6 +128,11 @@ Reply Gateway::Impl::read(const httplib::Request& req, const Caller& caller) {
         return *denied;
     }
 
+    // A gateway that ignores offset: the first page whatever was asked, presented as the page
+    // asked for, with more to come.
+    const std::int64_t asked_offset = params.offset;
+    const auto ignoring = take_fault(*resource, FaultMode::ignores_offset);
+    if (ignoring) params.offset = 0;
     return with_fault(
         *resource,
         [&] {
@@ -143,6 +148,15 @@ Reply Gateway::Impl::read(const httplib::Request& req, const Caller& caller) {
             (table ? *table : kEmpty)
                 .write_page(reply.body, params, caller.keyed && is_clients ? &visible : nullptr);
             reply.body += '}';
+            if (ignoring) {
+                json page = json::parse(reply.body);
+                page["pagination"] = {{"total", std::max<std::int64_t>(ignoring->size, 1)},
+                                      {"limit", params.limit},
+                                      {"offset", asked_offset},
+                                      {"has_more", true}};
+                reply.body = page.dump();
+                reply.fault = mode_name(FaultMode::ignores_offset);
+            }
             return reply;
         },
         [&](int status_code) {
