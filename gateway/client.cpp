@@ -216,7 +216,8 @@ void Client::check() {
                                          "check the base URL and its path",
                                      e.http_status());
                 }
-                throw answered(ErrorReason::upstream, "the gateway at " + at + " is failing" + http);
+                throw answered(ErrorReason::upstream,
+                               "the gateway at " + at + " is failing" + http);
             default: throw;
         }
     }

@@ -150,9 +150,8 @@ __attribute__((target("avx2"))) inline std::uint64_t eq_folded(__m256i lo, __m25
 
 // The 64 bytes of body at `base` (< body.size()) as two registers; bytes past its end read as
 // spaces.
-__attribute__((target("avx2"))) inline void load_block_avx2(std::string_view body,
-                                                            std::size_t base, __m256i& lo,
-                                                            __m256i& hi) {
+__attribute__((target("avx2"))) inline void load_block_avx2(std::string_view body, std::size_t base,
+                                                            __m256i& lo, __m256i& hi) {
     alignas(32) char tail[64];
     const char* p = body.data() + base;
     if (body.size() - base < 64) {

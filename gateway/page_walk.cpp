@@ -214,7 +214,8 @@ simdjson::error_code read_field(simdjson::ondemand::value value, RowField& out) 
     out = RowField{};
     simdjson::ondemand::json_type type;
     if (auto e = value.type().get(type)) return e;
-    if (type != simdjson::ondemand::json_type::string) return raw_json::raw_value(value, type, out.raw);
+    if (type != simdjson::ondemand::json_type::string)
+        return raw_json::raw_value(value, type, out.raw);
     out.raw = trim_end(value.raw_json_token());
     out.is_string = true;
     return value.get_string().get(out.text);

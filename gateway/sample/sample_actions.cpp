@@ -34,7 +34,8 @@ ActionOutcome seo_audit(const Ctx& ctx) {
         append_with_id(ctx.store, "seo_reports", ctx.client.id, id, row);
         row["id"] = id;
         // A stale report's answer holds only what the spec names: its dates are in the row.
-        if (ctx.store.options.stale_reports) return ok(pick(row, {"id", "url", "score", "issues_found"}));
+        if (ctx.store.options.stale_reports)
+            return ok(pick(row, {"id", "url", "score", "issues_found"}));
     }
     return ok(pick(row, {"id", "url", "score", "issues_found", "issue_counts", "pages_crawled",
                          "share_url", "created_at"}));
