@@ -363,7 +363,7 @@ void CommandLine::add_sample_gateway() {
     sample_cmd_ =
         app_->add_subcommand("sample-gateway", "Serve the built-in sample gateway (API explorer)");
     sample_cmd_->add_option("--listen", sample.listen, "HOST:PORT (default 127.0.0.1:8788)");
-    sample_cmd_->add_option("--bulk-keyword-rows", sample.bulk_rows,
+    sample_cmd_->add_option("--bulk-keyword-rows", sample.gateway.bulk_keyword_rows,
                             "Add client demo-bulk with this many keyword rows (benchmarks)");
     sample_cmd_->add_option(
         "--fault", sample.faults,
@@ -380,22 +380,22 @@ void CommandLine::add_sample_gateway() {
         "Hostile modes: deep and wide (a read's one row nested N deep, "
         "or with N members; default 1000000), many_resources (TARGET '': discovery lists N "
         "more resources)");
-    sample_cmd_->add_flag("--bare-records", sample.bare_records,
+    sample_cmd_->add_flag("--bare-records", sample.gateway.bare_records,
                           "Rows only as the spec describes them (no deployed_at or sent_at; "
                           "index_url records nothing)");
-    sample_cmd_->add_flag("--counts-only-reports", sample.counts_only_reports,
+    sample_cmd_->add_flag("--counts-only-reports", sample.gateway.counts_only_reports,
                           "Audit reports with issue counts and no issue list (a gateway that "
                           "returns counts without detail)");
-    sample_cmd_->add_option("--outreach-body-field", sample.outreach_body_field,
+    sample_cmd_->add_option("--outreach-body-field", sample.gateway.outreach_body_field,
                             "Where outreach drafts keep their body: html (default), another "
                             "name such as body_html, a nested member such as email.body, or "
                             "'' for drafts without a body");
-    sample_cmd_->add_flag("--spec-shaped-answers", sample.spec_shaped_answers,
+    sample_cmd_->add_flag("--spec-shaped-answers", sample.gateway.spec_shaped_answers,
                           "Action answers only as the spec shows them (generate_blog: id, "
                           "post_title; deploy_blog: id)");
-    sample_cmd_->add_flag("--slow-deploys", sample.slow_deploys,
+    sample_cmd_->add_flag("--slow-deploys", sample.gateway.slow_deploys,
                           "Articles deployed (or auto-deployed) stay \"deploying\"");
-    sample_cmd_->add_flag("--stale-reports", sample.stale_reports,
+    sample_cmd_->add_flag("--stale-reports", sample.gateway.stale_reports,
                           "seo_audit answers with reports it already has, dated long before "
                           "(a gateway that serves cached crawls)");
 }

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "gateway/sample/sample_gateway.hpp"
 #include "tools/jobs.hpp"
 #include "transport/http_transport.hpp"
 
@@ -79,14 +80,8 @@ inline constexpr const char* kHttpRateLimit = "600/minute";
 
 struct SampleArgs {
     std::string listen = "127.0.0.1:8788";
-    std::size_t bulk_rows = 0;
     std::vector<std::string> faults;
-    bool bare_records = false;
-    bool counts_only_reports = false;
-    std::string outreach_body_field = "html";
-    bool spec_shaped_answers = false;
-    bool slow_deploys = false;
-    bool stale_reports = false;
+    sample::Options gateway;  // the modes the flags set (--bare-records, ...)
 };
 
 // state migrate | export | import: one store, by file or URL, and the JSON-lines file.

@@ -331,15 +331,7 @@ int run_serve(const ServeArgs& args) {
 
 int run_sample_gateway(const SampleArgs& args) {
     auto [host, port] = parse_listen(args.listen);
-    sample::Options options;
-    options.bulk_keyword_rows = args.bulk_rows;
-    options.bare_records = args.bare_records;
-    options.counts_only_reports = args.counts_only_reports;
-    options.outreach_body_field = args.outreach_body_field;
-    options.spec_shaped_answers = args.spec_shaped_answers;
-    options.slow_deploys = args.slow_deploys;
-    options.stale_reports = args.stale_reports;
-    auto gateway = std::make_shared<sample::Gateway>(options);
+    auto gateway = std::make_shared<sample::Gateway>(args.gateway);
     for (const auto& text : args.faults) {
         try {
             gateway->inject(sample::parse_fault(text));

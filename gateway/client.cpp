@@ -172,6 +172,10 @@ void Client::check() {
     } catch (const Error& e) {
         const auto text = e.gateway_error().empty() ? std::string{} : ": " + e.gateway_error();
         const auto http = " (HTTP " + std::to_string(e.http_status()) + text + ")";
+        // An error about what the gateway answered: its status and error code carried along.
+        const auto answered = [&](ErrorReason reason, const std::string& message) {
+            return impl.error(reason, message, e.http_status(), e.gateway_error());
+        };
         switch (e.reason()) {
             case ErrorReason::unavailable: {
                 const auto& data = e.data();
@@ -192,26 +196,22 @@ void Client::check() {
                                      ", " + ms_text(waited) + " in all)");
             }
             case ErrorReason::auth:
-                throw impl.error(
+                throw answered(
                     ErrorReason::auth,
                     impl.config.api_key.empty()
                         ? "the gateway at " + at + " requires an API key" + http +
                               "; set AGENCY_API_KEY"
                         : "the gateway at " + at + " rejected the API key" + http +
-                              "; check that it is valid and not expired, or set AGENCY_API_KEY",
-                    e.http_status(), e.gateway_error());
+                              "; check that it is valid and not expired, or set AGENCY_API_KEY");
             case ErrorReason::scope:
-                throw impl.error(ErrorReason::scope,
-                                 "the gateway at " + at + " denied access" + http +
-                                     "; the API key needs the read scope",
-                                 e.http_status(), e.gateway_error());
+                throw answered(ErrorReason::scope, "the gateway at " + at + " denied access" +
+                                                       http + "; the API key needs the read scope");
             case ErrorReason::not_found:
             case ErrorReason::method:
             case ErrorReason::validation:
-                throw impl.error(ErrorReason::config,
-                                 "the server at " + at + " is not the agency gateway" + http +
-                                     "; check the base URL and its path",
-                                 e.http_status(), e.gateway_error());
+                throw answered(ErrorReason::config, "the server at " + at +
+                                                        " is not the agency gateway" + http +
+                                                        "; check the base URL and its path");
             case ErrorReason::upstream:
                 if (e.http_status() >= 200 && e.http_status() < 300) {
                     throw impl.error(ErrorReason::config,
@@ -220,9 +220,8 @@ void Client::check() {
                                          "check the base URL and its path",
                                      e.http_status());
                 }
-                throw impl.error(ErrorReason::upstream,
-                                 "the gateway at " + at + " is failing" + http, e.http_status(),
-                                 e.gateway_error());
+                throw answered(ErrorReason::upstream,
+                               "the gateway at " + at + " is failing" + http);
             default: throw;
         }
     }

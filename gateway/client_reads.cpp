@@ -39,6 +39,28 @@ bool keeps_name(const nlohmann::json& value, Capped& capped) {
     return false;
 }
 
+// keeps_name's name, nullopt for one it does not keep.
+std::optional<std::string> kept_name(const nlohmann::json& value, Capped& capped) {
+    if (!keeps_name(value, capped)) return std::nullopt;
+    return value.get<std::string>();
+}
+
+// Appends what `read` makes of each element of `list` (nullopt: passed over) to `out`, at most
+// `max` of them; the ones past that are counted in `past`.
+template <class T, class Read>
+void read_capped(const nlohmann::json& list, std::size_t max, std::size_t& past,
+                 std::vector<T>& out, Read read) {
+    for (const auto& element : list) {
+        std::optional<T> item = read(element);
+        if (!item) continue;
+        if (out.size() == max) {
+            ++past;
+            continue;
+        }
+        out.push_back(std::move(*item));
+    }
+}
+
 std::optional<DiscoveredAction> read_action(const nlohmann::json& entry, Capped& capped) {
     if (!entry.is_object() || !entry.contains("action") || !keeps_name(entry["action"], capped))
         return std::nullopt;
@@ -51,16 +73,10 @@ std::optional<DiscoveredAction> read_action(const nlohmann::json& entry, Capped&
             ++capped.descriptions;
         }
     }
-    if (entry.contains("required_fields") && entry["required_fields"].is_array()) {
-        for (const auto& field : entry["required_fields"]) {
-            if (!keeps_name(field, capped)) continue;
-            if (action.required_fields.size() == kMaxRequiredFields) {
-                ++capped.fields;
-                continue;
-            }
-            action.required_fields.push_back(field.get<std::string>());
-        }
-    }
+    if (entry.contains("required_fields") && entry["required_fields"].is_array())
+        read_capped(entry["required_fields"], kMaxRequiredFields, capped.fields,
+                    action.required_fields,
+                    [&](const nlohmann::json& field) { return kept_name(field, capped); });
     return action;
 }
 
@@ -80,23 +96,10 @@ std::optional<Discovery> parse_discovery(const std::string& body, std::string& p
     }
     Discovery out;
     Capped capped;
-    for (const auto& resource : json["resources"]) {
-        if (!keeps_name(resource, capped)) continue;
-        if (out.resources.size() == kMaxDiscoveredResources) {
-            ++capped.resources;
-            continue;
-        }
-        out.resources.push_back(resource.get<std::string>());
-    }
-    for (const auto& entry : json["actions"]) {
-        auto action = read_action(entry, capped);
-        if (!action) continue;
-        if (out.actions.size() == kMaxDiscoveredActions) {
-            ++capped.actions;
-            continue;
-        }
-        out.actions.push_back(std::move(*action));
-    }
+    read_capped(json["resources"], kMaxDiscoveredResources, capped.resources, out.resources,
+                [&](const nlohmann::json& resource) { return kept_name(resource, capped); });
+    read_capped(json["actions"], kMaxDiscoveredActions, capped.actions, out.actions,
+                [&](const nlohmann::json& entry) { return read_action(entry, capped); });
     if (left_out) *left_out = capped.text();
     // Optional, not in the spec: the key's scopes, at the top level or under `key`.
     const auto* scopes = json.contains("scopes") ? &json["scopes"] : nullptr;

@@ -141,6 +141,28 @@ __attribute__((target("avx2"))) inline std::uint64_t eq(__m256i lo, __m256i hi, 
     return static_cast<std::uint64_t>(low) | static_cast<std::uint64_t>(high) << 32;
 }
 
+// eq for a bracket with its square twin: '[' | 0x20 is '{' and ']' | 0x20 is '}', and no other
+// byte ORs to either.
+__attribute__((target("avx2"))) inline std::uint64_t eq_folded(__m256i lo, __m256i hi, char c) {
+    const __m256i fold = _mm256_set1_epi8(0x20);
+    return eq(_mm256_or_si256(lo, fold), _mm256_or_si256(hi, fold), c);
+}
+
+// The 64 bytes of body at `base` (< body.size()) as two registers; bytes past its end read as
+// spaces.
+__attribute__((target("avx2"))) inline void load_block_avx2(std::string_view body, std::size_t base,
+                                                            __m256i& lo, __m256i& hi) {
+    alignas(32) char tail[64];
+    const char* p = body.data() + base;
+    if (body.size() - base < 64) {
+        std::memset(tail, ' ', sizeof tail);
+        std::memcpy(tail, p, body.size() - base);
+        p = tail;
+    }
+    lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+}
+
 }  // namespace
 
 // The bounds of the data array and of each of its rows, from the page's brackets alone
@@ -157,23 +179,13 @@ __attribute__((target("avx2,pclmul"))) bool scan_rows(std::string_view body, std
     rows.clear();
     RowScan scan{body, open, close, rows};
     for (std::size_t base = 0; base < body.size(); base += 64) {
-        alignas(32) char tail[64];
-        const char* p = body.data() + base;
-        if (body.size() - base < 64) {
-            std::memset(tail, ' ', sizeof tail);
-            std::memcpy(tail, p, body.size() - base);
-            p = tail;
-        }
-        const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-        const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+        __m256i lo, hi;
+        load_block_avx2(body, base, lo, hi);
         const std::uint64_t escaped = kEscapes ? scan.escaped(eq(lo, hi, '\\')) : 0;
         const std::uint64_t in_string = prefix_xor(eq(lo, hi, '"') & ~escaped) ^ scan.string_carry;
         scan.string_carry = in_string >> 63 ? ~std::uint64_t{0} : 0;
-        // '[' | 0x20 is '{' and ']' | 0x20 is '}'; no other byte ORs to either.
-        const __m256i lo_folded = _mm256_or_si256(lo, _mm256_set1_epi8(0x20));
-        const __m256i hi_folded = _mm256_or_si256(hi, _mm256_set1_epi8(0x20));
         const std::uint64_t brackets =
-            (eq(lo_folded, hi_folded, '{') | eq(lo_folded, hi_folded, '}')) & ~in_string;
+            (eq_folded(lo, hi, '{') | eq_folded(lo, hi, '}')) & ~in_string;
         if (!scan.take(brackets, base)) return false;
     }
     return scan.finish();
@@ -187,22 +199,13 @@ __attribute__((target("avx2,pclmul"))) bool within_depth_avx2(std::string_view b
     bool escape_carry = false;
     std::uint64_t string_carry = 0;
     for (std::size_t base = 0; base < body.size(); base += 64) {
-        alignas(32) char tail[64];
-        const char* p = body.data() + base;
-        if (body.size() - base < 64) {
-            std::memset(tail, ' ', sizeof tail);
-            std::memcpy(tail, p, body.size() - base);
-            p = tail;
-        }
-        const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-        const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+        __m256i lo, hi;
+        load_block_avx2(body, base, lo, hi);
         const std::uint64_t escaped = escaped_bits(eq(lo, hi, '\\'), escape_carry);
         const std::uint64_t in_string = prefix_xor(eq(lo, hi, '"') & ~escaped) ^ string_carry;
         string_carry = in_string >> 63 ? ~std::uint64_t{0} : 0;
-        const __m256i lo_folded = _mm256_or_si256(lo, _mm256_set1_epi8(0x20));
-        const __m256i hi_folded = _mm256_or_si256(hi, _mm256_set1_epi8(0x20));
-        std::uint64_t opens = eq(lo_folded, hi_folded, '{') & ~in_string;
-        std::uint64_t closes = eq(lo_folded, hi_folded, '}') & ~in_string;
+        std::uint64_t opens = eq_folded(lo, hi, '{') & ~in_string;
+        std::uint64_t closes = eq_folded(lo, hi, '}') & ~in_string;
         // A block that only opens or only closes moves the depth by its count at once.
         if (closes == 0) {
             depth += __builtin_popcountll(opens);

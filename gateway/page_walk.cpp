@@ -19,6 +19,7 @@
 #endif
 
 #include "gateway/page_walk_internal.hpp"
+#include "gateway/raw_json.hpp"
 
 namespace agency::gateway {
 
@@ -96,11 +97,7 @@ private:
     bool pooled_ = false;
 };
 
-// simdjson's raw views run up to the next token, so they may carry whitespace.
-std::string_view trim_end(std::string_view text) {
-    while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
-    return text;
-}
+using raw_json::trim_end;
 
 // The widest vector instructions a walk may use: what the CPU has (detected once), capped by
 // WalkOptions::max_simd.
@@ -211,33 +208,14 @@ void find_marks(std::string_view body, const WalkOptions& options, Workspace& ws
     }
 }
 
-// A member's value as raw text, of any type (consumes containers); strings not unescaped.
-simdjson::error_code raw_value(simdjson::ondemand::value value, std::string_view& raw) {
-    using simdjson::ondemand::json_type;
-    json_type type;
-    if (auto e = value.type().get(type)) return e;
-    if (type == json_type::object) {
-        simdjson::ondemand::object object;
-        if (auto e = value.get_object().get(object)) return e;
-        if (auto e = object.raw_json().get(raw)) return e;
-    } else if (type == json_type::array) {
-        simdjson::ondemand::array array;
-        if (auto e = value.get_array().get(array)) return e;
-        if (auto e = array.raw_json().get(raw)) return e;
-    } else {
-        raw = value.raw_json_token();
-    }
-    raw = trim_end(raw);
-    return simdjson::SUCCESS;
-}
-
 // Fills `out` from one field value of any type (consumes containers). A row naming the field
 // twice ends with the last value, wholly: nothing of the first (its string text) stays.
 simdjson::error_code read_field(simdjson::ondemand::value value, RowField& out) {
     out = RowField{};
     simdjson::ondemand::json_type type;
     if (auto e = value.type().get(type)) return e;
-    if (type != simdjson::ondemand::json_type::string) return raw_value(value, out.raw);
+    if (type != simdjson::ondemand::json_type::string)
+        return raw_json::raw_value(value, type, out.raw);
     out.raw = trim_end(value.raw_json_token());
     out.is_string = true;
     return value.get_string().get(out.text);
@@ -338,10 +316,11 @@ bool read_fields(simdjson::ondemand::object& row, const WalkOptions& options, Wo
             continue;
         }
         std::string_view raw;
+        simdjson::ondemand::json_type type;
         if (wanted < names.size()) {
             if (read_field(field.value(), ws.fields[wanted])) return false;
             raw = ws.fields[wanted].raw;
-        } else if (raw_value(field.value(), raw)) {
+        } else if (raw_json::raw_value(field.value(), type, raw)) {
             return false;
         }
         // A row of a million members is read past, not held: the answer says what it lacks.

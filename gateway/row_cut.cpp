@@ -2,6 +2,8 @@
 
 #include <simdjson.h>
 
+#include "gateway/raw_json.hpp"
+
 namespace agency::gateway {
 
 namespace row_cut_detail {
@@ -13,12 +15,7 @@ constexpr std::size_t kMinShown = 16;
 constexpr std::string_view kEllipsis = "\xE2\x80\xA6";  // …
 constexpr std::size_t kNameBytes = 40;                  // of a name in the note
 
-std::string_view trim_end(std::string_view text) {
-    while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' ||
-                             text.back() == '\t'))
-        text.remove_suffix(1);
-    return text;
-}
+using raw_json::trim_end;
 
 // The length of the UTF-8 sequence that `lead` starts (1 for a stray byte).
 std::size_t sequence_length(unsigned char lead) {
@@ -53,24 +50,6 @@ std::string_view string_prefix(std::string_view text, std::size_t max) {
         i += step;
     }
     return text.substr(0, i);
-}
-
-// A member's value as raw text, of any type (consumes containers).
-simdjson::error_code raw_of(od::value value, od::json_type& type, std::string_view& raw) {
-    if (auto e = value.type().get(type)) return e;
-    if (type == od::json_type::object) {
-        od::object object;
-        if (auto e = value.get_object().get(object)) return e;
-        if (auto e = object.raw_json().get(raw)) return e;
-    } else if (type == od::json_type::array) {
-        od::array array;
-        if (auto e = value.get_array().get(array)) return e;
-        if (auto e = array.raw_json().get(raw)) return e;
-    } else {
-        raw = value.raw_json_token();
-    }
-    raw = trim_end(raw);
-    return simdjson::SUCCESS;
 }
 
 // A key's text as the row holds it (escapes and all), without its quotes.
@@ -120,7 +99,7 @@ RowCut cut_row(std::string_view row, std::size_t room, std::string& out) {
         od::raw_json_string raw_key;
         od::json_type type;
         std::string_view raw;
-        if (field.key().get(raw_key) || raw_of(field.value(), type, raw)) {
+        if (field.key().get(raw_key) || raw_json::raw_value(field.value(), type, raw)) {
             cut.unreadable = true;
             break;
         }

@@ -76,7 +76,15 @@ bool needs_quotes(std::string_view s) {
     return (first == '-' || (first >= '0' && first <= '9')) && looks_like_number(s);
 }
 
-void append_hex_escape(std::string& out, unsigned char c) {
+// The escape JSON writes for `c`, a backslash or a control byte (below 0x20).
+void append_escape(std::string& out, unsigned char c) {
+    switch (c) {
+        case '\\': out += "\\\\"; return;
+        case '\n': out += "\\n"; return;
+        case '\t': out += "\\t"; return;
+        case '\r': out += "\\r"; return;
+        default: break;
+    }
     static constexpr char kHex[] = "0123456789abcdef";
     out += "\\u00";
     out += kHex[c >> 4];
@@ -88,22 +96,13 @@ void append_quoted(std::string& out, std::string_view s, bool in_cell) {
     out += '"';
     for (const char ch : s) {
         const auto c = static_cast<unsigned char>(ch);
-        switch (ch) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\t': out += "\\t"; break;
-            case '\r': out += "\\r"; break;
-            case '|':
-                if (in_cell) out += '\\';
-                out += '|';
-                break;
-            default:
-                if (c < 0x20) {
-                    append_hex_escape(out, c);
-                } else {
-                    out += ch;
-                }
+        if (ch == '"') {
+            out += "\\\"";
+        } else if (ch == '\\' || c < 0x20) {
+            append_escape(out, c);
+        } else {
+            if (ch == '|' && in_cell) out += '\\';
+            out += ch;
         }
     }
     out += '"';
@@ -122,14 +121,10 @@ void append_cell_string(std::string& out, std::string_view s) {
         if (!cell_special(ch)) continue;
         out.append(s.data() + from, i - from);
         from = i + 1;
-        switch (ch) {
-            case '\\': out += "\\\\"; break;
-            case '|': out += "\\|"; break;
-            case '\n': out += "\\n"; break;
-            case '\t': out += "\\t"; break;
-            case '\r': out += "\\r"; break;
-            default: append_hex_escape(out, static_cast<unsigned char>(ch));
-        }
+        if (ch == '|')
+            out += "\\|";
+        else
+            append_escape(out, static_cast<unsigned char>(ch));
     }
     out.append(s.data() + from, s.size() - from);
 }

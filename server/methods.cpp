@@ -218,20 +218,22 @@ json list_of(const Request& r, const ServerOptions& options, const char* field,
     return list_result(r, options, {{field, std::move(list)}});
 }
 
-json resource_entry(const ResourceDef& res) {
-    json entry = {{"uri", res.uri}, {"name", res.name}};
-    if (!res.title.empty()) entry["title"] = res.title;
-    if (!res.description.empty()) entry["description"] = res.description;
-    if (!res.mime_type.empty()) entry["mimeType"] = res.mime_type;
+// A resource's or a template's entry: `entry` (its URI or URI template, and name) with the
+// title, description and MIME type it has.
+template <class Def>
+json described_entry(json entry, const Def& def) {
+    if (!def.title.empty()) entry["title"] = def.title;
+    if (!def.description.empty()) entry["description"] = def.description;
+    if (!def.mime_type.empty()) entry["mimeType"] = def.mime_type;
     return entry;
 }
 
+json resource_entry(const ResourceDef& res) {
+    return described_entry({{"uri", res.uri}, {"name", res.name}}, res);
+}
+
 json template_entry(const ResourceTemplateDef& t) {
-    json entry = {{"uriTemplate", t.uri_template}, {"name", t.name}};
-    if (!t.title.empty()) entry["title"] = t.title;
-    if (!t.description.empty()) entry["description"] = t.description;
-    if (!t.mime_type.empty()) entry["mimeType"] = t.mime_type;
-    return entry;
+    return described_entry({{"uriTemplate", t.uri_template}, {"name", t.name}}, t);
 }
 
 // What reading `uri` is charged: the resource's cost, or the first template's that claims the

@@ -154,11 +154,7 @@ bool PgStore::mark_draft_sent(std::string_view id) {
 
 Confirmation PgStore::create_confirmation(std::string_view principal, std::string_view tool,
                                           std::string_view digest, std::chrono::seconds ttl) {
-    Confirmation c{.id = "cf_" + crypto::random_hex(16),
-                   .principal = std::string(principal),
-                   .tool = std::string(tool),
-                   .args_digest = std::string(digest),
-                   .expires_at = now_s() + ttl.count()};
+    const Confirmation c = new_confirmation(principal, tool, digest, ttl);
     acquire()->run("confirm_create", {c.id, c.principal, c.tool, c.args_digest, c.expires_at});
     return c;
 }

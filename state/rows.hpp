@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <iterator>
@@ -29,6 +30,16 @@ inline Job new_job(std::string_view kind, std::string_view client_id,
             .created_at = base::Clock::system().unix_s()};
     job.updated_at = job.created_at;
     return job;
+}
+
+// A new confirmation as create_confirmation stores it: its id and expiry assigned.
+inline Confirmation new_confirmation(std::string_view principal, std::string_view tool,
+                                     std::string_view digest, std::chrono::seconds ttl) {
+    return {.id = "cf_" + crypto::random_hex(16),
+            .principal = std::string(principal),
+            .tool = std::string(tool),
+            .args_digest = std::string(digest),
+            .expires_at = base::Clock::system().unix_s() + ttl.count()};
 }
 
 template <typename Row>

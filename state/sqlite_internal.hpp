@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
@@ -93,6 +95,36 @@ auto SqliteStore::in_transaction(F&& body) {
         sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
         throw;
     }
+}
+
+template <typename Read>
+auto SqliteStore::row_by_id(const char* columns, const char* table, std::string_view id,
+                            Read read) {
+    Statement s(db_,
+                (std::string("SELECT ") + columns + " FROM " + table + " WHERE id = ?").c_str());
+    s.bind(id);
+    using Record = std::decay_t<decltype(read(s))>;
+    if (!s.step()) return std::optional<Record>();
+    return std::optional<Record>(read(s));
+}
+
+// Every row `s` steps to, as `read` makes it (job_from_row, task_from_row).
+template <typename Row, typename Read>
+auto all_rows(Row& s, Read read) {
+    std::vector<std::decay_t<decltype(read(s))>> out;
+    while (s.step()) out.push_back(read(s));
+    return out;
+}
+
+template <typename Read, typename... Params>
+auto SqliteStore::rows_if_created(const char* columns, const char* table, const char* rest,
+                                  Read read, Params... params) {
+    using Record = std::decay_t<decltype(read(std::declval<Statement&>()))>;
+    std::unique_lock<std::mutex> lock;
+    if (!exists_locked(lock)) return std::vector<Record>();
+    Statement s(db_, (std::string("SELECT ") + columns + " FROM " + table + " " + rest).c_str());
+    (s.bind(params), ...);
+    return all_rows(s, read);
 }
 
 inline constexpr const char* kJobColumns =

@@ -39,11 +39,9 @@ std::optional<Job> SqliteStore::claim_job(std::string_view id, std::string_view 
                                           std::chrono::milliseconds lease, bool force) {
     const auto lock = open_locked();
     return in_transaction([&]() -> std::optional<Job> {
-        Statement s(db_,
-                    (std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?").c_str());
-        s.bind(id);
-        if (!s.step()) return std::nullopt;
-        Job before = job_from_row(s);
+        std::optional<Job> found = row_by_id(kJobColumns, "jobs", id, job_from_row<Statement>);
+        if (!found) return std::nullopt;
+        Job before = std::move(*found);
         const std::int64_t now = now_ms();
         const bool free = before.status == "queued" ||
                           (before.status == "running" &&
@@ -66,16 +64,10 @@ void SqliteStore::renew_job_leases(std::string_view owner, std::chrono::millisec
 }
 
 std::vector<Job> SqliteStore::orphaned_jobs(std::size_t limit) {
-    std::unique_lock<std::mutex> lock;
-    if (!exists_locked(lock)) return {};
-    Statement s(db_, (std::string("SELECT ") + kJobColumns +
-                      " FROM jobs WHERE status = 'queued' OR (status = 'running' AND "
-                      "lease_until_ms < ?) ORDER BY created_at, rowid LIMIT ?")
-                         .c_str());
-    s.bind(now_ms()).bind(static_cast<std::int64_t>(limit));
-    std::vector<Job> out;
-    while (s.step()) out.push_back(job_from_row(s));
-    return out;
+    return rows_if_created(kJobColumns, "jobs",
+                           "WHERE status = 'queued' OR (status = 'running' AND lease_until_ms < "
+                           "?) ORDER BY created_at, rowid LIMIT ?",
+                           job_from_row<Statement>, now_ms(), static_cast<std::int64_t>(limit));
 }
 
 // --- credits ---------------------------------------------------------------------------------

@@ -330,10 +330,7 @@ Job SqliteStore::create_job(std::string_view kind, std::string_view client_id,
 
 std::optional<Job> SqliteStore::job(std::string_view id) {
     const auto lock = open_locked();
-    Statement s(db_, (std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?").c_str());
-    s.bind(id);
-    if (!s.step()) return std::nullopt;
-    return job_from_row(s);
+    return row_by_id(kJobColumns, "jobs", id, job_from_row<Statement>);
 }
 
 void SqliteStore::finish_job(std::string_view id, bool succeeded, const json& result,
@@ -368,14 +365,9 @@ std::optional<std::string> SqliteStore::cancel_job(std::string_view id) {
 }
 
 std::vector<Job> SqliteStore::unfinished_jobs() {
-    std::unique_lock<std::mutex> lock;
-    if (!exists_locked(lock)) return {};
-    Statement s(db_, (std::string("SELECT ") + kJobColumns +
-                      " FROM jobs WHERE status IN ('queued','running') ORDER BY created_at, rowid")
-                         .c_str());
-    std::vector<Job> out;
-    while (s.step()) out.push_back(job_from_row(s));
-    return out;
+    return rows_if_created(kJobColumns, "jobs",
+                           "WHERE status IN ('queued','running') ORDER BY created_at, rowid",
+                           job_from_row<Statement>);
 }
 
 // --- idempotency -----------------------------------------------------------------------------
@@ -490,11 +482,7 @@ bool SqliteStore::mark_draft_sent(std::string_view id) {
 
 Confirmation SqliteStore::create_confirmation(std::string_view principal, std::string_view tool,
                                         std::string_view digest, std::chrono::seconds ttl) {
-    Confirmation c{.id = "cf_" + crypto::random_hex(16),
-                   .principal = std::string(principal),
-                   .tool = std::string(tool),
-                   .args_digest = std::string(digest),
-                   .expires_at = base::Clock::system().unix_s() + ttl.count()};
+    const Confirmation c = new_confirmation(principal, tool, digest, ttl);
     const auto lock = open_locked();
     Statement s(db_,
                 "INSERT INTO confirmations (id, principal, tool, args_digest, expires_at, used) "

@@ -118,6 +118,15 @@ private:
     // claim or a credit grant are atomic against other processes on the file too.
     template <typename F>
     auto in_transaction(F&& body);
+    // The row of `table` with this id as `read` makes it (job_from_row, task_from_row), nullopt
+    // when there is none; the caller holds the mutex.
+    template <typename Read>
+    auto row_by_id(const char* columns, const char* table, std::string_view id, Read read);
+    // The rows of `table` that `rest` (WHERE ..., ORDER BY ...) selects with `params` bound, as
+    // `read` makes them; none (nothing created) when the database was never created.
+    template <typename Read, typename... Params>
+    auto rows_if_created(const char* columns, const char* table, const char* rest, Read read,
+                         Params... params);
 
     std::string path_;
     sqlite3* db_ = nullptr;

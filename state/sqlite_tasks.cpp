@@ -48,10 +48,7 @@ void SqliteStore::put(const TaskRecord& t) {
 
 std::optional<TaskRecord> SqliteStore::get(std::string_view id) {
     const auto lock = open_locked();
-    Statement st(db_, (std::string("SELECT ") + kTaskColumns + " FROM tasks WHERE id = ?").c_str());
-    st.bind(id);
-    if (!st.step()) return std::nullopt;
-    return task_from_row(st);
+    return row_by_id(kTaskColumns, "tasks", id, task_from_row<Statement>);
 }
 
 std::vector<TaskRecord> SqliteStore::list(std::string_view owner, std::string_view era,
@@ -66,21 +63,13 @@ std::vector<TaskRecord> SqliteStore::list(std::string_view owner, std::string_vi
         .bind(era)
         .bind(static_cast<std::int64_t>(limit))
         .bind(static_cast<std::int64_t>(offset));
-    std::vector<TaskRecord> out;
-    while (st.step()) out.push_back(task_from_row(st));
-    return out;
+    return all_rows(st, task_from_row<Statement>);
 }
 
 std::vector<TaskRecord> SqliteStore::unfinished() {
-    std::unique_lock<std::mutex> lock;
-    if (!exists_locked(lock)) return {};
-    Statement st(db_, (std::string("SELECT ") + kTaskColumns +
-                       " FROM tasks WHERE status IN ('working','input_required') ORDER BY "
-                       "created_ms")
-                          .c_str());
-    std::vector<TaskRecord> out;
-    while (st.step()) out.push_back(task_from_row(st));
-    return out;
+    return rows_if_created(kTaskColumns, "tasks",
+                           "WHERE status IN ('working','input_required') ORDER BY created_ms",
+                           task_from_row<Statement>);
 }
 
 void SqliteStore::erase_expired(std::int64_t now_ms) {
@@ -95,11 +84,10 @@ std::optional<TaskRecord> SqliteStore::claim_task(std::string_view id, std::stri
                                                   std::int64_t lease_ms, bool force) {
     const auto lock = open_locked();
     return in_transaction([&]() -> std::optional<TaskRecord> {
-        Statement st(db_,
-                     (std::string("SELECT ") + kTaskColumns + " FROM tasks WHERE id = ?").c_str());
-        st.bind(id);
-        if (!st.step()) return std::nullopt;
-        TaskRecord before = task_from_row(st);
+        std::optional<TaskRecord> found =
+            row_by_id(kTaskColumns, "tasks", id, task_from_row<Statement>);
+        if (!found) return std::nullopt;
+        TaskRecord before = std::move(*found);
         const std::int64_t now = base::Clock::system().unix_ms();
         if (is_terminal(before.status) ||
             !(force || before.lease_owner.empty() || before.lease_owner == owner ||
@@ -135,16 +123,11 @@ std::vector<std::string> SqliteStore::renew_task_leases(std::string_view owner,
 }
 
 std::vector<TaskRecord> SqliteStore::orphaned_tasks(std::size_t limit) {
-    std::unique_lock<std::mutex> lock;
-    if (!exists_locked(lock)) return {};
-    Statement st(db_, (std::string("SELECT ") + kTaskColumns +
-                       " FROM tasks WHERE status IN ('working','input_required') AND "
-                       "lease_until_ms < ? ORDER BY created_ms LIMIT ?")
-                          .c_str());
-    st.bind(base::Clock::system().unix_ms()).bind(static_cast<std::int64_t>(limit));
-    std::vector<TaskRecord> out;
-    while (st.step()) out.push_back(task_from_row(st));
-    return out;
+    return rows_if_created(kTaskColumns, "tasks",
+                           "WHERE status IN ('working','input_required') AND lease_until_ms < ? "
+                           "ORDER BY created_ms LIMIT ?",
+                           task_from_row<Statement>, base::Clock::system().unix_ms(),
+                           static_cast<std::int64_t>(limit));
 }
 
 }  // namespace agency::state

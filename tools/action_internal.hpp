@@ -90,15 +90,12 @@ struct ActionEntry {
         finish;
     // Set: the confirmation stage runs with what this says acting would do
     // (Preview::needed false: these arguments need no confirmation).
-    std::function<Preview(const json& args, mcp::RequestContext& ctx)> preview;
+    PreviewStage preview;
     // Set: the work instead of the one POST built from fields and finish.
-    std::function<json(const json& args, const Preview& preview, mcp::RequestContext& ctx)>
-        execute;
+    ExecuteStage execute;
     // Set: ActionCall::find_lost for an entry with its own execute (the one POST built from
     // fields has its own).
-    std::function<LostCall(const json& args, std::chrono::system_clock::time_point since,
-                           mcp::RequestContext& ctx)>
-        find_lost;
+    FindLostStage find_lost;
 };
 
 // The note a lost call's found record carries: what was lost and how it was found.

@@ -45,7 +45,6 @@ struct Refused {
     std::string message;
 };
 
-// The facts of an action call: which stages apply and the tool's own work.
 // What a lost call's check found (ActionCall::find_lost).
 struct LostCall {
     std::optional<json> result;  // the tool's result, when the gateway shows the call's record
@@ -53,6 +52,14 @@ struct LostCall {
     std::string hint;            // how a person checks whether it ran
 };
 
+// The three stages an action supplies, as ActionCall holds them (and ActionEntry passes them on).
+using PreviewStage = std::function<Preview(const json& args, mcp::RequestContext& ctx)>;
+using ExecuteStage =
+    std::function<json(const json& args, const Preview& preview, mcp::RequestContext& ctx)>;
+using FindLostStage = std::function<LostCall(
+    const json& args, std::chrono::system_clock::time_point since, mcp::RequestContext& ctx)>;
+
+// The facts of an action call: which stages apply and the tool's own work.
 struct ActionCall {
     std::string tool;
     // Set: the call is refused (reason scope) while the gateway key is known to lack the write
@@ -64,17 +71,14 @@ struct ActionCall {
     bool spends_credits = true;
     // Set: the confirmation stage runs. Reads what the action touches and says what it would
     // do; throws Refused or gateway::Error when it cannot run. Sends nothing.
-    std::function<Preview(const json& args, mcp::RequestContext& ctx)> preview;
+    PreviewStage preview;
     // The work (the one POST); returns the tool's result object, throws gateway::Error.
-    std::function<json(const json& args, const Preview& preview, mcp::RequestContext& ctx)>
-        execute;
+    ExecuteStage execute;
     // Set: when a call with an idempotency_key kept no result past the claim's lease (its
     // process stopped, or the store failed, after the POST may have gone out), reads whether
     // the gateway shows the record a call with these arguments made at or after `since`.
     // Sends nothing; throws gateway::Error when the read fails. Unset: the outcome is unknown.
-    std::function<LostCall(const json& args, std::chrono::system_clock::time_point since,
-                           mcp::RequestContext& ctx)>
-        find_lost;
+    FindLostStage find_lost;
 };
 
 // Why the gateway key cannot run `tool` (it lacks the write scope), nullopt when it may.

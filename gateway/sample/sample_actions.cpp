@@ -20,7 +20,7 @@ ActionOutcome seo_audit(const Ctx& ctx) {
     ojson row;
     if (auto index = ctx.find_by("seo_reports", "url", url)) {
         row = ctx.table("seo_reports").parsed(*index);
-        if (!ctx.store.stale_reports) {
+        if (!ctx.store.options.stale_reports) {
             stamp_report(row, ctx.now, false);
             ctx.update("seo_reports", *index, row);
         }
@@ -28,13 +28,14 @@ ActionOutcome seo_audit(const Ctx& ctx) {
         Rng r(mix_seed(hash_text(url), ctx.client.id, "seo_audit"));
         const std::string id = ctx.store.next_id("seo_reports", ctx.client.id);
         row = audit_fields(ctx.client, url, r);
-        if (ctx.store.counts_only_reports) row.erase("issues");
+        if (ctx.store.options.counts_only_reports) row.erase("issues");
         row["share_url"] = share_url("audits", id);
-        stamp_report(row, ctx.now, ctx.store.stale_reports);
+        stamp_report(row, ctx.now, ctx.store.options.stale_reports);
         append_with_id(ctx.store, "seo_reports", ctx.client.id, id, row);
         row["id"] = id;
         // A stale report's answer holds only what the spec names: its dates are in the row.
-        if (ctx.store.stale_reports) return ok(pick(row, {"id", "url", "score", "issues_found"}));
+        if (ctx.store.options.stale_reports)
+            return ok(pick(row, {"id", "url", "score", "issues_found"}));
     }
     return ok(pick(row, {"id", "url", "score", "issues_found", "issue_counts", "pages_crawled",
                          "share_url", "created_at"}));
@@ -66,7 +67,7 @@ ActionOutcome seo_task(const Ctx& ctx, const std::string& task_type) {
         row["category_id"] = "seo-cat-technical";
         row["submitted_at"] = ctx.now;
     }
-    if (task_type == "index_url" && ctx.store.bare_records) {
+    if (task_type == "index_url" && ctx.store.options.bare_records) {
         // Submitted to the search engine; nothing readable at the gateway records it.
         char digits[32];
         std::snprintf(digits, sizeof digits, "%06zu",
@@ -147,6 +148,15 @@ void publish(ojson& row, const ClientProfile& client, const std::string& now,
     row["updated_at"] = now;
 }
 
+// An article's category_id: the one the body names, else the client's first blog category;
+// null when there is neither.
+ojson category_of(const Ctx& ctx) {
+    const Table& categories = ctx.table("blog_categories");
+    const std::string category = text_field(
+        ctx.body, "category_id", categories.size() ? categories.rows().front().id() : "");
+    return category.empty() ? ojson(nullptr) : ojson(category);
+}
+
 ActionOutcome generate_blog(const Ctx& ctx) {
     const std::string keyword = text_field(ctx.body, "keyword");
     auto r = ctx.rng("generate_blog");
@@ -155,16 +165,13 @@ ActionOutcome generate_blog(const Ctx& ctx) {
     int words = 1200;
     if (auto w = number_field(ctx.body, "word_count"))
         words = std::clamp(static_cast<int>(*w), 300, 5000);
-    const Table& categories = ctx.table("blog_categories");
     const Table& authors = ctx.table("blog_authors");
-    const std::string category = text_field(
-        ctx.body, "category_id", categories.size() ? categories.rows().front().id() : "");
     ojson row{{"post_title", title},
               {"slug", slug},
               {"keyword", keyword},
               {"status", "draft"},
               {"published", false},
-              {"category_id", category.empty() ? ojson(nullptr) : ojson(category)},
+              {"category_id", category_of(ctx)},
               {"author_id", authors.size() ? ojson(authors.rows().front().id()) : ojson(nullptr)},
               {"word_count", words},
               {"tone", text_field(ctx.body, "tone", "professional")},
@@ -175,13 +182,13 @@ ActionOutcome generate_blog(const Ctx& ctx) {
               {"created_at", ctx.now},
               {"updated_at", ctx.now},
               {"deployed_at", nullptr}};
-    if (ctx.client.auto_deploy && ctx.store.slow_deploys) {
+    if (ctx.client.auto_deploy && ctx.store.options.slow_deploys) {
         row["status"] = "deploying";  // goes live later, outside the sample
     } else if (ctx.client.auto_deploy) {
-        publish(row, ctx.client, ctx.now, "/blog/" + slug, ctx.store.bare_records);
+        publish(row, ctx.client, ctx.now, "/blog/" + slug, ctx.store.options.bare_records);
     }
     row["id"] = ctx.add("blogs", row);
-    if (ctx.store.spec_shaped_answers) return ok(pick(row, {"id", "post_title"}));
+    if (ctx.store.options.spec_shaped_answers) return ok(pick(row, {"id", "post_title"}));
     return ok(pick(row, {"id", "post_title", "keyword", "word_count", "status", "published", "url",
                          "deployed_at", "created_at"}));
 }
@@ -218,14 +225,11 @@ ActionOutcome generate_geo_article(const Ctx& ctx) {
     const std::string title =
         title_case(keyword) + " in " + city + ", " + state + ": A Local Guide";
     const std::string slug = slugify(keyword + " " + city);
-    const Table& categories = ctx.table("blog_categories");
-    const std::string category = text_field(
-        ctx.body, "category_id", categories.size() ? categories.rows().front().id() : "");
     ojson row{{"title", title},
               {"keyword", keyword},
               {"city", city},
               {"state", state},
-              {"category_id", category.empty() ? ojson(nullptr) : ojson(category)},
+              {"category_id", category_of(ctx)},
               {"status", "draft"},
               {"word_count", 1100},
               {"deployment_target", ctx.client.deployment_target},
@@ -234,7 +238,7 @@ ActionOutcome generate_geo_article(const Ctx& ctx) {
               {"updated_at", ctx.now},
               {"deployed_at", nullptr}};
     if (ctx.client.auto_deploy)
-        publish(row, ctx.client, ctx.now, "/areas/" + slug, ctx.store.bare_records);
+        publish(row, ctx.client, ctx.now, "/areas/" + slug, ctx.store.options.bare_records);
     row["id"] = ctx.add("geo_articles", row);
     return ok(pick(row, {"id", "title", "keyword", "city", "state", "status", "word_count", "url",
                          "created_at"}));
@@ -286,15 +290,15 @@ ActionOutcome deploy_blog(const Ctx& ctx) {
                              "; read resource=blogs for the ids of this client's posts");
     }
     ojson row = ctx.table("blogs").parsed(*index);
-    if (ctx.store.slow_deploys) {
+    if (ctx.store.options.slow_deploys) {
         row["status"] = "deploying";  // goes live later, outside the sample
         row["updated_at"] = ctx.now;
     } else {
         publish(row, ctx.client, ctx.now, "/blog/" + row.value("slug", post_id),
-                ctx.store.bare_records);
+                ctx.store.options.bare_records);
     }
     ctx.update("blogs", *index, row);
-    if (ctx.store.spec_shaped_answers) return ok(pick(row, {"id"}));
+    if (ctx.store.options.spec_shaped_answers) return ok(pick(row, {"id"}));
     return ok(pick(row, {"id", "post_title", "status", "published", "url", "deployed_at"}));
 }
 

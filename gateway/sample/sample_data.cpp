@@ -407,7 +407,7 @@ private:
         std::vector<ojson> rows;
         for (const auto& path : paths) {
             ojson row = audit_fields(c_, page_url(path), r);
-            if (store_.counts_only_reports) row.erase("issues");
+            if (store_.options.counts_only_reports) row.erase("issues");
             const Seconds created = moment(r.between(2, 200), r);
             row["created_at"] = iso_time(created);
             row["updated_at"] = iso_time(shifted(created, minutes{r.between(3, 40)}));

@@ -24,16 +24,10 @@ constexpr int kServerThreads = 32;  // requests served at once
 
 }  // namespace
 
-Gateway::Impl::Impl(Options opts) : options(std::move(opts)) {
-    store.vendor_resource = options.call_vendor + "_calls";
-    store.resources = detail::resource_names(options.call_vendor);
-    store.bare_records = options.bare_records;
-    store.counts_only_reports = options.counts_only_reports;
-    store.empty_recipients = options.empty_recipients;
-    store.outreach_body_field = options.outreach_body_field;
-    store.spec_shaped_answers = options.spec_shaped_answers;
-    store.slow_deploys = options.slow_deploys;
-    store.stale_reports = options.stale_reports;
+Gateway::Impl::Impl(Options opts) {
+    store.options = std::move(opts);
+    store.vendor_resource = store.options.call_vendor + "_calls";
+    store.resources = detail::resource_names(store.options.call_vendor);
     resource_list = base::join(store.resources);
     build_discovery();
 }
@@ -54,8 +48,9 @@ void Gateway::Impl::build_discovery() {
     action_list = base::join(names);
     ojson listed = ojson::array();
     for (const auto& name : store.resources)
-        if (std::find(options.unlisted_resources.begin(), options.unlisted_resources.end(),
-                      name) == options.unlisted_resources.end())
+        if (std::find(store.options.unlisted_resources.begin(),
+                      store.options.unlisted_resources.end(),
+                      name) == store.options.unlisted_resources.end())
             listed.push_back(name);
     discovery_body = ojson{{"resources", listed}, {"actions", actions}}.dump();
 }
@@ -148,7 +143,7 @@ Reply Gateway::Impl::handle(const httplib::Request& req) {
             out = *denied;
         } else if (discovery) {
             out = discover();  // needs no rows: what a server reads as it starts
-            if (caller.keyed && options.discovery_tells_scopes && out.status == 200) {
+            if (caller.keyed && store.options.discovery_tells_scopes && out.status == 200) {
                 ojson body = ojson::parse(out.body);
                 body["key"] = {{"scopes", caller.scopes}};
                 out.body = body.dump();
@@ -315,13 +310,13 @@ void Gateway::set_action_offered(const std::string& action, bool offered) {
 void Gateway::set_bare_records(bool on) {
     impl_->ensure_rows();
     std::unique_lock lock(impl_->data_mutex);
-    impl_->store.bare_records = on;
+    impl_->store.options.bare_records = on;
 }
 
 void Gateway::set_empty_recipients(bool on) {
     impl_->ensure_rows();
     std::unique_lock lock(impl_->data_mutex);
-    impl_->store.empty_recipients = on;
+    impl_->store.options.empty_recipients = on;
 }
 
 void Gateway::set_auto_deploy(const std::string& client_id, bool on) {

@@ -183,18 +183,10 @@ struct Store {
     Table client_rows;                             // the `clients` resource
     std::unordered_map<std::string, std::unique_ptr<Table>> tables;
     std::map<std::string, std::size_t> counters;  // ids of things without a table (images)
-    // Options::bare_records: actions write only what the spec names (see sample_gateway.hpp).
-    bool bare_records = false;
-    // Options::counts_only_reports: audit reports carry counts, no issue list.
-    bool counts_only_reports = false;
-    // Options::empty_recipients: outreach drafts carry no address.
-    bool empty_recipients = false;
-    // Options::outreach_body_field, spec_shaped_answers, slow_deploys.
-    std::string outreach_body_field = "html";
-    bool spec_shaped_answers = false;
-    bool slow_deploys = false;
-    // Options::stale_reports: seo_audit answers with old reports.
-    bool stale_reports = false;
+    // What the gateway was made with (sample_gateway.hpp): the modes the actions follow
+    // (bare_records, stale_reports, ...). Gateway::set_bare_records and set_empty_recipients
+    // change them later.
+    Options options;
 
     Table& table(const std::string& resource, const std::string& client_id);
     const Table* find_table(const std::string& resource, const std::string& client_id) const;
@@ -329,8 +321,6 @@ struct Gateway::Impl {
 
     explicit Impl(Options opts);
 
-    Options options;
-
     mutable std::shared_mutex data_mutex;  // guards store
     detail::Store store;
     // The rows are made by the first request that needs them (most of a cold start's CPU was
@@ -338,7 +328,7 @@ struct Gateway::Impl {
     // calls ensure_rows() first. The resource names and discovery are ready at construction.
     std::once_flag rows_made;
     void ensure_rows() {
-        std::call_once(rows_made, [this] { detail::generate_sample_data(store, options); });
+        std::call_once(rows_made, [this] { detail::generate_sample_data(store, store.options); });
     }
     std::string resource_list;
     mutable std::mutex discovery_mutex;  // guards the three below (actions can be withdrawn)

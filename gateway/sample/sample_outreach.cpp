@@ -17,14 +17,14 @@ ActionOutcome generate_outreach_email(const Ctx& ctx) {
     auto r = ctx.rng("generate_outreach_email");
     const ojson email = outreach_fields(ctx.client, prospect, tone, r);
     // Options::outreach_body_field: where this gateway keeps the body ("" none; "a.b" nested).
-    const std::string& field = ctx.store.outreach_body_field;
+    const std::string& field = ctx.store.options.outreach_body_field;
     const std::size_t dot = field.find('.');
     const std::string leaf = dot == std::string::npos ? field : field.substr(dot + 1);
     ojson row{
         {"prospect_url", prospect},
         {"prospect_domain", host},
         // A real gateway leaves it empty when it found no contact address for the prospect.
-        {"email_to", ctx.store.empty_recipients ? std::string() : "editor@" + host},
+        {"email_to", ctx.store.options.empty_recipients ? std::string() : "editor@" + host},
         {"subject", email["subject"]}, {"tone", tone},
         {"status", "draft"},           {"sent_at", nullptr},      {"created_at", ctx.now},
         {"updated_at", ctx.now}};
@@ -82,7 +82,7 @@ ActionOutcome send_prospect_email(const Ctx& ctx) {
     row["subject"] = text_field(ctx.body, "subject");
     row["html"] = text_field(ctx.body, "html");
     row["status"] = "sent";
-    if (!ctx.store.bare_records) row["sent_at"] = ctx.now;
+    if (!ctx.store.options.bare_records) row["sent_at"] = ctx.now;
     row["updated_at"] = ctx.now;
     if (index)
         ctx.update("backlink_outreach", *index, row);
