@@ -93,6 +93,7 @@ WalkResult Client::walk(Page& page, const WalkOptions& options, const RowVisitor
 Pagination Client::for_each_row(ReadQuery query,
                                 const std::function<bool(std::string_view)>& on_row,
                                 std::stop_token stop) {
+    const DeadlineScope deadline(impl_->clock, impl_->config.call_timeout);  // every page
     return impl_->for_each_row(std::move(query), on_row, stop);
 }
 

@@ -175,7 +175,10 @@ public:
 
     // Pages through the resource with limit 1000 (offset += limit) until has_more is false,
     // handing each row's raw JSON text to on_row; on_row returns false to stop early.
-    // Memory stays bounded by one page. Returns the last page's pagination.
+    // Memory stays bounded by one page. Returns the last page's pagination. The walk is one
+    // call (one budget, Config::call_timeout, for every page); it stops with an upstream error
+    // after 1,000 pages, or at a page that begins with the previous page's rows (a gateway
+    // that ignores offset).
     Pagination for_each_row(ReadQuery query,
                             const std::function<bool(std::string_view row_json)>& on_row,
                             std::stop_token stop = {});

@@ -37,6 +37,7 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 using std::chrono::milliseconds;
 
 inline constexpr int kPageLimit = 1000;    // the gateway's maximum
+inline constexpr int kMaxScanPages = 1000;  // pages one for_each_row reads at most
 inline constexpr int kVerifyLimit = 20;    // newest rows read to find a created record
 inline constexpr std::size_t kMaxClaimed = 512;
 

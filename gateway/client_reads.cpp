@@ -3,6 +3,7 @@
 
 #include "gateway/client_internal.hpp"
 #include "gateway/json_parse.hpp"
+#include "gateway/page_reader.hpp"
 #include "gateway/row_cut.hpp"
 
 namespace agency::gateway {
@@ -237,9 +238,20 @@ Pagination Client::Impl::for_each_row(ReadQuery query,
                                       const std::stop_token& stop) {
     query.limit = internal::kPageLimit;
     std::int64_t offset = query.offset.value_or(0);
-    for (;;) {
+    std::string first_rows;  // how the previous page's rows began
+    for (int pages = 0;; ++pages) {
         query.offset = offset;
+        if (pages == internal::kMaxScanPages)
+            throw error(ErrorReason::upstream,
+                        "stopped after reading " + std::to_string(pages) + " pages of the " +
+                            describe_read(query) + ": the gateway still says there are more");
         Page page = read(query, stop, false);
+        const std::string_view began = rows_begin(page.body);
+        if (pages > 0 && !began.empty() && began == first_rows)
+            throw error(ErrorReason::upstream,
+                        "the gateway answered the " + page.what +
+                            " with the rows it gave for the previous page: it ignores offset");
+        first_rows.assign(began);
         const WalkResult walked = walk(page, {}, [&](const Row& row) { return on_row(row.json); });
         if (walked.stopped || !page.pagination.present || !page.pagination.has_more ||
             walked.rows == 0) {

@@ -121,6 +121,13 @@ std::atomic<unsigned> g_readers{0};
 const unsigned g_ahead_limit = std::max(2u, std::thread::hardware_concurrency());
 }  // namespace
 
+std::string_view rows_begin(std::string_view body) {
+    const std::size_t data = body.find("\"data\"");
+    if (data == std::string_view::npos) return {};
+    std::string_view rows = body.substr(data, 512);
+    return rows.substr(0, rows.find("\"pagination\""));
+}
+
 PageReader::PageReader(Client& client, ReadQuery query, std::stop_token stop)
     : client_(client), query_(std::move(query)), stop_(std::move(stop)) {
     if (const DeadlineScope* scope = DeadlineScope::current()) {

@@ -14,6 +14,11 @@
 
 namespace agency::gateway {
 
+// How a page's rows begin: up to 512 bytes from its "data" member (short of "pagination" when
+// that follows, since it echoes the offset); "" when the page has no "data" member. Two pages
+// of a scan that begin alike hold the same rows: the gateway did not move to the offset asked.
+std::string_view rows_begin(std::string_view body);
+
 class PageReader {
 public:
     // Pages of query.limit rows (set it); read() sets the offset. Reads stop when `stop` fires.

@@ -22,8 +22,9 @@ int ServerThread::start(httplib::Server& server, const ListenOn& where) {
     const int port = where.port == 0
                          ? server.bind_to_any_port(where.host)
                          : (server.bind_to_port(where.host, where.port) ? where.port : -1);
+    const std::string who = where.who.empty() ? std::string() : where.who + ": ";
     if (port <= 0)
-        throw std::runtime_error("cannot listen on " + where.host + ":" +
+        throw std::runtime_error(who + "cannot listen on " + where.host + ":" +
                                  std::to_string(where.port) +
                                  " (in use, or not an address of this host)");
     if (listen_fd->load() != INVALID_SOCKET) ::listen(listen_fd->load(), SOMAXCONN);
@@ -33,7 +34,7 @@ int ServerThread::start(httplib::Server& server, const ListenOn& where) {
         if (std::chrono::steady_clock::now() > deadline) {
             server.stop();
             thread_.join();
-            throw std::runtime_error("the server on " + where.host + ":" +
+            throw std::runtime_error(who + "the server on " + where.host + ":" +
                                      std::to_string(port) + " did not start accepting");
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(1));

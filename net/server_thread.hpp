@@ -21,6 +21,9 @@ struct ListenOn {
     std::function<void(socket_t)> socket_options;
     // How long the accept loop may take to start before start() gives up.
     std::chrono::milliseconds ready_within = std::chrono::seconds(10);
+    // Who listens, said first in start()'s errors ("--metrics-listen: cannot listen on ...");
+    // empty: nothing before them.
+    std::string who;
 };
 
 class ServerThread {

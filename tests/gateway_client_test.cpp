@@ -584,6 +584,29 @@ TEST(GatewayClient, ForEachRowStopsEarly) {
     EXPECT_EQ(pagination.total, 5000);
 }
 
+// A gateway that ignores offset (issue 33): the walk stops at the second page, which begins
+// with the first page's rows, instead of reading the same rows for as long as it says "more".
+TEST(GatewayClient, ForEachRowStopsWhenTheGatewayIgnoresOffset) {
+    Harness h(agency::sample::Options{.bulk_keyword_rows = 5000});
+    h.gw->inject({.target = "keywords", .mode = agency::sample::FaultMode::ignores_offset,
+                  .count = 0, .percent = 100});
+    Client c(h.config());
+    ReadQuery q;
+    q.resource = "keywords";
+    q.client_id = agency::sample::kBulkClient;
+    std::size_t rows = 0;
+    const Error e = expect_error([&] {
+        c.for_each_row(q, [&](std::string_view) {
+            ++rows;
+            return true;
+        });
+    });
+    EXPECT_EQ(e.reason(), ErrorReason::upstream);
+    EXPECT_NE(std::string(e.what()).find("it ignores offset"), std::string::npos) << e.what();
+    EXPECT_EQ(rows, 1000u) << "the repeated page is not walked";
+    EXPECT_EQ(h.gw->count_requests("GET", "keywords"), 2u);
+}
+
 // --- cancellation --------------------------------------------------------------------------
 
 TEST(GatewayClient, CancellationDuringBackoffIsPrompt) {

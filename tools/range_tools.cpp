@@ -21,15 +21,6 @@ constexpr int kScanPageRows = 1000;
 
 std::string quoted_or_none(const std::string& s) { return s.empty() ? "" : " " + s; }
 
-// How a page's rows begin: up to 512 bytes from its "data" member (short of "pagination" when
-// that follows, since it echoes the offset); "" when the page has no "data" member. Two pages
-// of a scan that begin alike hold the same rows: the gateway did not move to the offset asked.
-std::string_view rows_begin(std::string_view body) {
-    const std::size_t data = body.find("\"data\"");
-    if (data == std::string_view::npos) return {};
-    std::string_view rows = body.substr(data, 512);
-    return rows.substr(0, rows.find("\"pagination\""));
-}
 
 }  // namespace
 
@@ -68,7 +59,7 @@ bool walk_newest_first(Toolbox& box, const HistoryQuery& query, std::int64_t off
         // The next pages are fetched while this one is walked, once a total says they exist.
         gateway::Page page = pages.read(offset, total);
         // A gateway that ignores offset answers every page with the same rows.
-        const std::string_view began = rows_begin(page.body);
+        const std::string_view began = gateway::rows_begin(page.body);
         if (pages_read > 0 && !began.empty() && began == first_rows)
             throw gateway::Error(gateway::ErrorReason::upstream,
                                  "the gateway answered offset " + std::to_string(offset) +

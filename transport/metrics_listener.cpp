@@ -45,12 +45,8 @@ int MetricsListener::start(const std::string& host, int port) {
                                                                const httplib::Response& res) {
         count(req.method, req.path, res.status);
     });
-    int bound = 0;
-    try {
-        bound = impl_->listener.start(*http, {.host = host, .port = port});
-    } catch (const std::runtime_error& e) {
-        throw std::runtime_error(std::string("--metrics-listen: ") + e.what());
-    }
+    const int bound =
+        impl_->listener.start(*http, {.host = host, .port = port, .who = "--metrics-listen"});
     impl_->http = std::move(http);
     return bound;
 }

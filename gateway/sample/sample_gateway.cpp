@@ -438,13 +438,10 @@ int Server::start(const std::string& host, int port) {
         int yes = 1;
         ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     };
-    int bound = 0;
-    try {
-        bound = impl_->listener.start(
-            *http, {.host = host, .port = port, .socket_options = reuse_addr_only});
-    } catch (const std::runtime_error& e) {
-        throw std::runtime_error(std::string("sample gateway: ") + e.what());
-    }
+    const int bound = impl_->listener.start(*http, {.host = host,
+                                                    .port = port,
+                                                    .socket_options = reuse_addr_only,
+                                                    .who = "sample gateway"});
     impl_->http = std::move(http);
     return bound;
 }

@@ -42,6 +42,21 @@ std::string query_of(const httplib::Request& req) {
     return q == std::string::npos ? std::string() : req.target.substr(q + 1);
 }
 
+namespace {
+
+// ignores_offset: the first page, presented as the page at `asked`, with more to come.
+void claim_offset(Reply& reply, const Fault& fault, int limit, std::int64_t asked) {
+    json page = json::parse(reply.body);
+    page["pagination"] = {{"total", std::max<std::int64_t>(fault.size, 1)},
+                          {"limit", limit},
+                          {"offset", asked},
+                          {"has_more", true}};
+    reply.body = page.dump();
+    reply.fault = mode_name(FaultMode::ignores_offset);
+}
+
+}  // namespace
+
 Reply Gateway::Impl::read(const httplib::Request& req, const Caller& caller) {
     auto param = [&](const char* name) -> std::optional<std::string> {
         if (!req.has_param(name)) return std::nullopt;
@@ -148,15 +163,7 @@ Reply Gateway::Impl::read(const httplib::Request& req, const Caller& caller) {
             (table ? *table : kEmpty)
                 .write_page(reply.body, params, caller.keyed && is_clients ? &visible : nullptr);
             reply.body += '}';
-            if (ignoring) {
-                json page = json::parse(reply.body);
-                page["pagination"] = {{"total", std::max<std::int64_t>(ignoring->size, 1)},
-                                      {"limit", params.limit},
-                                      {"offset", asked_offset},
-                                      {"has_more", true}};
-                reply.body = page.dump();
-                reply.fault = mode_name(FaultMode::ignores_offset);
-            }
+            if (ignoring) claim_offset(reply, *ignoring, params.limit, asked_offset);
             return reply;
         },
         [&](int status_code) {
