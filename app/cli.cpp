@@ -103,6 +103,8 @@ std::optional<Command> CommandLine::parse(int argc, char** argv) {
     limits.max_sessions = static_cast<std::size_t>(max_sessions_);
     limits.max_sessions_per_principal = static_cast<std::size_t>(max_sessions_per_caller_);
     limits.max_streams_per_principal = static_cast<std::size_t>(max_streams_per_caller_);
+    limits.workers = static_cast<std::size_t>(workers_);
+    limits.read_workers = static_cast<std::size_t>(read_workers_);
     if (*sample_cmd_) return Command::sample_gateway;
     if (*keys_add_cmd_) return Command::keys_add;
     if (*keys_list_cmd_) return Command::keys_list;
@@ -226,6 +228,8 @@ void CommandLine::add_http_limits() {
     max_sessions_ = static_cast<int>(defaults.max_sessions);
     max_sessions_per_caller_ = static_cast<int>(defaults.max_sessions_per_principal);
     max_streams_per_caller_ = static_cast<int>(defaults.max_streams_per_principal);
+    workers_ = static_cast<int>(defaults.workers);
+    read_workers_ = static_cast<int>(defaults.read_workers);
     const mcp::ServerOptions server_defaults;
     serve.max_waiting_on_clients = static_cast<int>(server_defaults.max_waiting_on_clients);
     serve.max_waiting_per_caller = static_cast<int>(server_defaults.max_waiting_per_caller);
@@ -282,6 +286,18 @@ void CommandLine::add_http_limits() {
                      "Streamed answers one caller holds open at once; more get 503 (default 64)")
         ->envname("AGENCY_HTTP_MAX_STREAMS_PER_CALLER")
         ->check(positive_count("AGENCY_HTTP_MAX_STREAMS_PER_CALLER"));
+    serve_cmd_
+        ->add_option("--http-workers", workers_,
+                     "Threads running streamed calls that may wait long on the gateway or a "
+                     "person (actions, tasks/result); more wait their turn (default 16)")
+        ->envname("AGENCY_HTTP_WORKERS")
+        ->check(positive_count("AGENCY_HTTP_WORKERS"));
+    serve_cmd_
+        ->add_option("--http-read-workers", read_workers_,
+                     "Threads running the other streamed calls (reads): a lane of their own, so "
+                     "reads never queue behind slow actions (default 16)")
+        ->envname("AGENCY_HTTP_READ_WORKERS")
+        ->check(positive_count("AGENCY_HTTP_READ_WORKERS"));
     serve_cmd_
         ->add_option("--max-waiting-on-clients", serve.max_waiting_on_clients,
                      "Calls that may wait at once for a client's answer (elicitation, "

@@ -284,7 +284,9 @@ int run_serve(const ServeArgs& args) {
     // Each running task holds a thread: keep room for the HTTP threads and everything else.
     setup.max_tasks = fit_tasks_to_thread_limit(
         static_cast<std::size_t>(args.max_tasks),
-        (args.http ? args.http_limits.threads + args.http_limits.workers : 0) + 48);
+        (args.http ? args.http_limits.threads + args.http_limits.workers +
+                         args.http_limits.read_workers
+                   : 0) + 48);
     setup.call_timeout = std::chrono::milliseconds(std::llround(args.call_timeout_s * 1000));
     setup.max_response_bytes = static_cast<std::size_t>(args.gateway_max_response_bytes);
     setup.selection = args.selection;

@@ -108,11 +108,13 @@ std::optional<Discovery> parse_discovery(const std::string& body, std::string& p
                                          std::string* left_out = nullptr);
 
 // Keep-alive connections to the gateway. httplib clients are not safe for concurrent
-// requests, so each request leases one exclusively and gives it back.
+// requests, so each request leases one exclusively and gives it back. `kind` names the
+// connections in errors ("reads", "actions").
 class ConnectionPool {
 public:
-    ConnectionPool(detail::BaseUrl url, milliseconds connect_timeout, const base::Clock& clock)
-        : url_(std::move(url)), connect_timeout_(connect_timeout), clock_(clock) {}
+    ConnectionPool(detail::BaseUrl url, milliseconds connect_timeout, const base::Clock& clock,
+                   const char* kind)
+        : url_(std::move(url)), connect_timeout_(connect_timeout), clock_(clock), kind_(kind) {}
 
     class Lease {
     public:
@@ -147,6 +149,7 @@ private:
     detail::BaseUrl url_;
     milliseconds connect_timeout_;
     const base::Clock& clock_;
+    const char* kind_;
     std::mutex mu_;
     std::condition_variable_any cv_;
     std::vector<Idle> idle_;  // most recently returned last
@@ -189,7 +192,11 @@ struct Client::Impl {
     detail::BaseUrl url;
     const base::Clock& clock;
     httplib::Headers headers;  // carries the key: never logged
-    internal::ConnectionPool pool;
+    // Reads and actions lease from pools of their own: an action may wait on the gateway for
+    // tens of seconds (a generation), and a burst of them must not hold every connection a read
+    // needs. GETs (reads, discovery, the checks around an action) use `reads`; POSTs `actions`.
+    internal::ConnectionPool reads;
+    internal::ConnectionPool actions;
 
     std::mutex discovery_mu;
     std::shared_ptr<const Discovery> discovery;

@@ -213,8 +213,8 @@ ConnectionPool::Lease ConnectionPool::acquire(const std::stop_token& stop) {
         if (stop.stop_requested())
             throw Error(ErrorReason::cancelled, "cancelled while waiting for a connection");
         throw Error(ErrorReason::unavailable,
-                    "all " + std::to_string(kMaxConnections) +
-                        " gateway connections stayed busy for " + ms_text(wait) +
+                    "all " + std::to_string(kMaxConnections) + " gateway connections for " +
+                        kind_ + " stayed busy for " + ms_text(wait) +
                         ", the rest of the call's budget of " + ms_text(deadline->budget()) +
                         "; nothing was sent");
     }
@@ -287,7 +287,11 @@ using internal::Exchange;
 using std::chrono::milliseconds;
 
 Client::Impl::Impl(Config c, detail::BaseUrl u, const base::Clock& clk)
-    : config(std::move(c)), url(std::move(u)), clock(clk), pool(url, config.connect_timeout, clk) {
+    : config(std::move(c)),
+      url(std::move(u)),
+      clock(clk),
+      reads(url, config.connect_timeout, clk, "reads"),
+      actions(url, config.connect_timeout, clk, "actions") {
     headers.emplace("Accept", "application/json");
     headers.emplace("User-Agent", "agency-mcp/0.1");
     if (!config.api_key.empty()) headers.emplace("Authorization", "Bearer " + config.api_key);
@@ -400,7 +404,7 @@ Exchange Client::Impl::perform(const char* method, const std::string& target, co
         connect_timeout = deadline->cap(connect_timeout);
         left = deadline->cap(std::chrono::hours(24));
     }
-    auto lease = pool.acquire(stop);
+    auto lease = (std::string_view(method) == "POST" ? actions : reads).acquire(stop);
     auto& client = lease.client();
     auto* plain = dynamic_cast<PlainClient*>(&client);
     client.set_connection_timeout(connect_timeout);

@@ -443,6 +443,10 @@ public:
     // Whether answering `message` may send notifications or requests before the response:
     // transports then open a stream for it instead of a plain JSON answer.
     bool may_stream(const Incoming& message, const Session* session) const;
+    // Whether answering `message` may wait long on something outside (a gateway action, a
+    // person, a task's end): a tools/call of a tool that is not read-only, and tasks/result.
+    // Transports run such calls in a lane of their own, so that reads never queue behind them.
+    bool may_wait_long(const Incoming& message) const;
     // The scope ("read", "write") a tools/call needs that `principal` lacks, for a transport
     // that answers it with a step-up challenge before the call runs; nullopt otherwise (the
     // call then goes on, and meets the tool's own checks).

@@ -180,6 +180,18 @@ std::optional<Reply> Server::call_tool(const json& id, const json& params,
     return out;
 }
 
+bool Server::may_wait_long(const Incoming& message) const {
+    if (message.kind != MessageKind::request) return false;
+    if (message.method == "tasks/result") return true;
+    if (message.method != "tools/call") return false;
+    const auto name = message.params().find("name");
+    if (name == message.params().end() || !name->is_string()) return false;
+    const ToolDef* tool = impl_->find_tool(name->get_ref<const std::string&>());
+    if (tool == nullptr) return false;
+    const json& annotations = tool->annotations;
+    return !(annotations.is_object() && annotations.value("readOnlyHint", false));
+}
+
 std::optional<std::string> Server::missing_scope(const Incoming& message,
                                                  const Principal& principal) const {
     if (message.kind != MessageKind::request || message.method != "tools/call") return std::nullopt;

@@ -156,8 +156,11 @@ void HttpTransport::Impl::stream_call(httplib::Response& res, PostMessage& post,
     auto call_in = std::make_shared<Inbound>(http_inbound(route, principal));
     call_in->channel = channel.get();
     call_in->stop = channel->stop_token();
-    workers->post([this, channel, call_in, slot, ticket = post.ticket,
-                   message = std::move(post.in)] {
+    // Calls that may wait long (actions, tasks/result) have a lane of their own: reads never
+    // queue behind them.
+    base::WorkQueue& lane = server.may_wait_long(post.in) ? *workers : *read_workers;
+    lane.post([this, channel, call_in, slot, ticket = post.ticket,
+               message = std::move(post.in)] {
         channel->finish(server.handle_message(message, *call_in));
     });
     if (auto quick = channel->finished_quietly(options.stream_grace)) {

@@ -157,6 +157,7 @@ void HttpTransport::stop() {
     if (impl_->listener.started()) {
         impl_->listener.stop();
         impl_->workers->drain();
+        impl_->read_workers->drain();
     }
 }
 

@@ -31,7 +31,11 @@ struct HttpOptions {
     // Paces the idle-session sweep; null: base::Clock::system(). Must outlive the transport.
     const base::Clock* clock = nullptr;
     std::size_t threads = 64;   // threads answering plain requests
-    std::size_t workers = 16;   // threads running streamed calls
+    // Threads running streamed calls, in two lanes: calls that may wait long on the gateway or a
+    // person (actions, tasks/result: Server::may_wait_long), and the rest (reads), which so
+    // never queue behind a burst of slow actions.
+    std::size_t workers = 16;
+    std::size_t read_workers = 16;
     // What clients may hold (see net::ConnectionLimits). At a bound the server answers 503
     // with Retry-After (or closes the connection) and keeps serving everyone else.
     std::size_t max_connections = 4096;          // open connections in all

@@ -43,7 +43,8 @@ struct HttpTransport::Impl {
     std::atomic<std::int64_t> last_sweep{0};
     std::vector<std::string> allowed_hosts;
     // Runs streamed calls so the connection thread can watch the stream.
-    std::unique_ptr<base::WorkQueue> workers;
+    std::unique_ptr<base::WorkQueue> workers;       // calls that may wait long
+    std::unique_ptr<base::WorkQueue> read_workers;  // the others
     std::vector<std::string> allowed_origins;  // normalized (lowercase)
     DrainGate gate;  // calls in flight; closed by drain()
 
@@ -103,7 +104,10 @@ struct HttpTransport::Impl {
     }
 
     Impl(Server& s, HttpOptions o)
-        : server(s), options(std::move(o)), workers(std::make_unique<base::WorkQueue>(options.workers)) {
+        : server(s),
+          options(std::move(o)),
+          workers(std::make_unique<base::WorkQueue>(options.workers)),
+          read_workers(std::make_unique<base::WorkQueue>(options.read_workers)) {
         if (!options.authenticator) options.authenticator = key_authenticator(options.keys);
     }
 

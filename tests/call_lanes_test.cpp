@@ -1,0 +1,96 @@
+// Reads never queue behind slow actions (issue 33): the Streamable HTTP transport runs calls
+// that may wait long (actions, tasks/result) and the others in lanes of their own. Against the
+// sample gateway holding every generate_blog for 2 s, with the slow lane full and more actions
+// waiting for it, a read answers at once.
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "tests/tool_harness.hpp"
+#include "tools/action_tools.hpp"
+#include "tools/registry.hpp"
+#include "transport/http_transport.hpp"
+
+namespace call_lanes {
+
+using agency::testing::ToolHarness;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+json call_body(int id, const std::string& tool, const json& args) {
+    return {{"jsonrpc", "2.0"},
+            {"id", id},
+            {"method", "tools/call"},
+            {"params", {{"name", tool}, {"arguments", args}, {"_meta", ToolHarness::modern_meta()}}}};
+}
+
+// One modern tools/call over HTTP; the answer's text (JSON or the SSE stream).
+std::string post_call(int port, int id, const std::string& tool, const json& args) {
+    httplib::Client client("127.0.0.1", port);
+    client.set_read_timeout(30, 0);
+    const httplib::Headers headers{{"MCP-Protocol-Version", "2026-07-28"},
+                                   {"Mcp-Method", "tools/call"},
+                                   {"Mcp-Name", tool},
+                                   {"Accept", "application/json, text/event-stream"}};
+    const auto res = client.Post("/mcp", headers, call_body(id, tool, args).dump(), "application/json");
+    return res ? res->body : std::string();
+}
+
+// `actions` generate_article calls with a slow lane of `workers` threads; once the gateway
+// holds `held` of them, a read must answer at once.
+void expect_read_at_once(std::size_t workers, int actions, std::size_t held) {
+    agency::tools::ActionSettings settings;
+    settings.credits = {.max_in_flight_per_client = 100, .max_per_minute_per_client = 1000};
+    auto rt = std::make_shared<agency::tools::ActionRuntime>(settings);
+    ToolHarness h({}, {}, [rt](agency::mcp::Server& server, const auto& box) {
+        agency::tools::register_all(server, box, rt);
+    });
+    h.gw->inject({.target = "generate_blog", .mode = agency::sample::FaultMode::slow,
+                  .count = 0, .percent = 100, .delay_ms = 2000});
+    agency::mcp::HttpOptions options;
+    options.workers = workers;
+    options.read_workers = 2;
+    agency::mcp::HttpTransport http(*h.server, options);
+    const int port = http.start();
+
+    std::vector<std::string> answers(static_cast<std::size_t>(actions));
+    std::vector<std::thread> threads;
+    for (int i = 0; i < actions; ++i)
+        threads.emplace_back([&, i] {
+            answers[static_cast<std::size_t>(i)] =
+                post_call(port, 100 + i, "generate_article",
+                          {{"client_id", "demo-law"}, {"keyword", "lane " + std::to_string(i)}});
+        });
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (h.gw->count_requests("POST", "generate_blog") < held &&
+           std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(5ms);
+    ASSERT_EQ(h.gw->count_requests("POST", "generate_blog"), held);
+
+    const auto started = std::chrono::steady_clock::now();
+    const std::string read =
+        post_call(port, 7, "list_keywords", {{"client_id", "demo-law"}, {"limit", 3}});
+    const auto took = std::chrono::steady_clock::now() - started;
+    EXPECT_NE(read.find("kw-law-"), std::string::npos) << read.substr(0, 300);
+    EXPECT_LT(took, 1s) << "the read waited behind the actions";
+    EXPECT_EQ(h.gw->count_requests("POST", "generate_blog"), held) << "all still held";
+
+    for (auto& t : threads) t.join();
+    for (const auto& a : answers)
+        EXPECT_NE(a.find("article_id"), std::string::npos) << a.substr(0, 300);
+    http.stop();
+    rt->audits().stop();
+}
+
+// The slow lane full (two threads), two more actions waiting for it.
+TEST(CallLanes, AReadAnswersAtOnceWhileSlowActionsFillTheirLane) {
+    expect_read_at_once(2, 4, 2);
+}
+
+}  // namespace call_lanes
