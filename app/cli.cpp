@@ -105,6 +105,7 @@ std::optional<Command> CommandLine::parse(int argc, char** argv) {
     limits.max_streams_per_principal = static_cast<std::size_t>(max_streams_per_caller_);
     limits.workers = static_cast<std::size_t>(workers_);
     limits.read_workers = static_cast<std::size_t>(read_workers_);
+    limits.worker_share = static_cast<std::size_t>(worker_share_);
     if (*sample_cmd_) return Command::sample_gateway;
     if (*keys_add_cmd_) return Command::keys_add;
     if (*keys_list_cmd_) return Command::keys_list;
@@ -230,6 +231,7 @@ void CommandLine::add_http_limits() {
     max_streams_per_caller_ = static_cast<int>(defaults.max_streams_per_principal);
     workers_ = static_cast<int>(defaults.workers);
     read_workers_ = static_cast<int>(defaults.read_workers);
+    worker_share_ = static_cast<int>(defaults.worker_share);
     const mcp::ServerOptions server_defaults;
     serve.max_waiting_on_clients = static_cast<int>(server_defaults.max_waiting_on_clients);
     serve.max_waiting_per_caller = static_cast<int>(server_defaults.max_waiting_per_caller);
@@ -261,7 +263,7 @@ void CommandLine::add_http_limits() {
         ->check(CLI::Range(1, 3600));
     serve_cmd_
         ->add_option("--http-max-streams", max_streams_,
-                     "Streamed (SSE) answers open at once; more get 503 (default 256)")
+                     "Streamed (SSE) answers open at once; more get 503 (default 512)")
         ->envname("AGENCY_HTTP_MAX_STREAMS")
         ->check(positive_count("AGENCY_HTTP_MAX_STREAMS"));
     serve_cmd_
@@ -288,16 +290,25 @@ void CommandLine::add_http_limits() {
         ->check(positive_count("AGENCY_HTTP_MAX_STREAMS_PER_CALLER"));
     serve_cmd_
         ->add_option("--http-workers", workers_,
-                     "Threads running streamed calls that may wait long on the gateway or a "
-                     "person (actions, tasks/result); more wait their turn (default 16)")
+                     "Threads running calls that may wait long on the gateway or a person "
+                     "(actions, tasks/result): they mostly wait, so the lane is wide; more wait "
+                     "their turn (default 256)")
         ->envname("AGENCY_HTTP_WORKERS")
         ->check(positive_count("AGENCY_HTTP_WORKERS"));
     serve_cmd_
         ->add_option("--http-read-workers", read_workers_,
-                     "Threads running the other streamed calls (reads): a lane of their own, so "
-                     "reads never queue behind slow actions (default 16)")
+                     "Threads running the other calls (reads): a lane of their own, so reads "
+                     "never queue behind slow actions (default 64)")
         ->envname("AGENCY_HTTP_READ_WORKERS")
         ->check(positive_count("AGENCY_HTTP_READ_WORKERS"));
+    serve_cmd_
+        ->add_option("--http-worker-share", worker_share_,
+                     "Calls one caller may run at once in each lane, with as many more waiting "
+                     "for a worker; beyond that its call is refused at once (429, Retry-After: "
+                     "1), so one caller's burst leaves the other workers to the others (default "
+                     "0: a quarter of each lane)")
+        ->envname("AGENCY_HTTP_WORKER_SHARE")
+        ->check(CLI::NonNegativeNumber);
     serve_cmd_
         ->add_option("--max-waiting-on-clients", serve.max_waiting_on_clients,
                      "Calls that may wait at once for a client's answer (elicitation, "

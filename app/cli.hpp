@@ -182,7 +182,8 @@ private:
     // The HTTP limits as the options hold them (whole numbers), copied into serve.http_limits.
     int max_connections_ = 0, max_connections_per_address_ = 0, head_timeout_s_ = 0,
         idle_timeout_s_ = 0, max_streams_ = 0, max_streams_per_session_ = 0, max_sessions_ = 0,
-        max_sessions_per_caller_ = 0, max_streams_per_caller_ = 0, workers_ = 0, read_workers_ = 0;
+        max_sessions_per_caller_ = 0, max_streams_per_caller_ = 0, workers_ = 0, read_workers_ = 0,
+        worker_share_ = 0;
 };
 
 // "HOST:PORT", "[V6]:PORT" or ":PORT" (host 127.0.0.1); throws std::invalid_argument naming

@@ -39,15 +39,7 @@ std::chrono::milliseconds seconds_env(const char* name, std::chrono::millisecond
 
 // The gateway client, checked: an unreachable host or a rejected key fails here with one clear
 // line, before the retry warnings of a normal read could bury it.
-std::shared_ptr<gateway::Client> connect_gateway(const std::string& url,
-                                                 const std::string& api_key,
-                                                 std::chrono::milliseconds call_timeout,
-                                                 std::size_t max_response_bytes) {
-    gateway::Config config;
-    config.base_url = url;
-    config.api_key = api_key;
-    config.call_timeout = call_timeout;
-    config.max_response_bytes = max_response_bytes;
+std::shared_ptr<gateway::Client> connect_gateway(gateway::Config config) {
     // Waits for the gateway's answers (the spec suggests 10-30 s for generation actions).
     config.read_timeout = seconds_env("AGENCY_GATEWAY_READ_TIMEOUT_S", config.read_timeout);
     config.action_timeout = seconds_env("AGENCY_GATEWAY_ACTION_TIMEOUT_S", config.action_timeout);
@@ -104,6 +96,9 @@ struct ToolServerSetup {
     std::shared_ptr<gateway::Client>* gateway = nullptr;  // when set, receives the client
     std::chrono::milliseconds call_timeout = gateway::Config{}.call_timeout;
     std::size_t max_response_bytes = gateway::Config{}.max_response_bytes;
+    // Gateway connections at once: as many as the calls that may run at once need.
+    std::size_t read_connections = gateway::Config{}.read_connections;
+    std::size_t action_connections = gateway::Config{}.action_connections;
     mcp::StructuredText structured_text = mcp::StructuredText::automatic;
     bool mark_sample_data = true;  // false for tools-doc: the reference is not an answer
     mcp::ToolSelection selection;  // the server's (--toolsets, --tools, --exclude-tools)
@@ -158,8 +153,14 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
         sample->start("127.0.0.1", 0);
         setup.gateway_url = sample->base_url();
     }
-    auto gateway = connect_gateway(setup.gateway_url, setup.api_key, setup.call_timeout,
-                                   setup.max_response_bytes);
+    gateway::Config config;
+    config.base_url = setup.gateway_url;
+    config.api_key = setup.api_key;
+    config.call_timeout = setup.call_timeout;
+    config.max_response_bytes = setup.max_response_bytes;
+    config.read_connections = setup.read_connections;
+    config.action_connections = setup.action_connections;
+    auto gateway = connect_gateway(std::move(config));
     log_gateway_answered(*gateway, setup.gateway_url, sample_data);
     if (setup.gateway) *setup.gateway = gateway;
 
@@ -288,6 +289,12 @@ int run_serve(const ServeArgs& args) {
                          args.http_limits.read_workers
                    : 0) + 48);
     setup.call_timeout = std::chrono::milliseconds(std::llround(args.call_timeout_s * 1000));
+    // Every worker of a lane may hold a gateway connection; reads also read pages ahead, and
+    // audit jobs and tasks read too.
+    const mcp::StdioOptions stdio_lanes;
+    setup.read_connections =
+        (args.http ? args.http_limits.read_workers : stdio_lanes.read_workers) + 16;
+    setup.action_connections = args.http ? args.http_limits.workers : stdio_lanes.workers;
     setup.max_response_bytes = static_cast<std::size_t>(args.gateway_max_response_bytes);
     setup.selection = args.selection;
     setup.read_only = args.read_only;

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
     if (!parsed) return cli.exit_code();
     const Command command = *parsed;
     tune_malloc();
+    small_thread_stacks();
     if (command == Command::serve) prefault_heap();
     // Schemas are parsed beside the start-up work that needs none (state, the gateway check).
     std::jthread schemas_warmed;

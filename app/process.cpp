@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -87,6 +88,22 @@ void tune_malloc() {
     mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
     mallopt(M_TRIM_THRESHOLD, 2 * 1024 * 1024);
     mallopt(M_TOP_PAD, 256 * 1024);
+}
+
+void small_thread_stacks() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    return;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+    return;
+#endif
+#endif
+    constexpr std::size_t kThreadStack = 512 * 1024;
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0) return;
+    if (pthread_attr_setstacksize(&attr, kThreadStack) == 0) pthread_setattr_default_np(&attr);
+    pthread_attr_destroy(&attr);
 }
 
 // Start-up touches ~200 fresh heap pages, and on a virtual machine each first touch is a trip

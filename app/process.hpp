@@ -21,6 +21,11 @@ std::string read_secret_file(const std::string& path);
 void setup_logging(const std::string& level, const std::string& file = {},
                    const std::string& format = "text");
 void tune_malloc();
+// Threads started after this get kThreadStack of stack instead of glibc's 8 MiB (the
+// RLIMIT_STACK default). A call's connection thread and its worker mostly wait (on a client,
+// on the gateway), and hundreds of them may be waiting at once; what they use is a few dozen
+// kB (messages are parsed to a bounded depth). Not under a sanitizer, whose frames are larger.
+void small_thread_stacks();
 void prefault_heap();
 // Parses every embedded tool schema on a thread of its own; join before exit.
 std::jthread warm_schemas();

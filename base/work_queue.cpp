@@ -9,6 +9,7 @@ namespace agency::base {
 
 namespace {
 thread_local WorkQueue* current_queue = nullptr;  // the queue whose worker this thread is
+thread_local const std::string* current_owner = nullptr;  // whose job it runs ("" or null: none)
 }  // namespace
 
 WorkQueue::Waiting::Waiting() : queue_(current_queue) {
@@ -16,8 +17,11 @@ WorkQueue::Waiting::Waiting() : queue_(current_queue) {
     {
         std::lock_guard lock(queue_->mutex_);
         ++queue_->outside_;
-        if (queue_->jobs_.size() > queue_->waiting_ && queue_->threads_.size() < queue_->limit() &&
-            !queue_->stopping_)
+        // A job waiting outside holds no worker: it does not count against its owner's share.
+        if (current_owner != nullptr && !current_owner->empty())
+            --queue_->held_[*current_owner].running;
+        if (queue_->runnable_locked() && queue_->jobs_.size() > queue_->waiting_ &&
+            queue_->threads_.size() < queue_->limit() && !queue_->stopping_)
             queue_->add_worker_locked();
     }
     queue_->ready_.notify_one();
@@ -27,9 +31,12 @@ WorkQueue::Waiting::~Waiting() {
     if (queue_ == nullptr) return;
     std::lock_guard lock(queue_->mutex_);
     --queue_->outside_;
+    if (current_owner != nullptr && !current_owner->empty())
+        ++queue_->held_[*current_owner].running;
 }
 
-WorkQueue::WorkQueue(std::size_t max_workers) : max_workers_(std::max<std::size_t>(1, max_workers)) {
+WorkQueue::WorkQueue(std::size_t max_workers, Share share)
+    : max_workers_(std::max<std::size_t>(1, max_workers)), share_(share) {
     threads_.reserve(max_workers_);
 }
 
@@ -47,17 +54,51 @@ WorkQueue::~WorkQueue() {
 void WorkQueue::post(std::function<void()> job) {
     {
         std::lock_guard lock(mutex_);
-        jobs_.push_back(std::move(job));
-        // More waiting jobs than idle workers: one more worker, as long as the cap allows.
-        if (jobs_.size() > waiting_ && threads_.size() < limit() && !stopping_ &&
-            !add_worker_locked() && threads_.empty()) {
-            // No worker at all to run it: the caller hears so instead of waiting for ever.
-            jobs_.pop_back();
-            throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
-                                    "no thread could be started to run the call");
+        push_locked({std::move(job), {}});
+    }
+    ready_.notify_one();
+}
+
+bool WorkQueue::offer(const std::string& owner, std::function<void()> job) {
+    {
+        std::lock_guard lock(mutex_);
+        Held& held = held_[owner];
+        const bool at_share = share_.running != 0 && held.running >= share_.running;
+        if (at_share && held.waiting >= share_.waiting) {
+            if (held.running == 0 && held.waiting == 0) held_.erase(owner);
+            return false;
+        }
+        ++held.waiting;
+        try {
+            push_locked({std::move(job), owner});
+        } catch (...) {
+            if (--held.waiting == 0 && held.running == 0) held_.erase(owner);
+            throw;
         }
     }
     ready_.notify_one();
+    return true;
+}
+
+void WorkQueue::push_locked(Job job) {
+    jobs_.push_back(std::move(job));
+    // More runnable jobs than idle workers: one more worker, as long as the cap allows.
+    if (runnable_locked() && jobs_.size() > waiting_ && threads_.size() < limit() && !stopping_ &&
+        !add_worker_locked() && threads_.empty()) {
+        // No worker at all to run it: the caller hears so instead of waiting for ever.
+        jobs_.pop_back();
+        throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
+                                "no thread could be started to run the call");
+    }
+}
+
+std::deque<WorkQueue::Job>::iterator WorkQueue::next_locked() {
+    if (share_.running == 0) return jobs_.begin();
+    return std::find_if(jobs_.begin(), jobs_.end(), [this](const Job& job) {
+        if (job.owner.empty()) return true;
+        auto it = held_.find(job.owner);
+        return it == held_.end() || it->second.running < share_.running;
+    });
 }
 
 bool WorkQueue::add_worker_locked() {
@@ -84,32 +125,44 @@ bool WorkQueue::drain_for(std::chrono::milliseconds timeout) {
 void WorkQueue::run() {
     current_queue = this;
     for (;;) {
-        std::function<void()> job;
+        Job job;
         {
             std::unique_lock lock(mutex_);
             ++waiting_;
             // Threads started while jobs waited outside stay, but no more jobs run at once
             // than the bound allows.
             ready_.wait(lock, [this] {
-                return (stopping_ && jobs_.empty()) || (!jobs_.empty() && busy_ < limit());
+                return (stopping_ && jobs_.empty()) || (busy_ < limit() && runnable_locked());
             });
             --waiting_;
             if (jobs_.empty()) return;  // stopping and nothing left
-            job = std::move(jobs_.front());
-            jobs_.pop_front();
+            auto next = next_locked();
+            job = std::move(*next);
+            jobs_.erase(next);
+            if (!job.owner.empty()) {
+                Held& held = held_[job.owner];
+                --held.waiting;
+                ++held.running;
+            }
             ++busy_;
         }
+        current_owner = &job.owner;
         try {
-            job();
+            job.run();
         } catch (const std::exception& e) {
             log::error("worker job failed: {}", e.what());
         }
+        current_owner = nullptr;
         // What the job captured goes before the job counts as done: drain() returning means
         // nothing of it is left to touch its owner (a transport being destroyed).
-        job = nullptr;
+        job.run = nullptr;
         {
             std::lock_guard lock(mutex_);
             --busy_;
+            if (!job.owner.empty()) {
+                auto it = held_.find(job.owner);
+                if (--it->second.running == 0 && it->second.waiting == 0) held_.erase(it);
+            }
         }
         ready_.notify_one();
         idle_.notify_all();

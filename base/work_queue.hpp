@@ -1,6 +1,11 @@
 // Up to a fixed number of worker threads draining a FIFO of jobs. Used by the transports so that
 // a slow tool call never blocks ping, cancellation or other calls. Workers start when a job finds
 // none idle (not all up front): start-up then creates no threads it may never use.
+//
+// Jobs offered for an owner (a caller) share the workers fairly: one owner runs at most
+// `Share::running` jobs at once and has at most `Share::waiting` more queued; beyond that offer()
+// refuses at once. A queued job runs when a worker is free and its owner is under its share, in
+// the order offered, so one owner's burst leaves the other workers to the others.
 #pragma once
 
 #include <chrono>
@@ -9,14 +14,24 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace agency::base {
 
+// What one owner may hold in a WorkQueue (0: no bound beyond the workers).
+struct WorkShare {
+    std::size_t running = 0;
+    std::size_t waiting = 0;
+};
+
 class WorkQueue {
 public:
-    explicit WorkQueue(std::size_t max_workers);
+    using Share = WorkShare;
+
+    explicit WorkQueue(std::size_t max_workers, Share share = {});
     ~WorkQueue();  // finishes queued jobs, then joins
     WorkQueue(const WorkQueue&) = delete;
     WorkQueue& operator=(const WorkQueue&) = delete;
@@ -24,6 +39,10 @@ public:
     // Throws std::system_error, dropping the job, only when no worker exists nor can be started
     // (the process's thread limit); with workers, the job waits for one of them.
     void post(std::function<void()> job);
+    // As post, for `owner`: false (nothing queued) when the owner already holds its share of
+    // running and waiting jobs.
+    bool offer(const std::string& owner, std::function<void()> job);
+    const Share& share() const { return share_; }
     // Blocks until every posted job has finished.
     void drain();
     // As drain, but gives up after `timeout`; returns whether everything finished.
@@ -44,7 +63,20 @@ public:
     };
 
 private:
+    struct Job {
+        std::function<void()> run;
+        std::string owner;
+    };
+    struct Held {
+        std::size_t running = 0;
+        std::size_t waiting = 0;
+    };
     void run();
+    // Queues a job (mutex_ held) and starts a worker when none is idle; throws as post().
+    void push_locked(Job job);
+    // The first queued job whose owner is under its running share; jobs_.end() when none.
+    std::deque<Job>::iterator next_locked();
+    bool runnable_locked() { return next_locked() != jobs_.end(); }
     // One more worker thread (mutex_ held); false when none could be created (logged).
     bool add_worker_locked();
     // Jobs may run at once: the bound plus those waiting outside.
@@ -53,11 +85,13 @@ private:
     std::mutex mutex_;
     std::condition_variable ready_;
     std::condition_variable idle_;
-    std::deque<std::function<void()>> jobs_;
+    std::deque<Job> jobs_;
+    std::unordered_map<std::string, Held> held_;  // owners with jobs running or queued
     std::size_t busy_ = 0;
     std::size_t waiting_ = 0;  // workers waiting for a job
     std::size_t outside_ = 0;  // jobs inside a Waiting
     std::size_t max_workers_;
+    Share share_;
     bool stopping_ = false;
     std::vector<std::thread> threads_;
 };

@@ -84,9 +84,14 @@ struct Config {
     std::chrono::seconds discovery_ttl{300};
     // The most one gateway answer may be, head and body, chunked or not (a compressed body
     // counts as decoded). A larger one ends the call with an upstream error naming this limit
-    // (--gateway-max-response-bytes) and its connection is closed, so the 16 connections in use
-    // at once hold at most 16 times this (256 MiB). A page is at most 1000 rows: ~0.3-3 MB.
+    // (--gateway-max-response-bytes) and its connection is closed. A page is at most 1000
+    // rows: ~0.3-3 MB; an action's answer is usually a few kB.
     std::size_t max_response_bytes = std::size_t{16} << 20;
+    // Connections open at once, in two pools: GETs (reads, discovery, the checks around an
+    // action) and POSTs (actions, which may wait tens of seconds each). A call that finds its
+    // pool busy waits for a connection within its budget.
+    std::size_t read_connections = 80;
+    std::size_t action_connections = 256;
 };
 
 struct ReadQuery {

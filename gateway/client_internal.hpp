@@ -113,8 +113,12 @@ std::optional<Discovery> parse_discovery(const std::string& body, std::string& p
 class ConnectionPool {
 public:
     ConnectionPool(detail::BaseUrl url, milliseconds connect_timeout, const base::Clock& clock,
-                   const char* kind)
-        : url_(std::move(url)), connect_timeout_(connect_timeout), clock_(clock), kind_(kind) {}
+                   const char* kind, std::size_t max_open)
+        : url_(std::move(url)),
+          connect_timeout_(connect_timeout),
+          clock_(clock),
+          kind_(kind),
+          max_open_(std::max<std::size_t>(1, max_open)) {}
 
     class Lease {
     public:
@@ -150,6 +154,7 @@ private:
     milliseconds connect_timeout_;
     const base::Clock& clock_;
     const char* kind_;
+    std::size_t max_open_;
     std::mutex mu_;
     std::condition_variable_any cv_;
     std::vector<Idle> idle_;  // most recently returned last

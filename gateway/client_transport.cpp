@@ -20,10 +20,10 @@ namespace agency::gateway::internal {
 
 namespace {
 
-// In use at once; more callers wait. Every connection returned is kept, so the next burst
+// Config::read_connections / action_connections in use at once; more callers wait (within
+// their budget). Every connection returned is kept, so the next burst
 // does not reconnect; an idle one may pin a worker of a thread-per-connection gateway, so one
 // idle longer than kMaxIdleTime is closed at the next acquire or release.
-constexpr std::size_t kMaxConnections = 16;
 constexpr auto kMaxIdleTime = milliseconds(1500);  // under common keep-alive limits (2-5 s)
 
 // Failures that happen before a complete request can have reached the gateway.
@@ -204,7 +204,7 @@ std::string diagnose_connect(const std::string& host, int port, milliseconds tim
 
 ConnectionPool::Lease ConnectionPool::acquire(const std::stop_token& stop) {
     std::unique_lock lock(mu_);
-    const auto free = [&] { return !idle_.empty() || open_ < kMaxConnections; };
+    const auto free = [&] { return !idle_.empty() || open_ < max_open_; };
     // Waiting for a free connection counts against the call's budget too.
     const auto* deadline = DeadlineScope::current();
     const auto wait = deadline != nullptr ? std::max(deadline->left(), milliseconds(0))
@@ -213,7 +213,7 @@ ConnectionPool::Lease ConnectionPool::acquire(const std::stop_token& stop) {
         if (stop.stop_requested())
             throw Error(ErrorReason::cancelled, "cancelled while waiting for a connection");
         throw Error(ErrorReason::unavailable,
-                    "all " + std::to_string(kMaxConnections) + " gateway connections for " +
+                    "all " + std::to_string(max_open_) + " gateway connections for " +
                         kind_ + " stayed busy for " + ms_text(wait) +
                         ", the rest of the call's budget of " + ms_text(deadline->budget()) +
                         "; nothing was sent");
@@ -290,8 +290,8 @@ Client::Impl::Impl(Config c, detail::BaseUrl u, const base::Clock& clk)
     : config(std::move(c)),
       url(std::move(u)),
       clock(clk),
-      reads(url, config.connect_timeout, clk, "reads"),
-      actions(url, config.connect_timeout, clk, "actions") {
+      reads(url, config.connect_timeout, clk, "reads", config.read_connections),
+      actions(url, config.connect_timeout, clk, "actions", config.action_connections) {
     headers.emplace("Accept", "application/json");
     headers.emplace("User-Agent", "agency-mcp/0.1");
     if (!config.api_key.empty()) headers.emplace("Authorization", "Bearer " + config.api_key);

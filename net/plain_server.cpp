@@ -86,7 +86,24 @@ std::size_t head_size(const std::string& bytes, std::size_t from) {
 // refused whole.
 bool has_nul(const char* head, std::size_t size) { return std::memchr(head, 0, size) != nullptr; }
 
+thread_local int serving_socket = -1;  // the connection this thread serves a request of
+
+// Sets serving_socket for one request.
+struct ServingSocket {
+    explicit ServingSocket(int sock) { serving_socket = sock; }
+    ~ServingSocket() { serving_socket = -1; }
+    ServingSocket(const ServingSocket&) = delete;
+    ServingSocket& operator=(const ServingSocket&) = delete;
+};
+
 }  // namespace
+
+bool request_peer_gone() {
+    if (serving_socket < 0) return false;
+    pollfd pfd{serving_socket, POLLRDHUP, 0};
+    if (::poll(&pfd, 1, 0) <= 0) return false;
+    return (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
 
 // httplib's accept loop hands each connection to its task queue; this queue admits it into
 // the epoll set at once (on the accept thread) and owns the serving threads.
@@ -390,6 +407,7 @@ private:
                 strm.set_read_deadline(clock::now() + limits_.body_timeout);
                 strm.start_message();
                 bool connection_closed = false;
+                ServingSocket serving(c->sock);
                 bool ok = server_.process_request(strm, closing, connection_closed, nullptr);
                 if (!strm.flush()) ok = false;
                 if (ok && !closing && strm.close_requested()) {

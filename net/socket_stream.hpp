@@ -159,6 +159,12 @@ struct ConnectionLimits {
     std::size_t threads = 64;
 };
 
+// On a thread serving a PlainServer request (its handler, a streamed answer's writer): whether
+// the client has closed the connection (or shut down its sending side) since the request came.
+// A call answered in one body cannot find out by writing; its handler asks this instead and
+// cancels the call. False on any other thread.
+bool request_peer_gone();
+
 // httplib::Server on BufferedStream, with readiness-based waiting for requests.
 //
 // httplib's own server holds a thread per connection for as long as the connection is open

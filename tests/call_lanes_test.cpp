@@ -1,7 +1,8 @@
 // Reads never queue behind slow actions (issue 33): the Streamable HTTP transport runs calls
 // that may wait long (actions, tasks/result) and the others in lanes of their own. Against the
 // sample gateway holding every generate_blog for 2 s, with the slow lane full and more actions
-// waiting for it, a read answers at once.
+// waiting for it, a read answers at once; and a wide lane's actions all wait at the gateway
+// together.
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -43,8 +44,8 @@ std::string post_call(int port, int id, const std::string& tool, const json& arg
 }
 
 // `actions` generate_article calls with a slow lane of `workers` threads; once the gateway
-// holds `held` of them, a read must answer at once.
-void expect_read_at_once(std::size_t workers, int actions, std::size_t held) {
+// holds `held` of them at once (each for `hold_ms`), a read must answer at once.
+void expect_read_at_once(std::size_t workers, int actions, std::size_t held, int hold_ms) {
     agency::tools::ActionSettings settings;
     settings.credits = {.max_in_flight_per_client = 100, .max_per_minute_per_client = 1000};
     auto rt = std::make_shared<agency::tools::ActionRuntime>(settings);
@@ -52,9 +53,10 @@ void expect_read_at_once(std::size_t workers, int actions, std::size_t held) {
         agency::tools::register_all(server, box, rt);
     });
     h.gw->inject({.target = "generate_blog", .mode = agency::sample::FaultMode::slow,
-                  .count = 0, .percent = 100, .delay_ms = 2000});
+                  .count = 0, .percent = 100, .delay_ms = hold_ms});
     agency::mcp::HttpOptions options;
     options.workers = workers;
+    options.worker_share = workers;  // one caller here: the whole lane is its share
     options.read_workers = 2;
     agency::mcp::HttpTransport http(*h.server, options);
     const int port = http.start();
@@ -67,11 +69,10 @@ void expect_read_at_once(std::size_t workers, int actions, std::size_t held) {
                 post_call(port, 100 + i, "generate_article",
                           {{"client_id", "demo-law"}, {"keyword", "lane " + std::to_string(i)}});
         });
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (h.gw->count_requests("POST", "generate_blog") < held &&
-           std::chrono::steady_clock::now() < deadline)
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(hold_ms);
+    while (h.gw->requests_in_flight() < held && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(5ms);
-    ASSERT_EQ(h.gw->count_requests("POST", "generate_blog"), held);
+    ASSERT_EQ(h.gw->requests_in_flight(), held) << "held at the gateway at once";
 
     const auto started = std::chrono::steady_clock::now();
     const std::string read =
@@ -79,7 +80,6 @@ void expect_read_at_once(std::size_t workers, int actions, std::size_t held) {
     const auto took = std::chrono::steady_clock::now() - started;
     EXPECT_NE(read.find("kw-law-"), std::string::npos) << read.substr(0, 300);
     EXPECT_LT(took, 1s) << "the read waited behind the actions";
-    EXPECT_EQ(h.gw->count_requests("POST", "generate_blog"), held) << "all still held";
 
     for (auto& t : threads) t.join();
     for (const auto& a : answers)
@@ -90,7 +90,13 @@ void expect_read_at_once(std::size_t workers, int actions, std::size_t held) {
 
 // The slow lane full (two threads), two more actions waiting for it.
 TEST(CallLanes, AReadAnswersAtOnceWhileSlowActionsFillTheirLane) {
-    expect_read_at_once(2, 4, 2);
+    expect_read_at_once(2, 4, 2, 2000);
+}
+
+// Forty generations wait at the gateway together, not in waves of the gateway client's
+// connections (there were 16) or of the sample gateway's threads (32).
+TEST(CallLanes, FortyActionsWaitAtTheGatewayTogether) {
+    expect_read_at_once(40, 40, 40, 6000);
 }
 
 }  // namespace call_lanes

@@ -197,6 +197,7 @@ protected:
         options.port = 0;
         options.threads = 8;
         options.workers = 4;
+        options.worker_share = 64;  // the bounds tested here, not the lanes' shares (CallerShares)
         options.max_body_bytes = 64 * 1024;
         options.keepalive = 200ms;
         return options;

@@ -140,6 +140,39 @@ void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Resp
     answer_call(res, *post, *route, *principal, accepts_sse);
 }
 
+namespace {
+
+// How often a waiting connection thread looks whether its client has gone.
+constexpr auto kPeerPoll = std::chrono::milliseconds(200);
+
+Reply lane_refusal(const json& id, const std::string& what) {
+    return Reply::error(id, error_code::rate_limited, what, json{{"retryAfterSeconds", 1}});
+}
+
+}  // namespace
+
+std::optional<Reply> HttpTransport::Impl::post_call(
+    const json& id, bool long_wait, const std::string& caller,
+    std::function<void(std::optional<Reply> late)> job) {
+    base::WorkQueue& lane = long_wait ? *workers : *read_workers;
+    const char* kind = long_wait ? "calls that may wait long (actions, tasks/result)" : "reads";
+    const auto queued_at = std::chrono::steady_clock::now();
+    const bool queued = lane.offer(caller, [this, id, kind, queued_at, job = std::move(job)] {
+        const auto waited = std::chrono::steady_clock::now() - queued_at;
+        if (waited <= options.max_queue_wait) return job(std::nullopt);
+        job(lane_refusal(id, "the server is busy: this call waited more than " +
+                                 std::to_string(options.max_queue_wait.count()) +
+                                 " ms for a worker among " + std::string(kind) +
+                                 " and did not run; try again"));
+    });
+    if (queued) return std::nullopt;
+    const auto& share = lane.share();
+    return lane_refusal(id, "this caller already runs " + std::to_string(share.running) + " " +
+                                kind + " and has " + std::to_string(share.waiting) +
+                                " more waiting, its share of the server's workers: let one "
+                                "finish, then try again");
+}
+
 // Runs a request on a worker and relays its messages as an SSE stream (or answers in one
 // body when it finishes within the grace period).
 void HttpTransport::Impl::stream_call(httplib::Response& res, PostMessage& post,
@@ -149,8 +182,6 @@ void HttpTransport::Impl::stream_call(httplib::Response& res, PostMessage& post,
     const std::string full =
         open_stream(route.session ? route.session->id : std::string(), principal.name, slot);
     if (!slot) return send_busy(res, post.in.id, full);
-    res.set_header("Cache-Control", "no-cache");
-    res.set_header("X-Accel-Buffering", "no");
     const bool legacy = route.legacy;
     auto channel = std::make_shared<StreamChannel>(legacy);
     auto call_in = std::make_shared<Inbound>(http_inbound(route, principal));
@@ -158,11 +189,20 @@ void HttpTransport::Impl::stream_call(httplib::Response& res, PostMessage& post,
     call_in->stop = channel->stop_token();
     // Calls that may wait long (actions, tasks/result) have a lane of their own: reads never
     // queue behind them.
-    base::WorkQueue& lane = server.may_wait_long(post.in) ? *workers : *read_workers;
-    lane.post([this, channel, call_in, slot, ticket = post.ticket,
-               message = std::move(post.in)] {
-        channel->finish(server.handle_message(message, *call_in));
-    });
+    const json id = post.in.id;
+    const bool long_wait = server.may_wait_long(post.in);  // before the message moves below
+    auto refusal = post_call(id, long_wait, principal.name,
+                             [this, channel, call_in, slot, ticket = post.ticket,
+                              message = std::move(post.in)](std::optional<Reply> late) {
+                                 channel->finish(late ? std::move(late)
+                                                      : server.handle_message(message, *call_in));
+                             });
+    if (refusal) {
+        set_reply_status(res, *refusal, legacy);
+        return set_body(res, std::move(refusal->text), "application/json");
+    }
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
     if (auto quick = channel->finished_quietly(options.stream_grace)) {
         if (!*quick) {
             res.status = 202;
@@ -175,21 +215,33 @@ void HttpTransport::Impl::stream_call(httplib::Response& res, PostMessage& post,
     res.set_chunked_content_provider(
         "text/event-stream", [this, channel, slot, ticket = post.ticket](std::size_t,
                                                                          httplib::DataSink& sink) {
-            channel->relay(sink, options.keepalive);
+            channel->relay(sink, options.keepalive, net::request_peer_gone, kPeerPoll);
             sink.done();
             return true;
         });
 }
 
-// Runs a request here and answers in one body (SSE when it sent messages and the caller
-// accepts a stream).
+// Runs a request and answers in one body (SSE when it sent messages and the caller accepts a
+// stream). A call that may reach the gateway or wait runs on a worker, within its caller's
+// share, while this thread waits and cancels it if the client goes away.
 void HttpTransport::Impl::answer_call(httplib::Response& res, const PostMessage& post,
                                       const PostRoute& route, const Principal& principal,
                                       bool accepts_sse) {
-    BufferChannel buffer;
-    Inbound in = http_inbound(route, principal);
-    in.channel = &buffer;
-    auto reply = server.handle_message(post.in, in);
+    auto buffer = std::make_shared<BufferChannel>();
+    auto in = std::make_shared<Inbound>(http_inbound(route, principal));
+    in->channel = buffer.get();
+    std::optional<Reply> reply;
+    if (route.is_init || !post.in.entry || post.in.entry->runs != Runs::on_worker) {
+        reply = server.handle_message(post.in, *in);
+    } else {
+        in->stop = buffer->stop_token();
+        auto refusal = post_call(post.in.id, server.may_wait_long(post.in), principal.name,
+                                 [this, buffer, in, message = post.in](std::optional<Reply> late) {
+                                     buffer->finish(late ? std::move(late)
+                                                         : server.handle_message(message, *in));
+                                 });
+        reply = refusal ? std::move(refusal) : buffer->wait(net::request_peer_gone, kPeerPoll);
+    }
     if (!reply) {
         res.status = 202;
         return;
@@ -199,7 +251,7 @@ void HttpTransport::Impl::answer_call(httplib::Response& res, const PostMessage&
         res.set_header(std::string(kHeaderSessionId), route.session->id);
     }
     set_reply_status(res, *reply, route.legacy);
-    auto notes = buffer.take();
+    auto notes = buffer->take();
     if (!notes.empty() && accepts_sse) {
         std::string body;
         for (const auto& n : notes) body += sse_event(n);

@@ -2,9 +2,11 @@
 // for an inline answer, or relayed as Server-Sent Events for a streamed one.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <stop_token>
@@ -27,7 +29,9 @@ inline std::string sse_event(const std::string& message) {
     return out;
 }
 
-// Collects notifications sent while a request is answered inline.
+// A call answered in one body: it runs on a worker and collects the notifications it sends
+// meanwhile; the connection thread waits for its reply, and cancels the call when the client
+// goes away.
 class BufferChannel : public Channel {
 public:
     void send(const std::string& message) override {
@@ -40,9 +44,31 @@ public:
         return std::move(messages_);
     }
 
+    void finish(std::optional<Reply> reply) {
+        {
+            std::lock_guard lock(mutex_);
+            reply_ = std::move(reply);
+            done_ = true;
+        }
+        done_cv_.notify_all();
+    }
+    // Waits for finish(). Every `poll` it asks `gone`; once the client is gone the call is
+    // cancelled (stop_token()) and the wait goes on until the call has ended.
+    std::optional<Reply> wait(const std::function<bool()>& gone, std::chrono::milliseconds poll) {
+        std::unique_lock lock(mutex_);
+        while (!done_cv_.wait_for(lock, poll, [this] { return done_; }))
+            if (!cancel_.stop_requested() && gone()) cancel_.request_stop();
+        return std::move(reply_);
+    }
+    std::stop_token stop_token() const { return cancel_.get_token(); }
+
 private:
     std::mutex mutex_;
+    std::condition_variable done_cv_;
     std::vector<std::string> messages_;
+    std::optional<Reply> reply_;
+    bool done_ = false;
+    std::stop_source cancel_;
 };
 
 // One streamed answer: the call runs on a worker and queues its messages here; the connection
@@ -84,12 +110,19 @@ public:
     }
     std::stop_token stop_token() const { return closed_.get_token(); }
 
-    // Runs on the connection thread until the call has finished.
-    void relay(httplib::DataSink& sink, std::chrono::milliseconds keepalive) {
+    // Runs on the connection thread until the call has finished. Every `poll` it asks `gone`
+    // (the client closed the connection): the call is cancelled then, not at the next write.
+    void relay(httplib::DataSink& sink, std::chrono::milliseconds keepalive,
+               const std::function<bool()>& gone, std::chrono::milliseconds poll) {
         static const std::string comment = ":\n\n";
         std::unique_lock lock(mutex_);
         for (;;) {
-            bool woke = ready_.wait_for(lock, keepalive, [this] { return done_ || !events_.empty(); });
+            const auto quiet_until = std::chrono::steady_clock::now() + keepalive;
+            bool woke = false;
+            while (!(woke = ready_.wait_for(lock, std::min(poll, keepalive),
+                                            [this] { return done_ || !events_.empty(); })) &&
+                   std::chrono::steady_clock::now() < quiet_until)
+                if (!closed_.stop_requested() && gone()) closed_.request_stop();
             std::deque<std::string> batch;
             batch.swap(events_);
             bool finished = done_;

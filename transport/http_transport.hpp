@@ -30,19 +30,29 @@ struct HttpOptions {
     std::chrono::milliseconds session_idle{30 * 60 * 1000};
     // Paces the idle-session sweep; null: base::Clock::system(). Must outlive the transport.
     const base::Clock* clock = nullptr;
-    std::size_t threads = 64;   // threads answering plain requests
-    // Threads running streamed calls, in two lanes: calls that may wait long on the gateway or a
-    // person (actions, tasks/result: Server::may_wait_long), and the rest (reads), which so
-    // never queue behind a burst of slow actions.
-    std::size_t workers = 16;
-    std::size_t read_workers = 16;
+    // Threads serving requests: a call's connection waits on one (small stacks: app/main.cpp)
+    // while a worker runs the call, and a streamed answer is written from it.
+    std::size_t threads = 256;
+    // Workers running calls, in two lanes: calls that may wait long on the gateway or a person
+    // (actions, tasks/result: Server::may_wait_long), and the rest (reads), which so never
+    // queue behind a burst of slow actions. A generation waits 10-30 s at the gateway, so the
+    // long lane is wide: its workers mostly wait, each holding a thread and not a core.
+    std::size_t workers = 256;
+    std::size_t read_workers = 64;
+    // Calls one caller (principal) may run at once in each lane, and as many more may wait
+    // for a worker; beyond that its call is refused at once (rate-limited, Retry-After: 1).
+    // 0: a quarter of the lane. The other workers stay for the others.
+    std::size_t worker_share = 0;
+    // A call that waited this long for a worker is refused (retryable) instead of run: its
+    // client is about to give up on it.
+    std::chrono::milliseconds max_queue_wait{10'000};
     // What clients may hold (see net::ConnectionLimits). At a bound the server answers 503
     // with Retry-After (or closes the connection) and keeps serving everyone else.
     std::size_t max_connections = 4096;          // open connections in all
     std::size_t max_connections_per_peer = 256;  // open connections from one address
     std::chrono::milliseconds head_timeout{10'000};  // to send a whole request head
     std::chrono::seconds idle_timeout{5};            // a kept-alive connection between requests
-    std::size_t max_streams = 256;              // streamed (SSE) answers open at once
+    std::size_t max_streams = 512;              // streamed (SSE) answers open at once
     std::size_t max_streams_per_session = 16;   // of them, on one legacy session
     std::size_t max_sessions = 4096;            // legacy sessions open at once
     // Of them, held by one caller (principal); at the bound its own least recently used

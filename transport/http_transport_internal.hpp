@@ -9,6 +9,8 @@
 #include <cctype>
 #include <condition_variable>
 #include <deque>
+#include <functional>
+#include <optional>
 #include <mutex>
 #include <unordered_map>
 #include <stdexcept>
@@ -42,7 +44,8 @@ struct HttpTransport::Impl {
     int port = 0;
     std::atomic<std::int64_t> last_sweep{0};
     std::vector<std::string> allowed_hosts;
-    // Runs streamed calls so the connection thread can watch the stream.
+    // Run calls while their connection threads wait (and watch the client), each caller
+    // within its share of the lane (HttpOptions::worker_share).
     std::unique_ptr<base::WorkQueue> workers;       // calls that may wait long
     std::unique_ptr<base::WorkQueue> read_workers;  // the others
     std::vector<std::string> allowed_origins;  // normalized (lowercase)
@@ -106,10 +109,21 @@ struct HttpTransport::Impl {
     Impl(Server& s, HttpOptions o)
         : server(s),
           options(std::move(o)),
-          workers(std::make_unique<base::WorkQueue>(options.workers)),
-          read_workers(std::make_unique<base::WorkQueue>(options.read_workers)) {
+          workers(make_lane(options.workers, options.worker_share)),
+          read_workers(make_lane(options.read_workers, options.worker_share)) {
         if (!options.authenticator) options.authenticator = key_authenticator(options.keys);
     }
+
+    static std::unique_ptr<base::WorkQueue> make_lane(std::size_t size, std::size_t share) {
+        const std::size_t each = share != 0 ? share : std::max<std::size_t>(1, size / 4);
+        return std::make_unique<base::WorkQueue>(size, base::WorkQueue::Share{each, each});
+    }
+    // Runs `job` on the lane of a call (`long_wait`: Server::may_wait_long) for its caller.
+    // A call that waited for a worker past options.max_queue_wait gets its refusal instead of
+    // running (`job` is called with it). Returns the refusal, queueing nothing, when the
+    // caller holds its share of the lane.
+    std::optional<Reply> post_call(const json& id, bool long_wait, const std::string& caller,
+                                   std::function<void(std::optional<Reply> late)> job);
 
     bool host_allowed(const std::string& host) const {
         return std::find(allowed_hosts.begin(), allowed_hosts.end(), host) != allowed_hosts.end();

@@ -1,6 +1,8 @@
 #include "transport/stdio_transport.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -112,6 +114,7 @@ int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_
     in.stop = shutdown.get_token();
 
     base::WorkQueue workers(options.workers);
+    base::WorkQueue read_workers(options.read_workers);
     std::string buffer;
     std::string line;
     bool discarding = false;  // inside an oversized line: drop bytes until its newline
@@ -137,7 +140,8 @@ int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_
                 std::lock_guard lock(queued_mutex);
                 queued[key] = stop;
             }
-            workers.post([&, stop, key, message = std::move(message)] {
+            base::WorkQueue& lane = server.may_wait_long(message) ? workers : read_workers;
+            lane.post([&, stop, key, message = std::move(message)] {
                 Inbound call_in = in;
                 call_in.stop = stop->get_token();
                 std::stop_callback forward_shutdown(in.stop, [stop] { stop->request_stop(); });
@@ -202,9 +206,16 @@ int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_
     if (!discarding && !buffer.empty()) dispatch(std::move(buffer));
     // End of input: answer what is running (a piped script expects its replies), but do not
     // wait forever for calls that can no longer be answered by the client.
-    if (!workers.drain_for(options.drain_timeout)) {
+    const auto drain_until = std::chrono::steady_clock::now() + options.drain_timeout;
+    const auto left = [&] {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::max(drain_until - std::chrono::steady_clock::now(),
+                     std::chrono::steady_clock::duration::zero()));
+    };
+    if (!workers.drain_for(left()) || !read_workers.drain_for(left())) {
         shutdown.request_stop();
         workers.drain();
+        read_workers.drain();
     }
     server.forget_session(session->id);
     writer.close();

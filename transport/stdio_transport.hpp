@@ -11,7 +11,10 @@ namespace agency::mcp {
 struct StdioOptions {
     std::size_t max_message_bytes = 4 * 1024 * 1024;
     JsonLimits json_limits;  // nesting depth and string length, checked before parsing
-    std::size_t workers = 8;
+    // Workers for calls, in two lanes as over HTTP: those that may wait long (actions,
+    // tasks/result: Server::may_wait_long) and the rest, so reads never queue behind actions.
+    std::size_t workers = 16;
+    std::size_t read_workers = 8;
     std::chrono::milliseconds drain_timeout{30'000};
     Principal principal;  // the process's own scopes (--read-only drops "write")
     // When it becomes readable (SIGTERM), reading stops as at end of input: the calls in

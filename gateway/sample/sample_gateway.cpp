@@ -20,7 +20,9 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr int kServerThreads = 32;  // requests served at once
+// Requests served at once: a real gateway holds hundreds of generations at once (each 10-30 s),
+// and so may this one (threads start on demand, with small stacks in agency-mcp).
+constexpr int kServerThreads = 512;
 
 }  // namespace
 
