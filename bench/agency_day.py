@@ -32,6 +32,7 @@ import argparse
 import http.client
 import json
 import math
+import shlex
 import os
 import statistics
 import subprocess
@@ -50,7 +51,9 @@ SECRET = "bench-day-secret-0123456789abcdef0123"
 GENERATION_ACTIONS = ["generate_keywords", "generate_topical_map", "generate_blog",
                       "generate_blog_image", "generate_geo_article", "generate_press_release",
                       "generate_gbp_post", "generate_outreach_email"]
-# The tools an assistant calls, in turn, and their arguments ({i}: the action's index). An
+# The tools an assistant calls, in turn, and their arguments (i: the setup and the action's
+# index, so that no two actions send the same body and the gateway's count of actions run
+# twice means what it says). An
 # auto-deploy client's generate_article waits for a person's confirmation: such a client gets
 # the others only.
 ACTION_TOOLS = [
@@ -370,7 +373,8 @@ backend samples
         a = self.args
         return ["--call-timeout", str(a.call_timeout), "--rate-limit", a.rate_limit,
                 "--max-actions-in-flight-per-client", str(a.actions),
-                "--max-actions-per-minute-per-client", str(max(1000, a.actions))]
+                "--max-actions-per-minute-per-client", str(max(1000, a.actions)),
+                *shlex.split(a.serve_args)]
 
     def start_instances(self, count, state_url=None):
         self.instances = []
@@ -400,7 +404,7 @@ backend samples
 
 # --- one setup --------------------------------------------------------------------------------
 
-def plan(args, clients):
+def plan(args, clients, setup):
     """The actions: (key name, tool, client, arguments), assistants in turn, clients in turn."""
     out = []
     for i in range(args.actions):
@@ -408,11 +412,11 @@ def plan(args, clients):
         client, auto_deploy = clients[i % len(clients)]
         tools = [t for t in ACTION_TOOLS if not (auto_deploy and t[0] == "generate_article")]
         tool, make = tools[(i // len(clients)) % len(tools)]
-        out.append((key, tool, client, {"client_id": client, **make(i)}))
+        out.append((key, tool, client, {"client_id": client, **make(f"{setup}-{i}")}))
     return out
 
 
-def run_setup(day, name, url, args):
+def run_setup(day, name, url, args, tag):
     recorder = Recorder()
     pids = [i["proc"].pid for i in day.instances]
     read_clients = [c for c, _ in day.clients]
@@ -427,7 +431,7 @@ def run_setup(day, name, url, args):
     reader = Reader(url, day.keys["team"], args.read_rate, read_clients, recorder)
     reader.run()
     time.sleep(args.baseline_s)
-    actions = plan(args, day.clients)
+    actions = plan(args, day.clients, tag)
     callers = [Caller(url, day.keys[k], args.client_timeout) for k, *_ in actions]
     for c in callers:
         c.connect()
@@ -583,7 +587,9 @@ def markdown(res):
         f"{math.ceil(c['actions'] / len(c['clients']))} actions at once; `--rate-limit "
         f"{c['rate_limit']}` (default 600/minute: the team key reads {c['read_rate'] * 60:g} a "
         f"minute). `--call-timeout {c['call_timeout']:g}` is the default (30 s), above the "
-        "10 s actions: not raised. Everything else is the default",
+        "10 s actions: not raised. "
+        + (f"Given on the command line: `{c['serve_args']}`. Everything else is the default"
+           if c.get("serve_args") else "Everything else is the default"),
         f"- setups: one instance, direct, SQLite; three instances behind HAProxy "
         "(`deploy/haproxy.cfg` as shipped) on one throwaway PostgreSQL cluster "
         "(scripts/pg-cluster.sh)",
@@ -621,8 +627,9 @@ def setup_markdown(s, res):
               f"{fmt(cs['min'], 2)} / {fmt(cs['median'], 2)} / {fmt(cs['max'], 2)} s",
               f"- answered in {len(a['waves'])} wave(s) (from the release of the actions): "
               f"{waves_text}",
-              f"- the gateway ran {s['gateway']['generation_actions_ran']} generation actions "
-              f"({s['gateway']['ran_twice']} twice)",
+              f"- the gateway ran {s['gateway']['generation_actions_ran']} generation actions, "
+              f"{s['gateway']['ran_twice']} of them twice (each sample gateway counts the bodies "
+              "it ran itself)",
               "- refusals: " + ("; ".join(refusals) if refusals else "none")]
     for k, i in enumerate(s["instances"], 1):
         lines.append(f"- instance {k}: threads {i['threads_idle']} idle, {i['threads_max']} at "
@@ -648,6 +655,8 @@ def main():
     ap.add_argument("--baseline-s", type=float, default=3, help="reads before the actions")
     ap.add_argument("--gateways", type=int, default=0,
                     help="sample gateway processes (0: enough for the actions and reads)")
+    ap.add_argument("--serve-args", default="",
+                    help="more options for each instance's serve (e.g. '--http-workers 64')")
     ap.add_argument("--setups", nargs="+", default=["one", "three"], choices=["one", "three"])
     ap.add_argument("--no-write", action="store_true",
                     help="do not write bench/results/agency_day.* or docs/benchmarks.md")
@@ -665,7 +674,7 @@ def main():
         if "one" in args.setups:
             day.start_instances(1)
             setups.append(run_setup(day, "One instance, direct, SQLite", day.instances[0]["url"],
-                                    args))
+                                    args, "one"))
             day.stop_instances()
         if "three" in args.setups:
             day.pg_dir = os.path.join(day.tmp, "pg")
@@ -677,7 +686,8 @@ def main():
             hp, url = day.haproxy([i["host"] for i in day.instances])
             try:
                 time.sleep(2.5)  # the first health checks
-                setups.append(run_setup(day, "Three instances, HAProxy, PostgreSQL", url, args))
+                setups.append(run_setup(day, "Three instances, HAProxy, PostgreSQL", url, args,
+                                        "three"))
             finally:
                 hp.terminate()
                 hp.wait()
@@ -689,6 +699,7 @@ def main():
                           "read_rate": args.read_rate, "action_delay_ms": args.action_delay_ms,
                           "read_delay_ms": args.read_delay_ms, "call_timeout": args.call_timeout,
                           "rate_limit": args.rate_limit, "gateways": args.gateways,
+                          "serve_args": args.serve_args,
                           "clients": [c for c, _ in day.clients],
                           "action_tools": [t for t, _ in ACTION_TOOLS]},
                "setups": setups}
