@@ -501,7 +501,13 @@ def summarize(name, args, rec, t0, idle, peak, end, cpu, pids):
     ok = [a for a in acts if a[5] == "ok"]
     completion = [a[4] - a[3] for a in ok]
     within = [c for c in completion if c <= args.call_timeout]
-    in_flight_end = len([a for a in acts if a[5].startswith("unanswered")])
+    # A call still waiting when the bench gave up on it (--client-timeout) has no row.
+    still_waiting = args.actions - len(acts)
+    in_flight_end = len([a for a in acts if a[5].startswith("unanswered")]) + still_waiting
+    refusals = refusal_summary(acts, 5, 6)
+    if still_waiting:
+        refusals["unanswered, still waiting"] = {
+            "count": still_waiting, "example": f"no answer within {args.client_timeout:g} s"}
     result = {
         "setup": name,
         "reads": {"before_actions": read_stats(float("-inf"), t0),
@@ -509,13 +515,13 @@ def summarize(name, args, rec, t0, idle, peak, end, cpu, pids):
                   "any_action_waiting": read_stats(last_sent, last_done),
                   "refusals": refusal_summary(rec.reads, 3, 4),
                   "sent": len(rec.reads)},
-        "actions": {"sent": len(acts), "ok": len(ok), "sending_took_s": round(last_sent - t0, 2),
+        "actions": {"sent": args.actions, "ok": len(ok), "sending_took_s": round(last_sent - t0, 2),
                     "completion_s": {"min": min(completion, default=None),
                                      "median": statistics.median(completion) if completion
                                      else None, "max": max(completion, default=None)},
                     "ok_within_budget": len(within), "unanswered": in_flight_end,
                     "waves": waves([a[4] - t0 for a in ok], args.action_delay_ms / 2000),
-                    "refusals": refusal_summary(acts, 5, 6),
+                    "refusals": refusals,
                     "by_tool": {t: sum(1 for a in acts if a[1] == t)
                                 for t in sorted({a[1] for a in acts})}},
         "instances": [{"threads_idle": idle[p].get("Threads"), "threads_max": peak[p]["Threads"],
