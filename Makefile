@@ -6,7 +6,7 @@ FUZZ_DIR = build-fuzz
 JOBS ?= 2
 PORT ?= 8787
 
-.PHONY: deps test-deps build run test run-unit-asan npm-deps clean-root bench bench-scale bench-store soak clean fuzz-build fuzz fuzz-replay \
+.PHONY: deps test-deps build run test run-unit-asan npm-deps clean-root bench bench-scale bench-store bench-day soak clean fuzz-build fuzz fuzz-replay \
 	fuzz-known test-asan test-tsan check-sizes package test-package regen
 
 deps:
@@ -100,6 +100,16 @@ bench-store: deps test-deps
 	cmake --preset release >/dev/null
 	cmake --build build-release -j$(JOBS) --target agency-mcp agency_bench_driver
 	python3 bench/store.py --build-dir build-release $(BENCH_STORE_ARGS)
+
+# An agency's day (docs/benchmarks.md, "An agency's day"): 200 generation actions held 10 s each
+# at the sample gateway, sent by 10 keys, while another key reads at 20/s; read p50/p99, the
+# actions' completion times, refusals, threads and RSS, on one instance and on three behind
+# HAProxy (deploy/haproxy.cfg) on a throwaway PostgreSQL cluster. BENCH_DAY_ARGS=--setups one
+# for one instance only.
+bench-day: deps test-deps
+	cmake --preset release >/dev/null
+	cmake --build build-release -j$(JOBS) --target agency-mcp agency_bench_driver
+	python3 bench/agency_day.py --build-dir build-release $(BENCH_DAY_ARGS)
 
 # The soak (docs/benchmarks.md, "Soak"): reads, actions, tasks and confirmations at 16 in flight
 # against the sample gateway with faults on, for SOAK_SECONDS (default 300); fails on a crash,

@@ -801,9 +801,9 @@ class Report:
                       "cold_start": "cold start: the whole process (exec, the first answer, exit)"}
             for name, v in cg.items():
                 lines.append(f"| {labels.get(name, name)} | {v['instructions_per_call']:,} |")
-        # The soak's, the scale-out and the state-store sections (make soak, make bench-scale,
-        # make bench-store), kept across runs.
-        for extra in ("held_connections.md", "soak.md", "scale.md", "store.md"):
+        # The soak's, the scale-out, the state-store and the agency's-day sections (make soak,
+        # make bench-scale, make bench-store, make bench-day), kept across runs.
+        for extra in ("held_connections.md", "soak.md", "scale.md", "store.md", "agency_day.md"):
             path = os.path.join(ROOT, "bench", "results", extra)
             if os.path.exists(path):
                 lines += ["", open(path).read().rstrip()]
