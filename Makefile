@@ -105,11 +105,13 @@ bench-store: deps test-deps
 # at the sample gateway, sent by 10 keys, while another key reads at 20/s; read p50/p99, the
 # actions' completion times, refusals, threads and RSS, on one instance and on three behind
 # HAProxy (deploy/haproxy.cfg) on a throwaway PostgreSQL cluster. BENCH_DAY_ARGS=--setups one
-# for one instance only.
+# for one instance only. Then one key against another (bench/fairness.py, "One key against
+# another"): a key's 96 calls in flight beside another key's, with a 2 s gateway.
 bench-day: deps test-deps
 	cmake --preset release >/dev/null
 	cmake --build build-release -j$(JOBS) --target agency-mcp agency_bench_driver
 	python3 bench/agency_day.py --build-dir build-release $(BENCH_DAY_ARGS)
+	python3 bench/fairness.py --build-dir build-release $(BENCH_FAIRNESS_ARGS)
 
 # The soak (docs/benchmarks.md, "Soak"): reads, actions, tasks and confirmations at 16 in flight
 # against the sample gateway with faults on, for SOAK_SECONDS (default 300); fails on a crash,

@@ -6,10 +6,10 @@ on a throwaway PostgreSQL cluster (scripts/pg-cluster.sh).
 
 The gateway is the built-in sample gateway with faults set on its command line: every
 generate_* action sleeps --action-delay-ms (10 s) before it runs, every other request
---read-delay-ms (3 ms). One sample gateway serves 32 requests at once (a sleeping action holds
-one of its threads), so --gateways of them (enough for every action and the reads) stand behind
-a HAProxy of this script's own (leastconn, at most 30 requests on each) as one gateway that can
-hold them all; the bench measures agency-mcp, not the sample's thread count.
+--read-delay-ms (3 ms). One sample gateway serves 512 requests at once (a sleeping action holds
+one of its threads), enough for the actions and the reads; with --gateways N above 1 (or more
+actions than it serves) N of them stand behind a HAProxy of this script's own (leastconn) as one
+gateway; the bench measures agency-mcp, not the sample's thread count.
 
 Calls are 2026-07-28 `tools/call`s over Streamable HTTP (MCP-Protocol-Version header and
 params._meta, no session; Accept: application/json, text/event-stream, so an action's answer may
@@ -65,7 +65,7 @@ ACTION_TOOLS = [
 ]
 READ_TOOLS = [("list_keywords", lambda c: {"client_id": c, "limit": 20}),
               ("get_client", lambda c: {"client_id": c})]
-SAMPLE_THREADS = 30  # requests one sample gateway is given at once (it serves 32)
+SAMPLE_THREADS = 500  # requests one sample gateway is given at once (it serves 512)
 
 
 def log(msg):
@@ -584,9 +584,10 @@ def markdown(res):
         f"in one wave, about {c['action_delay_ms'] / 1000:g} s after they were sent.", "",
         f"- the gateway: {c['gateways']} `agency-mcp sample-gateway` processes with `--fault "
         f"generate_blog:slow:100:{c['action_delay_ms']}` (and so for each generation action) and "
-        f"`--fault '*:slow:100:{c['read_delay_ms']}'`, behind a HAProxy of the bench's own "
-        f"(leastconn, {SAMPLE_THREADS} requests at most on each): one sample gateway serves 32 "
-        "requests at once, fewer than the actions; together they hold them all",
+        f"`--fault '*:slow:100:{c['read_delay_ms']}'`"
+        + (f", behind a HAProxy of the bench's own (leastconn, {SAMPLE_THREADS} requests at most "
+           "on each)" if c['gateways'] > 1 else "")
+        + ": one sample gateway serves 512 requests at once",
         f"- limits raised for the bench: `--max-actions-in-flight-per-client {c['actions']}` "
         f"(default 2) and `--max-actions-per-minute-per-client {max(1000, c['actions'])}` "
         f"(default 20): the sample has {len(c['clients'])} clients, so each holds about "

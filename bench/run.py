@@ -803,7 +803,8 @@ class Report:
                 lines.append(f"| {labels.get(name, name)} | {v['instructions_per_call']:,} |")
         # The soak's, the scale-out, the state-store and the agency's-day sections (make soak,
         # make bench-scale, make bench-store, make bench-day), kept across runs.
-        for extra in ("held_connections.md", "soak.md", "scale.md", "store.md", "agency_day.md"):
+        for extra in ("held_connections.md", "soak.md", "scale.md", "store.md", "agency_day.md",
+                      "fairness.md"):
             path = os.path.join(ROOT, "bench", "results", extra)
             if os.path.exists(path):
                 lines += ["", open(path).read().rstrip()]

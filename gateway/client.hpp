@@ -92,6 +92,10 @@ struct Config {
     // pool busy waits for a connection within its budget.
     std::size_t read_connections = 80;
     std::size_t action_connections = 256;
+    // The body bytes all connections are receiving at once: with hundreds of connections a
+    // broken gateway sending large answers on each would otherwise hold connections times
+    // max_response_bytes. The answer that passes it ends with an upstream error naming it.
+    std::size_t max_answers_bytes = std::size_t{256} << 20;
 };
 
 struct ReadQuery {

@@ -73,7 +73,14 @@ struct Receiving {
     int status = 0;
     std::string over_limit;
     bool deadline_hit = false;
+    // Body bytes being received by every exchange of the client at once, and their bound
+    // (Config::max_answers_bytes): this exchange's share is given back when it ends.
+    std::atomic<std::uint64_t>* all_receiving = nullptr;
+    std::uint64_t all_cap = 0;
 
+    ~Receiving() {
+        if (all_receiving != nullptr) all_receiving->fetch_sub(received);
+    }
     bool on_head(const httplib::Response& res);
     bool on_body(const char* data, std::size_t size);
     // After a failed send: which limit ended it, into `ex`.
@@ -202,6 +209,8 @@ struct Client::Impl {
     // needs. GETs (reads, discovery, the checks around an action) use `reads`; POSTs `actions`.
     internal::ConnectionPool reads;
     internal::ConnectionPool actions;
+    // Body bytes all exchanges are receiving at once (Config::max_answers_bytes).
+    std::atomic<std::uint64_t> answers_receiving{0};
 
     std::mutex discovery_mu;
     std::shared_ptr<const Discovery> discovery;

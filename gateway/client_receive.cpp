@@ -76,6 +76,12 @@ bool Receiving::on_body(const char* data, std::size_t size) {
         return false;
     }
     received += size;  // after decoding: a compressed body counts as what it becomes
+    if (all_receiving != nullptr && all_receiving->fetch_add(size) + size > all_cap) {
+        over_limit = "the gateway's answers being read at once passed " + bytes_text(all_cap) +
+                     " (all connections together: many large answers at once); nothing more "
+                     "of this one was read";
+        return false;
+    }
     if (received > cap) {
         over_limit =
             "the gateway's answer passed " + response_limit_text(cap) + "; nothing more was read";

@@ -435,6 +435,8 @@ Exchange Client::Impl::perform(const char* method, const std::string& target, co
     std::optional<TlsMeterScope> tls_scope;
     if (plain == nullptr) tls_scope.emplace(tls_meter);
     internal::Receiving receiving{out, plain, meter, stop, config.max_response_bytes, end};
+    receiving.all_receiving = &answers_receiving;
+    receiving.all_cap = config.max_answers_bytes;
     req.response_handler = [&](const httplib::Response& res) { return receiving.on_head(res); };
     req.content_receiver = [&](const char* data, std::size_t size, std::uint64_t,
                                std::uint64_t) { return receiving.on_body(data, size); };

@@ -194,6 +194,31 @@ TEST(HostileAnswers, AnActionWhoseAnswerIsTooLargeIsNotSentAgain) {
     EXPECT_NO_THROW(client.read(ReadQuery{.resource = "keywords", .client_id = "demo-law"}));
 }
 
+// Hundreds of connections each receiving an answer under the response limit could still hold
+// connections times that limit: the bytes all of them receive at once are bounded too. Here
+// the bound (2 MiB) is under one 3 MiB answer (the response limit is 4 MiB): that answer
+// ends naming the bound, and what it counted is given back (the next read is answered).
+TEST(HostileAnswers, TheAnswersReceivedAtOnceAreBoundedTogether) {
+    using agency::sample::FaultMode;
+    auto gw = std::make_shared<agency::sample::Gateway>();
+    agency::sample::Server srv(gw);
+    srv.start();
+    Config config = config_for(srv.base_url());
+    config.max_response_bytes = 4u << 20;
+    config.max_answers_bytes = 2u << 20;
+    Client client(config);
+    for (int round = 0; round < 2; ++round) {
+        gw->inject({.target = "keywords", .mode = FaultMode::huge, .bytes = 3u << 20});
+        const auto e = expect_error(
+            [&] { client.read(ReadQuery{.resource = "keywords", .client_id = "demo-law"}); });
+        EXPECT_EQ(e.reason(), ErrorReason::upstream) << e.what();
+        EXPECT_NE(std::string(e.what()).find("answers being read at once passed 2 MiB"),
+                  std::string::npos)
+            << e.what();
+    }
+    EXPECT_NO_THROW(client.read(ReadQuery{.resource = "keywords", .client_id = "demo-law"}));
+}
+
 TEST(HostileAnswers, TheSampleGatewaysHostileModesParse) {
     using agency::sample::FaultMode;
     using agency::sample::parse_fault;
