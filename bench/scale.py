@@ -25,6 +25,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HAPROXY_CFG = os.path.join(ROOT, "deploy", "haproxy.cfg")
+INSTANCE_UNIT = os.path.join(ROOT, "deploy", "agency-mcp@.service")
 TOOLS = {
     "get_client": '{"client_id":"demo-dental"}',
     "list_keywords": '{"client_id":"demo-plumbing","limit":100}',
@@ -46,6 +47,38 @@ def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def unit_http_environment():
+    """The HTTP settings deploy/agency-mcp@.service gives an instance behind HAProxy
+    (`Environment=AGENCY_HTTP_...=value`): the instances here run with them."""
+    env = {}
+    with open(INSTANCE_UNIT) as f:
+        for line in f:
+            m = re.match(r"Environment=(AGENCY_HTTP_[A-Z_]+)=(\S+)\s*$", line)
+            if m:
+                env[m.group(1)] = m.group(2)
+    return env
+
+
+def haproxy_counters(sock_path):
+    """HAProxy's connections opened to the instances and requests sent on a kept one, summed
+    over the servers of the `agency` backend (`show stat` on the runtime API)."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(sock_path)
+        s.sendall(b"show stat\n")
+        text = b""
+        while chunk := s.recv(65536):
+            text += chunk
+    head, *rows = text.decode().strip().splitlines()
+    names = head.lstrip("# ").split(",")
+    total = {"connect": 0, "reuse": 0}
+    for row in rows:
+        f = dict(zip(names, row.split(",")))
+        if f.get("pxname") == "agency" and f.get("svname", "").startswith("agency"):
+            for k in total:
+                total[k] += int(f[k] or 0)
+    return total
 
 
 def wait_line(proc, pattern, what, timeout=20):
@@ -104,7 +137,8 @@ class Deployment:
                      else ["--state-db", os.path.join(self.tmp, f"state{i}.db")])
             proc = self.spawn([self.agency, "serve", "--http", "--listen", "127.0.0.1:0",
                                "--gateway-url", self.gateway_url, *state, "--rate-limit", "off"],
-                              env={"AGENCY_SERVER_SECRET": "bench-scale-secret-0123456789abcdef"})
+                              env={**unit_http_environment(),
+                                   "AGENCY_SERVER_SECRET": "bench-scale-secret-0123456789abcdef"})
             url = wait_line(proc, r"MCP over Streamable HTTP at (http://\S+)", f"instance {i}").group(1)
             self.instances.append({"proc": proc, "url": url, "host": url.split("/")[2]})
         # Their logs are not read any more: drain them so that a full pipe never blocks them.
@@ -114,11 +148,14 @@ class Deployment:
     def haproxy(self, hosts):
         """HAProxy with the shipped file, its servers at hosts (repeated to fill three)."""
         port = free_port()
-        env = {"AGENCY_LISTEN": f"127.0.0.1:{port}", "AGENCY_CHECK_MS": "1000"}
+        sock = os.path.join(self.tmp, f"haproxy-{port}.sock")
+        env = {"AGENCY_LISTEN": f"127.0.0.1:{port}", "AGENCY_CHECK_MS": "1000",
+               "AGENCY_STATS_SOCKET": sock}
         for k in range(3):
             env[f"AGENCY_{k + 1}"] = hosts[k % len(hosts)]
         proc = subprocess.Popen(["haproxy", "-db", "-f", HAPROXY_CFG], env={**os.environ, **env},
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc.stats_socket = sock
         url = f"http://127.0.0.1:{port}/mcp"
         for _ in range(200):
             try:
@@ -145,6 +182,7 @@ class Deployment:
         pids = {"instances": [i["proc"].pid for i in instances], "gateway": [self.gateway.pid],
                 "haproxy": [hp.pid] if hp else []}
         before = {k: sum(cpu_seconds(p) for p in v) for k, v in pids.items()}
+        links = haproxy_counters(hp.stats_socket) if hp else None
         r = self.drive(url, tool, concurrency, self.args.requests)
         calls = r["requests"] + r["requests"] // 10
         cpu = {k: (sum(cpu_seconds(p) for p in v) - before[k]) * 1000 / calls
@@ -152,9 +190,16 @@ class Deployment:
         row = {"setup": setup, "tool": tool, "concurrency": concurrency,
                "calls_per_s": r["calls_per_s"], "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"],
                "cpu_ms_per_call": {**cpu, "driver": r["driver_cpu_per_call_ms"]}}
+        if hp:
+            after = haproxy_counters(hp.stats_socket)
+            # Connections HAProxy opened to the instances during the run (the rest of the calls
+            # went out on kept-alive ones).
+            row["instance_connections"] = after["connect"] - links["connect"]
+            row["calls"] = calls
         log(f"{setup:24} {tool:14} c={concurrency:3} {r['calls_per_s']:8.0f}/s "
             f"p50 {r['p50_ms']:.2f} ms p99 {r['p99_ms']:.2f} ms  cpu/call "
-            + " ".join(f"{k} {v:.3f}" for k, v in row["cpu_ms_per_call"].items()))
+            + " ".join(f"{k} {v:.3f}" for k, v in row["cpu_ms_per_call"].items())
+            + (f"  {row['instance_connections']} connections to instances" if hp else ""))
         return row
 
     def run(self):
@@ -203,6 +248,24 @@ def machine():
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
+def cpu_ratios(rows):
+    """'get_client, 16 in flight: 1.08× (one instance), 1.21× (three)' for each tool and load."""
+    out = []
+    for tool in dict.fromkeys(r["tool"] for r in rows):
+        for c in dict.fromkeys(r["concurrency"] for r in rows):
+            at = {r["setup"]: r["cpu_ms_per_call"]["instances"] for r in rows
+                  if r["tool"] == tool and r["concurrency"] == c}
+            direct = at.get("one instance, direct")
+            if not direct:
+                continue
+            parts = [f"{at[s] / direct:.2f}× ({name})" for s, name in
+                     (("one instance, HAProxy", "one instance"),
+                      ("three instances, HAProxy", "three"))
+                     if s in at]
+            out.append(f"{tool}, {c} in flight: " + ", ".join(parts))
+    return out
+
+
 def markdown(results):
     m = results["machine"]
     lines = ["## Scale-out", "",
@@ -212,23 +275,30 @@ def markdown(results):
              f"`--transport modern`, {results['requests']:,} calls after a tenth as warm-up, "
              "keep-alive connections) to one agency-mcp instance directly, to the same instance "
              "alone behind HAProxy, and to three instances behind HAProxy (`deploy/haproxy.cfg` "
-             "as shipped: leastconn, one connection to the instance per request), all on one "
+             "as shipped: leastconn, connections to the instances kept alive and reused by every "
+             "client's requests, `http-reuse always`; the instances with the HTTP settings of "
+             "`deploy/agency-mcp@.service`), all on one "
              f"standalone sample gateway; state: {results['state']} (a read makes no store "
-             "round trip).", "",
+             "round trip). \"Connections to instances\": those HAProxy opened during the run "
+             "(its `connect` counter; every other call went out on a kept one).", "",
              f"- machine: {m['cpu']}, {m['cpus']} CPUs ({m['threads_per_core']} thread(s) per "
              f"core), shared by the driver, HAProxy, the instances and the gateway; "
              f"{m['haproxy']}; binary `{results['binary']}`; load average at the start "
              f"{' '.join(m['loadavg'])} (other builds ran meanwhile: the figures are noisy); "
              f"{m['date']}",
              "", "| tool | calls in flight | setup | calls/s | p50 ms | p99 ms | CPU ms a call: "
-             "instances | HAProxy | gateway | driver |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "instances | HAProxy | gateway | driver | connections to instances |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results["rows"]:
         c = r["cpu_ms_per_call"]
+        links = (f"{r['instance_connections']:,} for {r['calls']:,} calls"
+                 if "instance_connections" in r else "")
         lines.append(f"| {r['tool']} | {r['concurrency']} | {r['setup']} | "
                      f"{r['calls_per_s']:,.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | "
                      f"{c['instances']:.3f} | {c['haproxy']:.3f} | {c['gateway']:.3f} | "
-                     f"{c['driver']:.3f} |")
+                     f"{c['driver']:.3f} | {links} |")
+    lines += ["", "The instance's CPU a call through HAProxy against the same call sent straight "
+              "to it (target: within 1.3×): " + "; ".join(cpu_ratios(results["rows"])) + "."]
     explanation = os.path.join(ROOT, "bench", "scale-notes.md")
     if os.path.exists(explanation):
         lines += ["", open(explanation).read().rstrip()]
