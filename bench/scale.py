@@ -10,7 +10,8 @@ changes nothing for reads and is there to show it). The load comes from bench's 
 bench/results/scale.json and bench/results/scale.md, and puts the latter into
 docs/benchmarks.md as its "Scale-out" section (bench/run.py keeps it). Standard library only.
 
-  python3 bench/scale.py [--build-dir build-release] [--requests 6000] [--concurrency 16] [--pg]
+  python3 bench/scale.py [--build-dir build-release] [--requests 20000] [--concurrency 4 16]
+                         [--rounds 5] [--pg]
 """
 import argparse
 import json
@@ -213,8 +214,23 @@ class Deployment:
                       ("three instances, HAProxy", url3, self.instances, hp3)]
             for tool in TOOLS:
                 for c in self.args.concurrency:
-                    for setup, url, insts, hp in setups:
-                        rows.append(self.measure(setup, url, insts, hp, tool, c))
+                    # Rounds alternate the setups, so that a change in the machine's other load
+                    # falls on all of them; each figure is the median over the rounds.
+                    runs = {setup: [] for setup, *_ in setups}
+                    for _ in range(self.args.rounds):
+                        for setup, url, insts, hp in setups:
+                            runs[setup].append(self.measure(setup, url, insts, hp, tool, c))
+                    direct = runs[setups[0][0]]
+                    for setup, *_ in setups:
+                        row = median_row(runs[setup])
+                        if setup != setups[0][0]:
+                            # Each round's ratio to the direct run next to it, then the median:
+                            # steadier than a ratio of medians while the machine's load moves.
+                            cpu = lambda r: r["cpu_ms_per_call"]["instances"]
+                            row["instance_cpu_vs_direct"] = sorted(
+                                cpu(r) / cpu(d) for r, d in zip(runs[setup], direct)
+                            )[len(direct) // 2]
+                        rows.append(row)
         finally:
             for p in (hp1, hp3):
                 p.terminate()
@@ -236,6 +252,21 @@ class Deployment:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def median_row(runs):
+    """One row from several runs of a setup: the median of every figure (connections: the sum)."""
+    med = lambda values: sorted(values)[len(values) // 2]
+    row = dict(runs[0])
+    for k in ("calls_per_s", "p50_ms", "p99_ms"):
+        row[k] = med([r[k] for r in runs])
+    row["cpu_ms_per_call"] = {k: med([r["cpu_ms_per_call"][k] for r in runs])
+                              for k in runs[0]["cpu_ms_per_call"]}
+    if "instance_connections" in row:
+        row["instance_connections"] = sum(r["instance_connections"] for r in runs)
+        row["calls"] = sum(r["calls"] for r in runs)
+    row["rounds"] = len(runs)
+    return row
+
+
 def machine():
     lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
     field = lambda name: next((l.split(":", 1)[1].strip() for l in lscpu.splitlines()
@@ -249,16 +280,16 @@ def machine():
 
 
 def cpu_ratios(rows):
-    """'get_client, 16 in flight: 1.08× (one instance), 1.21× (three)' for each tool and load."""
+    """'get_client, 16 in flight: 1.08× (one instance), 1.21× (three)' for each tool and load:
+    the instances' CPU a call through HAProxy over that of the direct call."""
     out = []
     for tool in dict.fromkeys(r["tool"] for r in rows):
         for c in dict.fromkeys(r["concurrency"] for r in rows):
-            at = {r["setup"]: r["cpu_ms_per_call"]["instances"] for r in rows
+            at = {r["setup"]: r.get("instance_cpu_vs_direct") for r in rows
                   if r["tool"] == tool and r["concurrency"] == c}
-            direct = at.get("one instance, direct")
-            if not direct:
+            if "one instance, direct" not in at:
                 continue
-            parts = [f"{at[s] / direct:.2f}× ({name})" for s, name in
+            parts = [f"{at[s]:.2f}× ({name})" for s, name in
                      (("one instance, HAProxy", "one instance"),
                       ("three instances, HAProxy", "three"))
                      if s in at]
@@ -273,7 +304,8 @@ def markdown(results):
              "has every figure. -->", "",
              f"`make bench-scale`: stateless 2026-07-28 `tools/call`s (bench's driver, "
              f"`--transport modern`, {results['requests']:,} calls after a tenth as warm-up, "
-             "keep-alive connections) to one agency-mcp instance directly, to the same instance "
+             f"keep-alive connections; {results['rounds']} rounds alternating the setups, the "
+             "median of each figure) to one agency-mcp instance directly, to the same instance "
              "alone behind HAProxy, and to three instances behind HAProxy (`deploy/haproxy.cfg` "
              "as shipped: leastconn, connections to the instances kept alive and reused by every "
              "client's requests, `http-reuse always`; the instances with the HTTP settings of "
@@ -297,8 +329,9 @@ def markdown(results):
                      f"{r['calls_per_s']:,.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | "
                      f"{c['instances']:.3f} | {c['haproxy']:.3f} | {c['gateway']:.3f} | "
                      f"{c['driver']:.3f} | {links} |")
-    lines += ["", "The instance's CPU a call through HAProxy against the same call sent straight "
-              "to it (target: within 1.3×): " + "; ".join(cpu_ratios(results["rows"])) + "."]
+    lines += ["", "The instances' CPU a call through HAProxy against the same call sent straight "
+              "to one instance (target: within 1.3×; the median over the rounds of each round's "
+              "ratio): " + "; ".join(cpu_ratios(results["rows"])) + "."]
     explanation = os.path.join(ROOT, "bench", "scale-notes.md")
     if os.path.exists(explanation):
         lines += ["", open(explanation).read().rstrip()]
@@ -325,8 +358,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build-dir", default=os.environ.get("BUILD_DIR", "build-release"))
-    ap.add_argument("--requests", type=int, default=6000)
-    ap.add_argument("--concurrency", type=int, nargs="+", default=[16])
+    ap.add_argument("--requests", type=int, default=20000)
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[4, 16])
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="runs of each setup, alternated; the table shows medians")
     ap.add_argument("--pg", action="store_true",
                     help="a throwaway PostgreSQL cluster as the shared store (--state-url)")
     ap.add_argument("--no-write", action="store_true",
@@ -338,7 +373,8 @@ def main():
         rows = d.run()
     finally:
         d.stop()
-    results = {"machine": machine(), "requests": args.requests, "rows": rows,
+    results = {"machine": machine(), "requests": args.requests, "rounds": args.rounds,
+               "rows": rows,
                "state": "PostgreSQL (one cluster)" if args.pg else "an SQLite file per instance",
                "binary": os.path.relpath(d.agency, ROOT)}
     if args.no_write:
