@@ -168,16 +168,37 @@ class Deployment:
         raise RuntimeError("haproxy did not listen")
 
     def drive(self, url, tool, concurrency, requests):
-        argv = [self.driver, "--transport", "modern", "--url", url, "--tool", tool,
-                "--args", TOOLS[tool], "-n", str(requests), "--warmup", str(requests // 10),
-                "-c", str(concurrency), "--max-seconds", "300"]
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=400)
-        if not proc.stdout.strip():
-            raise RuntimeError(f"driver: {proc.stderr}")
-        result = json.loads(proc.stdout)
-        if result["failed"]:
-            raise RuntimeError(f"driver: {result['failed']} failed: {result['first_failure']}")
-        return result
+        """One driver run; with a list of URLs, one driver per URL at once, the calls in
+        flight and the calls split among them (calls/s summed, p50 the median and p99 the
+        highest of theirs)."""
+        urls = url if isinstance(url, list) else [url]
+        shares = [concurrency // len(urls) + (k < concurrency % len(urls))
+                  for k in range(len(urls))]
+        procs = []
+        for u, c in zip(urls, shares):
+            n = requests * c // concurrency
+            argv = [self.driver, "--transport", "modern", "--url", u, "--tool", tool,
+                    "--args", TOOLS[tool], "-n", str(n), "--warmup", str(n // 10),
+                    "-c", str(c), "--max-seconds", "300"]
+            procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          text=True))
+        results = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=400)
+            if not out.strip():
+                raise RuntimeError(f"driver: {err}")
+            result = json.loads(out)
+            if result["failed"]:
+                raise RuntimeError(f"driver: {result['failed']} failed: {result['first_failure']}")
+            results.append(result)
+        if len(results) == 1:
+            return results[0]
+        total = sum(r["requests"] for r in results)
+        return {"requests": total, "calls_per_s": sum(r["calls_per_s"] for r in results),
+                "p50_ms": sorted(r["p50_ms"] for r in results)[len(results) // 2],
+                "p99_ms": max(r["p99_ms"] for r in results),
+                "driver_cpu_per_call_ms": sum(r["driver_cpu_per_call_ms"] * r["requests"]
+                                              for r in results) / total}
 
     def measure(self, setup, url, instances, hp, tool, concurrency):
         pids = {"instances": [i["proc"].pid for i in instances], "gateway": [self.gateway.pid],
@@ -185,7 +206,7 @@ class Deployment:
         before = {k: sum(cpu_seconds(p) for p in v) for k, v in pids.items()}
         links = haproxy_counters(hp.stats_socket) if hp else None
         r = self.drive(url, tool, concurrency, self.args.requests)
-        calls = r["requests"] + r["requests"] // 10
+        calls = int(r["requests"] * 1.1)
         cpu = {k: (sum(cpu_seconds(p) for p in v) - before[k]) * 1000 / calls
                for k, v in pids.items()}
         row = {"setup": setup, "tool": tool, "concurrency": concurrency,
@@ -209,9 +230,16 @@ class Deployment:
         hp3, url3 = self.haproxy([i["host"] for i in self.instances])
         try:
             time.sleep(1.5)  # the first health checks
+            # "three instances, direct": one driver for each, the calls in flight split among
+            # them, the baseline of three instances behind HAProxy.
             setups = [("one instance, direct", self.instances[0]["url"], self.instances[:1], None),
                       ("one instance, HAProxy", url1, self.instances[:1], hp1),
+                      ("three instances, direct", [i["url"] for i in self.instances],
+                       self.instances, None),
                       ("three instances, HAProxy", url3, self.instances, hp3)]
+            baseline = {"one instance, HAProxy": "one instance, direct",
+                        "three instances, direct": "one instance, direct",
+                        "three instances, HAProxy": "three instances, direct"}
             for tool in TOOLS:
                 for c in self.args.concurrency:
                     # Rounds alternate the setups, so that a change in the machine's other load
@@ -220,10 +248,10 @@ class Deployment:
                     for _ in range(self.args.rounds):
                         for setup, url, insts, hp in setups:
                             runs[setup].append(self.measure(setup, url, insts, hp, tool, c))
-                    direct = runs[setups[0][0]]
                     for setup, *_ in setups:
                         row = median_row(runs[setup])
-                        if setup != setups[0][0]:
+                        if setup in baseline:
+                            direct = runs[baseline[setup]]
                             # Each round's ratio to the direct run next to it, then the median:
                             # steadier than a ratio of medians while the machine's load moves.
                             cpu = lambda r: r["cpu_ms_per_call"]["instances"]
@@ -281,7 +309,8 @@ def machine():
 
 def cpu_ratios(rows):
     """'get_client, 16 in flight: 1.08× (one instance), 1.21× (three)' for each tool and load:
-    the instances' CPU a call through HAProxy over that of the direct call."""
+    the instances' CPU a call through HAProxy over that of the same instances called directly;
+    then three instances called directly over one."""
     out = []
     for tool in dict.fromkeys(r["tool"] for r in rows):
         for c in dict.fromkeys(r["concurrency"] for r in rows):
@@ -291,8 +320,9 @@ def cpu_ratios(rows):
                 continue
             parts = [f"{at[s]:.2f}× ({name})" for s, name in
                      (("one instance, HAProxy", "one instance"),
-                      ("three instances, HAProxy", "three"))
-                     if s in at]
+                      ("three instances, HAProxy", "three instances"),
+                      ("three instances, direct", "three instances called directly, against one"))
+                     if at.get(s)]
             out.append(f"{tool}, {c} in flight: " + ", ".join(parts))
     return out
 
@@ -309,7 +339,9 @@ def markdown(results):
              "alone behind HAProxy, and to three instances behind HAProxy (`deploy/haproxy.cfg` "
              "as shipped: leastconn, connections to the instances kept alive and reused by every "
              "client's requests, `http-reuse always`; the instances with the HTTP settings of "
-             "`deploy/agency-mcp@.service`), all on one "
+             "`deploy/agency-mcp@.service`), beside the three instances called directly (one "
+             "driver each, the calls in flight split among them: calls/s summed, p50 the median "
+             "and p99 the highest of the three), all on one "
              f"standalone sample gateway; state: {results['state']} (a read makes no store "
              "round trip). \"Connections to instances\": those HAProxy opened during the run "
              "(its `connect` counter; every other call went out on a kept one).", "",
@@ -329,9 +361,9 @@ def markdown(results):
                      f"{r['calls_per_s']:,.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | "
                      f"{c['instances']:.3f} | {c['haproxy']:.3f} | {c['gateway']:.3f} | "
                      f"{c['driver']:.3f} | {links} |")
-    lines += ["", "The instances' CPU a call through HAProxy against the same call sent straight "
-              "to one instance (target: within 1.3×; the median over the rounds of each round's "
-              "ratio): " + "; ".join(cpu_ratios(results["rows"])) + "."]
+    lines += ["", "The instances' CPU a call through HAProxy against the same calls sent straight "
+              "to the same instances (target: within 1.3×; the median over the rounds of each "
+              "round's ratio): " + "; ".join(cpu_ratios(results["rows"])) + "."]
     explanation = os.path.join(ROOT, "bench", "scale-notes.md")
     if os.path.exists(explanation):
         lines += ["", open(explanation).read().rstrip()]
