@@ -43,7 +43,7 @@ export function unitHttpEnvironment() {
 }
 
 // TCP connections in /proc/net/tcp (IPv4) whose local port is `port`, established:
-// [{peerPort, state}] (the instance's side of its connections).
+// [{peerPort}] (the instance's side of its connections).
 export function establishedAt(port) {
   const rows = fs.readFileSync('/proc/net/tcp', 'utf8').trim().split('\n').slice(1);
   const found = [];

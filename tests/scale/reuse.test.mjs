@@ -88,6 +88,14 @@ test('HAProxy ends its idle connections to an instance long before the instance 
   const lastMs = Date.now() - start;
   assert.equal(left.size, 0, `${left.size} of ${pooled.size} idle connection(s) to the instances ` +
                `still open after ${lastMs} ms`);
+  // HAProxy's estimate of the connections each instance still needs (`need_est`): 0 once
+  // nothing uses them. A server's own health checks would hold it at 1 (and its last idle
+  // connection open): they run on the servers of agency_checks instead.
+  const needs = (await cluster.haproxyCommand('show servers conn agency')).trim().split('\n')
+    .filter((l) => /^agency\/agency\d/.test(l)).map((l) => Number(l.split(/\s+/)[8]));
+  assert.deepEqual(needs, needs.map(() => 0),
+                   `HAProxy still counts on idle connections to the instances (need_est ${needs}): ` +
+                   'it would keep one open past any idle timeout');
   t.diagnostic(`${pooled.size} idle connection(s) after the burst, the last closed by HAProxy ` +
                `after ${(lastMs / 1000).toFixed(1)} s; the instances' idle timeout: ${idleS} s`);
   // HAProxy's idle life must stay far below the instance's idle timeout, or an instance would
