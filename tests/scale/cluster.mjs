@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 
 export const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const haproxyConfig = process.env.SCALE_HAPROXY_CFG || path.join(repo, 'deploy/haproxy.cfg');
+export const instanceUnit = path.join(repo, 'deploy/agency-mcp@.service');
 const pgScript = path.join(repo, 'scripts/pg-cluster.sh');
 export const MODERN = '2026-07-28';
 
@@ -28,6 +29,31 @@ export function freePort() {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// The HTTP settings deploy/agency-mcp@.service gives every instance behind HAProxy
+// (`Environment=AGENCY_HTTP_...=value` lines): the instances here run with them, so that what
+// is tested is the shipped pair of HAProxy and instance settings.
+export function unitHttpEnvironment() {
+  const env = {};
+  for (const line of fs.readFileSync(instanceUnit, 'utf8').split('\n')) {
+    const m = line.match(/^Environment=(AGENCY_HTTP_[A-Z_]+)=(\S+)\s*$/);
+    if (m) env[m[1]] = m[2];
+  }
+  return env;
+}
+
+// TCP connections in /proc/net/tcp (IPv4) whose local port is `port`, established:
+// [{peerPort}] (the instance's side of its connections).
+export function establishedAt(port) {
+  const rows = fs.readFileSync('/proc/net/tcp', 'utf8').trim().split('\n').slice(1);
+  const found = [];
+  for (const row of rows) {
+    const [, local, remote, state] = row.trim().split(/\s+/);
+    if (state !== '01' || parseInt(local.split(':')[1], 16) !== port) continue;
+    found.push({ peerPort: parseInt(remote.split(':')[1], 16) });
+  }
+  return found;
+}
 
 // Spawns `bin args`; resolves with {child, match, log()} once `pattern` shows on `stream`.
 function startChild(name, command, args, { env = {}, stream = 'stderr', pattern, timeoutMs = 20000 }) {
@@ -102,12 +128,15 @@ export class Cluster {
   async startInstance(i) {
     const args = ['serve', '--http', '--listen', '127.0.0.1:0', '--gateway-url', this.gateway.url,
                   ...this.stateArgs(i), ...this.opts.serveArgs];
-    const env = { AGENCY_SERVER_SECRET: this.secret, AGENCY_STATE_LEASE_MS: '2000', ...this.opts.env };
+    const env = { ...unitHttpEnvironment(), AGENCY_SERVER_SECRET: this.secret,
+                  AGENCY_STATE_LEASE_MS: '2000', ...this.opts.env };
     try {
       const s = await startChild(`instance ${i}`, this.bin, args, {
         env, pattern: /MCP over Streamable HTTP at (http:\/\/\S+)/,
       });
-      return { name: `agency${i}`, index: i, url: s.match[1], child: s.child, log: s.log, alive: true };
+      const url = s.match[1];
+      return { name: `agency${i}`, index: i, url, port: Number(new URL(url).port), child: s.child,
+               log: s.log, alive: true };
     } catch (e) {
       if (/state-url/.test(e.message) && /not|unknown|extra/i.test(e.message))
         throw new Error('agency-mcp serve does not accept --state-url: the multi-instance test ' +
@@ -121,10 +150,12 @@ export class Cluster {
     if (found.error) throw new Error('haproxy is not installed: the multi-instance test runs ' +
                                      'deploy/haproxy.cfg (scripts/install-test-deps.sh installs haproxy)');
     const port = await freePort();
-    const env = { AGENCY_LISTEN: `127.0.0.1:${port}`, AGENCY_CHECK_MS: '500' };
+    const env = { AGENCY_LISTEN: `127.0.0.1:${port}`, AGENCY_CHECK_MS: '500',
+                  AGENCY_STATS_SOCKET: path.join(this.dir, 'haproxy.sock') };
     this.instances.forEach((inst, k) => { env[`AGENCY_${k + 1}`] = new URL(inst.url).host; });
     const hp = await startChild('haproxy', 'haproxy', ['-db', '-f', haproxyConfig], { env });
-    this.haproxy = { child: hp.child, log: hp.log, url: `http://127.0.0.1:${port}/mcp` };
+    this.haproxy = { child: hp.child, log: hp.log, url: `http://127.0.0.1:${port}/mcp`,
+                     socket: env.AGENCY_STATS_SOCKET };
     hp.child.once('exit', (code, signal) => { this.haproxy.exited = code ?? signal; });
     const deadline = Date.now() + 15000;
     for (;;) {
@@ -139,6 +170,33 @@ export class Cluster {
   }
 
   instance(name) { return this.instances.find((i) => i.name === name); }
+
+  // One command on HAProxy's runtime API (AGENCY_STATS_SOCKET); its answer.
+  haproxyCommand(command) {
+    return new Promise((resolve, reject) => {
+      const sock = net.createConnection({ path: this.haproxy.socket });
+      let text = '';
+      sock.setEncoding('utf8');
+      sock.on('connect', () => sock.write(command + '\n'));
+      sock.on('data', (c) => { text += c; });
+      sock.on('end', () => resolve(text));
+      sock.on('error', reject);
+    });
+  }
+
+  // HAProxy's counters for each instance: {agency1: {connect, reuse}, ...}: connections it
+  // opened to the instance, and requests it sent on a connection it already had.
+  async haproxyServerStats() {
+    const [head, ...rows] = (await this.haproxyCommand('show stat')).trim().split('\n');
+    const names = head.replace(/^# /, '').split(',');
+    const byServer = {};
+    for (const row of rows) {
+      const f = Object.fromEntries(row.split(',').map((v, k) => [names[k], v]));
+      if (f.pxname === 'agency' && /^agency\d+$/.test(f.svname))
+        byServer[f.svname] = { connect: Number(f.connect), reuse: Number(f.reuse) };
+    }
+    return byServer;
+  }
 
   // kill -9, resolved once the process is gone (its listening socket closed: until then a new
   // connection may still be accepted by the kernel, and its request lost with the process).
