@@ -143,10 +143,18 @@ state::WriteLogEntry write_log_entry(const std::string& tool, const json& args,
     return e;
 }
 
-void append_write(state::Store& store, const state::WriteLogEntry& entry) {
+void append_write(state::Store& store, const state::WriteLogEntry& entry,
+                  const state::Store::Settlement& settle) {
     try {
-        store.append_write_log(entry);
+        store.append_write_log_settling(entry, settle);
     } catch (const std::exception& e) {
+        if (!settle.slot_id.empty()) {
+            try {
+                store.release_credit(settle.slot_id);
+            } catch (const std::exception& again) {
+                log::warn("credits: releasing slot {}: {}", settle.slot_id, again.what());
+            }
+        }
         // The call's outcome stands; what the row would have said stays in the server log.
         log::error("write log: could not record {} by {} on {} (outcome {}{}{}): {}", entry.tool,
                    entry.principal, entry.client_id, entry.outcome,
