@@ -162,7 +162,8 @@ Confirmation PgStore::create_confirmation(std::string_view principal, std::strin
 ConfirmOutcome PgStore::consume_confirmation(std::string_view id, std::string_view principal,
                                              std::string_view tool, std::string_view digest) {
     // One call: consumed, or refused with why (agency_consume_confirmation).
-    const auto why = acquire()->run("confirm_consume", {id, principal, tool, digest, now_s()}).text(0, 0);
+    const auto why =
+        acquire()->run("confirm_consume", {id, principal, tool, digest, now_s()}).text(0, 0);
     if (why == "accepted") return ConfirmOutcome::accepted;
     if (why == "unknown") return ConfirmOutcome::unknown;
     if (why == "mismatch") return ConfirmOutcome::mismatch;

@@ -31,8 +31,8 @@ CreditSlot PgStore::acquire_credit(std::string_view client_id, int max_in_flight
     const std::int64_t now = base::Clock::system().unix_ms();
     const std::int64_t abandoned_before = now - hold_limit.count() * 1000;
     const std::string id = "cs_" + crypto::random_hex(12);
-    const auto r = acquire()->run("credit_acquire", {client_id, id, now, max_in_flight,
-                                                     max_per_minute, abandoned_before});
+    const auto r = acquire()->run(
+        "credit_acquire", {client_id, id, now, max_in_flight, max_per_minute, abandoned_before});
     return credit_outcome(r.text(0, 0), id, r.integer(0, 1), now);
 }
 
@@ -41,9 +41,9 @@ CreditSlot credit_outcome(const std::string& why, const std::string& slot_id,
     if (why.empty()) return CreditSlot{.granted = true, .id = slot_id};
     if (why == "in_flight") return CreditSlot{.why = why, .retry_after_s = 5};
     const std::int64_t wait_ms = oldest_ms + 60'000 - now_ms;
-    return CreditSlot{.why = why,
-                      .retry_after_s = static_cast<int>(
-                          std::max<std::int64_t>(1, wait_ms / 1000 + 1))};
+    return CreditSlot{
+        .why = why,
+        .retry_after_s = static_cast<int>(std::max<std::int64_t>(1, wait_ms / 1000 + 1))};
 }
 
 void PgStore::release_credit(std::string_view slot_id) {
@@ -52,20 +52,16 @@ void PgStore::release_credit(std::string_view slot_id) {
 
 // A generation action's key and slot: claim_idempotency and acquire_credit in one call (settled
 // with the call's write-log row: append_write_log_settling).
-Store::KeyAndSlot PgStore::claim_idempotency_with_credit(std::string_view principal,
-                                                         std::string_view tool,
-                                                         std::string_view key,
-                                                         std::string_view digest,
-                                                         std::chrono::seconds stale_after,
-                                                         const CreditRequest& credit) {
+Store::KeyAndSlot PgStore::claim_idempotency_with_credit(
+    std::string_view principal, std::string_view tool, std::string_view key,
+    std::string_view digest, std::chrono::seconds stale_after, const CreditRequest& credit) {
     const std::int64_t now = base::Clock::system().unix_ms();
     const std::int64_t now_s = now / 1000;
     const std::string id = "cs_" + crypto::random_hex(12);
     const auto r = acquire()->run(
         "idem_claim_credit",
         {principal, tool, key, digest, now_s, now_s - stale_after.count(), credit.client_id, id,
-         now, credit.max_in_flight, credit.max_per_minute,
-         now - credit.hold_limit.count() * 1000});
+         now, credit.max_in_flight, credit.max_per_minute, now - credit.hold_limit.count() * 1000});
     KeyAndSlot out;
     if (!r.boolean(0, 0)) {
         out.known = IdempotencyRecord{.args_digest = r.text(0, 1),

@@ -110,8 +110,7 @@ public:
                         const std::function<void(const WriteLogEntry&)>& sink) override;
     std::int64_t prune_write_log(std::int64_t before_ms, WriteLogEntry note) override;
     // One statement (a data-modifying WITH).
-    WriteLogEntry append_write_log_settling(WriteLogEntry entry,
-                                            const Settlement& settle) override;
+    WriteLogEntry append_write_log_settling(WriteLogEntry entry, const Settlement& settle) override;
 
     // --- export / import
     void export_rows(const std::function<void(const nlohmann::json&)>& sink) override;

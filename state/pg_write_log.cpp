@@ -42,13 +42,27 @@ WriteLogEntry PgStore::append_write_log_settling(WriteLogEntry entry, const Sett
         return s.empty() ? PgParam(nullptr) : PgParam(s);
     };
     const WriteLogEntry& e = entry;
-    acquire()->run("write_log_settle",
-                   {e.id, e.at_ms, e.principal, e.tool, e.client_id, e.args_digest,
-                    e.args_summary.dump(), e.confirmation, e.confirmation_ref, e.outcome, e.reason,
-                    e.record_id, PgParam::boolean(e.replayed), e.detail,
-                    PgParam::boolean(settle.is_error), settle.result, settle.principal,
-                    settle.tool, text_or_null(settle.key), text_or_null(settle.slot_id),
-                    base::Clock::system().unix_ms()});
+    acquire()->run("write_log_settle", {e.id,
+                                        e.at_ms,
+                                        e.principal,
+                                        e.tool,
+                                        e.client_id,
+                                        e.args_digest,
+                                        e.args_summary.dump(),
+                                        e.confirmation,
+                                        e.confirmation_ref,
+                                        e.outcome,
+                                        e.reason,
+                                        e.record_id,
+                                        PgParam::boolean(e.replayed),
+                                        e.detail,
+                                        PgParam::boolean(settle.is_error),
+                                        settle.result,
+                                        settle.principal,
+                                        settle.tool,
+                                        text_or_null(settle.key),
+                                        text_or_null(settle.slot_id),
+                                        base::Clock::system().unix_ms()});
     return entry;
 }
 

@@ -275,8 +275,8 @@ public:
         out.known = claim_idempotency(principal, tool, key, digest, stale_after);
         if (out.known) return out;
         try {
-            out.slot = acquire_credit(credit.client_id, credit.max_in_flight,
-                                      credit.max_per_minute, credit.hold_limit);
+            out.slot = acquire_credit(credit.client_id, credit.max_in_flight, credit.max_per_minute,
+                                      credit.hold_limit);
         } catch (...) {
             release_idempotency(principal, tool, key);
             throw;
@@ -303,8 +303,7 @@ public:
     virtual std::int64_t prune_write_log(std::int64_t before_ms, WriteLogEntry note) = 0;
     // complete_idempotency and release_credit as `settle` says, then append_write_log(entry)
     // (one round trip on PostgreSQL, where the three are one statement: all or none).
-    virtual WriteLogEntry append_write_log_settling(WriteLogEntry entry,
-                                                    const Settlement& settle) {
+    virtual WriteLogEntry append_write_log_settling(WriteLogEntry entry, const Settlement& settle) {
         if (!settle.key.empty())
             complete_idempotency(settle.principal, settle.tool, settle.key, settle.is_error,
                                  settle.result);

@@ -46,11 +46,10 @@ struct Database {
     Backend backend;
     std::string where;
     explicit Database(Backend b) : backend(b) {
-        where = b == Backend::postgres
-                    ? agency::testing::pg_fresh_database()
-                    : (fs::temp_directory_path() /
-                       ("agency-steps-" + agency::crypto::random_hex(6) + ".db"))
-                          .string();
+        where = b == Backend::postgres ? agency::testing::pg_fresh_database()
+                                       : (fs::temp_directory_path() /
+                                          ("agency-steps-" + agency::crypto::random_hex(6) + ".db"))
+                                             .string();
     }
     ~Database() {
         if (backend == Backend::sqlite) {
@@ -67,7 +66,9 @@ struct Database {
 constexpr const char* kTool = "generate_article";
 
 Store::CreditRequest credit(const char* client, int in_flight, int per_minute) {
-    return {.client_id = client, .max_in_flight = in_flight, .max_per_minute = per_minute,
+    return {.client_id = client,
+            .max_in_flight = in_flight,
+            .max_per_minute = per_minute,
             .hold_limit = 600s};
 }
 
@@ -84,21 +85,21 @@ protected:
 
 TEST_P(StoreSteps, AKeyIsClaimedWithItsCreditSlotOrNotAtAll) {
     auto store = db_.open();
-    const auto first = store->claim_idempotency_with_credit("alice", kTool, "k1", "d", 600s,
-                                                            credit("acme", 1, 3));
+    const auto first =
+        store->claim_idempotency_with_credit("alice", kTool, "k1", "d", 600s, credit("acme", 1, 3));
     ASSERT_FALSE(first.known) << "claimed";
     ASSERT_TRUE(first.slot.granted);
     EXPECT_TRUE(store->find_idempotency("alice", kTool, "k1")->pending);
 
-    const auto again = store->claim_idempotency_with_credit("alice", kTool, "k1", "d", 600s,
-                                                            credit("acme", 1, 3));
+    const auto again =
+        store->claim_idempotency_with_credit("alice", kTool, "k1", "d", 600s, credit("acme", 1, 3));
     ASSERT_TRUE(again.known) << "a known key: its record, and no slot";
     EXPECT_TRUE(again.known->pending);
     EXPECT_EQ(again.known->args_digest, "d");
     EXPECT_FALSE(again.slot.granted);
 
-    const auto busy = store->claim_idempotency_with_credit("alice", kTool, "k2", "d", 600s,
-                                                           credit("acme", 1, 3));
+    const auto busy =
+        store->claim_idempotency_with_credit("alice", kTool, "k2", "d", 600s, credit("acme", 1, 3));
     ASSERT_FALSE(busy.known);
     EXPECT_FALSE(busy.slot.granted);
     EXPECT_EQ(busy.slot.why, "in_flight");
@@ -106,23 +107,26 @@ TEST_P(StoreSteps, AKeyIsClaimedWithItsCreditSlotOrNotAtAll) {
 
     // Settled with the call's write-log row: the key's result kept, the slot released.
     store->append_write_log_settling({.principal = "alice", .tool = kTool, .outcome = "ok"},
-                                     {.principal = "alice", .tool = kTool, .key = "k1",
-                                      .result = R"({"ok":1})", .slot_id = first.slot.id});
+                                     {.principal = "alice",
+                                      .tool = kTool,
+                                      .key = "k1",
+                                      .result = R"({"ok":1})",
+                                      .slot_id = first.slot.id});
     const auto done = store->find_idempotency("alice", kTool, "k1");
     ASSERT_TRUE(done);
     EXPECT_FALSE(done->pending);
     EXPECT_FALSE(done->is_error);
     EXPECT_EQ(done->result, R"({"ok":1})");
     EXPECT_EQ(log_rows(*store), 1u);
-    const auto next = store->claim_idempotency_with_credit("alice", kTool, "k2", "d", 600s,
-                                                           credit("acme", 1, 3));
+    const auto next =
+        store->claim_idempotency_with_credit("alice", kTool, "k2", "d", 600s, credit("acme", 1, 3));
     EXPECT_TRUE(next.slot.granted) << "the settled slot was released";
 
     // Per minute (released slots still count): a third grant, then a refusal.
     store->append_write_log_settling({.tool = kTool}, {.slot_id = next.slot.id});
     EXPECT_TRUE(store->acquire_credit("acme", 1, 3, 600s).granted);
-    const auto minute = store->claim_idempotency_with_credit("alice", kTool, "k3", "d", 600s,
-                                                             credit("acme", 5, 3));
+    const auto minute =
+        store->claim_idempotency_with_credit("alice", kTool, "k3", "d", 600s, credit("acme", 5, 3));
     EXPECT_EQ(minute.slot.why, "per_minute");
     EXPECT_GE(minute.slot.retry_after_s, 1);
     EXPECT_LE(minute.slot.retry_after_s, 62);

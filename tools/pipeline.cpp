@@ -163,8 +163,8 @@ mcp::ToolResult credit_refusal(const std::string& tool, const std::string& clien
 
 // Credit stage: a permit for the call's client, or the rate_limited answer.
 std::variant<CreditLimiter::Permit, mcp::ToolResult> acquire_credits(ActionRuntime& rt,
-                                                                    const std::string& tool,
-                                                                    const json& args) {
+                                                                     const std::string& tool,
+                                                                     const json& args) {
     const std::string client_id = string_arg(args, "client_id");
     auto got = rt.credits().try_acquire(client_id);
     if (auto* refusal = std::get_if<CreditLimiter::Refusal>(&got))
@@ -193,9 +193,9 @@ public:
         const std::string digest = args_digest(call_args);
         std::optional<IdempotencyRecord> existing;
         auto both = permit ? rt_.credits().try_acquire_claiming(
-                                       rt_.store(), string_arg(call_args, "client_id"),
-                                       {principal_, tool_, key_, digest, kNeverTakeOver})
-                                 : std::nullopt;
+                                 rt_.store(), string_arg(call_args, "client_id"),
+                                 {principal_, tool_, key_, digest, kNeverTakeOver})
+                           : std::nullopt;
         if (!both) {
             existing =
                 rt_.store().claim_idempotency(principal_, tool_, key_, digest, kNeverTakeOver);
@@ -357,22 +357,22 @@ mcp::ToolResult run_action(ActionRuntime& rt, const ActionCall& call, const json
         throw;  // a modern round asking a person: the call comes again with the answer
     } catch (const gateway::Error& e) {
         // A preview's read that failed: the shape stage makes it a tool error; recorded here.
-        append_write(rt.store(), write_log_entry(call.tool, args, principal_of(ctx), trail,
-                                                 tool_error(e), call.record_field),
+        append_write(rt.store(),
+                     write_log_entry(call.tool, args, principal_of(ctx), trail, tool_error(e),
+                                     call.record_field),
                      trail.settle);
         throw;
     } catch (const state::StoreError& e) {
         append_write(rt.store(),
                      write_log_entry(call.tool, args, principal_of(ctx), trail,
-                                     tool_error("state_unavailable", e.what()),
-                                     call.record_field),
+                                     tool_error("state_unavailable", e.what()), call.record_field),
                      trail.settle);
         throw;
     }
-    append_write(rt.store(),
-                 write_log_entry(call.tool, args, principal_of(ctx), trail, result,
-                                 call.record_field),
-                 trail.settle);
+    append_write(
+        rt.store(),
+        write_log_entry(call.tool, args, principal_of(ctx), trail, result, call.record_field),
+        trail.settle);
     if (!result.is_error) mark_untrusted(result);
     return result;
 }

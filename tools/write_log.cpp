@@ -148,10 +148,22 @@ void append_write(state::Store& store, const state::WriteLogEntry& entry,
     try {
         store.append_write_log_settling(entry, settle);
     } catch (const std::exception& e) {
+        // The key and the slot each on their own, as before they went with the row.
+        if (!settle.key.empty()) {
+            try {
+                store.complete_idempotency(settle.principal, settle.tool, settle.key,
+                                           settle.is_error, settle.result);
+            } catch (const std::exception& again) {
+                // Left pending: a repeat past its lease checks the gateway for the record.
+                log::error("{}: idempotency_key {} of {}: its result could not be kept: {}",
+                           settle.tool, settle.key, settle.principal, again.what());
+            }
+        }
         if (!settle.slot_id.empty()) {
             try {
                 store.release_credit(settle.slot_id);
             } catch (const std::exception& again) {
+                // Not fatal: the slot counts as abandoned after the hold limit.
                 log::warn("credits: releasing slot {}: {}", settle.slot_id, again.what());
             }
         }
