@@ -40,21 +40,26 @@ DECLARE
   held bigint;
   granted bigint;
   oldest bigint;
+  newest bigint;
 BEGIN
   PERFORM pg_advisory_xact_lock(1634166132, hashtext(p_client));
   -- Each statement below sees what the lock's previous holders committed.
-  -- Rows that count for nothing any more go first: the tables stay small.
-  DELETE FROM credit_slots WHERE client_id = p_client AND granted_ms < p_now - 60000
-    AND (released_ms IS NOT NULL OR granted_ms < p_abandoned_before);
-  DELETE FROM credit_grants WHERE client_id = p_client AND at_s < (p_now - 60000) / 1000;
+  SELECT coalesce(sum(g.grants), 0), (min(g.at_s) + 1) * 1000, max(g.at_s)
+    INTO granted, oldest, newest
+    FROM credit_grants g WHERE g.client_id = p_client AND g.at_s >= (p_now - 60000) / 1000;
+  -- Rows that count for nothing any more go, at most once a second (before a second's first
+  -- grant): the tables stay small, and a busy client's calls do not each scan for them.
+  IF newest IS DISTINCT FROM p_now / 1000 THEN
+    DELETE FROM credit_slots WHERE client_id = p_client AND granted_ms < p_now - 60000
+      AND (released_ms IS NOT NULL OR granted_ms < p_abandoned_before);
+    DELETE FROM credit_grants WHERE client_id = p_client AND at_s < (p_now - 60000) / 1000;
+  END IF;
   SELECT count(*) INTO held FROM credit_slots
     WHERE client_id = p_client AND released_ms IS NULL AND granted_ms >= p_abandoned_before;
   IF held >= p_max_in_flight THEN
     RETURN QUERY SELECT 'in_flight'::text, NULL::bigint;
     RETURN;
   END IF;
-  SELECT coalesce(sum(g.grants), 0), (min(g.at_s) + 1) * 1000 INTO granted, oldest
-    FROM credit_grants g WHERE g.client_id = p_client;
   IF granted >= p_max_per_minute THEN
     RETURN QUERY SELECT 'per_minute'::text, oldest;  -- when its oldest bucket leaves
     RETURN;
