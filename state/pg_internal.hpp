@@ -97,6 +97,11 @@ private:
 // help (connection lost, serialization failure, deadlock, lock timeout, too many connections).
 StoreError pg_error(PGconn* conn, const PGresult* result, std::string_view what);
 
+// One exchange with the server (a statement sent and its answer read) by this thread: every
+// PQexec*, PQprepare, ROLLBACK and connection (re)opened of the store calls it first
+// (PgStore::exchanges_on_this_thread).
+void count_exchange();
+
 struct PgStore::Conn {
     PGconn* pg = nullptr;
     bool prepared = false;  // this connection's statements are prepared (lost on reset)
@@ -122,6 +127,11 @@ struct PgStatement {
     const char* sql;
 };
 const std::vector<PgStatement>& pg_statements();
+
+// agency_acquire_credit's answer (why refused, or '' when granted; when its per-minute window
+// frees a place) as a CreditSlot with id `slot_id`.
+CreditSlot credit_outcome(const std::string& why, const std::string& slot_id,
+                          std::int64_t oldest_ms, std::int64_t now_ms);
 
 // The schema: migration steps by version (state/pg_schema.cpp).
 struct PgMigration {
@@ -160,8 +170,10 @@ auto PgStore::in_transaction(F&& body) {
             return out;
         }
     } catch (...) {
-        if (libpq().PQstatus(conn->pg) == CONNECTION_OK)
+        if (libpq().PQstatus(conn->pg) == CONNECTION_OK) {
+            count_exchange();
             libpq().PQclear(libpq().PQexec(conn->pg, "ROLLBACK"));
+        }
         throw;
     }
 }

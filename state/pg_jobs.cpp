@@ -161,17 +161,14 @@ Confirmation PgStore::create_confirmation(std::string_view principal, std::strin
 
 ConfirmOutcome PgStore::consume_confirmation(std::string_view id, std::string_view principal,
                                              std::string_view tool, std::string_view digest) {
-    auto conn = acquire();
-    if (conn->run("confirm_consume", {id, principal, tool, digest, now_s()}).rows() > 0)
-        return ConfirmOutcome::accepted;
-    // Refused: say why, in SqliteStore's order (unknown, used, mismatch, expired).
-    const auto r = conn->run("confirm_get", {id});
-    if (r.rows() == 0) return ConfirmOutcome::unknown;
-    if (r.boolean(0, 4)) return ConfirmOutcome::used;
-    if (r.text(0, 0) != principal || r.text(0, 1) != tool || r.text(0, 2) != digest)
-        return ConfirmOutcome::mismatch;
-    if (r.integer(0, 3) < now_s()) return ConfirmOutcome::expired;
-    return ConfirmOutcome::used;  // redeemed by another caller between the two statements
+    // One call: consumed, or refused with why (agency_consume_confirmation).
+    const auto why =
+        acquire()->run("confirm_consume", {id, principal, tool, digest, now_s()}).text(0, 0);
+    if (why == "accepted") return ConfirmOutcome::accepted;
+    if (why == "unknown") return ConfirmOutcome::unknown;
+    if (why == "mismatch") return ConfirmOutcome::mismatch;
+    if (why == "expired") return ConfirmOutcome::expired;
+    return ConfirmOutcome::used;
 }
 
 }  // namespace agency::state

@@ -15,6 +15,122 @@ ALTER TABLE drafts ADD COLUMN IF NOT EXISTS principal text NOT NULL DEFAULT '';
 UPDATE drafts SET principal = 'local' WHERE principal = '';
 )sql";
 
+// 6: each exactly-once decision of a generation action in one round trip. The credit slot is
+// taken by one function call (under the client's advisory lock, for one exchange rather than
+// six); the per-minute count reads per-second buckets (credit_grants: at most 61 rows a client)
+// rather than every grant of the last minute, and the in-flight count a partial index of the
+// slots held, so that a high limit stays cheap. A generation action's idempotency key is
+// claimed with its slot in one call. A confirmation is consumed, or refused with its reason, by
+// one call. The same lock key as version 5's transaction.
+constexpr const char* kOneRoundTrip = R"sql(
+CREATE TABLE IF NOT EXISTS credit_grants (
+  client_id text NOT NULL,
+  at_s bigint NOT NULL,
+  grants integer NOT NULL,
+  PRIMARY KEY (client_id, at_s)
+);
+INSERT INTO credit_grants (client_id, at_s, grants)
+  SELECT client_id, granted_ms / 1000, count(*) FROM credit_slots GROUP BY 1, 2
+  ON CONFLICT DO NOTHING;
+CREATE INDEX IF NOT EXISTS credit_slots_held ON credit_slots (client_id, granted_ms) WHERE released_ms IS NULL;
+CREATE OR REPLACE FUNCTION agency_acquire_credit(p_client text, p_slot text, p_now bigint,
+    p_max_in_flight integer, p_max_per_minute integer, p_abandoned_before bigint)
+  RETURNS TABLE (why text, oldest_ms bigint) LANGUAGE plpgsql AS $$
+DECLARE
+  held bigint;
+  granted bigint;
+  oldest bigint;
+  newest bigint;
+BEGIN
+  PERFORM pg_advisory_xact_lock(1634166132, hashtext(p_client));
+  -- Each statement below sees what the lock's previous holders committed.
+  SELECT coalesce(sum(g.grants), 0), (min(g.at_s) + 1) * 1000, max(g.at_s)
+    INTO granted, oldest, newest
+    FROM credit_grants g WHERE g.client_id = p_client AND g.at_s >= (p_now - 60000) / 1000;
+  -- Rows that count for nothing any more go, at most once a second (before a second's first
+  -- grant): the tables stay small, and a busy client's calls do not each scan for them.
+  IF newest IS DISTINCT FROM p_now / 1000 THEN
+    DELETE FROM credit_slots WHERE client_id = p_client AND granted_ms < p_now - 60000
+      AND (released_ms IS NOT NULL OR granted_ms < p_abandoned_before);
+    DELETE FROM credit_grants WHERE client_id = p_client AND at_s < (p_now - 60000) / 1000;
+  END IF;
+  SELECT count(*) INTO held FROM credit_slots
+    WHERE client_id = p_client AND released_ms IS NULL AND granted_ms >= p_abandoned_before;
+  IF held >= p_max_in_flight THEN
+    RETURN QUERY SELECT 'in_flight'::text, NULL::bigint;
+    RETURN;
+  END IF;
+  IF granted >= p_max_per_minute THEN
+    RETURN QUERY SELECT 'per_minute'::text, oldest;  -- when its oldest bucket leaves
+    RETURN;
+  END IF;
+  INSERT INTO credit_slots (id, client_id, granted_ms) VALUES (p_slot, p_client, p_now);
+  INSERT INTO credit_grants AS g (client_id, at_s, grants) VALUES (p_client, p_now / 1000, 1)
+    ON CONFLICT (client_id, at_s) DO UPDATE SET grants = g.grants + 1;
+  RETURN QUERY SELECT ''::text, NULL::bigint;
+END $$;
+CREATE OR REPLACE FUNCTION agency_claim_key_and_credit(p_principal text, p_tool text, p_key text,
+    p_digest text, p_now_s bigint, p_stale_before_s bigint, p_client text, p_slot text,
+    p_now bigint, p_max_in_flight integer, p_max_per_minute integer, p_abandoned_before bigint)
+  RETURNS TABLE (k_claimed boolean, k_digest text, k_pending boolean, k_is_error boolean,
+                 k_result text, k_created_at bigint, c_why text, c_oldest_ms bigint)
+  LANGUAGE plpgsql AS $$
+DECLARE
+  known idempotency%ROWTYPE;
+  credit record;
+BEGIN
+  -- claim_idempotency's steps; a record released between them is claimed afresh next round.
+  FOR attempt IN 1..5 LOOP
+    INSERT INTO idempotency (principal, tool, key, args_digest, pending, is_error, result,
+        created_at) VALUES (p_principal, p_tool, p_key, p_digest, true, false, NULL, p_now_s)
+      ON CONFLICT DO NOTHING;
+    IF NOT FOUND THEN  -- a pending claim with the same digest whose caller died long ago
+      UPDATE idempotency SET created_at = p_now_s, is_error = false, result = NULL
+        WHERE principal = p_principal AND tool = p_tool AND key = p_key AND pending
+          AND args_digest = p_digest AND created_at < p_stale_before_s;
+    END IF;
+    IF FOUND THEN
+      SELECT * INTO credit FROM agency_acquire_credit(p_client, p_slot, p_now, p_max_in_flight,
+                                                      p_max_per_minute, p_abandoned_before);
+      IF credit.why <> '' THEN  -- refused: the key stays free
+        DELETE FROM idempotency
+          WHERE principal = p_principal AND tool = p_tool AND key = p_key AND pending;
+      END IF;
+      RETURN QUERY SELECT true, NULL::text, NULL::boolean, NULL::boolean, NULL::text,
+                          NULL::bigint, credit.why, credit.oldest_ms;
+      RETURN;
+    END IF;
+    SELECT * INTO known FROM idempotency
+      WHERE principal = p_principal AND tool = p_tool AND key = p_key;
+    IF FOUND THEN
+      RETURN QUERY SELECT false, known.args_digest, known.pending, known.is_error, known.result,
+                          known.created_at, NULL::text, NULL::bigint;
+      RETURN;
+    END IF;
+  END LOOP;
+  RAISE EXCEPTION 'the idempotency key % keeps changing under this call: retry', p_key
+    USING ERRCODE = '40001';
+END $$;
+CREATE OR REPLACE FUNCTION agency_consume_confirmation(p_id text, p_principal text, p_tool text,
+    p_digest text, p_now bigint) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  c confirmations%ROWTYPE;
+BEGIN
+  UPDATE confirmations SET used = true WHERE id = p_id AND NOT used AND principal = p_principal
+    AND tool = p_tool AND args_digest = p_digest AND expires_at >= p_now;
+  IF FOUND THEN RETURN 'accepted'; END IF;
+  -- Refused: why, in SqliteStore's order (unknown, used, mismatch, expired).
+  SELECT * INTO c FROM confirmations WHERE id = p_id;
+  IF NOT FOUND THEN RETURN 'unknown'; END IF;
+  IF c.used THEN RETURN 'used'; END IF;
+  IF c.principal <> p_principal OR c.tool <> p_tool OR c.args_digest <> p_digest THEN
+    RETURN 'mismatch';
+  END IF;
+  IF c.expires_at < p_now THEN RETURN 'expired'; END IF;
+  RETURN 'used';  -- redeemed by another caller meanwhile
+END $$;
+)sql";
+
 const std::vector<PgMigration>& pg_migrations() {
     // Version 1 was SQLite's alone (no leases); PostgreSQL starts at 2. A later version appends
     // a step here; a step never changes once released.
@@ -128,7 +244,8 @@ UPDATE tasks SET owner = left(owner, -33)
   WHERE era = 'legacy' AND (owner LIKE 'key:%' OR owner LIKE 'oauth:%')
     AND owner ~ '#[0-9a-f]{32}$';
 )sql"},
-                                                   {5, kDraftPrincipals}};
+                                                   {5, kDraftPrincipals},
+                                                   {6, kOneRoundTrip}};
     return steps;
 }
 
@@ -192,6 +309,11 @@ const PgStatement kStatements[] = {
     {"idem_complete",
      "UPDATE idempotency SET pending = false, is_error = $4, result = $5 WHERE principal = "
      "$1 AND tool = $2 AND key = $3"},
+    // claim_idempotency and acquire_credit in one call.
+    {"idem_claim_credit",
+     "SELECT k_claimed, k_digest, k_pending, k_is_error, k_result, k_created_at, c_why, "
+     "c_oldest_ms FROM agency_claim_key_and_credit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
+     "$11, $12)"},
     {"idem_release",
      "DELETE FROM idempotency WHERE principal = $1 AND tool = $2 AND key = $3 AND pending"},
     // --- drafts
@@ -208,23 +330,11 @@ const PgStatement kStatements[] = {
     {"confirm_create",
      "INSERT INTO confirmations (id, principal, tool, args_digest, expires_at, used) VALUES "
      "($1, $2, $3, $4, $5, false)"},
-    // Marked used only when every condition holds, in one statement: one redeemer wins.
-    {"confirm_consume",
-     "UPDATE confirmations SET used = true WHERE id = $1 AND NOT used AND principal = $2 AND "
-     "tool = $3 AND args_digest = $4 AND expires_at >= $5 RETURNING 1"},
-    {"confirm_get",
-     "SELECT principal, tool, args_digest, expires_at, used FROM confirmations WHERE id = "
-     "$1"},
-    // --- credits (in one transaction under pg_advisory_xact_lock on the client)
-    {"credit_lock", "SELECT pg_advisory_xact_lock(1634166132, hashtext($1))"},
-    {"credit_gc",
-     "DELETE FROM credit_slots WHERE client_id = $1 AND granted_ms < $2 AND (released_ms IS "
-     "NOT NULL OR granted_ms < $3)"},
-    {"credit_count",
-     "SELECT count(*) FILTER (WHERE released_ms IS NULL AND granted_ms >= $2), count(*) "
-     "FILTER (WHERE granted_ms >= $3), min(granted_ms) FILTER (WHERE granted_ms >= $3) FROM "
-     "credit_slots WHERE client_id = $1"},
-    {"credit_insert", "INSERT INTO credit_slots (id, client_id, granted_ms) VALUES ($1, $2, $3)"},
+    // Marked used only when every condition holds, in one statement: one redeemer wins. A
+    // refusal says why in the same call.
+    {"confirm_consume", "SELECT agency_consume_confirmation($1, $2, $3, $4, $5)"},
+    // --- credits (one call each; agency_acquire_credit takes the client's advisory lock)
+    {"credit_acquire", "SELECT why, oldest_ms FROM agency_acquire_credit($1, $2, $3, $4, $5, $6)"},
     {"credit_release",
      "UPDATE credit_slots SET released_ms = $2 WHERE id = $1 AND released_ms IS NULL"},
     // --- the write log
@@ -232,6 +342,15 @@ const PgStatement kStatements[] = {
      "INSERT INTO write_log (id, at_ms, principal, tool, client_id, args_digest, args_summary, "
      "confirmation, confirmation_ref, outcome, reason, record_id, replayed, detail) VALUES ($1, "
      "$2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"},
+    // write_log_append ($1-$14) with the call's idempotency key completed ($15-$19; none
+    // when $19 is NULL) and its credit slot released ($20 at $21; none when NULL): all or none.
+    {"write_log_settle",
+     "WITH done AS (UPDATE idempotency SET pending = false, is_error = $15, result = $16 WHERE "
+     "principal = $17 AND tool = $18 AND key = $19), freed AS (UPDATE credit_slots SET "
+     "released_ms = $21 WHERE id = $20 AND released_ms IS NULL) INSERT INTO write_log (id, "
+     "at_ms, principal, tool, client_id, args_digest, args_summary, confirmation, "
+     "confirmation_ref, outcome, reason, record_id, replayed, detail) VALUES ($1, $2, $3, $4, "
+     "$5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"},
     {"write_log_prune", "DELETE FROM write_log WHERE at_ms < $1"},
     // --- tasks
     // Leases change only through claim and renew; a cancelled row stays cancelled; a put

@@ -23,35 +23,56 @@ void PgStore::probe_write() {
 
 // --- credits ---------------------------------------------------------------------------------
 
-// One transaction under pg_advisory_xact_lock on the client: instances granting slots to the
-// same client take turns, so the counts they read are the counts they write against.
+// One call of agency_acquire_credit (state/pg_schema.cpp): under pg_advisory_xact_lock on the
+// client, instances granting slots to the same client take turns, so the counts they read are
+// the counts they write against; the lock is held for that one exchange.
 CreditSlot PgStore::acquire_credit(std::string_view client_id, int max_in_flight,
                                    int max_per_minute, std::chrono::seconds hold_limit) {
-    return in_transaction([&](Conn& conn) {
-        conn.run("credit_lock", {client_id});
-        const std::int64_t now = base::Clock::system().unix_ms();
-        const std::int64_t minute_ago = now - 60'000;
-        const std::int64_t abandoned_before = now - hold_limit.count() * 1000;
-        // Rows that count for nothing any more go first: the table stays small.
-        conn.run("credit_gc", {client_id, minute_ago, abandoned_before});
-        const auto c = conn.run("credit_count", {client_id, abandoned_before, minute_ago});
-        const std::int64_t in_flight = c.integer(0, 0);
-        const std::int64_t in_minute = c.integer(0, 1);
-        if (in_flight >= max_in_flight) return CreditSlot{.why = "in_flight", .retry_after_s = 5};
-        if (in_minute >= max_per_minute) {
-            const std::int64_t wait_ms = c.integer(0, 2) + 60'000 - now;
-            return CreditSlot{
-                .why = "per_minute",
-                .retry_after_s = static_cast<int>(std::max<std::int64_t>(1, wait_ms / 1000 + 1))};
-        }
-        CreditSlot slot{.granted = true, .id = "cs_" + crypto::random_hex(12)};
-        conn.run("credit_insert", {slot.id, client_id, now});
-        return slot;
-    });
+    const std::int64_t now = base::Clock::system().unix_ms();
+    const std::int64_t abandoned_before = now - hold_limit.count() * 1000;
+    const std::string id = "cs_" + crypto::random_hex(12);
+    const auto r = acquire()->run(
+        "credit_acquire", {client_id, id, now, max_in_flight, max_per_minute, abandoned_before});
+    return credit_outcome(r.text(0, 0), id, r.integer(0, 1), now);
+}
+
+CreditSlot credit_outcome(const std::string& why, const std::string& slot_id,
+                          std::int64_t oldest_ms, std::int64_t now_ms) {
+    if (why.empty()) return CreditSlot{.granted = true, .id = slot_id};
+    if (why == "in_flight") return CreditSlot{.why = why, .retry_after_s = 5};
+    const std::int64_t wait_ms = oldest_ms + 60'000 - now_ms;
+    return CreditSlot{
+        .why = why,
+        .retry_after_s = static_cast<int>(std::max<std::int64_t>(1, wait_ms / 1000 + 1))};
 }
 
 void PgStore::release_credit(std::string_view slot_id) {
     acquire()->run("credit_release", {slot_id, base::Clock::system().unix_ms()});
+}
+
+// A generation action's key and slot: claim_idempotency and acquire_credit in one call (settled
+// with the call's write-log row: append_write_log_settling).
+Store::KeyAndSlot PgStore::claim_idempotency_with_credit(
+    std::string_view principal, std::string_view tool, std::string_view key,
+    std::string_view digest, std::chrono::seconds stale_after, const CreditRequest& credit) {
+    const std::int64_t now = base::Clock::system().unix_ms();
+    const std::int64_t now_s = now / 1000;
+    const std::string id = "cs_" + crypto::random_hex(12);
+    const auto r = acquire()->run(
+        "idem_claim_credit",
+        {principal, tool, key, digest, now_s, now_s - stale_after.count(), credit.client_id, id,
+         now, credit.max_in_flight, credit.max_per_minute, now - credit.hold_limit.count() * 1000});
+    KeyAndSlot out;
+    if (!r.boolean(0, 0)) {
+        out.known = IdempotencyRecord{.args_digest = r.text(0, 1),
+                                      .pending = r.boolean(0, 2),
+                                      .is_error = r.boolean(0, 3),
+                                      .result = r.text(0, 4),
+                                      .created_at = r.integer(0, 5)};
+        return out;
+    }
+    out.slot = credit_outcome(r.text(0, 6), id, r.integer(0, 7), now);
+    return out;
 }
 
 // --- export / import -------------------------------------------------------------------------

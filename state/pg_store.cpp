@@ -48,7 +48,13 @@ std::string first_word(std::string_view sql) {
     return std::string(sql.substr(start, sql.find_first_of(" \n(", start) - start));
 }
 
+thread_local std::int64_t exchanges_here = 0;
+
 }  // namespace
+
+void count_exchange() { ++exchanges_here; }
+
+std::int64_t PgStore::exchanges_on_this_thread() { return exchanges_here; }
 
 StoreError pg_error(PGconn* conn, const PGresult* result, std::string_view what) {
     const char* state = result ? libpq().PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
@@ -69,6 +75,7 @@ PgResult PgStore::Conn::run(const char* name, std::initializer_list<PgParam> par
     std::vector<const char*> values;
     values.reserve(params.size());
     for (const auto& p : params) values.push_back(p.value ? p.value->c_str() : nullptr);
+    count_exchange();
     PgResult r(libpq().PQexecPrepared(pg, name, static_cast<int>(values.size()), values.data(),
                                       nullptr, nullptr, 0));
     const auto status = libpq().PQresultStatus(r.get());
@@ -79,6 +86,7 @@ PgResult PgStore::Conn::run(const char* name, std::initializer_list<PgParam> par
 PgResult PgStore::Conn::sql(const std::string& text, const std::vector<PgParam>& params) {
     std::vector<const char*> values;
     for (const auto& p : params) values.push_back(p.value ? p.value->c_str() : nullptr);
+    count_exchange();
     PgResult r(libpq().PQexecParams(pg, text.c_str(), static_cast<int>(values.size()), nullptr,
                                     values.data(), nullptr, nullptr, 0));
     const auto status = libpq().PQresultStatus(r.get());
@@ -88,6 +96,7 @@ PgResult PgStore::Conn::sql(const std::string& text, const std::vector<PgParam>&
 }
 
 void PgStore::Conn::exec(const char* text) {
+    count_exchange();
     PgResult r(libpq().PQexec(pg, text));
     const auto status = libpq().PQresultStatus(r.get());
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
@@ -99,6 +108,7 @@ std::unique_ptr<PgStore::Conn> pg_connect(const std::string& url, const std::str
     const char* keys[] = {"connect_timeout", "application_name", "options", "dbname", nullptr};
     const char* values[] = {"10", "agency-mcp", "-c lock_timeout=10000", url.c_str(), nullptr};
     auto conn = std::make_unique<PgStore::Conn>();
+    count_exchange();  // a connection opened: several exchanges, counted as one
     conn->pg = libpq().PQconnectdbParams(keys, values, 1);
     if (!conn->pg || libpq().PQstatus(conn->pg) != CONNECTION_OK) {
         const std::string why =
@@ -180,6 +190,7 @@ PgStore::Lease PgStore::acquire() {
         if (!conn) {
             conn = pg_connect(url_, described_);
         } else if (notice_closed(conn->pg); libpq().PQstatus(conn->pg) != CONNECTION_OK) {
+            count_exchange();
             libpq().PQreset(conn->pg);  // a broken connection is reopened on its next use
             conn->prepared = false;
             if (libpq().PQstatus(conn->pg) != CONNECTION_OK)
@@ -190,6 +201,7 @@ PgStore::Lease PgStore::acquire() {
         }
         if (!conn->prepared) {
             for (const auto& s : pg_statements()) {
+                count_exchange();
                 PgResult r(libpq().PQprepare(conn->pg, s.name, s.sql, 0, nullptr));
                 if (libpq().PQresultStatus(r.get()) != PGRES_COMMAND_OK)
                     throw pg_error(conn->pg, r.get(), std::string("preparing ") + s.name);
@@ -207,8 +219,10 @@ PgStore::Lease PgStore::acquire() {
 
 void PgStore::release(std::unique_ptr<Conn> conn) {
     const auto tx = libpq().PQtransactionStatus(conn->pg);
-    if (tx == PQTRANS_INTRANS || tx == PQTRANS_INERROR)
+    if (tx == PQTRANS_INTRANS || tx == PQTRANS_INERROR) {
+        count_exchange();
         libpq().PQclear(libpq().PQexec(conn->pg, "ROLLBACK"));
+    }
     std::lock_guard lock(pool_mutex_);
     if (libpq().PQtransactionStatus(conn->pg) == PQTRANS_ACTIVE)
         --open_;  // mid-query (cannot happen between calls): dropped, not reused
@@ -288,7 +302,9 @@ void PgStore::apply_migrations(Conn& conn, bool migrate) {
         }
     } catch (...) {
         if (libpq().PQstatus(conn.pg) == CONNECTION_OK) {
+            count_exchange();
             libpq().PQclear(libpq().PQexec(conn.pg, "ROLLBACK"));
+            count_exchange();
             libpq().PQclear(libpq().PQexec(conn.pg, kMigrationUnlock));
         }
         throw;

@@ -44,6 +44,11 @@ public:
     PgStore(const PgStore&) = delete;
     PgStore& operator=(const PgStore&) = delete;
 
+    // Exchanges with the server (each a statement sent and its answer awaited: one round trip)
+    // that this thread has made through any PgStore, prepares and rollbacks included. A tool
+    // call runs on one thread: the difference across it is the call's round trips.
+    static std::int64_t exchanges_on_this_thread();
+
     bool shared() const override { return true; }
     std::string describe() const override { return described_; }
     int schema_version() override;
@@ -93,12 +98,19 @@ public:
     CreditSlot acquire_credit(std::string_view client_id, int max_in_flight, int max_per_minute,
                               std::chrono::seconds hold_limit) override;
     void release_credit(std::string_view slot_id) override;
+    // One call of agency_claim_key_and_credit.
+    KeyAndSlot claim_idempotency_with_credit(std::string_view principal, std::string_view tool,
+                                             std::string_view key, std::string_view digest,
+                                             std::chrono::seconds stale_after,
+                                             const CreditRequest& credit) override;
 
     // --- the write log (state/pg_write_log.cpp)
     WriteLogEntry append_write_log(WriteLogEntry entry) override;
     void read_write_log(const WriteLogQuery& query,
                         const std::function<void(const WriteLogEntry&)>& sink) override;
     std::int64_t prune_write_log(std::int64_t before_ms, WriteLogEntry note) override;
+    // One statement (a data-modifying WITH).
+    WriteLogEntry append_write_log_settling(WriteLogEntry entry, const Settlement& settle) override;
 
     // --- export / import
     void export_rows(const std::function<void(const nlohmann::json&)>& sink) override;

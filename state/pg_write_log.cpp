@@ -2,6 +2,8 @@
 // `agency-mcp write-log` and the write-log resource, pruned only by `write-log prune`.
 #include <string>
 
+#include "base/clock.hpp"
+
 #include "state/pg_internal.hpp"
 #include "state/rows.hpp"
 
@@ -31,6 +33,36 @@ void append(PgStore::Conn& conn, const WriteLogEntry& e) {
 WriteLogEntry PgStore::append_write_log(WriteLogEntry entry) {
     entry = new_write_log_entry(std::move(entry));
     append(*acquire(), entry);
+    return entry;
+}
+
+WriteLogEntry PgStore::append_write_log_settling(WriteLogEntry entry, const Settlement& settle) {
+    entry = new_write_log_entry(std::move(entry));
+    const auto text_or_null = [](const std::string& s) {
+        return s.empty() ? PgParam(nullptr) : PgParam(s);
+    };
+    const WriteLogEntry& e = entry;
+    acquire()->run("write_log_settle", {e.id,
+                                        e.at_ms,
+                                        e.principal,
+                                        e.tool,
+                                        e.client_id,
+                                        e.args_digest,
+                                        e.args_summary.dump(),
+                                        e.confirmation,
+                                        e.confirmation_ref,
+                                        e.outcome,
+                                        e.reason,
+                                        e.record_id,
+                                        PgParam::boolean(e.replayed),
+                                        e.detail,
+                                        PgParam::boolean(settle.is_error),
+                                        settle.result,
+                                        settle.principal,
+                                        settle.tool,
+                                        text_or_null(settle.key),
+                                        text_or_null(settle.slot_id),
+                                        base::Clock::system().unix_ms()});
     return entry;
 }
 

@@ -150,8 +150,9 @@ struct WriteLogQuery {
 };
 
 // The schema version this build writes and understands; a database at a newer version is
-// refused (StoreError naming both versions), an older one is migrated when opened.
-inline constexpr int kSchemaVersion = 5;
+// refused (StoreError naming both versions), an older one is migrated when opened. Version 6
+// changed PostgreSQL's functions and credit counts alone (SQLite's tables are version 5's).
+inline constexpr int kSchemaVersion = 6;
 
 // Tables and their columns as `state export` writes them, identical for every backend:
 // {"table": "<name>", "row": {"<column>": value, ...}} per line (JSON values for JSON
@@ -251,6 +252,46 @@ public:
     // Ends a slot's in-flight time (its grant still counts toward the minute).
     virtual void release_credit(std::string_view slot_id) = 0;
 
+    // --- a key and a credit slot together (a generation action with an idempotency_key): one
+    // round trip each on PostgreSQL; these defaults make the two calls they stand for.
+    struct CreditRequest {
+        std::string_view client_id;
+        int max_in_flight = 0;
+        int max_per_minute = 0;
+        std::chrono::seconds hold_limit{0};
+    };
+    struct KeyAndSlot {
+        std::optional<IdempotencyRecord> known;  // the key's record: nothing claimed, no slot
+        CreditSlot slot;                         // else the slot, granted or refused
+    };
+    // claim_idempotency, then (when claimed) acquire_credit; a refused slot leaves the key
+    // unclaimed, as release_idempotency would.
+    virtual KeyAndSlot claim_idempotency_with_credit(std::string_view principal,
+                                                     std::string_view tool, std::string_view key,
+                                                     std::string_view digest,
+                                                     std::chrono::seconds stale_after,
+                                                     const CreditRequest& credit) {
+        KeyAndSlot out;
+        out.known = claim_idempotency(principal, tool, key, digest, stale_after);
+        if (out.known) return out;
+        try {
+            out.slot = acquire_credit(credit.client_id, credit.max_in_flight, credit.max_per_minute,
+                                      credit.hold_limit);
+        } catch (...) {
+            release_idempotency(principal, tool, key);
+            throw;
+        }
+        if (!out.slot.granted) release_idempotency(principal, tool, key);
+        return out;
+    }
+    // What an action call leaves to settle as its write-log row is appended.
+    struct Settlement {
+        std::string principal, tool, key;  // the idempotency key to complete ("": none)
+        bool is_error = false;
+        std::string result;   // the key's result
+        std::string slot_id;  // a credit slot to release ("": none)
+    };
+
     // --- the write log (append-only)
     // Appends `entry` (id and, when 0, at_ms assigned) and returns it as stored.
     virtual WriteLogEntry append_write_log(WriteLogEntry entry) = 0;
@@ -260,6 +301,15 @@ public:
     // Retention: deletes the rows older than `before_ms` and appends `note` (its detail
     // completed with the count) in the same transaction; returns how many were deleted.
     virtual std::int64_t prune_write_log(std::int64_t before_ms, WriteLogEntry note) = 0;
+    // complete_idempotency and release_credit as `settle` says, then append_write_log(entry)
+    // (one round trip on PostgreSQL, where the three are one statement: all or none).
+    virtual WriteLogEntry append_write_log_settling(WriteLogEntry entry, const Settlement& settle) {
+        if (!settle.key.empty())
+            complete_idempotency(settle.principal, settle.tool, settle.key, settle.is_error,
+                                 settle.result);
+        if (!settle.slot_id.empty()) release_credit(settle.slot_id);
+        return append_write_log(std::move(entry));
+    }
 
     // --- export / import (`agency-mcp state export|import`; format at kStateTables)
     virtual void export_rows(const std::function<void(const nlohmann::json&)>& sink) = 0;

@@ -49,11 +49,37 @@ std::string per_minute_refusal(const std::string& client_id, int limit) {
 constexpr std::chrono::seconds kCreditHoldLimit{600};
 }  // namespace
 
+std::string CreditLimiter::Permit::hand_over() {
+    if (!owner_ || !in_store_) return "";
+    owner_ = nullptr;
+    return client_id_;  // the slot's id
+}
+
+std::optional<std::variant<CreditLimiter::Permit, CreditLimiter::Refusal, IdempotencyRecord>>
+CreditLimiter::try_acquire_claiming(Store& keys, const std::string& client_id,
+                                    const KeyClaim& claim) {
+    if (!shared_store_ || shared_store_.get() != &keys) return std::nullopt;
+    auto got = shared_store_->claim_idempotency_with_credit(
+        claim.principal, claim.tool, claim.key, claim.digest, claim.stale_after,
+        {.client_id = client_id,
+         .max_in_flight = settings_.max_in_flight_per_client,
+         .max_per_minute = settings_.max_per_minute_per_client,
+         .hold_limit = kCreditHoldLimit});
+    if (got.known) return std::move(*got.known);
+    auto permit = from_slot(client_id, got.slot);
+    if (auto* p = std::get_if<Permit>(&permit)) return std::move(*p);
+    return std::move(std::get<Refusal>(permit));
+}
+
 std::variant<CreditLimiter::Permit, CreditLimiter::Refusal> CreditLimiter::try_acquire_shared(
     const std::string& client_id) {
-    const CreditSlot slot = shared_store_->acquire_credit(
-        client_id, settings_.max_in_flight_per_client, settings_.max_per_minute_per_client,
-        kCreditHoldLimit);
+    return from_slot(client_id, shared_store_->acquire_credit(
+                                    client_id, settings_.max_in_flight_per_client,
+                                    settings_.max_per_minute_per_client, kCreditHoldLimit));
+}
+
+std::variant<CreditLimiter::Permit, CreditLimiter::Refusal> CreditLimiter::from_slot(
+    const std::string& client_id, const CreditSlot& slot) {
     if (slot.granted) return Permit(this, slot.id, true);
     if (slot.why == "in_flight")
         return Refusal{in_flight_refusal(client_id, settings_.max_in_flight_per_client,

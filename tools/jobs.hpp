@@ -61,6 +61,10 @@ public:
         Permit& operator=(const Permit&) = delete;
         Permit& operator=(Permit&&) = delete;
         ~Permit();
+        // The shared store's slot id, for the caller to release with its write-log row
+        // (Store::append_write_log_settling); this permit no longer releases it. "" (and the
+        // permit unchanged) when the count is this process's.
+        std::string hand_over();
 
     private:
         CreditLimiter* owner_;
@@ -75,6 +79,17 @@ public:
 
     // A permit, or why not (too many in flight, or the per-minute cap reached).
     std::variant<Permit, Refusal> try_acquire(const std::string& client_id);
+    // An idempotency key to claim with the permit (Store::claim_idempotency's arguments).
+    struct KeyClaim {
+        std::string_view principal, tool, key, digest;
+        std::chrono::seconds stale_after;
+    };
+    // try_acquire with `claim` claimed in `keys` in the same store step, when the counts live
+    // in that store (one round trip on PostgreSQL rather than two): a permit (the key claimed),
+    // a refusal (the key left free) or the key's record (nothing claimed, no permit). nullopt
+    // when the counts are this process's: claim, then try_acquire.
+    std::optional<std::variant<Permit, Refusal, IdempotencyRecord>> try_acquire_claiming(
+        Store& keys, const std::string& client_id, const KeyClaim& claim);
     const CreditSettings& settings() const { return settings_; }
 
 private:
@@ -84,6 +99,7 @@ private:
     };
     void release(const std::string& client_id);
     std::variant<Permit, Refusal> try_acquire_shared(const std::string& client_id);
+    std::variant<Permit, Refusal> from_slot(const std::string& client_id, const CreditSlot& slot);
 
     CreditSettings settings_;
     std::shared_ptr<Store> shared_store_;

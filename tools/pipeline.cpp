@@ -153,6 +153,25 @@ std::optional<mcp::ToolResult> replay_known_key(ActionRuntime& rt, const ActionC
 // reads the gateway instead of sending again.
 constexpr std::chrono::seconds kNeverTakeOver{std::int64_t{1} << 40};
 
+// The rate_limited answer to a refused credit permit.
+mcp::ToolResult credit_refusal(const std::string& tool, const std::string& client_id,
+                               const CreditLimiter::Refusal& refusal) {
+    log::warn("{}: refused for {}: {}", tool, client_id, refusal.message);
+    count_credit_refusal(tool);
+    return tool_error("rate_limited", refusal.message, {{"retry_after_s", refusal.retry_after_s}});
+}
+
+// Credit stage: a permit for the call's client, or the rate_limited answer.
+std::variant<CreditLimiter::Permit, mcp::ToolResult> acquire_credits(ActionRuntime& rt,
+                                                                     const std::string& tool,
+                                                                     const json& args) {
+    const std::string client_id = string_arg(args, "client_id");
+    auto got = rt.credits().try_acquire(client_id);
+    if (auto* refusal = std::get_if<CreditLimiter::Refusal>(&got))
+        return credit_refusal(tool, client_id, *refusal);
+    return std::move(std::get<CreditLimiter::Permit>(got));
+}
+
 // Idempotency stage: an idempotency_key claimed for one call. The claim stays only once the
 // call may have spent credits or sent its POST; otherwise the key is free again.
 class KeyClaim {
@@ -164,13 +183,29 @@ public:
     KeyClaim& operator=(const KeyClaim&) = delete;
 
     // nullopt when claimed (or no key was given), else the known key's answer. The digest is
-    // taken only with a key: most calls have none.
+    // taken only with a key: most calls have none. With `permit` (a call that spends credits),
+    // the credit permit is taken in the same store step when the credits count in the store
+    // (then a refusal is the answer and the key stays free); else `permit` stays empty.
     std::optional<mcp::ToolResult> claim(const json& call_args, mcp::RequestContext& ctx,
-                                         WriteTrail& trail) {
+                                         WriteTrail& trail,
+                                         std::optional<CreditLimiter::Permit>* permit = nullptr) {
         if (key_.empty()) return std::nullopt;
         const std::string digest = args_digest(call_args);
-        auto existing =
-            rt_.store().claim_idempotency(principal_, tool_, key_, digest, kNeverTakeOver);
+        std::optional<IdempotencyRecord> existing;
+        auto both = permit ? rt_.credits().try_acquire_claiming(
+                                 rt_.store(), string_arg(call_args, "client_id"),
+                                 {principal_, tool_, key_, digest, kNeverTakeOver})
+                           : std::nullopt;
+        if (!both) {
+            existing =
+                rt_.store().claim_idempotency(principal_, tool_, key_, digest, kNeverTakeOver);
+        } else if (auto* refusal = std::get_if<CreditLimiter::Refusal>(&*both)) {
+            return credit_refusal(tool_, string_arg(call_args, "client_id"), *refusal);
+        } else if (auto* record = std::get_if<IdempotencyRecord>(&*both)) {
+            existing = std::move(*record);
+        } else {
+            permit->emplace(std::move(std::get<CreditLimiter::Permit>(*both)));
+        }
         if (existing) {
             // The first call with this key is still running (here or on another instance):
             // its result is what this call answers, so wait for it a while.
@@ -185,8 +220,18 @@ public:
         if (held_) rt_.store().release_idempotency(principal_, tool_, key_);
         held_ = false;
     }
-    void settle(bool is_error, const std::string& text) {
-        if (held_) rt_.store().complete_idempotency(principal_, tool_, key_, is_error, text);
+    // Left to the call's write-log row (trail.settle): the key's result and, when the permit
+    // is the store's, its slot; all three are stored in one step after the answer is made.
+    void settle(bool is_error, const std::string& text,
+                std::optional<CreditLimiter::Permit>& permit, WriteTrail& trail) {
+        if (permit) trail.settle.slot_id = permit->hand_over();
+        if (held_) {
+            trail.settle.principal = principal_;
+            trail.settle.tool = tool_;
+            trail.settle.key = key_;
+            trail.settle.is_error = is_error;
+            trail.settle.result = text;
+        }
         held_ = false;
     }
 
@@ -217,21 +262,6 @@ private:
     bool held_ = false;
 };
 
-// Credit stage: a permit for the call's client, or the rate_limited answer.
-std::variant<CreditLimiter::Permit, mcp::ToolResult> acquire_credits(ActionRuntime& rt,
-                                                                    const std::string& tool,
-                                                                    const json& args) {
-    const std::string client_id = string_arg(args, "client_id");
-    auto got = rt.credits().try_acquire(client_id);
-    if (auto* refusal = std::get_if<CreditLimiter::Refusal>(&got)) {
-        log::warn("{}: refused for {}: {}", tool, client_id, refusal->message);
-        count_credit_refusal(tool);
-        return tool_error("rate_limited", refusal->message,
-                          {{"retry_after_s", refusal->retry_after_s}});
-    }
-    return std::move(std::get<CreditLimiter::Permit>(got));
-}
-
 // Idempotency, credits, execute and shape: the stages after the confirmation.
 mcp::ToolResult claim_and_execute(ActionRuntime& rt, const ActionCall& call, const json& args,
                                   const Preview& preview, mcp::RequestContext& ctx,
@@ -239,10 +269,11 @@ mcp::ToolResult claim_and_execute(ActionRuntime& rt, const ActionCall& call, con
     json stripped;
     const json& call_args = without(args, "idempotency_key", stripped);
     KeyClaim claim(rt, call, principal_of(ctx), string_arg(args, "idempotency_key"));
-    if (auto known = claim.claim(call_args, ctx, trail)) return std::move(*known);
+    std::optional<CreditLimiter::Permit> permit;  // held until the work is done
+    if (auto known = claim.claim(call_args, ctx, trail, call.spends_credits ? &permit : nullptr))
+        return std::move(*known);
     try {
-        std::optional<CreditLimiter::Permit> permit;  // held until the work is done
-        if (call.spends_credits) {
+        if (call.spends_credits && !permit) {
             auto got = acquire_credits(rt, call.tool, args);
             if (auto* refused = std::get_if<mcp::ToolResult>(&got)) {
                 claim.release();
@@ -255,13 +286,13 @@ mcp::ToolResult claim_and_execute(ActionRuntime& rt, const ActionCall& call, con
         // The result echoes the gateway's record: its text is cleaned before anyone reads it
         // (and before a replay of this key would).
         base::clean_untrusted_json(text);
-        claim.settle(false, text);
+        claim.settle(false, text, permit, trail);
         return mcp::ToolResult::structured(std::move(text));
     } catch (const gateway::Error& e) {
         mcp::ToolResult error = tool_error(e);
         // The action may have run: a repeat with this key must not send it again.
         if (e.reason() == gateway::ErrorReason::outcome_unknown && !error.content.empty())
-            claim.settle(true, error.content[0].value("text", ""));
+            claim.settle(true, error.content[0].value("text", ""), permit, trail);
         else
             claim.release();
         return error;
@@ -326,19 +357,22 @@ mcp::ToolResult run_action(ActionRuntime& rt, const ActionCall& call, const json
         throw;  // a modern round asking a person: the call comes again with the answer
     } catch (const gateway::Error& e) {
         // A preview's read that failed: the shape stage makes it a tool error; recorded here.
-        append_write(rt.store(), write_log_entry(call.tool, args, principal_of(ctx), trail,
-                                                 tool_error(e), call.record_field));
+        append_write(rt.store(),
+                     write_log_entry(call.tool, args, principal_of(ctx), trail, tool_error(e),
+                                     call.record_field),
+                     trail.settle);
         throw;
     } catch (const state::StoreError& e) {
         append_write(rt.store(),
                      write_log_entry(call.tool, args, principal_of(ctx), trail,
-                                     tool_error("state_unavailable", e.what()),
-                                     call.record_field));
+                                     tool_error("state_unavailable", e.what()), call.record_field),
+                     trail.settle);
         throw;
     }
-    append_write(rt.store(),
-                 write_log_entry(call.tool, args, principal_of(ctx), trail, result,
-                                 call.record_field));
+    append_write(
+        rt.store(),
+        write_log_entry(call.tool, args, principal_of(ctx), trail, result, call.record_field),
+        trail.settle);
     if (!result.is_error) mark_untrusted(result);
     return result;
 }

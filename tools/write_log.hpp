@@ -18,6 +18,9 @@ struct WriteTrail {
     std::string confirmation_id;  // the one passed or issued; stored only as a digest
     bool sent = false;            // the execute stage began (the gateway may have acted)
     bool replayed = false;        // answered from a finished idempotency key
+    // The call's idempotency key to complete and credit slot to release, with the row (one
+    // store round trip for the three).
+    state::Store::Settlement settle;
 };
 
 // The arguments in short: at most 12 members, strings cut to 80 characters, arrays and
@@ -33,6 +36,10 @@ state::WriteLogEntry write_log_entry(const std::string& tool, const json& args,
 
 // Appends the row; a store failure is logged with the row's facts (never failing the call,
 // whose outcome the caller must still hear).
-void append_write(state::Store& store, const state::WriteLogEntry& entry);
+// With `settle` (the trail's): the key completed and the slot released in the same step; when
+// that fails, each is still tried on its own (a key left pending is resolved by a repeat past
+// its lease; a slot left held counts as in flight until the hold limit).
+void append_write(state::Store& store, const state::WriteLogEntry& entry,
+                  const state::Store::Settlement& settle = {});
 
 }  // namespace agency::tools
