@@ -80,6 +80,29 @@ bool WorkQueue::offer(const std::string& owner, std::function<void()> job) {
     return true;
 }
 
+WorkQueue::Slot WorkQueue::try_enter(const std::string& owner) {
+    std::lock_guard lock(mutex_);
+    if (stopping_ || !jobs_.empty() || busy_ >= limit()) return {};
+    auto it = held_.find(owner);
+    if (share_.running != 0 && it != held_.end() && it->second.running >= share_.running)
+        return {};
+    ++held_[owner].running;
+    ++busy_;
+    return Slot(this, owner);
+}
+
+WorkQueue::Slot::~Slot() {
+    if (queue_ == nullptr) return;
+    {
+        std::lock_guard lock(queue_->mutex_);
+        --queue_->busy_;
+        auto it = queue_->held_.find(owner_);
+        if (--it->second.running == 0 && it->second.waiting == 0) queue_->held_.erase(it);
+    }
+    queue_->ready_.notify_one();  // a queued job may run now
+    queue_->idle_.notify_all();
+}
+
 void WorkQueue::push_locked(Job job) {
     jobs_.push_back(std::move(job));
     // More runnable jobs than idle workers: one more worker, as long as the cap allows.

@@ -43,6 +43,29 @@ public:
     // running and waiting jobs.
     bool offer(const std::string& owner, std::function<void()> job);
     const Share& share() const { return share_; }
+
+    // A place in the queue's bound taken by a job that runs on the caller's own thread (no
+    // hand-off): counted as running, for its owner too, until destroyed. Empty when no worker
+    // place is free, jobs are queued, or the owner holds its running share.
+    class Slot {
+    public:
+        Slot() = default;
+        Slot(Slot&& other) noexcept : queue_(other.queue_), owner_(std::move(other.owner_)) {
+            other.queue_ = nullptr;
+        }
+        Slot(const Slot&) = delete;
+        Slot& operator=(const Slot&) = delete;
+        Slot& operator=(Slot&&) = delete;
+        ~Slot();
+        explicit operator bool() const { return queue_ != nullptr; }
+
+    private:
+        friend class WorkQueue;
+        Slot(WorkQueue* queue, std::string owner) : queue_(queue), owner_(std::move(owner)) {}
+        WorkQueue* queue_ = nullptr;
+        std::string owner_;
+    };
+    Slot try_enter(const std::string& owner);
     // Blocks until every posted job has finished.
     void drain();
     // As drain, but gives up after `timeout`; returns whether everything finished.

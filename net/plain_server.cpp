@@ -98,6 +98,8 @@ struct ServingSocket {
 
 }  // namespace
 
+int request_socket() { return serving_socket; }
+
 bool request_peer_gone() {
     if (serving_socket < 0) return false;
     pollfd pfd{serving_socket, POLLRDHUP, 0};

@@ -164,6 +164,9 @@ struct ConnectionLimits {
 // A call answered in one body cannot find out by writing; its handler asks this instead and
 // cancels the call. False on any other thread.
 bool request_peer_gone();
+// The socket of the request this thread serves (-1 on any other thread): to be watched by
+// another thread while this one works (transport/http_watch.hpp). Never closed by the caller.
+int request_socket();
 
 // httplib::Server on BufferedStream, with readiness-based waiting for requests.
 //

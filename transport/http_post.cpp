@@ -154,7 +154,7 @@ Reply lane_refusal(const json& id, const std::string& what) {
 std::optional<Reply> HttpTransport::Impl::post_call(
     const json& id, bool long_wait, const std::string& caller,
     std::function<void(std::optional<Reply> late)> job) {
-    base::WorkQueue& lane = long_wait ? *workers : *read_workers;
+    base::WorkQueue& lane = this->lane(long_wait);
     const char* kind = long_wait ? "calls that may wait long (actions, tasks/result)" : "reads";
     const auto queued_at = std::chrono::steady_clock::now();
     const bool queued = lane.offer(caller, [this, id, kind, queued_at, job = std::move(job)] {
@@ -222,8 +222,10 @@ void HttpTransport::Impl::stream_call(httplib::Response& res, PostMessage& post,
 }
 
 // Runs a request and answers in one body (SSE when it sent messages and the caller accepts a
-// stream). A call that may reach the gateway or wait runs on a worker, within its caller's
-// share, while this thread waits and cancels it if the client goes away.
+// stream). A call that may reach the gateway or wait takes a place in its lane, within its
+// caller's share: here, with its socket watched (DisconnectWatch), when one is free at once;
+// otherwise it queues for a worker while this thread waits and watches the client itself.
+// Either way it is cancelled when the client goes away.
 void HttpTransport::Impl::answer_call(httplib::Response& res, const PostMessage& post,
                                       const PostRoute& route, const Principal& principal,
                                       bool accepts_sse) {
@@ -231,14 +233,23 @@ void HttpTransport::Impl::answer_call(httplib::Response& res, const PostMessage&
     auto in = std::make_shared<Inbound>(http_inbound(route, principal));
     in->channel = buffer.get();
     std::optional<Reply> reply;
-    if (route.is_init || !post.in.entry || post.in.entry->runs != Runs::on_worker) {
+    const bool on_worker = !route.is_init && post.in.entry && post.in.entry->runs == Runs::on_worker;
+    const bool long_wait = on_worker && server.may_wait_long(post.in);
+    base::WorkQueue::Slot here = on_worker ? lane(long_wait).try_enter(principal.name)
+                                           : base::WorkQueue::Slot();
+    if (!on_worker) {
+        reply = server.handle_message(post.in, *in);
+    } else if (here) {  // no hand-off: the cheap common case
+        in->stop = buffer->stop_token();
+        DisconnectWatch::Entry watched(watch, net::request_socket(), buffer->cancel_source());
         reply = server.handle_message(post.in, *in);
     } else {
         in->stop = buffer->stop_token();
-        auto refusal = post_call(post.in.id, server.may_wait_long(post.in), principal.name,
-                                 [this, buffer, in, message = post.in](std::optional<Reply> late) {
+        // This thread waits for the job to finish, so the job may read the message in place.
+        auto refusal = post_call(post.in.id, long_wait, principal.name,
+                                 [this, buffer, in, message = &post.in](std::optional<Reply> late) {
                                      buffer->finish(late ? std::move(late)
-                                                         : server.handle_message(message, *in));
+                                                         : server.handle_message(*message, *in));
                                  });
         reply = refusal ? std::move(refusal) : buffer->wait(net::request_peer_gone, kPeerPoll);
     }

@@ -61,6 +61,7 @@ public:
         return std::move(reply_);
     }
     std::stop_token stop_token() const { return cancel_.get_token(); }
+    std::stop_source cancel_source() const { return cancel_; }
 
 private:
     std::mutex mutex_;

@@ -33,6 +33,7 @@
 #include "transport/http_routes.hpp"
 #include "transport/http_streams.hpp"
 #include "transport/http_transport.hpp"
+#include "transport/http_watch.hpp"
 
 namespace agency::mcp {
 
@@ -48,6 +49,8 @@ struct HttpTransport::Impl {
     // within its share of the lane (HttpOptions::worker_share).
     std::unique_ptr<base::WorkQueue> workers;       // calls that may wait long
     std::unique_ptr<base::WorkQueue> read_workers;  // the others
+    // Cancels the calls answered on their own serving thread whose client has gone.
+    DisconnectWatch watch{std::chrono::milliseconds(200)};
     std::vector<std::string> allowed_origins;  // normalized (lowercase)
     DrainGate gate;  // calls in flight; closed by drain()
 
@@ -122,6 +125,7 @@ struct HttpTransport::Impl {
     // A call that waited for a worker past options.max_queue_wait gets its refusal instead of
     // running (`job` is called with it). Returns the refusal, queueing nothing, when the
     // caller holds its share of the lane.
+    base::WorkQueue& lane(bool long_wait) { return long_wait ? *workers : *read_workers; }
     std::optional<Reply> post_call(const json& id, bool long_wait, const std::string& caller,
                                    std::function<void(std::optional<Reply> late)> job);
 

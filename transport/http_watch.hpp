@@ -1,0 +1,48 @@
+// Calls answered on their own connection's thread (no hand-off to a worker) cannot see their
+// client go: one thread looks at all their sockets every `period` (one poll for them all) and
+// cancels the call of a connection its client has closed. Each serving thread has a slot of its
+// own, registered once, so watching a call costs an uncontended lock, not a shared map.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <thread>
+#include <vector>
+
+namespace agency::mcp {
+
+class DisconnectWatch {
+public:
+    explicit DisconnectWatch(std::chrono::milliseconds period);
+    ~DisconnectWatch() = default;  // the thread (jthread, the last member) stops and joins
+    DisconnectWatch(const DisconnectWatch&) = delete;
+    DisconnectWatch& operator=(const DisconnectWatch&) = delete;
+
+    // Watches `fd` while alive; requests `stop` when its client has gone. fd < 0: nothing.
+    class Entry {
+    public:
+        Entry(DisconnectWatch& watch, int fd, std::stop_source stop);
+        ~Entry();
+        Entry(const Entry&) = delete;
+        Entry& operator=(const Entry&) = delete;
+
+    private:
+        struct WatchSlot* slot_ = nullptr;
+    };
+
+private:
+    // This thread's slot (registered at its first call).
+    WatchSlot& slot();
+    void loop(std::stop_token stop);
+
+    std::chrono::milliseconds period_;
+    std::uint64_t id_;  // tells this watch's slots from an earlier one's at the same address
+    std::mutex mutex_;
+    std::vector<std::shared_ptr<WatchSlot>> slots_;
+    std::jthread thread_;
+};
+
+}  // namespace agency::mcp
