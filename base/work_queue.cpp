@@ -62,17 +62,21 @@ void WorkQueue::post(std::function<void()> job) {
 bool WorkQueue::offer(const std::string& owner, std::function<void()> job) {
     {
         std::lock_guard lock(mutex_);
-        Held& held = held_[owner];
-        const bool at_share = share_.running != 0 && held.running >= share_.running;
-        if (at_share && held.waiting >= share_.waiting) {
-            if (held.running == 0 && held.waiting == 0) held_.erase(owner);
+        auto [it, added] = held_.try_emplace(owner);
+        Held& held = it->second;
+        // Its share in all, running and waiting together: a caller queued behind the others'
+        // calls (the workers all busy) holds no more than one running at its share would.
+        if (share_.running != 0 &&
+            held.running + held.waiting >= share_.running + share_.waiting) {
+            forget_if_idle_locked(it);
             return false;
         }
         ++held.waiting;
         try {
             push_locked({std::move(job), owner});
         } catch (...) {
-            if (--held.waiting == 0 && held.running == 0) held_.erase(owner);
+            --held.waiting;
+            forget_if_idle_locked(it);
             throw;
         }
     }
@@ -82,7 +86,8 @@ bool WorkQueue::offer(const std::string& owner, std::function<void()> job) {
 
 WorkQueue::Slot WorkQueue::try_enter(const std::string& owner) {
     std::lock_guard lock(mutex_);
-    if (stopping_ || !jobs_.empty() || busy_ >= limit()) return {};
+    // Never ahead of a queued job that could run (one whose owner is at its share waits anyway).
+    if (stopping_ || runnable_locked() || busy_ >= limit()) return {};
     auto it = held_.find(owner);
     if (share_.running != 0 && it != held_.end() && it->second.running >= share_.running)
         return {};
@@ -97,7 +102,8 @@ WorkQueue::Slot::~Slot() {
         std::lock_guard lock(queue_->mutex_);
         --queue_->busy_;
         auto it = queue_->held_.find(owner_);
-        if (--it->second.running == 0 && it->second.waiting == 0) queue_->held_.erase(it);
+        --it->second.running;
+        queue_->forget_if_idle_locked(it);
     }
     queue_->ready_.notify_one();  // a queued job may run now
     queue_->idle_.notify_all();
@@ -113,6 +119,10 @@ void WorkQueue::push_locked(Job job) {
         throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
                                 "no thread could be started to run the call");
     }
+}
+
+void WorkQueue::forget_if_idle_locked(std::unordered_map<std::string, Held>::iterator it) {
+    if (it->second.running == 0 && it->second.waiting == 0) held_.erase(it);
 }
 
 std::deque<WorkQueue::Job>::iterator WorkQueue::next_locked() {
@@ -184,7 +194,8 @@ void WorkQueue::run() {
             --busy_;
             if (!job.owner.empty()) {
                 auto it = held_.find(job.owner);
-                if (--it->second.running == 0 && it->second.waiting == 0) held_.erase(it);
+                --it->second.running;
+                forget_if_idle_locked(it);
             }
         }
         ready_.notify_one();

@@ -3,8 +3,8 @@
 // none idle (not all up front): start-up then creates no threads it may never use.
 //
 // Jobs offered for an owner (a caller) share the workers fairly: one owner runs at most
-// `Share::running` jobs at once and has at most `Share::waiting` more queued; beyond that offer()
-// refuses at once. A queued job runs when a worker is free and its owner is under its share, in
+// `Share::running` jobs at once and holds at most `Share::running + Share::waiting` running and
+// queued together; beyond that offer() refuses at once. A queued job runs when a worker is free and its owner is under its share, in
 // the order offered, so one owner's burst leaves the other workers to the others.
 #pragma once
 
@@ -40,7 +40,7 @@ public:
     // (the process's thread limit); with workers, the job waits for one of them.
     void post(std::function<void()> job);
     // As post, for `owner`: false (nothing queued) when the owner already holds its share of
-    // running and waiting jobs.
+    // running and waiting jobs together.
     bool offer(const std::string& owner, std::function<void()> job);
     const Share& share() const { return share_; }
 
@@ -100,6 +100,8 @@ private:
     // The first queued job whose owner is under its running share; jobs_.end() when none.
     std::deque<Job>::iterator next_locked();
     bool runnable_locked() { return next_locked() != jobs_.end(); }
+    // Drops an owner's entry once it holds nothing (mutex_ held).
+    void forget_if_idle_locked(std::unordered_map<std::string, Held>::iterator it);
     // One more worker thread (mutex_ held); false when none could be created (logged).
     bool add_worker_locked();
     // Jobs may run at once: the bound plus those waiting outside.

@@ -100,13 +100,6 @@ struct ServingSocket {
 
 int request_socket() { return serving_socket; }
 
-bool request_peer_gone() {
-    if (serving_socket < 0) return false;
-    pollfd pfd{serving_socket, POLLRDHUP, 0};
-    if (::poll(&pfd, 1, 0) <= 0) return false;
-    return (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
-}
-
 // httplib's accept loop hands each connection to its task queue; this queue admits it into
 // the epoll set at once (on the accept thread) and owns the serving threads.
 class PlainServer::Reactor final : public httplib::TaskQueue {

@@ -12,11 +12,12 @@ namespace agency::net {
 int ServerThread::start(httplib::Server& server, const ListenOn& where) {
     if (thread_.joinable()) throw std::logic_error("ServerThread: already started");
     auto listen_fd = std::make_shared<std::atomic<socket_t>>(INVALID_SOCKET);
-    server.set_socket_options([listen_fd, options = where.socket_options](socket_t sock) {
-        if (options)
-            options(sock);
-        else
-            httplib::default_socket_options(sock);
+    // SO_REUSEADDR alone: httplib's default adds SO_REUSEPORT, which lets a second server take
+    // a port already served (both then get connections), and lets binding port 0 hand out a
+    // port another process serves: parallel tests met each other's servers.
+    server.set_socket_options([listen_fd](socket_t sock) {
+        int yes = 1;
+        ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
         listen_fd->store(sock);
     });
     const int port = where.port == 0

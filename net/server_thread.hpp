@@ -4,7 +4,6 @@
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -16,9 +15,6 @@ namespace agency::net {
 struct ListenOn {
     std::string host = "127.0.0.1";
     int port = 0;  // 0: any free port
-    // Set on the listening socket before bind; empty: httplib's defaults (SO_REUSEADDR and
-    // SO_REUSEPORT).
-    std::function<void(socket_t)> socket_options;
     // How long the accept loop may take to start before start() gives up.
     std::chrono::milliseconds ready_within = std::chrono::seconds(10);
     // Who listens, said first in start()'s errors ("--metrics-listen: cannot listen on ...");

@@ -159,13 +159,9 @@ struct ConnectionLimits {
     std::size_t threads = 64;
 };
 
-// On a thread serving a PlainServer request (its handler, a streamed answer's writer): whether
-// the client has closed the connection (or shut down its sending side) since the request came.
-// A call answered in one body cannot find out by writing; its handler asks this instead and
-// cancels the call. False on any other thread.
-bool request_peer_gone();
-// The socket of the request this thread serves (-1 on any other thread): to be watched by
-// another thread while this one works (transport/http_watch.hpp). Never closed by the caller.
+// On a thread serving a PlainServer request (its handler, a streamed answer's writer): the
+// request's socket (-1 on any other thread), for another thread to watch for the client's
+// leaving while this one works or waits (transport/http_watch.hpp). Never closed by the caller.
 int request_socket();
 
 // httplib::Server on BufferedStream, with readiness-based waiting for requests.

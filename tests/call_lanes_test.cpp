@@ -69,10 +69,12 @@ void expect_read_at_once(std::size_t workers, int actions, std::size_t held, int
                 post_call(port, 100 + i, "generate_article",
                           {{"client_id", "demo-law"}, {"keyword", "lane " + std::to_string(i)}});
         });
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(hold_ms);
+    // Queued actions follow the first ones as they end, so the lane stays full; a loaded
+    // machine may start the callers late.
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
     while (h.gw->requests_in_flight() < held && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(5ms);
-    ASSERT_EQ(h.gw->requests_in_flight(), held) << "held at the gateway at once";
+    EXPECT_EQ(h.gw->requests_in_flight(), held) << "held at the gateway at once";
 
     const auto started = std::chrono::steady_clock::now();
     const std::string read =

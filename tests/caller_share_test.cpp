@@ -204,6 +204,31 @@ TEST_F(CallerShares, OneCallersBurstLeavesTheOtherWorkersToTheOthers) {
     }
 }
 
+// A caller under its running share still holds no more than its share in all when the workers
+// are busy with another caller's calls: bravo fills the lane of 2, alpha (share 2 running and 2
+// waiting) queues 4 calls behind them and its fifth is refused at once.
+TEST_F(CallerShares, ACallerQueuedBehindOthersHoldsNoMoreThanItsShare) {
+    HttpOptions options;
+    options.workers = 2;
+    options.worker_share = 2;
+    start(options);
+    std::vector<std::thread> calls;
+    std::vector<std::pair<int, std::string>> answers(6);
+    for (int i = 0; i < 2; ++i)
+        calls.emplace_back([&, i] { answers[static_cast<std::size_t>(i)] = call(bravo_, 10 + i); });
+    ASSERT_TRUE(holds_->wait([](Holds& h) { return h.running == 2; }));
+    for (int i = 2; i < 6; ++i)
+        calls.emplace_back([&, i] { answers[static_cast<std::size_t>(i)] = call(alpha_, 10 + i); });
+    std::this_thread::sleep_for(300ms);  // alpha's four have arrived and wait
+    const auto refused = call(alpha_, 20);
+    EXPECT_EQ(refused.first, 429) << refused.second;
+    EXPECT_NE(refused.second.find("its share"), std::string::npos) << refused.second;
+    holds_->release();
+    for (auto& t : calls) t.join();
+    for (const auto& [status, body] : answers)
+        EXPECT_NE(body.find("let go"), std::string::npos) << status << " " << body;
+}
+
 // A call that waited for a worker longer than max_queue_wait is refused (retryable) rather
 // than run for a client that has likely given up.
 TEST_F(CallerShares, ACallQueuedPastItsWaitIsRefusedNotRun) {

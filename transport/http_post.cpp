@@ -142,9 +142,6 @@ void HttpTransport::Impl::handle_post(const httplib::Request& req, httplib::Resp
 
 namespace {
 
-// How often a waiting connection thread looks whether its client has gone.
-constexpr auto kPeerPoll = std::chrono::milliseconds(200);
-
 Reply lane_refusal(const json& id, const std::string& what) {
     return Reply::error(id, error_code::rate_limited, what, json{{"retryAfterSeconds", 1}});
 }
@@ -167,10 +164,10 @@ std::optional<Reply> HttpTransport::Impl::post_call(
     });
     if (queued) return std::nullopt;
     const auto& share = lane.share();
-    return lane_refusal(id, "this caller already runs " + std::to_string(share.running) + " " +
-                                kind + " and has " + std::to_string(share.waiting) +
-                                " more waiting, its share of the server's workers: let one "
-                                "finish, then try again");
+    return lane_refusal(id, "this caller already holds its share of the server's workers for " +
+                                std::string(kind) + " (" + std::to_string(share.running) +
+                                " running, " + std::to_string(share.waiting) +
+                                " more waiting): let one finish, then try again");
 }
 
 // Runs a request on a worker and relays its messages as an SSE stream (or answers in one
@@ -215,7 +212,9 @@ void HttpTransport::Impl::stream_call(httplib::Response& res, PostMessage& post,
     res.set_chunked_content_provider(
         "text/event-stream", [this, channel, slot, ticket = post.ticket](std::size_t,
                                                                          httplib::DataSink& sink) {
-            channel->relay(sink, options.keepalive, net::request_peer_gone, kPeerPoll);
+            // A client gone while the call is quiet cancels it now, not at the next write.
+            DisconnectWatch::Entry watched(watch, net::request_socket(), channel->close_source());
+            channel->relay(sink, options.keepalive);
             sink.done();
             return true;
         });
@@ -223,9 +222,9 @@ void HttpTransport::Impl::stream_call(httplib::Response& res, PostMessage& post,
 
 // Runs a request and answers in one body (SSE when it sent messages and the caller accepts a
 // stream). A call that may reach the gateway or wait takes a place in its lane, within its
-// caller's share: here, with its socket watched (DisconnectWatch), when one is free at once;
-// otherwise it queues for a worker while this thread waits and watches the client itself.
-// Either way it is cancelled when the client goes away.
+// caller's share: here when one is free at once, else queued for a worker while this thread
+// waits. Either way its socket is watched (DisconnectWatch): the call is cancelled when the
+// client goes away.
 void HttpTransport::Impl::answer_call(httplib::Response& res, const PostMessage& post,
                                       const PostRoute& route, const Principal& principal,
                                       bool accepts_sse) {
@@ -234,24 +233,23 @@ void HttpTransport::Impl::answer_call(httplib::Response& res, const PostMessage&
     in->channel = buffer.get();
     std::optional<Reply> reply;
     const bool on_worker = !route.is_init && post.in.entry && post.in.entry->runs == Runs::on_worker;
-    const bool long_wait = on_worker && server.may_wait_long(post.in);
-    base::WorkQueue::Slot here = on_worker ? lane(long_wait).try_enter(principal.name)
-                                           : base::WorkQueue::Slot();
     if (!on_worker) {
-        reply = server.handle_message(post.in, *in);
-    } else if (here) {  // no hand-off: the cheap common case
-        in->stop = buffer->stop_token();
-        DisconnectWatch::Entry watched(watch, net::request_socket(), buffer->cancel_source());
         reply = server.handle_message(post.in, *in);
     } else {
         in->stop = buffer->stop_token();
-        // This thread waits for the job to finish, so the job may read the message in place.
-        auto refusal = post_call(post.in.id, long_wait, principal.name,
-                                 [this, buffer, in, message = &post.in](std::optional<Reply> late) {
-                                     buffer->finish(late ? std::move(late)
-                                                         : server.handle_message(*message, *in));
-                                 });
-        reply = refusal ? std::move(refusal) : buffer->wait(net::request_peer_gone, kPeerPoll);
+        DisconnectWatch::Entry watched(watch, net::request_socket(), buffer->cancel_source());
+        const bool long_wait = server.may_wait_long(post.in);
+        if (auto here = lane(long_wait).try_enter(principal.name)) {
+            reply = server.handle_message(post.in, *in);  // no hand-off: the common case
+        } else {
+            // This thread waits for the job to finish, so the job may read the message in place.
+            auto refusal = post_call(
+                post.in.id, long_wait, principal.name,
+                [this, buffer, in, message = &post.in](std::optional<Reply> late) {
+                    buffer->finish(late ? std::move(late) : server.handle_message(*message, *in));
+                });
+            reply = refusal ? std::move(refusal) : buffer->wait();
+        }
     }
     if (!reply) {
         res.status = 202;

@@ -2,11 +2,9 @@
 // for an inline answer, or relayed as Server-Sent Events for a streamed one.
 #pragma once
 
-#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <functional>
 #include <mutex>
 #include <optional>
 #include <stop_token>
@@ -29,9 +27,9 @@ inline std::string sse_event(const std::string& message) {
     return out;
 }
 
-// A call answered in one body: it runs on a worker and collects the notifications it sends
-// meanwhile; the connection thread waits for its reply, and cancels the call when the client
-// goes away.
+// A call answered in one body: collects the notifications it sends meanwhile. Run on a worker,
+// it hands its reply over with finish() to the connection thread waiting in wait().
+// cancel_source() is the call's cancellation (its client gone: DisconnectWatch).
 class BufferChannel : public Channel {
 public:
     void send(const std::string& message) override {
@@ -52,12 +50,9 @@ public:
         }
         done_cv_.notify_all();
     }
-    // Waits for finish(). Every `poll` it asks `gone`; once the client is gone the call is
-    // cancelled (stop_token()) and the wait goes on until the call has ended.
-    std::optional<Reply> wait(const std::function<bool()>& gone, std::chrono::milliseconds poll) {
+    std::optional<Reply> wait() {
         std::unique_lock lock(mutex_);
-        while (!done_cv_.wait_for(lock, poll, [this] { return done_; }))
-            if (!cancel_.stop_requested() && gone()) cancel_.request_stop();
+        done_cv_.wait(lock, [this] { return done_; });
         return std::move(reply_);
     }
     std::stop_token stop_token() const { return cancel_.get_token(); }
@@ -110,20 +105,15 @@ public:
         return std::nullopt;
     }
     std::stop_token stop_token() const { return closed_.get_token(); }
+    // Closing the stream from outside (its client gone: DisconnectWatch) cancels the call.
+    std::stop_source close_source() const { return closed_; }
 
-    // Runs on the connection thread until the call has finished. Every `poll` it asks `gone`
-    // (the client closed the connection): the call is cancelled then, not at the next write.
-    void relay(httplib::DataSink& sink, std::chrono::milliseconds keepalive,
-               const std::function<bool()>& gone, std::chrono::milliseconds poll) {
+    // Runs on the connection thread until the call has finished.
+    void relay(httplib::DataSink& sink, std::chrono::milliseconds keepalive) {
         static const std::string comment = ":\n\n";
         std::unique_lock lock(mutex_);
         for (;;) {
-            const auto quiet_until = std::chrono::steady_clock::now() + keepalive;
-            bool woke = false;
-            while (!(woke = ready_.wait_for(lock, std::min(poll, keepalive),
-                                            [this] { return done_ || !events_.empty(); })) &&
-                   std::chrono::steady_clock::now() < quiet_until)
-                if (!closed_.stop_requested() && gone()) closed_.request_stop();
+            bool woke = ready_.wait_for(lock, keepalive, [this] { return done_ || !events_.empty(); });
             std::deque<std::string> batch;
             batch.swap(events_);
             bool finished = done_;

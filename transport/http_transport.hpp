@@ -30,7 +30,8 @@ struct HttpOptions {
     std::chrono::milliseconds session_idle{30 * 60 * 1000};
     // Paces the idle-session sweep; null: base::Clock::system(). Must outlive the transport.
     const base::Clock* clock = nullptr;
-    // Threads serving requests: a call's connection waits on one (small stacks: app/main.cpp)
+    // Threads serving requests: a call's connection waits on one (small stacks:
+    // app::small_thread_stacks)
     // while a worker runs the call, and a streamed answer is written from it.
     std::size_t threads = 256;
     // Workers running calls, in two lanes: calls that may wait long on the gateway or a person

@@ -49,7 +49,7 @@ struct HttpTransport::Impl {
     // within its share of the lane (HttpOptions::worker_share).
     std::unique_ptr<base::WorkQueue> workers;       // calls that may wait long
     std::unique_ptr<base::WorkQueue> read_workers;  // the others
-    // Cancels the calls answered on their own serving thread whose client has gone.
+    // Cancels the calls whose client has gone (answered in one body or streamed).
     DisconnectWatch watch{std::chrono::milliseconds(200)};
     std::vector<std::string> allowed_origins;  // normalized (lowercase)
     DrainGate gate;  // calls in flight; closed by drain()

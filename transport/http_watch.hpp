@@ -1,7 +1,8 @@
-// Calls answered on their own connection's thread (no hand-off to a worker) cannot see their
-// client go: one thread looks at all their sockets every `period` (one poll for them all) and
-// cancels the call of a connection its client has closed. Each serving thread has a slot of its
-// own, registered once, so watching a call costs an uncontended lock, not a shared map.
+// A call's serving thread is busy running it, or waiting for it, so it cannot see its client
+// go: one thread looks at the sockets of every call in flight every `period` (one poll for
+// them all) and cancels the call of a connection its client has closed (or half-closed).
+// Each serving thread has a slot of its own, registered once (it serves one request at a
+// time), so watching a call costs an uncontended lock, not a shared map.
 #pragma once
 
 #include <chrono>

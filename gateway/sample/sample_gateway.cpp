@@ -435,15 +435,8 @@ int Server::start(const std::string& host, int port) {
                         "application/json");
         return httplib::Server::HandlerResponse::Handled;
     }));
-    // httplib's default adds SO_REUSEPORT, which would let a second server share a busy port.
-    auto reuse_addr_only = [](socket_t sock) {
-        int yes = 1;
-        ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    };
-    const int bound = impl_->listener.start(*http, {.host = host,
-                                                    .port = port,
-                                                    .socket_options = reuse_addr_only,
-                                                    .who = "sample gateway"});
+    const int bound =
+        impl_->listener.start(*http, {.host = host, .port = port, .who = "sample gateway"});
     impl_->http = std::move(http);
     return bound;
 }
