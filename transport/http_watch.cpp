@@ -84,9 +84,15 @@ void DisconnectWatch::loop(std::stop_token stop) {
         for (std::size_t i = 0; i < fds.size(); ++i) {
             if ((fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
             WatchSlot& s = *seen[i].slot;
-            std::lock_guard lock(s.mutex);
-            // Still the same call (its connection cannot close while its call runs on it).
-            if (s.fd >= 0 && s.call == seen[i].call) s.stop.request_stop();
+            std::stop_source fire(std::nostopstate);
+            {
+                std::lock_guard lock(s.mutex);
+                // Still the same call (its connection cannot close while its call runs on it).
+                if (s.fd >= 0 && s.call == seen[i].call) fire = s.stop;
+            }
+            // Outside the slot's lock: the stop's callbacks run here, and the call's thread
+            // may be leaving its Entry (which takes that lock) meanwhile.
+            fire.request_stop();
         }
     }
 }
