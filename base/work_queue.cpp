@@ -104,6 +104,11 @@ WorkQueue::Slot::~Slot() {
         auto it = queue_->held_.find(owner_);
         --it->second.running;
         queue_->forget_if_idle_locked(it);
+        // A job queued while its owner ran here may run now, and no worker may exist yet
+        // (every earlier job ran on its caller's thread).
+        if (queue_->runnable_locked() && queue_->jobs_.size() > queue_->waiting_ &&
+            queue_->threads_.size() < queue_->limit() && !queue_->stopping_)
+            queue_->add_worker_locked();
     }
     queue_->ready_.notify_one();  // a queued job may run now
     queue_->idle_.notify_all();
