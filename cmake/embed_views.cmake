@@ -1,6 +1,7 @@
 # Generates a C++ source holding each built view (VIEW_DIR/<name>.html) as a string, so the
-# binary carries its MCP Apps views. Run with -DOUT=... -DVIEW_DIR=... "-DNAMES=a;b;..." (NAMES
+# binary carries its MCP Apps views. Run with -DOUT=... -DVIEW_DIR=... -DNAMES=a,b,... (NAMES
 # empty: a build without views, -DAGENCY_VIEWS=OFF).
+string(REPLACE "," ";" NAMES "${NAMES}")
 set(body "// Generated from views/ by cmake/embed_views.cmake. Do not edit.\n")
 string(APPEND body "#include \"tools/views.hpp\"\n\nnamespace agency::tools {\n\n")
 string(APPEND body "const std::vector<EmbeddedView>& embedded_views() {\n")

@@ -5,6 +5,8 @@
 
 namespace agency::tools {
 
+using mcp::json;
+
 namespace {
 
 constexpr std::string_view kPrefix = "ui://agency-mcp/";
