@@ -73,7 +73,7 @@ function render() {
   } else {
     body = h("div", { class: "card flush" }, issuesTable(detailed));
   }
-  const more = num(data.total) !== null && num(data.returned) !== null && data.total > data.returned
+  const more = detailed.length === 0 ? null : num(data.total) !== null && num(data.returned) !== null && data.total > data.returned
     ? h("p", { class: "muted small" }, `Showing ${fmtNum(data.returned)} of ${fmtNum(data.total)} issues.`)
     : data.truncated === true ? h("p", { class: "muted small" }, "More issues exist than this result returned.") : null;
 

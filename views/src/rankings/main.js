@@ -14,6 +14,8 @@ const st = {
   history: null, // {keyword, points, truncated} | {keyword, error} | {keyword, loading}
   movers: null, // {from, to, rows} | {error} | {loading}
   note: null, // result-level note (truncated, total)
+  serverNote: null, // the result's own "note" (e.g. how old the newest data is)
+  changesOnly: false,
   hseq: 0,
   mseq: 0,
 };
@@ -59,7 +61,7 @@ function render() {
       h("div", { class: "sub" }, [st.clientId, st.note].filter(Boolean).join(" · ") || "—")),
   );
   els.picker = h("select", { "data-testid": "keyword-picker", id: "kw", onchange: (e) => pick(e.target.value) },
-    h("option", { value: "" }, `All keywords in this result (${st.keywords.length})`),
+    h("option", { value: "" }, st.changesOnly ? `Pick a keyword (${st.keywords.length})` : `All keywords in this result (${st.keywords.length})`),
     st.keywords.map((k) => h("option", { value: k, selected: k === st.picked }, k)));
   const controls = h("div", { class: "controls" },
     h("label", { for: "kw" }, "Keyword"), els.picker,
@@ -83,7 +85,7 @@ function renderChart() {
   const hist = st.picked ? st.history : null;
   if (hist && hist.loading) els.chartBox.replaceChildren(empty(`Loading the history of “${st.picked}”…`));
   else if (hist && hist.error) els.chartBox.replaceChildren(errorBox(hist.error, `Could not load the history of “${st.picked}”`));
-  else if (points.length === 0) els.chartBox.replaceChildren(empty(total ? "No row has a known position to plot." : "No ranking rows to plot."));
+  else if (points.length === 0) els.chartBox.replaceChildren(empty(st.changesOnly && !st.picked ? "This result lists position changes between two dates (below). Pick a keyword to see its history." : total ? "No row has a known position to plot." : "No ranking rows to plot."));
   else {
     const width = els.chartBox.clientWidth || 680;
     els.chartBox.replaceChildren(drawChart(points, {
@@ -96,17 +98,28 @@ function renderChart() {
   if (noDate) notes.push(`${noDate} ${noDate === 1 ? "row has" : "rows have"} no date and ${noDate === 1 ? "is" : "are"} not plotted.`);
   if (!st.picked && points.length && new Set(points.map((p) => p.date)).size === 1) notes.push("Every row is from one day: pick a keyword to see its history.");
   if (hist && hist.truncated) notes.push("The history is longer than what the server returned.");
+  if (!st.picked && st.serverNote) notes.push(`Note from the server: ${st.serverNote}.`);
   els.notes.replaceChildren(...notes.map((n) => h("p", { class: "muted small", "data-testid": "chart-note" }, n)));
-  els.table.replaceChildren(points.length ? dataTable(points) : "");
+  els.table.replaceChildren(points.length ? dataTable(points, !st.picked && new Set(points.map((p) => p.date)).size === 1) : "");
 }
 
-function dataTable(points) {
+function dataTable(points, open) {
   const sorted = points.slice().sort((a, b) => (a.date < b.date ? 1 : a.date > b.date ? -1 : a.position - b.position));
-  return h("details", { class: "data" }, h("summary", null, `Show the ${points.length} plotted ${points.length === 1 ? "row" : "rows"} as a table`),
+  return h("details", { class: "data", open }, h("summary", null, `Show the ${points.length} plotted ${points.length === 1 ? "row" : "rows"} as a table`),
     h("table", null,
       h("thead", null, h("tr", null, h("th", { scope: "col" }, "Keyword"), h("th", { scope: "col" }, "Date"), h("th", { scope: "col", class: "num" }, "Position"), h("th", { scope: "col" }, "Page"))),
       h("tbody", null, sorted.map((p) => h("tr", null,
-        h("td", null, p.keyword || "—"), h("td", null, fmtDay(p.date)), h("td", { class: "num" }, String(p.position)), h("td", null, linkText(app, p.url)))))));
+        h("td", null, p.keyword || "—"), h("td", { class: "nowrap" }, fmtDay(p.date)), h("td", { class: "num" }, String(p.position)), h("td", null, linkText(app, p.url, pathOf(p.url))))))));
+}
+
+// A page address shown by its path (the whole address is its tooltip and what a click opens).
+function pathOf(u) {
+  try {
+    const x = new URL(u);
+    return x.pathname + x.search || u;
+  } catch {
+    return u;
+  }
 }
 
 async function pick(keyword) {
@@ -217,6 +230,8 @@ function onResult(result) {
   st.history = null;
   const returned = num(d.returned) !== null ? d.returned : rows.length;
   st.note = `${fmtNum(returned)} ${returned === 1 ? "row" : "rows"}${num(d.total) !== null ? ` of ${fmtNum(d.total)}` : d.truncated === true ? " (more exist)" : ""}`;
+  st.changesOnly = isChanges;
+  st.serverNote = str(d.note);
   st.movers = isChanges ? { from: dayOf(st.input.from), to: dayOf(st.input.to), rows } : null;
   render();
 }

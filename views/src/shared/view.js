@@ -70,7 +70,7 @@ function errorText(text) {
   return text || "The tool reported an error without a message.";
 }
 
-export function errorBox(message, title = "Could not show this result") {
+export function errorBox(message, title = "The tool reported an error") {
   return h("div", { class: "callout error", role: "alert", "data-testid": "error" },
     h("strong", null, title), h("p", null, message));
 }
