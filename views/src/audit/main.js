@@ -49,14 +49,15 @@ function render() {
   const audit = isObj(data.audit) ? data.audit : {};
   const c = counts(data, rows);
   const score = num(audit.score);
-  const detailed = rows.filter(hasDetail);
+  // Every returned row is listed once any row has detail; none has: counts only.
+  const detailed = rows.some(hasDetail) ? rows : [];
 
   const header = h("div", { class: "head" },
     h("div", null,
       h("h1", null, "SEO audit"),
       h("div", { class: "sub" },
         [str(audit.url) ? audit.url : null, audit.created_at ? fmtTime(audit.created_at) : null, str(audit.status)]
-          .filter(Boolean).join(" · ") || "—")),
+          .filter(Boolean).join(" · "))),
     str(audit.share_url) ? linkText(app, audit.share_url, "Open the shared report") : null);
 
   const tiles = h("div", { class: "grid" },

@@ -4,6 +4,7 @@
 import { h, show, startView, readResult, errorBox, empty, isObj, str, num, fmtNum, fmtDay, fmtTime, linkText, stat } from "../shared/view.js";
 
 let app;
+let input = {};
 const KINDS = [["blogs", "Blog posts"], ["geo_articles", "Geo articles"]];
 
 function clientHead(c, id) {
@@ -11,7 +12,7 @@ function clientHead(c, id) {
   return h("div", { class: "head" },
     h("div", null,
       h("h1", null, str(c.name) || str(c.brand_name) || id || "Client"),
-      h("div", { class: "sub" }, [str(c.industry), where, str(c.id) || id].filter(Boolean).join(" · ") || "—")),
+      h("div", { class: "sub" }, [str(c.industry), where, str(c.id) || id].filter(Boolean).join(" · "))),
     h("div", { class: "head-right" },
       str(c.status) ? h("span", { class: `badge ${c.status === "active" ? "ok" : ""}` }, c.status) : null,
       str(c.website) ? linkText(app, c.website) : null));
@@ -102,7 +103,7 @@ async function onResult(result) {
   const r = readResult(result);
   if (r.error) return show(errorBox(r.error));
   const client = r.data;
-  const id = str(client.id) || str(client.client_id);
+  const id = str(client.id) || str(client.client_id) || str(input.client_id);
   show(...dashboard(client, null, null), empty("Loading the overview…"));
   if (!id) return show(...dashboard(client, null, "The client record has no id to read its overview with."));
   let ov = null;
@@ -122,4 +123,4 @@ async function onResult(result) {
   show(...dashboard(merged, ov, err));
 }
 
-app = startView("client-overview", { result: onResult });
+app = startView("client-overview", { input(args) { input = args; }, result: onResult });
