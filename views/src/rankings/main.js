@@ -157,9 +157,13 @@ function moversHead() {
   const days = st.rows.map((r) => r.date).filter(Boolean).sort();
   let since = dayOf(st.input.from) || (days.length && days[0] !== latest ? days[0] : null);
   if (!since) since = new Date(Date.parse((latest || new Date().toISOString().slice(0, 10)) + "T00:00:00Z") - 7 * 86400000).toISOString().slice(0, 10);
-  els.since = h("input", { type: "date", id: "since", "data-testid": "movers-since", value: since, max: latest || null, required: true });
-  els.moversBtn = h("button", { type: "submit", class: "btn" }, "Show movers");
-  return h("form", { class: "controls", onsubmit: (e) => { e.preventDefault(); loadMovers(); } },
+  // No <form>: hosts sandbox views without allow-forms, where a submit is blocked.
+  els.since = h("input", {
+    type: "date", id: "since", "data-testid": "movers-since", value: since, max: latest || null,
+    onkeydown: (e) => { if (e.key === "Enter") { e.preventDefault(); loadMovers(); } },
+  });
+  els.moversBtn = h("button", { type: "button", class: "btn", "data-testid": "movers-load", onclick: () => loadMovers() }, "Show movers");
+  return h("div", { class: "controls" },
     h("h2", { class: "inline" }, "Movers"), h("label", { for: "since" }, "since"), els.since, els.moversBtn);
 }
 
