@@ -81,6 +81,10 @@ export function drawChart(points, { width, focus, onHover }) {
       c.addEventListener("mouseenter", () => onHover && onHover(p, svg));
       c.addEventListener("mouseleave", () => onHover && onHover(null, svg));
       dots.append(c);
+      // One keyword with few points: its positions written beside them.
+      if (focus && points.length <= 24) {
+        dots.append(h("svg:text", { x: c.getAttribute("cx"), y: (y(p.position) - 9).toFixed(1), "text-anchor": "middle", class: "pt-label" }, String(p.position)));
+      }
     }
   }
   svg.append(lines, dots);

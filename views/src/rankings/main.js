@@ -214,10 +214,18 @@ function moverRow(r) {
   const cls = change === null || change === 0 ? "" : change > 0 ? "up" : "down";
   const label = change === null ? "—" : change === 0 ? "0" : `${change > 0 ? "▲" : "▼"} ${Math.abs(change)}`;
   return h("tr", { "data-testid": "mover", "data-keyword": str(r.keyword) || "", "data-change": change === null ? "" : String(change) },
-    h("td", null, str(r.keyword) || "—"),
+    h("td", null, str(r.keyword) ? h("button", { type: "button", class: "kw", title: "Show this keyword's history in the chart", onclick: () => showKeyword(r.keyword) }, r.keyword) : "—"),
     h("td", { class: "num" }, from === null ? "—" : String(from)),
     h("td", { class: "num" }, to === null ? "—" : String(to)),
     h("td", { class: `num ${cls}`, "aria-label": change === null ? "unknown" : change > 0 ? `up ${change}` : change < 0 ? `down ${-change}` : "no change" }, label));
+}
+
+function showKeyword(keyword) {
+  if (![...els.picker.options].some((o) => o.value === keyword)) els.picker.append(h("option", { value: keyword }, keyword));
+  els.picker.value = keyword;
+  pick(keyword);
+  els.picker.focus();
+  els.picker.scrollIntoView({ block: "nearest" });
 }
 
 // ---- the tool's result
