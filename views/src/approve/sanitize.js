@@ -20,7 +20,9 @@ const MAX_DEPTH = 64;
 
 // -> {node: DocumentFragment, hidden: number of hidden parts left out, images: number}
 export function sanitize(html) {
-  const doc = new DOMParser().parseFromString(String(html), "text/html");
+  // A <base> would set the inert document's base URL, which the view's CSP (base-uri) refuses
+  // with a console error; renamed, it is an unknown element, unwrapped (it has no content).
+  const doc = new DOMParser().parseFromString(String(html).replace(/<base\b/gi, "<x-base"), "text/html");
   const out = document.createDocumentFragment();
   const stats = { hidden: 0, images: 0 };
   copyChildren(doc.body, out, stats, 0);

@@ -4,7 +4,7 @@
 // nothing interpolated across a missing position.
 import { h, fmtDay } from "../shared/view.js";
 
-const PALETTE = ["#2f6fed", "#e8590c", "#2b8a3e", "#c2255c", "#7048e8", "#0c8599", "#a87a00", "#5c677d"];
+export const PALETTE = ["#2f6fed", "#e8590c", "#2b8a3e", "#c2255c", "#7048e8", "#0c8599", "#a87a00", "#5c677d"];
 const DAY = 86400000;
 
 // points: [{keyword, date: "YYYY-MM-DD", position: number, url}] (positions known, dates known).

@@ -2,7 +2,7 @@
 // (or the movers of ranking_changes). It plots exactly the rows the tool returned; a keyword's
 // history comes from the app-only tool view_ranking_history, movers from ranking_changes.
 import { h, show, startView, readResult, errorBox, empty, isObj, str, num, dayOf, fmtDay, fmtNum, linkText } from "../shared/view.js";
-import { drawChart } from "./chart.js";
+import { drawChart, PALETTE } from "./chart.js";
 
 let app;
 const st = {
@@ -69,9 +69,10 @@ function render() {
   els.chartBox = h("div", { class: "chart-box" });
   els.readout = h("div", { class: "readout", "aria-live": "polite" }, "\u00a0");
   els.notes = h("div", { class: "notes" });
+  els.legend = h("div", { class: "legend" });
   els.table = h("div");
   els.movers = h("div");
-  show(title, h("section", { class: "card" }, controls, els.readout, els.chartBox, els.notes, els.table),
+  show(title, h("section", { class: "card" }, controls, els.readout, els.chartBox, els.legend, els.notes, els.table),
     h("section", { class: "card" }, moversHead(), els.movers));
   renderChart();
   renderMovers();
@@ -93,6 +94,11 @@ function renderChart() {
       onHover: (p) => { els.readout.textContent = p ? `${p.keyword || "(no keyword)"} · position ${p.position} · ${fmtDay(p.date)}` : "\u00a0"; },
     }));
   }
+  // A legend when there are few keywords (the colours follow the order the chart first meets them).
+  const keys = [...new Set(points.map((p) => p.keyword ?? ""))];
+  els.legend.replaceChildren(...(!st.picked && keys.length > 1 && keys.length <= 8 ? keys.map((k, i) =>
+    h("button", { type: "button", class: "legend-item", title: "Show this keyword's history", onclick: () => k && showKeyword(k) },
+      h("span", { class: "swatch", style: `background:${PALETTE[i % PALETTE.length]}` }), k || "(no keyword)")) : []));
   const notes = [];
   if (noPos) notes.push(`${noPos} ${noPos === 1 ? "row has" : "rows have"} no position (not ranked or not measured) and ${noPos === 1 ? "is" : "are"} not plotted.`);
   if (noDate) notes.push(`${noDate} ${noDate === 1 ? "row has" : "rows have"} no date and ${noDate === 1 ? "is" : "are"} not plotted.`);
