@@ -1,6 +1,6 @@
 // Audit view: one audit report from get_audit_issues: score, counts by severity, the issues
 // grouped by severity and sortable; counts only when the gateway gives no detail.
-import { h, show, startView, readResult, errorBox, empty, isObj, str, num, fmtNum, fmtTime, linkText, stat } from "../shared/view.js";
+import { h, show, startView, readResult, errorBox, empty, isObj, str, num, fmtNum, fmtTime, linkText, stat, shortUrl } from "../shared/view.js";
 
 const SEVERITIES = ["critical", "warning", "notice"];
 const LABEL = { critical: "Critical", warning: "Warnings", notice: "Notices" };
@@ -83,6 +83,8 @@ function render() {
 
 function issuesTable(rows) {
   const { key, dir } = state.sort;
+  // Pages on the audited site are shown by their path (the site is in the header).
+  const site = isObj(state.data.audit) ? str(state.data.audit.url) : null;
   const sevOrder = (r) => { const i = SEVERITIES.indexOf(severityOf(r)); return i < 0 ? SEVERITIES.length : i; };
   const text = (r, k) => (str(r[k]) || "").toLowerCase();
   const groups = new Map();
@@ -105,9 +107,9 @@ function issuesTable(rows) {
     return h("tbody", { "data-group": s },
       h("tr", { class: "group" }, h("th", { colspan: "3", scope: "rowgroup" },
         h("span", { class: `badge ${s}` }, LABEL[s] || s), ` ${list.length} ${list.length === 1 ? "issue" : "issues"}`)),
-      list.map(([r]) => h("tr", { "data-testid": "issue", "data-severity": s },
+      list.map(([r]) => h("tr", { "data-testid": "issue", "data-severity": s, "data-page": str(r.page) || "" },
         h("td", null, h("span", { class: `badge ${s}` }, str(r.severity) || "—")),
-        h("td", { class: "page" }, linkText(app, r.page)),
+        h("td", { class: "page" }, str(r.page) ? linkText(app, r.page, shortUrl(r.page, site)) : h("span", { class: "muted" }, "—")),
         h("td", null, str(r.recommendation) || h("span", { class: "muted" }, "—")))));
   });
   return h("table", null, head, bodies);

@@ -1,7 +1,7 @@
 // Rankings view: a client's keyword positions over time from list_rankings / latest_rankings
 // (or the movers of ranking_changes). It plots exactly the rows the tool returned; a keyword's
 // history comes from the app-only tool view_ranking_history, movers from ranking_changes.
-import { h, show, startView, readResult, errorBox, empty, isObj, str, num, dayOf, fmtDay, fmtNum, linkText } from "../shared/view.js";
+import { h, show, startView, readResult, errorBox, empty, isObj, str, num, dayOf, fmtDay, fmtNum, linkText, shortUrl } from "../shared/view.js";
 import { drawChart, PALETTE } from "./chart.js";
 
 let app;
@@ -115,18 +115,9 @@ function dataTable(points, open) {
     h("table", null,
       h("thead", null, h("tr", null, h("th", { scope: "col" }, "Keyword"), h("th", { scope: "col" }, "Date"), h("th", { scope: "col", class: "num" }, "Position"), h("th", { scope: "col" }, "Page"))),
       h("tbody", null, sorted.map((p) => h("tr", null,
-        h("td", null, p.keyword || "—"), h("td", { class: "nowrap" }, fmtDay(p.date)), h("td", { class: "num" }, String(p.position)), h("td", null, linkText(app, p.url, pathOf(p.url))))))));
+        h("td", null, p.keyword || "—"), h("td", { class: "nowrap" }, fmtDay(p.date)), h("td", { class: "num" }, String(p.position)), h("td", null, linkText(app, p.url, shortUrl(p.url))))))));
 }
 
-// A page address shown by its path (the whole address is its tooltip and what a click opens).
-function pathOf(u) {
-  try {
-    const x = new URL(u);
-    return x.pathname + x.search || u;
-  } catch {
-    return u;
-  }
-}
 
 async function pick(keyword) {
   st.picked = keyword;

@@ -138,6 +138,20 @@ export function linkText(app, url, label) {
   }, label || u);
 }
 
+// A page address shortened to its path when it is on `site`'s host (the whole address stays
+// the tooltip and what a click opens); any other address whole.
+export function shortUrl(u, site) {
+  try {
+    const x = new URL(u);
+    const base = site ? new URL(site) : null;
+    if (base && base.host === x.host) return x.pathname + x.search + x.hash || u;
+    if (!base) return x.pathname + x.search + x.hash || u;
+  } catch {
+    /* not a URL: shown as given */
+  }
+  return u;
+}
+
 export function stat(label, value, attrs, extra) {
   return h("div", { class: "stat" }, h("div", { class: "stat-label" }, label),
     h("div", Object.assign({ class: "stat-value" }, attrs || {}), value), extra || null);
