@@ -20,7 +20,7 @@ const VIEWS = [
 ];
 
 // zod 3.25 ships its error messages in 40 languages, all reachable from `zod/v4/locales/index.js`
-// and so all bundled (~100 KB minified). The views never show zod's messages to anyone and zod
+// and so all bundled (145 KB minified). The views never show zod's messages to anyone and zod
 // keeps English (`locales/en.js`, imported directly by zod's core), so the index becomes an
 // empty module.
 const zodLocalesStub = {

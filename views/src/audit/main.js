@@ -1,6 +1,6 @@
 // Audit view: one audit report from get_audit_issues: score, counts by severity, the issues
 // grouped by severity and sortable; counts only when the gateway gives no detail.
-import { h, show, startView, readResult, errorBox, empty, isObj, str, num, fmtNum, fmtTime, linkText, stat } from "../shared/view.js";
+import { h, show, startView, readResult, errorBox, empty, isObj, str, num, fmtNum, fmtTime, linkText, stat, shortUrl } from "../shared/view.js";
 
 const SEVERITIES = ["critical", "warning", "notice"];
 const LABEL = { critical: "Critical", warning: "Warnings", notice: "Notices" };
@@ -49,14 +49,15 @@ function render() {
   const audit = isObj(data.audit) ? data.audit : {};
   const c = counts(data, rows);
   const score = num(audit.score);
-  const detailed = rows.filter(hasDetail);
+  // Every returned row is listed once any row has detail; none has: counts only.
+  const detailed = rows.some(hasDetail) ? rows : [];
 
   const header = h("div", { class: "head" },
     h("div", null,
       h("h1", null, "SEO audit"),
       h("div", { class: "sub" },
         [str(audit.url) ? audit.url : null, audit.created_at ? fmtTime(audit.created_at) : null, str(audit.status)]
-          .filter(Boolean).join(" · ") || "—")),
+          .filter(Boolean).join(" · "))),
     str(audit.share_url) ? linkText(app, audit.share_url, "Open the shared report") : null);
 
   const tiles = h("div", { class: "grid" },
@@ -73,7 +74,7 @@ function render() {
   } else {
     body = h("div", { class: "card flush" }, issuesTable(detailed));
   }
-  const more = num(data.total) !== null && num(data.returned) !== null && data.total > data.returned
+  const more = detailed.length === 0 ? null : num(data.total) !== null && num(data.returned) !== null && data.total > data.returned
     ? h("p", { class: "muted small" }, `Showing ${fmtNum(data.returned)} of ${fmtNum(data.total)} issues.`)
     : data.truncated === true ? h("p", { class: "muted small" }, "More issues exist than this result returned.") : null;
 
@@ -82,6 +83,8 @@ function render() {
 
 function issuesTable(rows) {
   const { key, dir } = state.sort;
+  // Pages on the audited site are shown by their path (the site is in the header).
+  const site = isObj(state.data.audit) ? str(state.data.audit.url) : null;
   const sevOrder = (r) => { const i = SEVERITIES.indexOf(severityOf(r)); return i < 0 ? SEVERITIES.length : i; };
   const text = (r, k) => (str(r[k]) || "").toLowerCase();
   const groups = new Map();
@@ -104,9 +107,9 @@ function issuesTable(rows) {
     return h("tbody", { "data-group": s },
       h("tr", { class: "group" }, h("th", { colspan: "3", scope: "rowgroup" },
         h("span", { class: `badge ${s}` }, LABEL[s] || s), ` ${list.length} ${list.length === 1 ? "issue" : "issues"}`)),
-      list.map(([r]) => h("tr", { "data-testid": "issue", "data-severity": s },
+      list.map(([r]) => h("tr", { "data-testid": "issue", "data-severity": s, "data-page": str(r.page) || "" },
         h("td", null, h("span", { class: `badge ${s}` }, str(r.severity) || "—")),
-        h("td", { class: "page" }, linkText(app, r.page)),
+        h("td", { class: "page" }, str(r.page) ? linkText(app, r.page, shortUrl(r.page, site)) : h("span", { class: "muted" }, "—")),
         h("td", null, str(r.recommendation) || h("span", { class: "muted" }, "—")))));
   });
   return h("table", null, head, bodies);

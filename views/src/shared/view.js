@@ -70,7 +70,7 @@ function errorText(text) {
   return text || "The tool reported an error without a message.";
 }
 
-export function errorBox(message, title = "Could not show this result") {
+export function errorBox(message, title = "The tool reported an error") {
   return h("div", { class: "callout error", role: "alert", "data-testid": "error" },
     h("strong", null, title), h("p", null, message));
 }
@@ -136,6 +136,20 @@ export function linkText(app, url, label) {
     type: "button", class: "link", title: u,
     onclick: () => app.openLink({ url: u }).catch(() => {}),
   }, label || u);
+}
+
+// A page address shortened to its path when it is on `site`'s host (the whole address stays
+// the tooltip and what a click opens); any other address whole.
+export function shortUrl(u, site) {
+  try {
+    const x = new URL(u);
+    const base = site ? new URL(site) : null;
+    if (base && base.host === x.host) return x.pathname + x.search + x.hash || u;
+    if (!base) return x.pathname + x.search + x.hash || u;
+  } catch {
+    /* not a URL: shown as given */
+  }
+  return u;
 }
 
 export function stat(label, value, attrs, extra) {
