@@ -20,11 +20,11 @@ namespace {
 constexpr const char* kViewsLaw = "demo-law";
 constexpr const char* kViewsPlumbing = "demo-plumbing";  // auto-deploy on
 
-const json kUiCapabilities = {
+const json kViewsUiCapabilities = {
     {"extensions", {{"io.modelcontextprotocol/ui", {{"mimeTypes", {"text/html;profile=mcp-app"}}}}}}};
 
 // One modern request whose client declares `capabilities`, as `principal`.
-json send_with(ActionToolHarness& a, const std::string& method, json params,
+json views_send(ActionToolHarness& a, const std::string& method, json params,
                const json& capabilities, const std::string& principal = "local") {
     params["_meta"] = {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
                        {"io.modelcontextprotocol/clientCapabilities", capabilities}};
@@ -36,20 +36,20 @@ json send_with(ActionToolHarness& a, const std::string& method, json params,
     return text ? json::parse(text->text) : json(nullptr);
 }
 
-json ui_call(ActionToolHarness& a, const std::string& tool, const json& args,
+json views_ui_call(ActionToolHarness& a, const std::string& tool, const json& args,
              const std::string& principal = "local") {
-    return send_with(a, "tools/call", {{"name", tool}, {"arguments", args}}, kUiCapabilities,
+    return views_send(a, "tools/call", {{"name", tool}, {"arguments", args}}, kViewsUiCapabilities,
                      principal);
 }
 
-std::string first_draft(ActionToolHarness& a, const std::string& client) {
+std::string views_first_draft(ActionToolHarness& a, const std::string& client) {
     for (const auto& row : a.h->gw->rows("blogs", client))
         if (row.value("status", "") == "draft") return row.value("id", "");
     ADD_FAILURE() << "no draft blog for " << client;
     return "";
 }
 
-const std::map<std::string, std::string> kLinked = {
+const std::map<std::string, std::string> kViewsLinked = {
     {"get_client", "ui://agency-mcp/client-overview.html"},
     {"list_rankings", "ui://agency-mcp/rankings.html"},
     {"latest_rankings", "ui://agency-mcp/rankings.html"},
@@ -61,11 +61,11 @@ const std::map<std::string, std::string> kLinked = {
     {"view_ranking_history", "ui://agency-mcp/rankings.html"},
     {"view_decide", "ui://agency-mcp/approve.html"},
 };
-const std::set<std::string> kAppOnly = {"view_ranking_history", "view_decide"};
+const std::set<std::string> kViewsAppOnly = {"view_ranking_history", "view_decide"};
 
 // A view's HTML as the spec asks it: one HTML5 document, small, with nothing loaded from
 // elsewhere (no http(s) or protocol-relative URL in any src or href).
-void expect_self_contained(const std::string& uri, const std::string& html) {
+void views_expect_self_contained(const std::string& uri, const std::string& html) {
     EXPECT_TRUE(html.starts_with("<!doctype html>") || html.starts_with("<!DOCTYPE html>"))
         << uri << " is not an HTML5 document: " << html.substr(0, 40);
     EXPECT_NE(html.find("</html>"), std::string::npos) << uri;
@@ -79,37 +79,37 @@ void expect_self_contained(const std::string& uri, const std::string& html) {
 TEST(Views, AClientThatDeclaresTheExtensionGetsEveryViewLinkedAndEachResourceIsSelfContained) {
     if (tools::embedded_views().empty()) GTEST_SKIP() << "built with -DAGENCY_VIEWS=OFF";
     ActionToolHarness a;
-    const json tools = send_with(a, "tools/list", json::object(), kUiCapabilities)["result"]["tools"];
+    const json tools = views_send(a, "tools/list", json::object(), kViewsUiCapabilities)["result"]["tools"];
     std::map<std::string, json> ui;
     for (const auto& t : tools)
         if (t.contains("_meta") && t["_meta"].contains("ui")) ui[t["name"]] = t["_meta"]["ui"];
-    for (const auto& [tool, uri] : kLinked) {
+    for (const auto& [tool, uri] : kViewsLinked) {
         ASSERT_TRUE(ui.contains(tool)) << tool << " carries no _meta.ui";
         EXPECT_EQ(ui[tool].value("resourceUri", ""), uri) << tool;
-        if (kAppOnly.contains(tool))
+        if (kViewsAppOnly.contains(tool))
             EXPECT_EQ(ui[tool]["visibility"], json::array({"app"})) << tool;
         else
             EXPECT_FALSE(ui[tool].contains("visibility")) << tool << ": model and app";
     }
-    EXPECT_EQ(ui.size(), kLinked.size()) << "a tool links a view it should not";
+    EXPECT_EQ(ui.size(), kViewsLinked.size()) << "a tool links a view it should not";
 
-    const json listed = send_with(a, "resources/list", json::object(), kUiCapabilities);
+    const json listed = views_send(a, "resources/list", json::object(), kViewsUiCapabilities);
     std::set<std::string> uris;
     for (const auto& r : listed["result"]["resources"])
         if (r.value("uri", "").starts_with("ui://")) {
             uris.insert(r["uri"]);
             EXPECT_EQ(r.value("mimeType", ""), "text/html;profile=mcp-app") << r.dump();
         }
-    for (const auto& [tool, uri] : kLinked) {
+    for (const auto& [tool, uri] : kViewsLinked) {
         EXPECT_TRUE(uris.contains(uri)) << uri << " (linked from " << tool << ") is not listed";
-        const json read = send_with(a, "resources/read", {{"uri", uri}}, kUiCapabilities);
+        const json read = views_send(a, "resources/read", {{"uri", uri}}, kViewsUiCapabilities);
         ASSERT_TRUE(read.contains("result")) << read.dump().substr(0, 300);
         const json& c = read["result"]["contents"][0];
         EXPECT_EQ(c.value("uri", ""), uri);
         EXPECT_EQ(c.value("mimeType", ""), "text/html;profile=mcp-app");
         EXPECT_EQ(c["_meta"]["ui"]["csp"], json::object()) << "no external origin of any kind";
         EXPECT_TRUE(c["_meta"]["ui"]["prefersBorder"].is_boolean());
-        expect_self_contained(uri, c.value("text", ""));
+        views_expect_self_contained(uri, c.value("text", ""));
     }
 }
 
@@ -117,7 +117,7 @@ TEST(Views, AClientThatDeclaresTheExtensionGetsEveryViewLinkedAndEachResourceIsS
 // held to (ToolSnapshots.ListAnswerSize): every toolset, a client that renders views.
 TEST(Views, TheToolListOfAClientThatRendersViewsStaysWithinItsBudget) {
     ActionToolHarness a;
-    const json answer = send_with(a, "tools/list", json::object(), kUiCapabilities);
+    const json answer = views_send(a, "tools/list", json::object(), kViewsUiCapabilities);
     const std::size_t bytes = answer.dump().size();
     std::cout << "tools/list with views: " << answer["result"]["tools"].size() << " tools, "
               << bytes << " bytes" << std::endl;
@@ -129,15 +129,15 @@ TEST(Views, AClientWithoutTheExtensionSeesNoViewAndLosesNoAnswer) {
     for (const json& caps : {json::object(), json{{"extensions", json::object()}},
                              json{{"extensions", {{"io.modelcontextprotocol/ui",
                                                    {{"mimeTypes", {"text/html"}}}}}}}}) {
-        const json tools = send_with(a, "tools/list", json::object(), caps)["result"]["tools"];
+        const json tools = views_send(a, "tools/list", json::object(), caps)["result"]["tools"];
         for (const auto& t : tools) {
             EXPECT_FALSE(t.contains("_meta") && t["_meta"].contains("ui")) << t["name"];
-            EXPECT_FALSE(kAppOnly.contains(t["name"])) << t["name"] << " reached " << caps;
+            EXPECT_FALSE(kViewsAppOnly.contains(t["name"])) << t["name"] << " reached " << caps;
         }
-        const json listed = send_with(a, "resources/list", json::object(), caps);
+        const json listed = views_send(a, "resources/list", json::object(), caps);
         for (const auto& r : listed["result"]["resources"])
             EXPECT_FALSE(r.value("uri", "").starts_with("ui://")) << r.dump();
-        const json refused = send_with(a, "tools/call",
+        const json refused = views_send(a, "tools/call",
                                        {{"name", "view_ranking_history"},
                                         {"arguments", {{"client_id", kViewsLaw}, {"keyword", "x"}}}},
                                        caps);
@@ -151,7 +151,7 @@ TEST(Views, AClientWithoutTheExtensionSeesNoViewAndLosesNoAnswer) {
                           .result;
     EXPECT_NE(rows["content"][0].value("text", "").find("recommendation"), std::string::npos);
     const json deploy = a.ok("deploy_article", {{"client_id", kViewsLaw},
-                                                {"article_id", first_draft(a, kViewsLaw)}});
+                                                {"article_id", views_first_draft(a, kViewsLaw)}});
     EXPECT_TRUE(deploy.contains("confirmation_id")) << deploy.dump();
 }
 
@@ -162,20 +162,20 @@ TEST(Views, NoUiLinksNoViewEvenForAClientThatRendersThem) {
     no_ui.views = false;
     a.h->server = std::make_unique<mcp::Server>(no_ui);
     tools::register_all(*a.h->server, a.h->box, a.rt);
-    const json tools = send_with(a, "tools/list", json::object(), kUiCapabilities)["result"]["tools"];
+    const json tools = views_send(a, "tools/list", json::object(), kViewsUiCapabilities)["result"]["tools"];
     for (const auto& t : tools) {
         EXPECT_FALSE(t.contains("_meta") && t["_meta"].contains("ui")) << t["name"];
-        EXPECT_FALSE(kAppOnly.contains(t["name"])) << t["name"];
+        EXPECT_FALSE(kViewsAppOnly.contains(t["name"])) << t["name"];
     }
-    const json r = ui_call(a, "deploy_article",
-                           {{"client_id", kViewsLaw}, {"article_id", first_draft(a, kViewsLaw)}});
+    const json r = views_ui_call(a, "deploy_article",
+                           {{"client_id", kViewsLaw}, {"article_id", views_first_draft(a, kViewsLaw)}});
     EXPECT_TRUE(r["result"]["structuredContent"].contains("confirmation_id")) << r.dump();
     EXPECT_FALSE(r["result"].contains("_meta") &&
                  r["result"]["_meta"].contains("agency-mcp/approval"));
 }
 
 // The token a view is given; the model is handed content (and may see structuredContent).
-std::string approval_token(const json& response) {
+std::string views_approval_token(const json& response) {
     const json& result = response["result"];
     EXPECT_EQ(result["structuredContent"].value("status", ""), "confirmation_required")
         << response.dump().substr(0, 600);
@@ -189,28 +189,28 @@ std::string approval_token(const json& response) {
     return token;
 }
 
-json decide(ActionToolHarness& a, const std::string& token, const std::string& decision,
+json views_decide(ActionToolHarness& a, const std::string& token, const std::string& decision,
             const std::string& principal = "local") {
-    return ui_call(a, "view_decide", {{"approval", token}, {"decision", decision}}, principal);
+    return views_ui_call(a, "view_decide", {{"approval", token}, {"decision", decision}}, principal);
 }
 
 TEST(ApprovalView, ApproveActsOnceWithOnePostAndTheViewAloneHoldsTheToken) {
     ActionToolHarness a;
-    const json args = {{"client_id", kViewsLaw}, {"article_id", first_draft(a, kViewsLaw)}};
-    const std::string token = approval_token(ui_call(a, "deploy_article", args));
+    const json args = {{"client_id", kViewsLaw}, {"article_id", views_first_draft(a, kViewsLaw)}};
+    const std::string token = views_approval_token(views_ui_call(a, "deploy_article", args));
     EXPECT_EQ(a.posts("deploy_blog"), 0u) << "a preview sends nothing";
 
     // Another caller holding the token cannot use it; an altered token opens nothing.
-    EXPECT_EQ(decide(a, token, "approve", "someone-else")["result"].value("isError", false), true);
+    EXPECT_EQ(views_decide(a, token, "approve", "someone-else")["result"].value("isError", false), true);
     std::string altered = token;
     altered[altered.size() / 2] = altered[altered.size() / 2] == 'A' ? 'B' : 'A';
-    EXPECT_TRUE(decide(a, altered, "approve")["result"].value("isError", false));
+    EXPECT_TRUE(views_decide(a, altered, "approve")["result"].value("isError", false));
     EXPECT_EQ(a.posts("deploy_blog"), 0u);
 
-    const json done = decide(a, token, "approve");
+    const json done = views_decide(a, token, "approve");
     EXPECT_EQ(done["result"]["structuredContent"].value("status", ""), "published") << done.dump();
     EXPECT_EQ(a.posts("deploy_blog"), 1u);
-    const json again = decide(a, token, "approve");
+    const json again = views_decide(a, token, "approve");
     EXPECT_TRUE(again["result"].value("isError", false)) << again.dump();
     EXPECT_NE(again.dump().find("already answered"), std::string::npos) << again.dump();
     EXPECT_EQ(a.posts("deploy_blog"), 1u) << "a second click sent it again";
@@ -222,8 +222,8 @@ TEST(ApprovalView, DeclineSendsNothingAndSpendsTheToken) {
                               {{"client_id", kViewsLaw},
                                {"prospect", "https://legal-resources.example/guides"}});
     const json args = {{"client_id", kViewsLaw}, {"email_id", drafted.value("email_id", "")}};
-    const json asked = ui_call(a, "send_prospect_email", args);
-    const std::string token = approval_token(asked);
+    const json asked = views_ui_call(a, "send_prospect_email", args);
+    const std::string token = views_approval_token(asked);
     // The view has the e-mail as it would go out: recipient and HTML body.
     const json& preview = asked["result"]["structuredContent"]["preview"];
     EXPECT_FALSE(preview.value("recipient", "").empty()) << preview.dump();
@@ -231,10 +231,10 @@ TEST(ApprovalView, DeclineSendsNothingAndSpendsTheToken) {
     EXPECT_EQ(asked["result"]["content"][0].value("text", "").find("body_html"), std::string::npos)
         << "the full HTML is the view's, not the model's text";
 
-    const json declined = decide(a, token, "decline");
+    const json declined = views_decide(a, token, "decline");
     EXPECT_EQ(declined["result"].value("isError", false), true);
     EXPECT_NE(declined.dump().find("declined"), std::string::npos) << declined.dump();
-    EXPECT_EQ(decide(a, token, "approve")["result"].value("isError", false), true);
+    EXPECT_EQ(views_decide(a, token, "approve")["result"].value("isError", false), true);
     EXPECT_EQ(a.posts("send_prospect_email"), 0u);
 }
 
@@ -242,18 +242,18 @@ TEST(ApprovalView, DeclineSendsNothingAndSpendsTheToken) {
 // and only its yes sends. A client that cannot show the form is refused.
 TEST(ApprovalView, ElicitationOnlyStillAsksThePersonThroughTheHostsForm) {
     ActionToolHarness a({}, ActionSettings{.elicitation_only = true});
-    const json args = {{"client_id", kViewsLaw}, {"article_id", first_draft(a, kViewsLaw)}};
-    const std::string token = approval_token(ui_call(a, "deploy_article", args));
-    json caps = kUiCapabilities;
+    const json args = {{"client_id", kViewsLaw}, {"article_id", views_first_draft(a, kViewsLaw)}};
+    const std::string token = views_approval_token(views_ui_call(a, "deploy_article", args));
+    json caps = kViewsUiCapabilities;
     caps["elicitation"] = json::object();
     const json decide_args = {{"approval", token}, {"decision", "approve"}};
-    const json asked = send_with(a, "tools/call", {{"name", "view_decide"}, {"arguments", decide_args}},
+    const json asked = views_send(a, "tools/call", {{"name", "view_decide"}, {"arguments", decide_args}},
                                  caps);
     ASSERT_TRUE(asked.contains("result") && asked["result"].is_object()) << asked.dump();
     ASSERT_EQ(asked["result"].value("resultType", ""), "input_required") << asked.dump();
     EXPECT_EQ(a.posts("deploy_blog"), 0u);
     const json yes = {{"confirm", {{"action", "accept"}, {"content", {{"confirm", true}}}}}};
-    const json done = send_with(a, "tools/call",
+    const json done = views_send(a, "tools/call",
                                 {{"name", "view_decide"}, {"arguments", decide_args},
                                  {"inputResponses", yes},
                                  {"requestState", asked["result"]["requestState"]}},
@@ -261,8 +261,8 @@ TEST(ApprovalView, ElicitationOnlyStillAsksThePersonThroughTheHostsForm) {
     EXPECT_EQ(done["result"]["structuredContent"].value("status", ""), "published") << done.dump();
     EXPECT_EQ(a.posts("deploy_blog"), 1u);
 
-    const std::string second = approval_token(ui_call(a, "deploy_article", args));
-    const json no_form = decide(a, second, "approve");  // this client cannot elicit
+    const std::string second = views_approval_token(views_ui_call(a, "deploy_article", args));
+    const json no_form = views_decide(a, second, "approve");  // this client cannot elicit
     EXPECT_NE(no_form.dump().find("confirmation_required"), std::string::npos) << no_form.dump();
     EXPECT_EQ(a.posts("deploy_blog"), 1u);
 }
@@ -270,9 +270,9 @@ TEST(ApprovalView, ElicitationOnlyStillAsksThePersonThroughTheHostsForm) {
 TEST(ApprovalView, AnAutoDeployingGenerationWaitsForTheViewToo) {
     ActionToolHarness a;
     const json args = {{"client_id", kViewsPlumbing}, {"keyword", "water heater repair austin"}};
-    const std::string token = approval_token(ui_call(a, "generate_article", args));
+    const std::string token = views_approval_token(views_ui_call(a, "generate_article", args));
     EXPECT_EQ(a.posts("generate_blog"), 0u);
-    const json done = decide(a, token, "approve");
+    const json done = views_decide(a, token, "approve");
     EXPECT_FALSE(done["result"].value("isError", false)) << done.dump();
     EXPECT_EQ(a.posts("generate_blog"), 1u);
 }
@@ -283,7 +283,7 @@ TEST(Views, TheKeywordPickerGetsOneKeywordsPositionsOldestFirst) {
     const std::string keyword = rows[0].value("keyword", "");
     std::size_t expected = 0;
     for (const auto& row : rows) expected += row.value("keyword", "") == keyword;
-    const json r = ui_call(a, "view_ranking_history", {{"client_id", kViewsLaw}, {"keyword", keyword}});
+    const json r = views_ui_call(a, "view_ranking_history", {{"client_id", kViewsLaw}, {"keyword", keyword}});
     const json& points = r["result"]["structuredContent"]["points"];
     ASSERT_TRUE(points.is_array()) << r.dump().substr(0, 400);
     EXPECT_EQ(points.size(), expected);

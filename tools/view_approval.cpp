@@ -31,7 +31,7 @@ private:
     const ViewDecision* previous_;
 };
 
-std::string refusal_of(ConfirmOutcome outcome) {
+std::string approval_refusal(ConfirmOutcome outcome) {
     switch (outcome) {
         case ConfirmOutcome::used: return "was already answered; each approval acts once";
         case ConfirmOutcome::expired: return "has expired (an approval lasts 10 minutes)";
@@ -43,14 +43,14 @@ std::string refusal_of(ConfirmOutcome outcome) {
 }
 
 // The preview's members for the text a model reads, and with the view's own beside them.
-json preview_members(const Preview& preview, bool for_view) {
+json approval_preview(const Preview& preview, bool for_view) {
     json out = preview.details.is_object() ? preview.details : json::object();
     if (for_view && preview.view_only.is_object())
         for (const auto& [key, value] : preview.view_only.items()) out[key] = value;
     return out;
 }
 
-mcp::ToolResult decide(Toolbox& box,
+mcp::ToolResult decide_in_view(Toolbox& box,
                        const std::map<std::string, Handler>& approvable, const json& args,
                        mcp::RequestContext& ctx) {
     const std::string principal = principal_of(ctx);
@@ -91,7 +91,7 @@ std::optional<mcp::ToolResult> spend(ActionRuntime& rt, const ViewDecision& deci
     if (outcome == ConfirmOutcome::accepted) return std::nullopt;
     count_confirmation(outcome == ConfirmOutcome::expired ? "expired" : "refused", "view");
     return tool_error("confirmation", "this approval of " + decided.tool + " " +
-                                          refusal_of(outcome) + "; nothing more was done. Call " +
+                                          approval_refusal(outcome) + "; nothing more was done. Call " +
                                           decided.tool + " again for a new preview.");
 }
 
@@ -112,10 +112,10 @@ mcp::ToolResult ask_in_view(ActionRuntime& rt, const ActionCall& call, const jso
                                 "the approval view shown with this result (it acts once, within "
                                 "10 minutes). Do not call " + call.tool +
                                 " again for it; the view tells you what the person decided."},
-                {"preview", preview_members(preview, false)}};
+                {"preview", approval_preview(preview, false)}};
     mcp::ToolResult result;
     result.text_block = out.dump();
-    out["preview"] = preview_members(preview, true);
+    out["preview"] = approval_preview(preview, true);
     result.structured_text = out.dump();
     result.meta = {{kApprovalMeta, {{"token", token}, {"expires_at", iso_time(c.expires_at)}}}};
     return result;
@@ -136,7 +136,7 @@ ToolSpec view_decide_tool(const std::shared_ptr<Toolbox>& box,
         .mapping = "the POST of the tool approved (deploy_article, send_prospect_email, "
                    "generate_article), once; nothing on Decline",
         .handler = [box, tools](const json& args, mcp::RequestContext& ctx) {
-            return decide(*box, *tools, args, ctx);
+            return decide_in_view(*box, *tools, args, ctx);
         },
         .view = kApproveView,
         .app_only = true};
