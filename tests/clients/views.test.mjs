@@ -1,0 +1,387 @@
+// Issue 34: the MCP Apps views in a real browser. One sample gateway (its own process, so that
+// its POSTs can be counted), one `agency-mcp serve --http` on it, two SDK clients (one declares
+// the io.modelcontextprotocol/ui extension, one does not) and one headless Chromium showing a
+// host page that does what a web MCP Apps host does (views_host/: the ext-apps AppBridge, a
+// sandboxed srcdoc iframe under the spec's CSP, the host context of a light or dark theme, the
+// view's tools/call and resources/read proxied to the server). Each view is fed a real result of
+// the product and read back from its DOM; no console error, warning, uncaught error or load
+// anywhere. With AGENCY_VIEW_SCREENSHOTS=<dir> (scripts/view-screenshots.sh), each view is also
+// photographed in both themes: <dir>/<view>-light.png and -dark.png.
+// Run by ctest: node --test views.test.mjs with AGENCY_MCP_BIN set.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { startGateway, startHttpServer } from './helpers.mjs';
+import { gatewayStats } from './matrix_helpers.mjs';
+import { startHost } from './views_host.mjs';
+import {
+  UI_EXTENSION, VIEW_MIME, connect, listTools, numbersIn, textOf, until, assertNoExternalAddress, readability,
+} from './views_checks.mjs';
+
+const VIEW = {
+  rankings: 'ui://agency-mcp/rankings.html',
+  audit: 'ui://agency-mcp/audit.html',
+  approve: 'ui://agency-mcp/approve.html',
+  overview: 'ui://agency-mcp/client-overview.html',
+};
+const LINKED = {
+  list_rankings: VIEW.rankings, latest_rankings: VIEW.rankings, ranking_changes: VIEW.rankings,
+  get_audit_issues: VIEW.audit,
+  deploy_article: VIEW.approve, send_prospect_email: VIEW.approve, generate_article: VIEW.approve,
+  get_client: VIEW.overview,
+};
+const APP_ONLY = ['view_ranking_history', 'view_decide'];
+const CLIENT = 'demo-plumbing';
+const SHOTS = process.env.AGENCY_VIEW_SCREENSHOTS;
+
+let gateway, server, ui, plain, uiTools, plainTools, host;
+const views = new Map();
+
+before(async () => {
+  gateway = await startGateway();
+  server = await startHttpServer([], {
+    AGENCY_GATEWAY_URL: gateway.url, AGENCY_API_KEY: 'views-test-key', AGENCY_STATE_DB: ':memory:',
+    AGENCY_RATE_LIMIT: 'off',
+  });
+  ui = await connect(server.url, { ui: true });
+  plain = await connect(server.url, { ui: false });
+  uiTools = await listTools(ui.client);
+  plainTools = await listTools(plain.client);
+  host = await startHost({ client: ui.client, tools: uiTools });
+  if (SHOTS) mkdirSync(SHOTS, { recursive: true });
+});
+
+after(async () => {
+  await host?.close();
+  await ui?.client.close();
+  await plain?.client.close();
+  server?.child.kill();
+  gateway?.child.kill();
+});
+
+const tool = (name) => uiTools.find((t) => t.name === name);
+
+// The client's latest completed audit report (get_audit_issues needs its id).
+async function auditArgs(client = ui.client) {
+  const listed = await client.callTool({ name: 'list_audits', arguments: { client_id: CLIENT } });
+  assert.ok(!listed.isError, JSON.stringify(listed).slice(0, 300));
+  const done = listed.structuredContent.rows.filter((r) => r.status === 'completed')
+    .sort((a, b) => String(b.created_at).localeCompare(String(a.created_at)));
+  assert.ok(done.length > 0, 'the sample client has a completed audit');
+  return { client_id: CLIENT, report_id: done[0].id };
+}
+
+// The view's HTML and _meta.ui, read as a host does (resources/read), once per view.
+async function viewResource(uri) {
+  if (!views.has(uri)) {
+    const read = await ui.client.readResource({ uri });
+    assert.equal(read.contents.length, 1, uri);
+    const [c] = read.contents;
+    assert.equal(c.uri, uri);
+    assert.equal(c.mimeType, VIEW_MIME, uri);
+    assert.equal(typeof c.text, 'string', `${uri}: the HTML as text`);
+    views.set(uri, { html: c.text, uiMeta: c._meta?.ui ?? {} });
+  }
+  return views.get(uri);
+}
+
+// Calls a linked tool as the model would, and renders its result in the view it links.
+async function show(name, args, theme = 'light') {
+  const def = tool(name);
+  assert.ok(def, `${name} is listed`);
+  const uri = def._meta?.ui?.resourceUri;
+  assert.equal(uri, LINKED[name], `${name} links its view`);
+  const result = await ui.client.callTool({ name, arguments: args });
+  const { html, uiMeta } = await viewResource(uri);
+  const frame = await host.render({ html, uiMeta, tool: def, args, result, theme });
+  return { frame, result };
+}
+
+// Both themes, as a host toggles them (host-context-changed): the view follows, its text stays
+// readable (contrast >= 4.5), dark is dark; photographed when asked. Ends in light.
+async function themes(frame, view) {
+  const hostBg = (theme) => (theme === 'light' ? 'rgb(255, 255, 255)' : 'rgb(28, 25, 23)');
+  const seen = {};
+  for (const theme of ['light', 'dark']) {
+    await host.setTheme(theme);
+    await until(`${view} takes the ${theme} theme`, () => frame.evaluate((t) => document.documentElement.dataset.theme === t, theme));
+    seen[theme] = await readability(frame, hostBg(theme));
+    assert.ok(seen[theme].contrast >= 4.5, `${view} in ${theme}: text contrast ${seen[theme].contrast.toFixed(2)} (${JSON.stringify(seen[theme])})`);
+    if (SHOTS) await host.screenshot(path.join(SHOTS, `${view}-${theme}.png`));
+  }
+  assert.ok(seen.dark.backgroundLuminance < seen.light.backgroundLuminance, `${view}: dark is darker than light (${JSON.stringify(seen)})`);
+  await host.setTheme('light');
+  await assertNoExternalAddress(frame, view);
+  host.assertClean(view);
+}
+
+test('a client without the UI extension sees no view, no app-only tool, and every result in full', async () => {
+  const initialize = ui.posted.map((b) => JSON.parse(b)).find((m) => m.method === 'initialize');
+  assert.deepEqual(initialize.params.capabilities.extensions, { [UI_EXTENSION]: { mimeTypes: [VIEW_MIME] } });
+  const plainInit = plain.posted.map((b) => JSON.parse(b)).find((m) => m.method === 'initialize');
+  assert.equal(plainInit.params.capabilities.extensions, undefined);
+
+  assert.deepEqual(plainTools.filter((t) => t._meta?.ui || t._meta?.['ui/resourceUri']).map((t) => t.name), []);
+  for (const name of APP_ONLY) assert.ok(!plainTools.some((t) => t.name === name), `${name} is not listed without the extension`);
+  const refused = await plain.client.callTool({ name: 'view_decide', arguments: { approval: 'x', decision: 'approve' } })
+    .catch((e) => ({ isError: true, thrown: e.message }));
+  assert.equal(refused.isError, true, 'an app-only tool cannot be called without the extension');
+  assert.deepEqual(uiTools.map((t) => t.name).filter((n) => !APP_ONLY.includes(n)), plainTools.map((t) => t.name),
+    'both see the same model tools');
+
+  // The text content of linked results is complete for both.
+  for (const client of [plain.client, ui.client]) {
+    const rankings = await client.callTool({ name: 'list_rankings', arguments: { client_id: CLIENT } });
+    const text = rankings.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+    for (const row of rankings.structuredContent.rows) {
+      assert.ok(text.includes(row.id) && text.includes(row.keyword), `row ${row.id} is in the text`);
+    }
+    const audit = await client.callTool({ name: 'get_audit_issues', arguments: await auditArgs(client) });
+    const auditText = audit.content.map((c) => c.text).join('\n');
+    for (const row of audit.structuredContent.rows) assert.ok(auditText.includes(row.recommendation), row.recommendation);
+  }
+});
+
+test('each linked tool names its view; each view is one HTML5 document of the MCP App type', async () => {
+  for (const [name, uri] of Object.entries(LINKED)) {
+    const def = tool(name);
+    assert.equal(def?._meta?.ui?.resourceUri, uri, name);
+    const visibility = def._meta.ui.visibility;
+    assert.ok(visibility === undefined || (visibility.includes('model') && visibility.includes('app')), `${name}: ${visibility}`);
+  }
+  for (const name of APP_ONLY) assert.deepEqual(tool(name)?._meta?.ui?.visibility, ['app'], name);
+  for (const uri of Object.values(VIEW)) {
+    const { html, uiMeta } = await viewResource(uri);
+    assert.match(html.slice(0, 100), /^\s*<!doctype html>/i, uri);
+    assert.ok(Buffer.byteLength(html) < 200 * 1024, `${uri}: ${Buffer.byteLength(html)} bytes`);
+    assert.deepEqual(uiMeta.csp ?? {}, {}, `${uri} declares no external domain`);
+  }
+});
+
+test('rankings: one point per returned row with a position, position 1 at the top; the keyword picker and the movers', async () => {
+  const { frame, result } = await show('list_rankings', { client_id: CLIENT });
+  const rows = result.structuredContent.rows;
+  const ranked = rows.filter((r) => typeof r.position === 'number');
+  assert.ok(ranked.length > 10, `${ranked.length} ranked rows`);
+  const points = async () => frame.$$eval('[data-testid="chart"] [data-testid="point"]', (els) => els.map((e) => {
+    const box = e.getBoundingClientRect();
+    return { keyword: e.dataset.keyword, date: e.dataset.date, position: Number(e.dataset.position), y: box.top + box.height / 2 };
+  }));
+  await until('the chart draws every ranked row', async () => (await points()).length === ranked.length);
+  const drawn = await points();
+  const key = (p) => `${p.keyword}|${p.date}|${p.position}`;
+  assert.deepEqual(drawn.map(key).sort(), ranked.map((r) => key({ ...r, date: r.tracked_at ?? r.created_at })).sort());
+  assertTopDown(drawn);
+  assert.ok((await textOf(frame, 'date-range')).length > 0, 'the date range is shown');
+  await themes(frame, 'rankings');
+
+  // The keyword picker fetches through the app-only tool and draws exactly what it returned.
+  const picker = await frame.waitForSelector('[data-testid="keyword-picker"]');
+  const choice = await picker.evaluate((el) => {
+    if (el.tagName !== 'SELECT') return null;
+    const options = [...el.options].filter((o) => o.value && !o.selected);
+    return options.at(-1)?.value ?? null;
+  });
+  assert.ok(choice, 'the keyword picker is a <select> with another keyword to choose');
+  await frame.select('[data-testid="keyword-picker"]', choice);
+  const history = await until('view_ranking_history answers', () => host.served.find((s) => s.params.name === 'view_ranking_history'));
+  assert.equal(history.params.arguments.keyword, choice);
+  assert.equal(history.params.arguments.client_id, CLIENT);
+  const expected = history.result.structuredContent.points.filter((p) => typeof p.position === 'number');
+  assert.ok(expected.length > 0, 'the sample has a history for the keyword');
+  await until('the chart shows the history', async () => {
+    const now = await points();
+    return now.length === expected.length && now.every((p) => p.keyword === choice);
+  });
+  const historyDrawn = await points();
+  assert.deepEqual(historyDrawn.map((p) => `${p.date}|${p.position}`).sort(), expected.map((p) => `${p.date}|${p.position}`).sort());
+  assertTopDown(historyDrawn);
+
+  // Movers since a chosen date: ranking_changes through the host, one row per change.
+  const since = '2026-10-01';
+  const input = await frame.waitForSelector('[data-testid="movers-since"]');
+  await input.evaluate((el, v) => {
+    el.value = v;
+    el.dispatchEvent(new Event('input', { bubbles: true }));
+    el.dispatchEvent(new Event('change', { bubbles: true }));
+  }, since);
+  const changes = await until('ranking_changes from the chosen date', () =>
+    host.served.find((s) => s.params.name === 'ranking_changes' && s.params.arguments.from === since));
+  assert.ok(!changes.result.isError, JSON.stringify(changes.result).slice(0, 300));
+  const moved = changes.result.structuredContent.rows;
+  await until('one mover row per change', async () =>
+    (await frame.$$('[data-testid="movers"] [data-testid="mover"]')).length === moved.length);
+  const moverText = await frame.$$eval('[data-testid="mover"]', (els) => els.map((e) => e.textContent).join('\n'));
+  for (const row of moved) assert.ok(moverText.includes(row.keyword), row.keyword);
+  host.assertClean('rankings after the picker and the movers');
+});
+
+// A smaller position is drawn higher: y grows with the position, equal positions share a y.
+function assertTopDown(points) {
+  const byPosition = [...points].sort((a, b) => a.position - b.position);
+  for (let i = 1; i < byPosition.length; i++) {
+    const [a, b] = [byPosition[i - 1], byPosition[i]];
+    if (a.position === b.position) assert.ok(Math.abs(a.y - b.y) < 0.5, `positions ${a.position} at one height`);
+    else assert.ok(a.y < b.y, `position ${a.position} (y ${a.y}) is above position ${b.position} (y ${b.y})`);
+  }
+}
+
+test('audit: the score, the counts, every issue with its page and recommendation, sortable', async () => {
+  const { frame, result } = await show('get_audit_issues', await auditArgs());
+  const { rows, audit } = result.structuredContent;
+  assert.ok(rows.length > 3, `${rows.length} issues`);
+  const issues = () => frame.$$eval('[data-testid="issue"]', (els) => els.map((e) => ({
+    severity: e.dataset.severity, text: e.textContent.replace(/\s+/g, ' ') })));
+  await until('every issue is listed', async () => (await issues()).length === rows.length);
+  const listed = await issues();
+  const unmatched = [...listed];
+  for (const row of rows) {
+    const at = unmatched.findIndex((l) => l.severity === row.severity && l.text.includes(row.page) && l.text.includes(row.recommendation));
+    assert.ok(at >= 0, `issue listed: ${JSON.stringify(row)}`);
+    unmatched.splice(at, 1);
+  }
+  assert.ok(numbersIn(await textOf(frame, 'score')).includes(audit.score), 'the score');
+  for (const severity of ['critical', 'warning', 'notice']) {
+    assert.ok(numbersIn(await textOf(frame, `count-${severity}`)).includes(audit.issue_counts[severity]), severity);
+  }
+  await themes(frame, 'audit');
+
+  // Sorting: a header button orders the issues one way, again the other way (within a severity
+  // group when the view groups by severity); nothing is lost.
+  for (const column of ['page', 'recommendation']) {
+    const field = column === 'page' ? 'page' : 'recommendation';
+    const order = async () => (await issues()).map((l) => ({ severity: l.severity, value: rows.find((r) => l.text.includes(r[field]))[field] }));
+    const direction = (seq) => {
+      let d = 0;
+      for (let i = 1; i < seq.length; i++) {
+        if (seq[i].severity !== seq[i - 1].severity) continue;
+        const c = Math.sign(seq[i - 1].value.localeCompare(seq[i].value));
+        if (c === 0) continue;
+        if (d === 0) d = c;
+        else if (c !== d) return null;
+      }
+      return d;
+    };
+    const directions = [];
+    for (let click = 0; click < 2; click++) {
+      const before = JSON.stringify(await order());
+      await (await frame.waitForSelector(`[data-testid="sort-${column}"]`)).click();
+      await until(`sort by ${column}`, async () => JSON.stringify(await order()) !== before || click === 0 && direction(await order()) !== 0);
+      const seq = await order();
+      assert.equal(seq.length, rows.length);
+      directions.push(direction(seq));
+    }
+    assert.ok(directions.every((d) => d !== null && d !== 0), `sorted by ${column}: ${directions}`);
+    assert.notEqual(directions[0], directions[1], `the second click on ${column} reverses the order`);
+  }
+  host.assertClean('audit after sorting');
+});
+
+// A draft blog article of the sample, not auto-deployed elsewhere.
+async function draftArticle() {
+  const listed = await ui.client.callTool({ name: 'list_articles', arguments: { client_id: CLIENT, limit: 100 } });
+  const row = listed.structuredContent.rows.find((a) => a.resource === 'blogs' && a.status === 'draft');
+  assert.ok(row, 'the sample has a draft blog article');
+  return row;
+}
+
+test('approve: deploy_article shows the article and where it goes; Approve makes exactly one POST, once', async () => {
+  const article = await draftArticle();
+  const { frame, result } = await show('deploy_article', { client_id: CLIENT, article_id: article.id });
+  const sc = result.structuredContent;
+  assert.equal(sc.status, 'confirmation_required', JSON.stringify(result).slice(0, 400));
+  assert.equal(sc.confirmation_id, undefined, 'no confirmation_id for a client that renders the view');
+  const token = result._meta?.['agency-mcp/approval']?.token;
+  assert.equal(typeof token, 'string', 'the approval token is in the result\'s _meta');
+  assert.ok(!JSON.stringify(result.content).includes(token) && !JSON.stringify(sc).includes(token), 'the model never sees the token');
+
+  assert.equal(await textOf(frame, 'title'), sc.preview.title ?? article.title);
+  const body = await frame.waitForSelector('[data-testid="body"]');
+  const bodyText = (await body.evaluate((e) => e.textContent)).replace(/\s+/g, ' ').trim();
+  assert.ok(bodyText.length > 0, 'the body is shown');
+  assert.equal(await body.evaluate((e) => e.querySelectorAll('script, iframe, object, embed, img, link, style, form').length), 0,
+    'the sanitised body has no script, frame, image, style sheet or form');
+  const where = await textOf(frame, 'where');
+  for (const part of [sc.preview.site, sc.preview.deployment_target].filter(Boolean)) assert.ok(where.includes(part), `${where} names ${part}`);
+  await themes(frame, 'approve');
+
+  const before = await gatewayStats(gateway);
+  const approve = await frame.waitForSelector('[data-testid="approve"]');
+  await approve.click();
+  const outcome = await until('the outcome', async () => {
+    const el = await frame.$('[data-testid="outcome"]');
+    const text = el && (await el.evaluate((e) => e.textContent.trim()));
+    return text || null;
+  });
+  const decided = host.served.filter((s) => s.params.name === 'view_decide');
+  assert.equal(decided.length, 1);
+  assert.deepEqual(decided[0].params.arguments, { approval: token, decision: 'approve' });
+  const answer = decided[0].result.structuredContent;
+  assert.ok(!decided[0].result.isError && answer?.ok, JSON.stringify(decided[0].result).slice(0, 400));
+  if (answer.url) assert.ok(outcome.includes(answer.url) || outcome.includes(answer.status), outcome);
+  let after = await gatewayStats(gateway);
+  assert.equal(after.posts - before.posts, 1, `one gateway POST (${JSON.stringify(after.posts_by_action)})`);
+  assert.equal((after.posts_by_action.deploy_blog ?? 0) - (before.posts_by_action.deploy_blog ?? 0), 1);
+
+  // Clicking again does nothing more; nor does the token, used.
+  await approve.click().catch(() => {});
+  await new Promise((r) => setTimeout(r, 400));
+  after = await gatewayStats(gateway);
+  assert.equal(after.posts - before.posts, 1, 'a second click makes no POST');
+  assert.ok(host.served.filter((s) => s.params.name === 'view_decide' && !s.result?.isError).length <= 1);
+  const again = await ui.client.callTool({ name: 'view_decide', arguments: { approval: token, decision: 'approve' } });
+  assert.equal(again.isError, true, 'the token is single use');
+  assert.equal((await gatewayStats(gateway)).posts - before.posts, 1);
+
+  const told = (await host.log()).modelContext;
+  assert.ok(told.length >= 1, 'the view tells the model what was decided');
+  assert.match(JSON.stringify(told.at(-1)), /approv/i);
+  host.assertClean('approve after the decision');
+});
+
+test('approve: send_prospect_email shows recipient, subject and body; Decline sends nothing', async () => {
+  const recipient = 'sam.editor@legal-resources.example';
+  const drafted = await ui.client.callTool({ name: 'generate_outreach_email',
+    arguments: { client_id: 'demo-law', prospect: 'https://legal-resources.example/guides', recipient } });
+  assert.ok(!drafted.isError, JSON.stringify(drafted).slice(0, 300));
+  const { frame, result } = await show('send_prospect_email', { client_id: 'demo-law', email_id: drafted.structuredContent.email_id });
+  const sc = result.structuredContent;
+  assert.equal(sc.status, 'confirmation_required', JSON.stringify(result).slice(0, 400));
+  assert.ok((await textOf(frame, 'recipient')).includes(recipient));
+  assert.ok((await textOf(frame, 'subject')).includes(sc.preview.subject ?? drafted.structuredContent.title));
+  assert.match(await textOf(frame, 'body'), /I'm reaching out from/);
+  assert.equal(await frame.$eval('[data-testid="body"]', (e) => e.querySelectorAll('script, iframe, img, link, style').length), 0);
+  await assertNoExternalAddress(frame, 'approve (e-mail)');
+
+  const before = await gatewayStats(gateway);
+  await (await frame.waitForSelector('[data-testid="decline"]')).click();
+  await until('the outcome', async () => (await frame.$('[data-testid="outcome"]')) &&
+    (await frame.$eval('[data-testid="outcome"]', (e) => e.textContent.trim())));
+  const decided = host.served.filter((s) => s.params.name === 'view_decide');
+  assert.equal(decided.length, 1);
+  assert.equal(decided[0].params.arguments.decision, 'decline');
+  assert.equal(decided[0].result.structuredContent?.status, 'declined');
+  assert.equal((await gatewayStats(gateway)).posts, before.posts, 'declined: no POST');
+  assert.match(JSON.stringify((await host.log()).modelContext.at(-1) ?? {}), /declin/i);
+  host.assertClean('approve (e-mail) after declining');
+});
+
+test('client overview: the numbers of the overview resource, read through the host', async () => {
+  const { frame } = await show('get_client', { client_id: CLIENT });
+  const uri = `agency://clients/${CLIENT}/overview`;
+  await until('the view reads the overview', async () => (await host.log()).reads.some((r) => r.uri === uri));
+  const overview = JSON.parse((await ui.client.readResource({ uri })).contents[0].text);
+  assert.ok(numbersIn(await textOf(frame, 'tracked-keywords')).includes(overview.keywords.tracked_keywords));
+  assert.ok(numbersIn(await textOf(frame, 'audit-score')).includes(overview.audits.latest.score));
+  const range = await textOf(frame, 'date-range');
+  assert.ok(range.length > 0, 'the date range is shown');
+  for (const kind of ['blogs', 'geo_articles']) {
+    for (const [status, n] of Object.entries(overview.articles[kind]?.by_status ?? {})) {
+      const total = (overview.articles.blogs?.by_status?.[status] ?? 0) + (overview.articles.geo_articles?.by_status?.[status] ?? 0);
+      const shown = numbersIn(await textOf(frame, `articles-${status}`));
+      assert.ok(shown.includes(n) || shown.includes(total), `articles ${status}: ${shown}`);
+    }
+  }
+  await themes(frame, 'client-overview');
+});
