@@ -80,6 +80,11 @@ std::optional<Reply> Server::call_tool(const json& id, const json& params,
         throw RpcError(error_code::invalid_params,
                        "unknown tool: " + name + " (not among the toolsets and tools enabled " +
                            "for this server or request; tools/list shows the available tools)");
+    if (tool.app_only() && !ctx.renders_views())
+        throw RpcError(error_code::invalid_params,
+                       "unknown tool: " + name + " (a tool of this server's MCP Apps views, "
+                       "offered only to clients that declare the io.modelcontextprotocol/ui "
+                       "extension; tools/list shows the available tools)");
     RequestObserver::tool_found(name);
     json arguments = params.value("arguments", json::object());
     if (arguments.is_null()) arguments = json::object();

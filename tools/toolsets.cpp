@@ -16,6 +16,8 @@ const std::vector<Toolset>& toolsets() {
         {"outreach", "Outreach emails (draft, send)"},
         {"reports", "Visibility reports and answer-engine (LLM) visibility"},
         {"datasets", "Any other dataset the gateway lists (reviews, competitors, ...)"},
+        {"views", "The MCP Apps views' own tools (app-only: only clients that render views "
+                  "get them; always enabled with any toolset; --no-ui turns views off)"},
     };
     return all;
 }
@@ -26,7 +28,7 @@ mcp::ToolGroups tool_groups() {
     for (const auto& set : toolsets()) names.emplace_back(set.name);
     groups.aliases["all"] = names;
     groups.aliases["default"] = names;
-    groups.always = {"clients"};
+    groups.always = {"clients", "views"};
     return groups;
 }
 
