@@ -237,6 +237,7 @@ TEST(ApprovalView, ElicitationOnlyStillAsksThePersonThroughTheHostsForm) {
     const json decide_args = {{"approval", token}, {"decision", "approve"}};
     const json asked = send_with(a, "tools/call", {{"name", "view_decide"}, {"arguments", decide_args}},
                                  caps);
+    ASSERT_TRUE(asked.contains("result") && asked["result"].is_object()) << asked.dump();
     ASSERT_EQ(asked["result"].value("resultType", ""), "input_required") << asked.dump();
     EXPECT_EQ(a.posts("deploy_blog"), 0u);
     const json yes = {{"confirm", {{"action", "accept"}, {"content", {{"confirm", true}}}}}};

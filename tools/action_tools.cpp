@@ -300,7 +300,7 @@ ToolCatalog register_action_tools(mcp::Server& server, const std::shared_ptr<Too
     std::map<std::string, Handler> approvable;  // the approval view's tools: view_decide's
     for (const ToolSpec& spec : specs)
         if (spec.view == kApproveView) approvable[spec.name] = spec.handler;
-    specs.push_back(view_decide_tool(box, rt, std::move(approvable)));
+    specs.push_back(view_decide_tool(box, std::move(approvable)));
 
     std::map<std::string, std::string> actions_of;  // tool -> gateway action, for the filter
     ToolCatalog docs;

@@ -170,14 +170,31 @@ mcp::ToolResult elicitation_required(const std::string& tool, const Preview& pre
 
 // The person answered in the approval view (view_decide): a decline ends the call; an
 // approval acts, unless the operator accepts only the elicitation form: then the host's own
-// form asks the person once more, and only its yes acts.
-std::optional<mcp::ToolResult> decided_in_view(const ActionCall& call, const Preview& preview,
+// form asks the person once more, and only its yes acts. The token is spent once the answer
+// is final (a modern form round runs the call again from the top).
+std::optional<mcp::ToolResult> decided_in_view(ActionRuntime& rt, const ActionCall& call,
+                                               const Preview& preview,
                                                const ViewDecision& decided,
                                                const std::string& principal,
-                                               bool only_a_person, mcp::RequestContext& ctx) {
+                                               mcp::RequestContext& ctx) {
     if (decided.tool != call.tool)
         return tool_error("confirmation", "this approval was for " + decided.tool + ", not " +
                                               call.tool + "; nothing was done");
+    std::optional<mcp::ToolResult> form;  // the form's answer when it ends the call
+    if (decided.approve && rt.settings().elicitation_only) {
+        if (!ctx.client_supports("elicitation")) {
+            form = elicitation_required(call.tool, preview, WhyNoForm::cannot_elicit);
+        } else {
+            try {
+                form = confirm_by_elicitation(call, preview, principal, ctx);
+            } catch (const mcp::RpcError& e) {
+                if (e.code() != mcp::error_code::method_not_found) throw;
+                form = elicitation_required(call.tool, preview, WhyNoForm::cannot_answer);
+            }
+        }
+    }
+    if (auto refused = spend(rt, decided, principal)) return refused;
+    if (form) return form;
     if (!decided.approve) {
         count_confirmation("declined", "view");
         return tool_error("declined",
@@ -185,18 +202,8 @@ std::optional<mcp::ToolResult> decided_in_view(const ActionCall& call, const Pre
                               " Nothing was done.",
                           {{"action", "decline"}});
     }
-    if (!only_a_person) {
-        count_confirmation("granted", "view");
-        return std::nullopt;
-    }
-    if (!ctx.client_supports("elicitation"))
-        return elicitation_required(call.tool, preview, WhyNoForm::cannot_elicit);
-    try {
-        return confirm_by_elicitation(call, preview, principal, ctx);
-    } catch (const mcp::RpcError& e) {
-        if (e.code() != mcp::error_code::method_not_found) throw;
-        return elicitation_required(call.tool, preview, WhyNoForm::cannot_answer);
-    }
+    if (!rt.settings().elicitation_only) count_confirmation("granted", "view");
+    return std::nullopt;
 }
 
 }  // namespace
@@ -212,7 +219,7 @@ std::optional<mcp::ToolResult> confirm(ActionRuntime& rt, const ActionCall& call
     const std::string principal = principal_of(ctx);
     const bool only_a_person = rt.settings().elicitation_only;
     if (const ViewDecision* decided = view_decision())
-        return decided_in_view(call, preview, *decided, principal, only_a_person, ctx);
+        return decided_in_view(rt, call, preview, *decided, principal, ctx);
     if (!confirmation_id.empty()) {
         if (only_a_person) return elicitation_required(call.tool, preview, WhyNoForm::had_id);
         return confirm_with_id(rt, call.tool, call_args, confirmation_id, principal);

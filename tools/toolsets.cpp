@@ -39,8 +39,10 @@ std::string server_instructions(const std::vector<const mcp::ToolDef*>& enabled,
     };
     std::string sets;
     for (const auto& set : toolsets()) {
-        const bool on = std::any_of(enabled.begin(), enabled.end(),
-                                    [&](const mcp::ToolDef* t) { return t->group == set.name; });
+        // The views' own tools are not the model's (app-only): instructions leave them out.
+        const bool on = std::any_of(enabled.begin(), enabled.end(), [&](const mcp::ToolDef* t) {
+            return t->group == set.name && !t->app_only();
+        });
         if (on) sets += (sets.empty() ? "" : ", ") + std::string(set.name);
     }
     std::string text = "Tools over an SEO agency's platform (toolsets: " +

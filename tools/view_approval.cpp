@@ -50,7 +50,7 @@ json preview_members(const Preview& preview, bool for_view) {
     return out;
 }
 
-mcp::ToolResult decide(Toolbox& box, ActionRuntime& rt,
+mcp::ToolResult decide(Toolbox& box,
                        const std::map<std::string, Handler>& approvable, const json& args,
                        mcp::RequestContext& ctx) {
     const std::string principal = principal_of(ctx);
@@ -72,16 +72,8 @@ mcp::ToolResult decide(Toolbox& box, ActionRuntime& rt,
     if (handler == approvable.end())
         return tool_error("confirmation", "this approval names no tool of this server; nothing "
                                           "was done");
-    // Spent once, whatever the decision, on any instance sharing the store.
-    const ConfirmOutcome outcome = rt.store().consume_confirmation(
-        body.value("confirmation", ""), principal, tool, args_digest(call_args));
-    if (outcome != ConfirmOutcome::accepted) {
-        count_confirmation(outcome == ConfirmOutcome::expired ? "expired" : "refused", "view");
-        return tool_error("confirmation", "this approval of " + tool + " " + refusal_of(outcome) +
-                                              "; nothing more was done. Call " + tool +
-                                              " again for a new preview.");
-    }
-    const ViewDecision made{tool, decision == "approve"};
+    const ViewDecision made{tool, decision == "approve", body.value("confirmation", ""),
+                            args_digest(call_args)};
     log::info("{}: {} in the approval view by {}", tool,
               made.approve ? "approved" : "declined", principal);
     DecisionScope scope(made);
@@ -91,6 +83,17 @@ mcp::ToolResult decide(Toolbox& box, ActionRuntime& rt,
 }  // namespace
 
 const ViewDecision* view_decision() { return current_decision; }
+
+std::optional<mcp::ToolResult> spend(ActionRuntime& rt, const ViewDecision& decided,
+                                     const std::string& principal) {
+    const ConfirmOutcome outcome = rt.store().consume_confirmation(
+        decided.confirmation, principal, decided.tool, decided.args_digest);
+    if (outcome == ConfirmOutcome::accepted) return std::nullopt;
+    count_confirmation(outcome == ConfirmOutcome::expired ? "expired" : "refused", "view");
+    return tool_error("confirmation", "this approval of " + decided.tool + " " +
+                                          refusal_of(outcome) + "; nothing more was done. Call " +
+                                          decided.tool + " again for a new preview.");
+}
 
 mcp::ToolResult ask_in_view(ActionRuntime& rt, const ActionCall& call, const json& call_args,
                             const Preview& preview, const std::string& principal) {
@@ -119,7 +122,6 @@ mcp::ToolResult ask_in_view(ActionRuntime& rt, const ActionCall& call, const jso
 }
 
 ToolSpec view_decide_tool(const std::shared_ptr<Toolbox>& box,
-                          const std::shared_ptr<ActionRuntime>& rt,
                           std::map<std::string, Handler> approvable) {
     auto tools = std::make_shared<const std::map<std::string, Handler>>(std::move(approvable));
     return ToolSpec{
@@ -135,8 +137,8 @@ ToolSpec view_decide_tool(const std::shared_ptr<Toolbox>& box,
         .interactive = true,
         .mapping = "the POST of the tool approved (deploy_article, send_prospect_email, "
                    "generate_article), once; nothing on Decline",
-        .handler = [box, rt, tools](const json& args, mcp::RequestContext& ctx) {
-            return decide(*box, *rt, *tools, args, ctx);
+        .handler = [box, tools](const json& args, mcp::RequestContext& ctx) {
+            return decide(*box, *tools, args, ctx);
         },
         .view = kApproveView,
         .app_only = true};

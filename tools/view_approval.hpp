@@ -7,7 +7,7 @@
 //      view and not to the model (MCP Apps), so the model never holds it.
 //   2. The person presses Approve or Decline; the view calls the app-only tool view_decide
 //      with the token. The token is sealed (tamper-evident, bound to the caller, 10 minutes)
-//      and names a confirmation record of the state store, spent here once on any instance.
+//      and names a confirmation record of the state store, spent once on any instance.
 //   3. The tool's own pipeline runs again with the decision (preview, then exactly one POST on
 //      Approve). With --confirm elicitation-only the click is not enough: the server then asks
 //      the person through the host's own elicitation form before acting.
@@ -26,9 +26,17 @@ namespace agency::tools {
 struct ViewDecision {
     std::string tool;
     bool approve = false;
+    std::string confirmation;  // the store's record the token names, spent by spend()
+    std::string args_digest;
 };
 // The decision of the call running on this thread, or nullptr (any call but view_decide's).
 const ViewDecision* view_decision();
+
+// Spends the decision's confirmation record (once, on any instance): nullopt when it was
+// still unused, else the tool error that ends the call. Spent only once the person's answer
+// is final: a modern elicitation round runs the call again from the top.
+std::optional<mcp::ToolResult> spend(ActionRuntime& rt, const ViewDecision& decided,
+                                     const std::string& principal);
 
 // The confirmation stage's answer for a client that renders views (step 1 above).
 mcp::ToolResult ask_in_view(ActionRuntime& rt, const ActionCall& call, const json& call_args,
@@ -37,7 +45,6 @@ mcp::ToolResult ask_in_view(ActionRuntime& rt, const ActionCall& call, const jso
 // The app-only tool view_decide over the tools the approval view approves (name: the tool's
 // own handler, before argument checks: the token's arguments were checked when it was issued).
 ToolSpec view_decide_tool(const std::shared_ptr<Toolbox>& box,
-                          const std::shared_ptr<ActionRuntime>& rt,
                           std::map<std::string, Handler> approvable);
 
 }  // namespace agency::tools
