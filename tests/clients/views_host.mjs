@@ -82,6 +82,9 @@ export async function startHost({ client, tools }) {
     // Renders {html, uiMeta, tool, args, result, theme}; resolves with the view's Frame.
     async render(view) {
       served.length = 0;
+      // What an earlier, failed test left unchecked is not this view's (a passing test ends
+      // with assertClean).
+      problems.length = 0;
       await page.evaluate((v) => window.renderView(v), view);
       const frame = await (await page.waitForSelector('iframe')).contentFrame();
       assert.ok(frame, 'the view iframe has no frame');
