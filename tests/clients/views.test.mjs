@@ -16,7 +16,7 @@ import { startGateway, startHttpServer } from './helpers.mjs';
 import { gatewayStats } from './matrix_helpers.mjs';
 import { startHost } from './views_host.mjs';
 import {
-  UI_EXTENSION, VIEW_MIME, connect, listTools, numbersIn, textOf, until, assertNoExternalAddress, readability,
+  UI_EXTENSION, VIEW_MIME, connect, listTools, numbersIn, showsDate, textOf, until, assertNoExternalAddress, readability,
 } from './views_checks.mjs';
 
 const VIEW = {
@@ -175,7 +175,9 @@ test('rankings: one point per returned row with a position, position 1 at the to
   const key = (p) => `${p.keyword}|${p.date}|${p.position}`;
   assert.deepEqual(drawn.map(key).sort(), ranked.map((r) => key({ ...r, date: r.tracked_at ?? r.created_at })).sort());
   assertTopDown(drawn);
-  assert.ok((await textOf(frame, 'date-range')).length > 0, 'the date range is shown');
+  const dates = ranked.map((r) => r.tracked_at ?? r.created_at).sort();
+  const range = await textOf(frame, 'date-range');
+  assert.ok(showsDate(range, dates[0]) && showsDate(range, dates.at(-1)), `the date range ${range} is ${dates[0]} to ${dates.at(-1)}`);
   await themes(frame, 'rankings');
 
   // The keyword picker fetches through the app-only tool and draws exactly what it returned.
@@ -284,6 +286,32 @@ test('audit: the score, the counts, every issue with its page and recommendation
     assert.notEqual(directions[0], directions[1], `the second click on ${column} reverses the order`);
   }
   host.assertClean('audit after sorting');
+});
+
+test('audit: a gateway that gives counts only: the counts and a plain statement, no invented issue', async () => {
+  // A second gateway and server, for this case alone (the sample's --counts-only-reports).
+  const countsOnly = await startGateway(['--counts-only-reports']);
+  const other = await startHttpServer([], { AGENCY_GATEWAY_URL: countsOnly.url, AGENCY_API_KEY: 'views-test-key',
+    AGENCY_STATE_DB: ':memory:', AGENCY_RATE_LIMIT: 'off' });
+  const { client } = await connect(other.url, { ui: true });
+  try {
+    const args = await auditArgs(client);
+    const result = await client.callTool({ name: 'get_audit_issues', arguments: args });
+    assert.ok(!result.isError, JSON.stringify(result).slice(0, 300));
+    const { audit } = result.structuredContent;
+    const { html, uiMeta } = await viewResource(VIEW.audit);
+    const frame = await host.render({ html, uiMeta, tool: tool('get_audit_issues'), args, result, theme: 'light' });
+    assert.ok((await textOf(frame, 'detail-unavailable')).length > 0, 'the view says the detail is not available');
+    for (const severity of ['critical', 'warning', 'notice']) {
+      assert.ok(numbersIn(await textOf(frame, `count-${severity}`)).includes(audit.issue_counts[severity]), severity);
+    }
+    assert.equal((await frame.$$('[data-testid="issue"]')).length, 0, 'no issue row is invented');
+    host.assertClean('audit, counts only');
+  } finally {
+    await client.close();
+    other.child.kill();
+    countsOnly.child.kill();
+  }
 });
 
 // The outcome a decision ends in: the view's outcome box once view_decide has answered
@@ -442,6 +470,19 @@ test('approve: text a reader would not see stays out of the view; Decline does n
   host.assertClean('approve (planted article) after declining');
 });
 
+test('approve: generate_article for an auto-deploying client asks first, in the view', async () => {
+  const keyword = `emergency plumber ${process.pid}`;
+  const { frame, result } = await show('generate_article', { client_id: CLIENT, keyword });
+  const sc = result.structuredContent;
+  assert.equal(sc.status, 'confirmation_required', JSON.stringify(result).slice(0, 400));
+  assert.equal(typeof result._meta?.['agency-mcp/approval']?.token, 'string');
+  const where = await textOf(frame, 'where');
+  assert.ok(!sc.preview.site || where.includes(sc.preview.site), where);
+  assert.ok((await frame.evaluate(() => document.body.innerText)).includes(keyword), 'the keyword is shown');
+  assert.ok(await frame.$('[data-testid="approve"]') && await frame.$('[data-testid="decline"]'));
+  host.assertClean('approve (generate_article)');
+});
+
 test('client overview: the numbers of the overview resource, read through the host', async () => {
   const { frame } = await show('get_client', { client_id: CLIENT });
   const uri = `agency://clients/${CLIENT}/overview`;
@@ -450,7 +491,8 @@ test('client overview: the numbers of the overview resource, read through the ho
   assert.ok(numbersIn(await textOf(frame, 'tracked-keywords')).includes(overview.keywords.tracked_keywords));
   assert.ok(numbersIn(await textOf(frame, 'audit-score')).includes(overview.audits.latest.score));
   const range = await textOf(frame, 'date-range');
-  assert.ok(range.length > 0, 'the date range is shown');
+  const { first_tracked: first, last_tracked: last } = overview.keywords;
+  assert.ok(showsDate(range, first) && showsDate(range, last), `the date range ${range} is ${first} to ${last}`);
   for (const kind of ['blogs', 'geo_articles']) {
     for (const [status, n] of Object.entries(overview.articles[kind]?.by_status ?? {})) {
       const total = (overview.articles.blogs?.by_status?.[status] ?? 0) + (overview.articles.geo_articles?.by_status?.[status] ?? 0);

@@ -40,6 +40,12 @@ export function numbersIn(text) {
   return (text.replace(/(\d),(?=\d{3}\b)/g, '$1').match(/-?\d+(\.\d+)?/g) ?? []).map(Number);
 }
 
+// A YYYY-MM-DD date as the text may write it: as is, or "Nov 14, 2026" (en-US, UTC).
+export function showsDate(text, iso) {
+  const written = new Date(`${iso}T00:00:00Z`).toLocaleDateString('en-US', { month: 'short', day: 'numeric', year: 'numeric', timeZone: 'UTC' });
+  return text.includes(iso) || text.includes(written);
+}
+
 export async function textOf(frame, testid) {
   const el = await frame.waitForSelector(`[data-testid="${testid}"]`, { timeout: 5000 });
   return (await el.evaluate((e) => e.textContent)).replace(/\s+/g, ' ').trim();
