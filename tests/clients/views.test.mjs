@@ -328,7 +328,7 @@ async function decision(frame) {
 async function draftArticle() {
   const client_id = 'demo-dental';
   const made = await ui.client.callTool({ name: 'generate_article',
-    arguments: { client_id, keyword: `dental sealants ${process.pid}` } });
+    arguments: { client_id, keyword: 'dental sealants' } });
   assert.equal(made.structuredContent?.status, 'drafted', JSON.stringify(made).slice(0, 400));
   const listed = await ui.client.callTool({ name: 'list_articles', arguments: { client_id, limit: 100 } });
   const row = listed.structuredContent.rows.find((a) => a.id === made.structuredContent.article_id);
@@ -471,7 +471,7 @@ test('approve: text a reader would not see stays out of the view; Decline does n
 });
 
 test('approve: generate_article for an auto-deploying client asks first, in the view', async () => {
-  const keyword = `emergency plumber ${process.pid}`;
+  const keyword = 'emergency plumber';
   const { frame, result } = await show('generate_article', { client_id: CLIENT, keyword });
   const sc = result.structuredContent;
   assert.equal(sc.status, 'confirmation_required', JSON.stringify(result).slice(0, 400));
