@@ -132,6 +132,13 @@ test('a client without the UI extension sees no view, no app-only tool, and ever
   assert.deepEqual(uiTools.map((t) => t.name).filter((n) => !APP_ONLY.includes(n)), plainTools.map((t) => t.name),
     'both see the same model tools');
 
+  // An action asks as before: the confirmation_id in the answer and its text, no approval token.
+  const preview = await plain.client.callTool({ name: 'deploy_article', arguments: { client_id: 'demo-law', article_id: 'post-law-000009' } });
+  assert.equal(preview.structuredContent?.status, 'confirmation_required', JSON.stringify(preview).slice(0, 300));
+  assert.match(preview.structuredContent.confirmation_id, /^cf_/);
+  assert.ok(preview.content[0].text.includes(preview.structuredContent.confirmation_id));
+  assert.equal(preview._meta?.['agency-mcp/approval'], undefined);
+
   // The text content of linked results is complete for both.
   for (const client of [plain.client, ui.client]) {
     const rankings = await client.callTool({ name: 'list_rankings', arguments: { client_id: CLIENT } });

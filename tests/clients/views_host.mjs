@@ -88,6 +88,12 @@ export async function startHost({ client, tools }) {
       await page.evaluate((v) => window.renderView(v), view);
       const frame = await (await page.waitForSelector('iframe')).contentFrame();
       assert.ok(frame, 'the view iframe has no frame');
+      // As a host must render it: an opaque origin (not the host's), under the policy.
+      const where = await frame.evaluate(() => ({
+        origin: window.origin,
+        policy: document.head.firstElementChild?.getAttribute('http-equiv'),
+      }));
+      assert.deepEqual(where, { origin: 'null', policy: 'Content-Security-Policy' });
       return frame;
     },
     setTheme: (theme) => page.evaluate((t) => window.setTheme(t), theme),
