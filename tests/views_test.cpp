@@ -4,6 +4,7 @@
 // token: delivered in the result's _meta only, spent once, one POST on Approve, none on
 // Decline, and with --confirm elicitation-only the host's own form still decides.
 // The views themselves are rendered in a real browser by tests/clients/views.test.mjs.
+#include <iostream>
 #include <regex>
 #include <set>
 #include <string>
@@ -110,6 +111,17 @@ TEST(Views, AClientThatDeclaresTheExtensionGetsEveryViewLinkedAndEachResourceIsS
         EXPECT_TRUE(c["_meta"]["ui"]["prefersBorder"].is_boolean());
         expect_self_contained(uri, c.value("text", ""));
     }
+}
+
+// The links and the two app-only tools keep tools/list within the alarm every client's list is
+// held to (ToolSnapshots.ListAnswerSize): every toolset, a client that renders views.
+TEST(Views, TheToolListOfAClientThatRendersViewsStaysWithinItsBudget) {
+    ActionToolHarness a;
+    const json answer = send_with(a, "tools/list", json::object(), kUiCapabilities);
+    const std::size_t bytes = answer.dump().size();
+    std::cout << "tools/list with views: " << answer["result"]["tools"].size() << " tools, "
+              << bytes << " bytes" << std::endl;
+    EXPECT_LE(bytes, 34u * 1024u);
 }
 
 TEST(Views, AClientWithoutTheExtensionSeesNoViewAndLosesNoAnswer) {

@@ -136,9 +136,7 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                      {"keywords"}});
 
     tools.push_back({ToolSpec{.name = "view_ranking_history", .toolset = "views",
-                      .title = "Keyword positions (rankings view)",
-                      .description = "The rankings view's keyword picker: one keyword's "
-                                     "positions over time, oldest first.",
+                      .description = "Rankings view: one keyword's positions, oldest first.",
                       .mapping = "GET resource=keywords, order=tracked_at desc, limit=1000 "
                                  "pages; the keyword's rows kept, stops past `from`",
                       .handler = [box](const json& args, mcp::RequestContext& ctx) {

@@ -177,7 +177,8 @@ ToolDoc add_tool(mcp::Server& server, ToolSpec spec) {
         def.shared_output_schema = &schema(spec.output_schema);
         def.listed_output_schema = listed_schema(spec.output_schema);
     }
-    def.annotations = annotations(spec);
+    // An app-only tool never reaches a model: its hints say only whether it writes.
+    def.annotations = spec.app_only ? json{{"readOnlyHint", spec.read_only}} : annotations(spec);
     if (spec.needs_write) def.required_scopes = {"write"};
     def.interactive = spec.interactive;
     auto validator = std::make_shared<const InputValidator>(

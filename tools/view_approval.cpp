@@ -127,9 +127,7 @@ ToolSpec view_decide_tool(const std::shared_ptr<Toolbox>& box,
     return ToolSpec{
         .name = "view_decide",
         .toolset = "views",
-        .title = "Approve or decline (approval view)",
-        .description = "The approval view's Approve and Decline: acts once on the approval "
-                       "token the view was given.",
+        .description = "Approval view: Approve or Decline, once, with the view's token.",
         .read_only = false,
         .destructive = true,
         .idempotent = false,
