@@ -292,6 +292,25 @@ test('audit: the score, the counts, every issue with its page and recommendation
     assert.ok(directions.every((d) => d !== null && d !== 0), `sorted by ${column}: ${directions}`);
     assert.notEqual(directions[0], directions[1], `the second click on ${column} reverses the order`);
   }
+
+  // By keyboard: Tab reaches a sort button, which shows a focus ring; Enter sorts.
+  const target = 'sort-page';
+  await frame.evaluate(() => document.activeElement?.blur());
+  let focused = null;
+  for (let i = 0; i < 30 && focused !== target; i++) {
+    await host.page.keyboard.press('Tab');
+    focused = await frame.evaluate(() => document.activeElement?.dataset?.testid ?? null);
+  }
+  assert.equal(focused, target, 'Tab reaches the page sort button');
+  const ring = await frame.evaluate(() => {
+    const s = getComputedStyle(document.activeElement);
+    return { outline: s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0, shadow: s.boxShadow !== 'none' };
+  });
+  assert.ok(ring.outline || ring.shadow, `a visible focus ring: ${JSON.stringify(ring)}`);
+  const sequence = async () => (await issues()).map((l) => l.text).join('\n');
+  const beforeKey = await sequence();
+  await host.page.keyboard.press('Enter');
+  await until('Enter on the sort button sorts', async () => (await sequence()) !== beforeKey);
   host.assertClean('audit after sorting');
 });
 
