@@ -496,6 +496,46 @@ test('approve: text a reader would not see stays out of the view; Decline does n
   host.assertClean('approve (planted article) after declining');
 });
 
+test('approve under --confirm elicitation-only: the host\'s own form asks once more before the one POST', async () => {
+  const ownGateway = await startGateway();
+  const other = await startHttpServer(['--confirm', 'elicitation-only'], { AGENCY_GATEWAY_URL: ownGateway.url,
+    AGENCY_API_KEY: 'views-test-key', AGENCY_STATE_DB: ':memory:', AGENCY_RATE_LIMIT: 'off' });
+  const asked = [];
+  let frame;
+  // The host's form: answered once the view has said to confirm in the assistant's dialog.
+  const { client } = await connect(other.url, { ui: true, elicit: async (params) => {
+    asked.push(params);
+    asked.waiting = await until('the view says to confirm in the dialog', () =>
+      frame.evaluate(() => document.querySelector('[data-testid="outcome"]')?.textContent.match(/confirm/i)?.[0] ?? null));
+    return { action: 'accept', content: { confirm: true } };
+  } });
+  host.use({ client, tools: await listTools(client) });
+  try {
+    const made = await client.callTool({ name: 'generate_article', arguments: { client_id: 'demo-dental', keyword: 'teeth whitening' } });
+    assert.equal(made.structuredContent?.status, 'drafted', JSON.stringify(made).slice(0, 300));
+    const args = { client_id: 'demo-dental', article_id: made.structuredContent.article_id };
+    const result = await client.callTool({ name: 'deploy_article', arguments: args });
+    assert.equal(result.structuredContent?.status, 'confirmation_required', JSON.stringify(result).slice(0, 400));
+    assert.equal(asked.length, 0, 'nothing asked before the person decides in the view');
+    const { html, uiMeta } = await viewResource(VIEW.approve);
+    frame = await host.render({ html, uiMeta, tool: tool('deploy_article'), args, result, theme: 'light' });
+    const before = (await gatewayStats(ownGateway)).posts;
+    const { outcome, decided } = await decide(frame, 'approve');
+    assert.equal(asked.length, 1, 'the host\'s form asked once');
+    assert.ok(asked.waiting, 'the view said to confirm in the dialog while the form was open');
+    assert.ok(asked[0].message.includes(made.structuredContent.title), asked[0].message);
+    assert.ok(!decided.result.isError, JSON.stringify(decided.result).slice(0, 400));
+    assert.equal(outcome.status, decided.result.structuredContent.status);
+    assert.equal((await gatewayStats(ownGateway)).posts - before, 1, 'one POST, after the form');
+    host.assertClean('approve under elicitation-only');
+  } finally {
+    host.use({ client: ui.client, tools: uiTools });
+    await client.close();
+    other.child.kill();
+    ownGateway.child.kill();
+  }
+});
+
 test('approve: generate_article for an auto-deploying client asks first, in the view', async () => {
   const keyword = 'emergency plumber';
   const { frame, result } = await show('generate_article', { client_id: CLIENT, keyword });

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 export const UI_EXTENSION = 'io.modelcontextprotocol/ui';
 export const VIEW_MIME = 'text/html;profile=mcp-app';
@@ -10,10 +11,13 @@ export const VIEW_MIME = 'text/html;profile=mcp-app';
 // An SDK v1 client over Streamable HTTP. With `ui`, it declares the MCP Apps extension in
 // initialize (SDK 1.32.2's ClientCapabilities has `extensions`, sent as given); the bodies it
 // posts are kept so that the test can show the declaration went out.
-export async function connect(url, { ui }) {
+// With `elicit`, it also answers elicitation/create (the host's own form) with elicit(request).
+export async function connect(url, { ui, elicit }) {
   const posted = [];
   const capabilities = ui ? { extensions: { [UI_EXTENSION]: { mimeTypes: [VIEW_MIME] } } } : {};
+  if (elicit) capabilities.elicitation = {};
   const client = new Client({ name: ui ? 'views-test-host' : 'views-test-plain', version: '1.0.0' }, { capabilities });
+  if (elicit) client.setRequestHandler(ElicitRequestSchema, (request) => elicit(request.params));
   const transport = new StreamableHTTPClientTransport(new URL(url), {
     fetch: (input, init) => {
       if (typeof init?.body === 'string') posted.push(init.body);

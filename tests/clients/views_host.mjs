@@ -59,8 +59,10 @@ export async function startHost({ client, tools }) {
   page.on('request', (r) => {
     if (!/^(data|about|blob):/.test(r.url())) problems.push(`a load from ${r.url().slice(0, 200)} (${r.resourceType()})`);
   });
-  const byName = new Map(tools.map((t) => [t.name, t]));
+  // The server the host proxies to (use() switches it, for a test on another server).
+  const target = { client, byName: new Map(tools.map((t) => [t.name, t])) };
   await page.exposeFunction('agencyCallTool', async (params) => {
+    const { client, byName } = target;
     if (!callableByView(byName.get(params.name))) {
       served.push({ method: 'tools/call', params, refused: true });
       throw new Error(`tool ${params.name} is not callable by a view (not listed, or visibility without "app")`);
@@ -70,7 +72,7 @@ export async function startHost({ client, tools }) {
     return result;
   });
   await page.exposeFunction('agencyReadResource', async (params) => {
-    const result = await client.readResource(params);
+    const result = await target.client.readResource(params);
     served.push({ method: 'resources/read', params, result });
     return result;
   });
@@ -79,6 +81,10 @@ export async function startHost({ client, tools }) {
 
   return {
     browser, page, problems, served,
+    use({ client: other, tools: listed }) {
+      target.client = other;
+      target.byName = new Map(listed.map((t) => [t.name, t]));
+    },
     // Renders {html, uiMeta, tool, args, result, theme}; resolves with the view's Frame.
     async render(view) {
       served.length = 0;
