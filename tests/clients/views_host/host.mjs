@@ -173,10 +173,10 @@ window.closeView = async () => {
   const { bridge } = current;
   current = null;
   try {
-    // The spec's polite teardown; a view without a teardown handler answers "Method not found",
-    // which does not keep a host from removing it.
+    // The spec's teardown, which a view answers (a view without a handler answers "Method not
+    // found"): a host removes it all the same, and the test reads the warning.
     await within(3000, bridge.teardownResource({ reason: 'next view' }), 'ui/resource-teardown')
-      .catch((e) => { hostLog.teardown = String(e?.message ?? e); });
+      .catch((e) => console.warn(`the view did not answer ui/resource-teardown: ${e?.message ?? e}`));
   } finally {
     await bridge.close();
     document.getElementById('stage').replaceChildren();
