@@ -65,6 +65,9 @@ function totalArticles(a) {
   return t;
 }
 
+// A status as a reader says it: "not_published" is "not published".
+const statusLabel = (s) => String(s).replace(/_/g, " ");
+
 // Articles by status: summed over kinds when the gateway gives by_status; else the counts it has.
 function articlesCard(a) {
   const kinds = KINDS.filter(([k]) => isObj(a[k]));
@@ -76,14 +79,14 @@ function articlesCard(a) {
   }
   const byStatus = statuses.size
     ? h("div", { class: "chips" }, [...statuses.entries()].map(([s, n]) =>
-        h("div", { class: "chip" }, h("span", { class: "chip-label" }, s), h("span", { class: "chip-value", "data-testid": `articles-${s}` }, fmtNum(n)))))
+        h("div", { class: "chip" }, h("span", { class: "chip-label" }, statusLabel(s)), h("span", { class: "chip-value", "data-testid": `articles-${s}` }, fmtNum(n)))))
     : h("p", { class: "muted small" }, "This gateway gives article counts only, not counts by status.");
   return h("section", { class: "card" }, h("h2", null, "Articles"), byStatus,
     h("table", null,
       h("thead", null, h("tr", null, h("th", { scope: "col" }, "Kind"), h("th", { scope: "col", class: "num" }, "Count"), h("th", { scope: "col" }, "By status"), h("th", { scope: "col" }, "Latest created"))),
       h("tbody", null, kinds.map(([k, label]) => {
         const x = a[k];
-        const bs = isObj(x.by_status) ? Object.entries(x.by_status).map(([s, n]) => `${s} ${n}`).join(" · ") : "—";
+        const bs = isObj(x.by_status) ? Object.entries(x.by_status).map(([s, n]) => `${statusLabel(s)} ${n}`).join(" · ") : "—";
         return h("tr", { "data-kind": k },
           h("td", null, label), h("td", { class: "num", "data-testid": `articles-${k}` }, fmtNum(num(x.count))),
           h("td", { class: "muted" }, bs), h("td", null, fmtDay(x.latest_created)));
