@@ -7,7 +7,9 @@
 //      view and not to the model (MCP Apps), so the model never holds it.
 //   2. The person presses Approve or Decline; the view calls the app-only tool view_decide
 //      with the token. The token is sealed (tamper-evident, bound to the caller, 10 minutes)
-//      and names a confirmation record of the state store, spent once on any instance.
+//      and names a confirmation record of the state store, spent once on any instance. It
+//      carries that record's id, so it is a bearer secret as a confirmation_id is: never
+//      logged, and never in the text or structuredContent a model may read.
 //   3. The tool's own pipeline runs again with the decision (preview, then exactly one POST on
 //      Approve). With --confirm elicitation-only the click is not enough: the server then asks
 //      the person through the host's own elicitation form before acting.
