@@ -182,6 +182,12 @@ void CommandLine::add_serve() {
         ->envname("AGENCY_CONFIRM")
         ->check(CLI::IsMember({"any", "elicitation-only"}));
     serve_cmd_
+        ->add_flag("--no-ui", serve.no_ui,
+                   "Link no MCP Apps view (rankings, audit, approval, client overview), even for "
+                   "clients that declare the io.modelcontextprotocol/ui extension: every client "
+                   "then gets the text answers and the confirmation of clients without views")
+        ->envname("AGENCY_NO_UI");
+    serve_cmd_
         ->add_option("--max-actions-in-flight-per-client", serve.credits.max_in_flight_per_client,
                      "Generation actions running at once for one client; more are refused "
                      "with reason rate_limited (default 2)")

@@ -50,6 +50,7 @@ struct ServeArgs {
     int discovery_refresh_s = 60;
     int drain_timeout_s = 30;  // SIGTERM: how long the calls in flight may take to finish
     std::string confirm = "any";  // "elicitation-only": no confirmation_id confirms
+    bool no_ui = false;  // --no-ui: no MCP Apps view is linked, even for clients that render them
     tools::CreditSettings credits;
     // What HTTP clients may hold: each bound refuses cleanly and keeps serving.
     mcp::HttpOptions http_limits;

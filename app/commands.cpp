@@ -100,6 +100,7 @@ struct ToolServerSetup {
     std::size_t read_connections = gateway::Config{}.read_connections;
     std::size_t action_connections = gateway::Config{}.action_connections;
     mcp::StructuredText structured_text = mcp::StructuredText::automatic;
+    bool views = true;  // MCP Apps views linked for clients that render them (--no-ui: false)
     bool mark_sample_data = true;  // false for tools-doc: the reference is not an answer
     mcp::ToolSelection selection;  // the server's (--toolsets, --tools, --exclude-tools)
     bool read_only = false;
@@ -178,6 +179,7 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
         options.task_lease_ms = setup.actions->settings().sharing.lease.count();
     }
     options.structured_text = setup.structured_text;
+    options.views = setup.views;
     options.rate_limit = setup.rate_limit;
     if (sample_data && setup.mark_sample_data) mark_sample_data(options);
     auto server = std::make_unique<mcp::Server>(options);
@@ -308,6 +310,7 @@ int run_serve(const ServeArgs& args) {
             "one gateway read a resource, prompt or completion may make)",
             setup.rate_limit.per_minute,
             setup.rate_limit.burst > 0 ? setup.rate_limit.burst : setup.rate_limit.per_minute);
+    setup.views = !args.no_ui;
     setup.structured_text = args.structured_text == "full"      ? mcp::StructuredText::full
                             : args.structured_text == "compact" ? mcp::StructuredText::compact
                             : args.structured_text == "summary" ? mcp::StructuredText::summary

@@ -1,6 +1,7 @@
 // Tool arguments through validation and every tool's handler, against the sample gateway.
-// Input: a tool's name, a newline, then its arguments as JSON text (anything else is passed
-// as a JSON string, so non-object arguments are tried too). The call goes through
+// Input: a tool's name (after "ui:" when the client renders MCP Apps views), a newline, then
+// its arguments as JSON text (anything else is passed as a JSON string, so non-object
+// arguments are tried too). The call goes through
 // Server::handle_message as a modern tools/call, as a transport hands it over; the answer must
 // be a JSON-RPC object with a result or an error.
 #include <cstdint>
@@ -30,7 +31,11 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view input = agency::fuzz::as_text(data, size);
     const auto newline = input.find('\n');
-    const std::string name(input.substr(0, newline));
+    std::string name(input.substr(0, newline));
+    // "ui:" before the name: the caller's client renders MCP Apps views (the views' app-only
+    // tools, and the approval token of the confirmation stage).
+    const bool views = name.starts_with("ui:");
+    if (views) name.erase(0, 3);
     const std::string_view rest =
         newline == std::string_view::npos ? std::string_view() : input.substr(newline + 1);
     json arguments = json::parse(rest, nullptr, false);
@@ -52,6 +57,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                      {{"name", name},
                       {"arguments", std::move(arguments)},
                       {"_meta", agency::fuzz::modern_meta()}}}};
+    if (views)
+        message["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = {
+            {"extensions",
+             {{"io.modelcontextprotocol/ui", {{"mimeTypes", {"text/html;profile=mcp-app"}}}}}}};
     const auto reply = g_server->server->handle_message(message, in);
     if (!reply) {  // every tools/call has an id, so it is answered
         std::fprintf(stderr, "tools/call got no answer\n");

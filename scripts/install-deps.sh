@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages that building and running agency-mcp needs (`make run`), plus
+# Installs the Debian 12 packages that building and running agency-mcp needs (`make run`; Node.js
+# and npm bundle the MCP Apps views of views/ at build time, scripts/build-views.sh), plus
 # any named as arguments (scripts/install-test-deps.sh adds what the tests need,
 # scripts/install-bench-deps.sh the benchmark's). Idempotent: does nothing when all are present.
 # Needs root (or sudo) only when something is missing. CI proves this list on a fresh Debian 12
@@ -9,6 +10,7 @@ packages=(build-essential cmake pkg-config ccache
   libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libvalijson-dev
   libre2-dev libsqlite3-dev libpq-dev libssl-dev libsimdjson-dev prometheus-cpp-dev
   libcjose-dev libjansson-dev
+  nodejs npm
   "$@")
 missing=()
 for p in "${packages[@]}"; do

@@ -52,6 +52,14 @@ bool Principal::has_scope(std::string_view scope) const {
     return std::find(scopes.begin(), scopes.end(), scope) != scopes.end();
 }
 
+bool ToolDef::app_only() const {
+    if (!ui.is_object()) return false;
+    const auto visibility = ui.find("visibility");
+    return visibility != ui.end() && visibility->is_array() &&
+           std::none_of(visibility->begin(), visibility->end(),
+                        [](const json& v) { return v == "model"; });
+}
+
 ToolResult ToolResult::text(std::string text, bool is_error) {
     ToolResult r;
     r.content.push_back({{"type", "text"}, {"text", std::move(text)}});

@@ -143,6 +143,11 @@ public:
     json ask_all(const json& questions, bool sealed_only = true) const;
     // Whether the client declared a capability ("elicitation", "sampling", "roots"...).
     bool client_supports(std::string_view capability) const;
+    // Whether this caller's client renders MCP Apps views (it declares the
+    // io.modelcontextprotocol/ui extension with text/html;profile=mcp-app) and the server
+    // links them (ServerOptions::views). Only then do tools carry `_meta.ui`, app-only tools
+    // exist and views are listed as resources.
+    bool renders_views() const;
 
     // Inside a task: the id of the task this work belongs to ("" otherwise).
     std::string task_id() const;
@@ -209,6 +214,11 @@ struct ToolDef {
     json annotations;     // null = none
     json icons;           // null = none
     json meta;            // null = none
+    // MCP Apps: the tool's `_meta.ui` ({resourceUri, visibility}), published only to clients
+    // that render views (RequestContext::renders_views); null = none. A tool whose visibility
+    // is ["app"] is for views only: others neither see nor may call it.
+    json ui;
+    bool app_only() const;
     std::vector<std::string> required_scopes;  // e.g. {"write"} for action tools
     // Client capabilities the tool cannot work without, e.g. {"sampling": {}}: modern callers
     // lacking them get -32021; legacy callers a tool error.
@@ -244,6 +254,8 @@ struct ResourceDef {
     std::string mime_type;
     // Returns the `contents` array of resources/read.
     std::function<json(RequestContext& ctx)> read;
+    // An MCP Apps view (ui://): listed only to clients that render views; read by anyone.
+    bool view = false;
     // What a read is charged against the caller's rate limit, in units (server/rate_limit.hpp:
     // one per gateway read it may make, at least one).
     int cost = 1;
@@ -298,6 +310,8 @@ struct ServerOptions {
     std::string state_secret;  // HMAC key for sealed requestState; random when empty
     std::chrono::milliseconds ask_timeout{10 * 60 * 1000};
     std::chrono::seconds state_ttl{600};
+    // MCP Apps views: link them for clients that declare the extension (--no-ui: never).
+    bool views = true;
     std::size_t tools_page_size = 100;
     std::size_t resources_page_size = 100;  // resources/list: registered, then listed ones
     std::int64_t list_ttl_ms = 60'000;

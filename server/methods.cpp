@@ -172,7 +172,7 @@ std::size_t list_cursor_offset(const json& params, std::size_t count, std::strin
     return offset;
 }
 
-json tool_entry(const ToolDef& t, bool legacy) {
+json tool_entry(const ToolDef& t, bool legacy, bool views) {
     json entry = {{"name", t.name}};
     if (!t.title.empty()) entry["title"] = t.title;
     entry["description"] = t.description;
@@ -184,6 +184,7 @@ json tool_entry(const ToolDef& t, bool legacy) {
             {"taskSupport", t.task_support == TaskSupport::required ? "required" : "optional"}};
     if (!t.icons.is_null()) entry["icons"] = t.icons;
     if (!t.meta.is_null()) entry["_meta"] = t.meta;
+    if (views && !t.ui.is_null()) entry["_meta"]["ui"] = t.ui;
     return entry;
 }
 
@@ -191,12 +192,14 @@ json tool_entry(const ToolDef& t, bool legacy) {
 
 std::optional<Reply> Methods::tools_list(Server& server, const Request& r) {
     auto visible = server.visible_tools(r.ctx.principal);
+    const bool views = r.ctx.renders_views();
+    if (!views) std::erase_if(visible, [](const ToolDef* t) { return t->app_only(); });
     const std::size_t offset = list_cursor_offset(r.params, visible.size(), "tools");
     const ServerOptions& options = server.impl_->options;
     std::size_t page = std::max<std::size_t>(1, options.tools_page_size);
     json tools = json::array();
     for (std::size_t i = offset; i < visible.size() && i < offset + page; ++i)
-        tools.push_back(tool_entry(*visible[i], r.ctx.era == Era::legacy));
+        tools.push_back(tool_entry(*visible[i], r.ctx.era == Era::legacy, views));
     json result = {{"tools", std::move(tools)}};
     if (offset + page < visible.size())
         result["nextCursor"] = crypto::base64url_encode("tools:" + std::to_string(offset + page));
@@ -264,7 +267,9 @@ std::optional<Reply> Methods::resources_list(Server& server, const Request& r) {
         if (const int units = impl.resource_lister_cost(); units > 0)
             impl.charge(r.ctx.principal.name, "resources/list", "", units);
     json all = json::array();
-    for (const ResourceDef& res : impl.resources) all.push_back(resource_entry(res));
+    const bool views = r.ctx.renders_views();
+    for (const ResourceDef& res : impl.resources)
+        if (views || !res.view) all.push_back(resource_entry(res));
     if (impl.resource_lister)
         for (json& entry : impl.resource_lister(r.ctx)) all.push_back(std::move(entry));
     const std::size_t offset = list_cursor_offset(r.params, all.size(), "resources");

@@ -29,6 +29,9 @@ inline constexpr std::string_view kMetaServerInfo = "io.modelcontextprotocol/ser
 
 // Tasks (2025-11-25 core; 2026-07-28 as an extension).
 inline constexpr std::string_view kTasksExtension = "io.modelcontextprotocol/tasks";
+// MCP Apps (SEP-1865): the extension a client declares when it renders views, and their type.
+inline constexpr std::string_view kUiExtension = "io.modelcontextprotocol/ui";
+inline constexpr std::string_view kViewMimeType = "text/html;profile=mcp-app";
 inline constexpr std::string_view kRelatedTaskMeta = "io.modelcontextprotocol/related-task";
 
 // Streamable HTTP headers.

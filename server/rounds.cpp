@@ -33,6 +33,18 @@ bool RequestContext::client_supports(std::string_view capability) const {
            session->unanswered.end();
 }
 
+bool RequestContext::renders_views() const {
+    if (server_ && !server_->options().views) return false;
+    const auto extensions = client_capabilities.find("extensions");
+    if (extensions == client_capabilities.end() || !extensions->is_object()) return false;
+    const auto ui = extensions->find(std::string(kUiExtension));
+    if (ui == extensions->end() || !ui->is_object()) return false;
+    const auto types = ui->find("mimeTypes");
+    if (types == ui->end() || !types->is_array()) return false;
+    return std::any_of(types->begin(), types->end(),
+                       [](const json& t) { return t.is_string() && t == kViewMimeType; });
+}
+
 json RequestContext::ask(const std::string& key, const std::string& method, const json& params,
                          bool sealed_only) const {
     json questions = json::object();

@@ -60,6 +60,24 @@ void Server::Impl::charge(const std::string& principal, const std::string& metho
                    std::move(data));
 }
 
+namespace {
+
+// A tool left out of this caller's tools/list is unknown to its calls as well.
+void refuse_unless_offered(const Server& server, const ToolDef& tool, const RequestContext& ctx) {
+    if (!server.tool_selected(tool, ctx.principal))
+        throw RpcError(error_code::invalid_params,
+                       "unknown tool: " + tool.name + " (not among the toolsets and tools " +
+                           "enabled for this server or request; tools/list shows the available "
+                           "tools)");
+    if (tool.app_only() && !ctx.renders_views())
+        throw RpcError(error_code::invalid_params,
+                       "unknown tool: " + tool.name + " (a tool of this server's MCP Apps views, "
+                       "offered only to clients that declare the io.modelcontextprotocol/ui "
+                       "extension; tools/list shows the available tools)");
+}
+
+}  // namespace
+
 std::optional<Reply> Server::call_tool(const json& id, const json& params,
                                              RequestContext& ctx) {
     // Before anything else runs: a caller over its limit costs the server nothing more. A
@@ -76,10 +94,7 @@ std::optional<Reply> Server::call_tool(const json& id, const json& params,
         throw RpcError(error_code::invalid_params,
                        "unknown tool: " + name + " (tools/list shows the available tools)");
     const ToolDef& tool = impl_->tools[found->second];
-    if (!tool_selected(tool, ctx.principal))
-        throw RpcError(error_code::invalid_params,
-                       "unknown tool: " + name + " (not among the toolsets and tools enabled " +
-                           "for this server or request; tools/list shows the available tools)");
+    refuse_unless_offered(*this, tool, ctx);
     RequestObserver::tool_found(name);
     json arguments = params.value("arguments", json::object());
     if (arguments.is_null()) arguments = json::object();

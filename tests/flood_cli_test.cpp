@@ -1,5 +1,5 @@
 // Issue 30, items 5 and 8, through the real binary over HTTP (`serve --http`): one key held
-// to 12 units (6 a minute) cannot make the client overview resource amplify into the gateway
+// to 14 units (6 a minute) cannot make the client overview resource amplify into the gateway
 // (the sample gateway's /_control/requests log counts what reached it), prompts and
 // completion are counted, a second key is unaffected; and thousands of refusals (over the rate limit, an
 // invalid OAuth token, an unknown API key) write a bounded number of lines to the server's log
@@ -136,7 +136,7 @@ protected:
 TEST_F(FloodCli, OverviewCannotAmplifyPastTheCallersLimitAndRefusalsLogOnce) {
     const std::string alice = agency::mcp::KeyStore::add(keys.string(), "alice", {"read"});
     const std::string bob = agency::mcp::KeyStore::add(keys.string(), "bob", {"read"});
-    start_server("--keys-file " + keys.string() + " --rate-limit 6/minute --rate-limit-burst 12");
+    start_server("--keys-file " + keys.string() + " --rate-limit 6/minute --rate-limit-burst 14");
     ASSERT_GT(port, 0);
     httplib::Client client("127.0.0.1", port);
     client.set_keep_alive(true);
@@ -158,15 +158,15 @@ TEST_F(FloodCli, OverviewCannotAmplifyPastTheCallersLimitAndRefusalsLogOnce) {
             ++refused;
         }
     }
-    // 12 units at once, then one every 10 s: 2 reads of 6 units.
+    // 14 units at once, then one every 10 s: 2 reads of 7 units.
     EXPECT_EQ(ok, 2);
     EXPECT_EQ(refused, 198);
     const std::size_t reads = gateway_reads();
-    EXPECT_LE(reads, 12u) << "one key held to 12 units caused " << reads << " gateway reads";
+    EXPECT_LE(reads, 14u) << "one key held to 14 units caused " << reads << " gateway reads";
     ASSERT_TRUE(refusal.contains("error")) << refusal;
     EXPECT_EQ(refusal["error"]["code"], -32029);
-    EXPECT_EQ(refusal["error"]["data"]["costUnits"], 6);
-    EXPECT_NE(refusal["error"].value("message", "").find("costs 6 units"), std::string::npos)
+    EXPECT_EQ(refusal["error"]["data"]["costUnits"], 7);
+    EXPECT_NE(refusal["error"].value("message", "").find("costs 7 units"), std::string::npos)
         << refusal;
 
     // Prompts and completion are counted: alice's bucket is empty for them too.

@@ -1,7 +1,7 @@
 // Issue 30, item 5: every request that costs the gateway counts against the caller's rate
 // limit, weighted by what it costs (server/rate_limit.hpp, server/methods.cpp). Through the core
 // with every tool and the surface registered over the sample gateway, on a ManualClock: a
-// client overview (6 gateway reads) cannot amplify past the caller's units, prompts and
+// client overview (7 gateway reads) cannot amplify past the caller's units, prompts and
 // completion are counted, a refusal reaches no gateway and names its cost, another caller keeps
 // its own bucket. The same over HTTP with the real binary is in tests/flood_cli_test.cpp.
 #include <gtest/gtest.h>
@@ -88,11 +88,11 @@ TEST(RequestCosts, LimiterTakesUnitsAndACostBeyondTheBurstLeavesADebt) {
     EXPECT_FALSE(limiter.take("b", 10)) << "another caller's bucket is its own";
 }
 
-// One caller held to 12 units at once reads the overview again and again: 2 reads pass, and
+// One caller held to 14 units at once reads the overview again and again: 2 reads pass, and
 // the gateway sees at most 12 requests for all of them; the refusals reach no gateway, say
 // what the read costs and what a unit is, and another caller still reads.
 TEST(RequestCosts, OverviewCannotAmplifyPastTheCallersLimit) {
-    Limited l({.per_minute = 60, .burst = 12});
+    Limited l({.per_minute = 60, .burst = 14});
     // The first request starts the server's work (gateway discovery): out of the count.
     EXPECT_TRUE(l.read("warm-up").contains("result"));
     const std::size_t before = l.h.requests();
@@ -108,25 +108,25 @@ TEST(RequestCosts, OverviewCannotAmplifyPastTheCallersLimit) {
             ADD_FAILURE() << reply.dump();
     }
     EXPECT_EQ(passed, 2);
-    EXPECT_LE(l.h.requests() - before, 12u) << "6 gateway reads per overview, 12 units";
+    EXPECT_LE(l.h.requests() - before, 14u) << "7 gateway reads per overview, 14 units";
     ASSERT_FALSE(refusal.is_null());
-    EXPECT_EQ(refusal["data"]["costUnits"], 6);
-    EXPECT_EQ(refusal["data"]["retryAfterSeconds"], 6);
+    EXPECT_EQ(refusal["data"]["costUnits"], 7);
+    EXPECT_EQ(refusal["data"]["retryAfterSeconds"], 7);
     const std::string message = refusal.value("message", "");
-    EXPECT_NE(message.find("resources/read of " + kOverview + " costs 6 units"),
+    EXPECT_NE(message.find("resources/read of " + kOverview + " costs 7 units"),
               std::string::npos)
         << message;
     EXPECT_NE(message.find("a unit being one tool call or one gateway read"), std::string::npos)
         << message;
-    EXPECT_NE(message.find("retry in 6 s"), std::string::npos) << message;
+    EXPECT_NE(message.find("retry in 7 s"), std::string::npos) << message;
 
     const std::size_t at_refusal = l.h.requests();
     EXPECT_TRUE(limited(l.read("runaway")));
     EXPECT_EQ(l.h.requests(), at_refusal) << "a refused read reaches no gateway";
 
     EXPECT_TRUE(l.read("colleague").contains("result")) << "a second key is unaffected";
-    l.clock.advance(6s);
-    EXPECT_TRUE(l.read("runaway").contains("result")) << "6 units back after 6 s";
+    l.clock.advance(7s);
+    EXPECT_TRUE(l.read("runaway").contains("result")) << "7 units back after 7 s";
     // Tool calls draw on the same units: the bucket is empty again.
     const json call = l.h.request("tools/call",
                                   {{"name", "list_clients"}, {"arguments", json::object()}},

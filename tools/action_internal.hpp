@@ -74,6 +74,9 @@ json shown_text(const json& text);
 bool plausible_address(std::string_view text);
 // The first of `fields` holding a non-empty string, else null.
 json first_text(const json& data, std::initializer_list<const char*> fields);
+// The names a gateway keeps an article's text under (the sample: post_content).
+inline constexpr std::initializer_list<const char*> kArticleBodyNames = {
+    "post_content", "content", "content_html", "html", "body", "body_html"};
 
 // One action tool's entry: what tools/list shows (spec), and the facts the pipeline runs.
 struct ActionEntry {

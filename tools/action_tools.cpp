@@ -3,6 +3,8 @@
 // run the pipeline (tools/pipeline.hpp). The entries live in audit_tools.cpp,
 // generation_tools.cpp and draft_tools.cpp.
 #include "tools/action_tools.hpp"
+#include "tools/view_approval.hpp"
+#include "tools/views.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -264,6 +266,7 @@ ToolSpec action_spec(const std::shared_ptr<Toolbox>& box,
     spec.read_only = false;
     spec.needs_write = true;
     spec.interactive = static_cast<bool>(entry.preview);  // may ask the user mid-call
+    if (entry.preview) spec.view = kApproveView;  // a person approves it, in the view too
     const PostShape shape{rt, entry.id_field, entry.default_status, entry.finish};
     const bool own_execute = static_cast<bool>(entry.execute);
     auto call = std::make_shared<ActionCall>(ActionCall{
@@ -294,6 +297,10 @@ ToolCatalog register_action_tools(mcp::Server& server, const std::shared_ptr<Too
     std::vector<ToolSpec> specs = audit_tools(box, rt);
     for (ActionEntry& e : generation_tools(box)) specs.push_back(action_spec(box, rt, std::move(e)));
     for (ActionEntry& e : draft_tools(box, rt)) specs.push_back(action_spec(box, rt, std::move(e)));
+    std::map<std::string, Handler> approvable;  // the approval view's tools: view_decide's
+    for (const ToolSpec& spec : specs)
+        if (spec.view == kApproveView) approvable[spec.name] = spec.handler;
+    specs.push_back(view_decide_tool(box, std::move(approvable)));
 
     std::map<std::string, std::string> actions_of;  // tool -> gateway action, for the filter
     ToolCatalog docs;

@@ -10,6 +10,7 @@
 #include "base/untrusted_text.hpp"
 #include "tools/action_internal.hpp"
 #include "tools/tool_metrics.hpp"
+#include "tools/view_approval.hpp"
 
 namespace agency::tools {
 
@@ -167,6 +168,44 @@ mcp::ToolResult elicitation_required(const std::string& tool, const Preview& pre
         {{"preview", preview.details}});
 }
 
+// The person answered in the approval view (view_decide): a decline ends the call; an
+// approval acts, unless the operator accepts only the elicitation form: then the host's own
+// form asks the person once more, and only its yes acts. The token is spent once the answer
+// is final (a modern form round runs the call again from the top).
+std::optional<mcp::ToolResult> decided_in_view(ActionRuntime& rt, const ActionCall& call,
+                                               const Preview& preview,
+                                               const ViewDecision& decided,
+                                               const std::string& principal,
+                                               mcp::RequestContext& ctx) {
+    if (decided.tool != call.tool)
+        return tool_error("confirmation", "this approval was for " + decided.tool + ", not " +
+                                              call.tool + "; nothing was done");
+    std::optional<mcp::ToolResult> form;  // the form's answer when it ends the call
+    if (decided.approve && rt.settings().elicitation_only) {
+        if (!ctx.client_supports("elicitation")) {
+            form = elicitation_required(call.tool, preview, WhyNoForm::cannot_elicit);
+        } else {
+            try {
+                form = confirm_by_elicitation(call, preview, principal, ctx);
+            } catch (const mcp::RpcError& e) {
+                if (e.code() != mcp::error_code::method_not_found) throw;
+                form = elicitation_required(call.tool, preview, WhyNoForm::cannot_answer);
+            }
+        }
+    }
+    if (auto refused = spend(rt, decided, principal)) return refused;
+    if (form) return form;
+    if (!decided.approve) {
+        count_confirmation("declined", "view");
+        return tool_error("declined",
+                          "the person declined in the approval view: " + preview.message +
+                              " Nothing was done.",
+                          {{"action", "decline"}});
+    }
+    if (!rt.settings().elicitation_only) count_confirmation("granted", "view");
+    return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<mcp::ToolResult> confirm(ActionRuntime& rt, const ActionCall& call,
@@ -179,10 +218,15 @@ std::optional<mcp::ToolResult> confirm(ActionRuntime& rt, const ActionCall& call
     const Preview preview = shown(gateway_preview);
     const std::string principal = principal_of(ctx);
     const bool only_a_person = rt.settings().elicitation_only;
+    if (const ViewDecision* decided = view_decision())
+        return decided_in_view(rt, call, preview, *decided, principal, ctx);
     if (!confirmation_id.empty()) {
         if (only_a_person) return elicitation_required(call.tool, preview, WhyNoForm::had_id);
         return confirm_with_id(rt, call.tool, call_args, confirmation_id, principal);
     }
+    // A client that renders views: the person approves in the approval view, which shows
+    // what goes out in full (tools/view_approval.hpp); no confirmation_id reaches the model.
+    if (ctx.renders_views()) return ask_in_view(rt, call, call_args, preview, principal);
     if (ctx.client_supports("elicitation")) {
         try {
             return confirm_by_elicitation(call, preview, principal, ctx);

@@ -73,7 +73,10 @@ Preview deploy_preview(Toolbox& box, const json& args, mcp::RequestContext& ctx)
                     {"deployment_target", target},
                     {"url", url},
                     {"current_status", status},
-                    {"hidden_text", hides}}};
+                    {"hidden_text", hides}},
+                   true,
+                   // The approval view shows the article in full (sanitised there).
+                   {{"body_html", first_text(article, kArticleBodyNames)}}};
 }
 
 // A part a send needs and has not got: refused before anyone is asked to approve it.
@@ -141,7 +144,10 @@ Preview send_preview(ActionRuntime& rt, const json& args, const mcp::RequestCont
                     {"body_from", email.body_from},
                     {"body_truncated", cut},
                     {"hidden_text", hides},
-                    {"prospect_url", draft->prospect_url}}};
+                    {"prospect_url", draft->prospect_url}},
+                   true,
+                   // The approval view shows the e-mail as it is sent (sanitised there).
+                   {{"recipient", email.to}, {"body_html", email.html}}};
 }
 
 ActionEntry deploy_article(const std::shared_ptr<Toolbox>& box) {

@@ -1,4 +1,5 @@
 #include "tools/pipeline.hpp"
+#include "tools/view_approval.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -336,7 +337,9 @@ mcp::ToolResult run_stages(ActionRuntime& rt, const ActionCall& call, const json
         if (auto stop = confirm(rt, call, call_args, confirmation_id, *preview, ctx))
             return std::move(*stop);
         // confirm() lets a call through only on a valid confirmation_id or a person's yes.
-        trail.confirmation = confirmation_id.empty() ? "person" : "confirmation_id";
+        trail.confirmation = view_decision()          ? "view"
+                             : confirmation_id.empty() ? "person"
+                                                       : "confirmation_id";
     } else {
         trail.confirmation = "not_needed";
     }

@@ -36,6 +36,9 @@ struct Preview {
     std::string message;  // one sentence naming exactly what will happen
     json details;         // the same as fields, shown in the two-step preview
     bool needed = true;   // false: these arguments act without a confirmation
+    // Shown only in the approval view (tools/view_approval.cpp), not in the text a model
+    // reads: what would go out in full, e.g. the article's or e-mail's HTML (body_html).
+    json view_only;
 };
 
 // Thrown by a preview or an execution when the action cannot run at all (a tool error with

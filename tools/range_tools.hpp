@@ -69,5 +69,7 @@ std::string range_note(Toolbox& box, const RangeRead& read, const DatesSeen& see
 // The aggregate reads over keyword rankings (tools/ranking_tools.cpp).
 mcp::ToolResult ranking_changes(Toolbox& box, const json& args, mcp::RequestContext& ctx);
 mcp::ToolResult latest_rankings(Toolbox& box, const json& args, mcp::RequestContext& ctx);
+// The rankings view's keyword picker (the app-only tool view_ranking_history).
+mcp::ToolResult ranking_history(Toolbox& box, const json& args, mcp::RequestContext& ctx);
 
 }  // namespace agency::tools

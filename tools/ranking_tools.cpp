@@ -5,6 +5,7 @@
 #include "tools/range_tools.hpp"
 
 #include "base/text.hpp"
+#include "base/untrusted_text.hpp"
 #include "tools/data_age.hpp"
 
 #include <algorithm>
@@ -422,6 +423,41 @@ mcp::ToolResult latest_rankings(Toolbox& box, const json& args, mcp::RequestCont
     if (!notes.empty()) writer.set_note(base::join(notes, "; "));
     return mcp::ToolResult::structured(
         writer.finish(static_cast<std::int64_t>(latest.size()), ""));
+}
+
+// The rankings view's keyword picker (view_ranking_history): one keyword's positions (exact,
+// any case) within [from, to], oldest first, up to kMaxHistoryPoints of the newest.
+mcp::ToolResult ranking_history(Toolbox& box, const json& args, mcp::RequestContext& ctx) {
+    constexpr std::size_t kMaxHistoryPoints = 5000;
+    const std::string client_id = args.at("client_id").get<std::string>();
+    const std::string keyword = args.at("keyword").get<std::string>();
+    const std::string from = args.value("from", "");
+    const std::string to = args.value("to", "");
+    DatesSeen seen;
+    json points = json::array();
+    bool truncated = false;
+    stream_keywords(box, client_id, RowFilter{.keyword = keyword}, from, to, seen, nullptr, ctx,
+                    [&](const Row& row, std::string_view date) {
+        if (!to.empty() && date > to) return true;
+        if (!from.empty() && date < from) return false;  // newest first: the rest is older
+        if (!base::iequals(row.fields[kKeyword].text, keyword)) return true;
+        if (points.size() == kMaxHistoryPoints) {
+            truncated = true;
+            return false;
+        }
+        const auto position = number_of(row.fields[kPosition]);
+        json point = {{"date", date}, {"position", position ? json(*position) : json(nullptr)}};
+        if (row.fields[kUrl].is_string)
+            point["url"] = base::clean_untrusted_text(row.fields[kUrl].text);
+        points.push_back(std::move(point));
+        return true;
+    });
+    std::reverse(points.begin(), points.end());
+    return mcp::ToolResult::structured(json{{"client_id", client_id},
+                                            {"keyword", keyword},
+                                            {"points", std::move(points)},
+                                            {"truncated", truncated}}
+                                           .dump());
 }
 
 }  // namespace agency::tools

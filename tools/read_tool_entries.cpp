@@ -2,6 +2,7 @@
 // merged_page, scan_page) or its own handler, and the registration loop.
 #include "base/text.hpp"
 #include "tools/range_tools.hpp"
+#include "tools/views.hpp"
 #include "tools/read_tools.hpp"
 #include "tools/registry.hpp"
 #include "tools/untrusted_results.hpp"
@@ -77,7 +78,8 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                       .mapping = "GET resource=clients, filter_field=id (not_found when absent)",
                       .handler = [box](const json& args, mcp::RequestContext& ctx) {
                           return get_client(*box, args, ctx);
-                      }},
+                      },
+                      .view = kClientOverviewView},
                      {"clients"}});
 
     tools.push_back(list_entry(box, {.name = "list_keywords", .toolset = "rankings",
@@ -94,7 +96,8 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                               "and to (inclusive), newest first, optionally for one keyword "
                               "(exact, any case). total appears on the last page.",
                .mapping = "GET resource=keywords, order=tracked_at desc, limit=1000 pages; "
-                          "keyword and date range filtered by the tool, stops past `from`"},
+                          "keyword and date range filtered by the tool, stops past `from`",
+               .view = kRankingsView},
               {.resource = "keywords",
                .order_field = "tracked_at",
                .fallback_field = "created_at",
@@ -112,7 +115,8 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                                  "tracking dates when they lie over 7 days from those asked",
                       .handler = [box](const json& args, mcp::RequestContext& ctx) {
                           return ranking_changes(*box, args, ctx);
-                      }},
+                      },
+                      .view = kRankingsView},
                      {"keywords"}});
 
     tools.push_back({ToolSpec{.name = "latest_rankings", .toolset = "rankings",
@@ -127,7 +131,19 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                                  "against today when over 7 days",
                       .handler = [box](const json& args, mcp::RequestContext& ctx) {
                           return latest_rankings(*box, args, ctx);
-                      }},
+                      },
+                      .view = kRankingsView},
+                     {"keywords"}});
+
+    tools.push_back({ToolSpec{.name = "view_ranking_history", .toolset = "views",
+                      .description = "Rankings view: one keyword's positions, oldest first.",
+                      .mapping = "GET resource=keywords, order=tracked_at desc, limit=1000 "
+                                 "pages; the keyword's rows kept, stops past `from`",
+                      .handler = [box](const json& args, mcp::RequestContext& ctx) {
+                          return ranking_history(*box, args, ctx);
+                      },
+                      .view = kRankingsView,
+                      .app_only = true},
                      {"keywords"}});
 
     tools.push_back(merged_entry(box, {.name = "list_audits", .toolset = "audits",
@@ -152,7 +168,8 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                                  "it",
                       .handler = [box](const json& args, mcp::RequestContext& ctx) {
                           return get_audit_issues(*box, args, ctx);
-                      }},
+                      },
+                      .view = kAuditView},
                      {"seo_reports"}});
     return tools;
 }

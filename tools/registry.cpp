@@ -1,4 +1,5 @@
 #include "tools/registry.hpp"
+#include "tools/views.hpp"
 
 #include "base/log.hpp"
 
@@ -16,6 +17,7 @@ ToolCatalog register_all(mcp::Server& server, const std::shared_ptr<Toolbox>& bo
     ToolCatalog action_docs = register_action_tools(server, box, actions);
     docs.insert(docs.end(), action_docs.begin(), action_docs.end());
     register_surface(server, box, actions);  // resources, prompts, completion
+    register_views(server);                  // MCP Apps: the ui:// views
     return docs;
 }
 

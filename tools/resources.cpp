@@ -165,6 +165,18 @@ json articles_part(Toolbox& box, const std::string& client_id, std::stop_token s
         out[resource] = {{"count", total}};
         if (!rows.empty()) out[resource]["latest_created"] = date_of(rows[0]);
     }
+    // Blog posts by whether they are live: the spec's `published` filter, one read. A gateway
+    // that ignores the filter answers an unpublished row first: then nothing is claimed.
+    gateway::ReadQuery live = ordered("blogs", client_id, 1, "created_at");
+    live.filter_field = "published";
+    live.filter_value = "true";
+    std::int64_t published = 0;
+    const json first = read_rows(box, live, stop, &published);
+    const std::int64_t blogs = out["blogs"].value("count", std::int64_t{0});
+    if (published <= blogs &&
+        (first.empty() ? published == 0 : first[0].value("published", false) == true))
+        out["blogs"]["by_status"] = {{"published", published},
+                                     {"not_published", blogs - published}};
     return out;
 }
 
@@ -321,9 +333,9 @@ json write_log(ActionRuntime& actions, const std::string& uri, const std::string
     return gateway_contents(uri, out);
 }
 
-// The gateway reads of one overview: the profile, two of keywords, one of audits, two of
+// The gateway reads of one overview: the profile, two of keywords, one of audits, three of
 // articles (the parts above); what a read of it is charged against the caller's rate limit.
-constexpr int kOverviewReads = 6;
+constexpr int kOverviewReads = 7;
 
 // resources/list's entries past the usage note: an overview per gateway client.
 json client_overviews(SurfaceLists& lists, log::RepeatedLines& failures,

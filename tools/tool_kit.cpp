@@ -3,6 +3,7 @@
 // registered tool (its schemas found by name, its annotations, its checked handler). The
 // argument checks are in input_validation.cpp.
 #include "tools/tool_kit.hpp"
+#include "tools/views.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -81,7 +82,8 @@ std::string cursor_refusal(base::TokenRefusal refusal) {
 Toolbox::Toolbox(std::shared_ptr<gateway::Client> gateway, Settings settings)
     : gateway_(std::move(gateway)),
       settings_(std::move(settings)),
-      cursor_sealer_(settings_.secret, "cursor") {}
+      cursor_sealer_(settings_.secret, "cursor"),
+      approval_sealer_(settings_.secret, "view-approval") {}
 
 std::string Toolbox::issue_cursor(const CursorBinding& b, std::int64_t offset,
                                   const json& extra) const {
@@ -175,7 +177,8 @@ ToolDoc add_tool(mcp::Server& server, ToolSpec spec) {
         def.shared_output_schema = &schema(spec.output_schema);
         def.listed_output_schema = listed_schema(spec.output_schema);
     }
-    def.annotations = annotations(spec);
+    // An app-only tool never reaches a model: its hints say only whether it writes.
+    def.annotations = spec.app_only ? json{{"readOnlyHint", spec.read_only}} : annotations(spec);
     if (spec.needs_write) def.required_scopes = {"write"};
     def.interactive = spec.interactive;
     auto validator = std::make_shared<const InputValidator>(
@@ -189,6 +192,11 @@ ToolDoc add_tool(mcp::Server& server, ToolSpec spec) {
     def.on_refused = std::move(spec.on_refused);
     if (spec.resume_task) def.resume_task = checked_resume(std::move(spec.resume_task));
     def.on_cancel = std::move(spec.on_cancel);
+    if (!spec.view.empty() && view_embedded(spec.view)) {
+        def.ui = {{"resourceUri", spec.view}};
+        if (spec.app_only) def.ui["visibility"] = json::array({"app"});
+    }
+    if (spec.app_only && def.ui.is_null()) return doc;  // no view in this build: no tool
     server.add_tool(std::move(def));
     return doc;
 }

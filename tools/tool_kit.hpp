@@ -68,10 +68,14 @@ public:
     // Throws mcp::RpcError(-32602) naming why a cursor is refused.
     CursorPosition open_cursor(const CursorBinding& binding, const std::string& token) const;
 
+    // Seals and opens the approval tokens of the approval view (tools/view_approval.cpp).
+    const base::TokenSealer& approval_sealer() const { return approval_sealer_; }
+
 private:
     std::shared_ptr<gateway::Client> gateway_;
     Settings settings_;
     base::TokenSealer cursor_sealer_;        // purpose "cursor"
+    base::TokenSealer approval_sealer_;      // purpose "view-approval"
 };
 
 using Handler = std::function<mcp::ToolResult(const json& args, mcp::RequestContext& ctx)>;
@@ -108,6 +112,11 @@ struct ToolSpec {
     std::function<void(const json& resume)> on_cancel;
     // Action tools: records a call refused before the handler (the write log).
     RefusalHook on_refused;
+    // MCP Apps: the ui:// view that shows this tool's results (tools/views.hpp; "" = none),
+    // linked for clients that render views when the binary carries it. `app_only`: a tool of
+    // the views (visibility ["app"]), hidden from the model; registered only with its view.
+    std::string_view view;
+    bool app_only = false;
 };
 
 // What docs/tools.md says of a tool beyond its definition: taken from its entry.

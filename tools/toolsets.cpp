@@ -16,6 +16,8 @@ const std::vector<Toolset>& toolsets() {
         {"outreach", "Outreach emails (draft, send)"},
         {"reports", "Visibility reports and answer-engine (LLM) visibility"},
         {"datasets", "Any other dataset the gateway lists (reviews, competitors, ...)"},
+        {"views", "The MCP Apps views' own tools (app-only: only clients that render views "
+                  "get them; always enabled with any toolset; --no-ui turns views off)"},
     };
     return all;
 }
@@ -26,7 +28,7 @@ mcp::ToolGroups tool_groups() {
     for (const auto& set : toolsets()) names.emplace_back(set.name);
     groups.aliases["all"] = names;
     groups.aliases["default"] = names;
-    groups.always = {"clients"};
+    groups.always = {"clients", "views"};
     return groups;
 }
 
@@ -37,8 +39,10 @@ std::string server_instructions(const std::vector<const mcp::ToolDef*>& enabled,
     };
     std::string sets;
     for (const auto& set : toolsets()) {
-        const bool on = std::any_of(enabled.begin(), enabled.end(),
-                                    [&](const mcp::ToolDef* t) { return t->group == set.name; });
+        // The views' own tools are not the model's (app-only): instructions leave them out.
+        const bool on = std::any_of(enabled.begin(), enabled.end(), [&](const mcp::ToolDef* t) {
+            return t->group == set.name && !t->app_only();
+        });
         if (on) sets += (sets.empty() ? "" : ", ") + std::string(set.name);
     }
     std::string text = "Tools over an SEO agency's platform (toolsets: " +
