@@ -52,6 +52,10 @@ bool Principal::has_scope(std::string_view scope) const {
     return std::find(scopes.begin(), scopes.end(), scope) != scopes.end();
 }
 
+bool Principal::reaches_client(std::string_view client_id) const {
+    return clients.empty() || std::find(clients.begin(), clients.end(), client_id) != clients.end();
+}
+
 bool ToolDef::app_only() const {
     if (!ui.is_object()) return false;
     const auto visibility = ui.find("visibility");
