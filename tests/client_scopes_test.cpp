@@ -174,7 +174,8 @@ TEST_F(ClientScopes, ResourcesListAndEveryClientTemplateHideAnotherClient) {
 
 TEST_F(ClientScopes, PromptsRefuseAnotherClientAsAnUnknownOne) {
     int tried = 0;
-    for (const json& prompt : rpc(law, "prompts/list", json::object())["result"]["prompts"]) {
+    const json prompts = rpc(law, "prompts/list", json::object());
+    for (const json& prompt : prompts["result"]["prompts"]) {
         bool takes_client = false;
         json args = json::object();
         for (const json& a : prompt["arguments"]) {
