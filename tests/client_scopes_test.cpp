@@ -310,3 +310,31 @@ TEST_F(ClientScopes, TasksForAnotherClientEndAsForAnUnknownOneAndOthersTasksStay
 }
 
 }  // namespace
+
+namespace {
+
+// An idempotency key another caller used for another client replays nothing to the scoped
+// caller: the call is refused as for an unknown client before the replay stage, and the same key
+// for its own client is a call of its own (a new POST, not the other caller's answer).
+TEST_F(ClientScopes, AnotherCallersIdempotencyKeyReplaysNothing) {
+    agency::mcp::Principal all;
+    all.name = "key:all";
+    const json theirs = {{"client_id", kOther}, {"topic", "drains"}, {"idempotency_key", "k-1"}};
+    ASSERT_FALSE(h.call_as(all, "generate_gbp_post", theirs).is_error());
+    const std::size_t posts = t.posts("generate_gbp_post");
+    const ToolReply replay = h.call_as(law, "generate_gbp_post", theirs);
+    json nowhere_args = theirs;
+    nowhere_args["client_id"] = kNowhere;
+    const ToolReply nowhere = h.call_as(law, "generate_gbp_post", nowhere_args);
+    EXPECT_EQ(neutral(replay.response, kOther), neutral(nowhere.response, kNowhere));
+    EXPECT_EQ(replay.response.dump().find("replayed"), std::string::npos);
+    EXPECT_EQ(t.posts("generate_gbp_post"), posts);
+    json mine = theirs;
+    mine["client_id"] = "demo-law";
+    const ToolReply own = h.call_as(law, "generate_gbp_post", mine);
+    EXPECT_FALSE(own.is_error()) << own.response.dump();
+    EXPECT_EQ(own.response.dump().find("replayed"), std::string::npos);
+    EXPECT_EQ(t.posts("generate_gbp_post"), posts + 1);
+}
+
+}  // namespace
