@@ -111,6 +111,7 @@ std::optional<Command> CommandLine::parse(int argc, char** argv) {
     if (*keys_list_cmd_) return Command::keys_list;
     if (*keys_remove_cmd_) return Command::keys_remove;
     if (*keys_rotate_cmd_) return Command::keys_rotate;
+    if (*keys_update_cmd_) return Command::keys_update;
     if (*tools_doc_cmd_) return Command::tools_doc;
     if (*state_migrate_cmd_) return Command::state_migrate;
     if (*state_export_cmd_) return Command::state_export;
@@ -408,36 +409,6 @@ void CommandLine::add_sample_gateway() {
     sample_cmd_->add_flag("--stale-reports", sample.gateway.stale_reports,
                           "seo_audit answers with reports it already has, dated long before "
                           "(a gateway that serves cached crawls)");
-}
-
-void CommandLine::add_keys() {
-    keys_cmd_ = app_->add_subcommand("keys", "Manage API keys for HTTP callers");
-    keys_cmd_->require_subcommand(1);
-    keys_add_cmd_ = keys_cmd_->add_subcommand("add", "Create a key and print it once");
-    keys_add_cmd_->add_option("--name", keys.name, "Who the key is for")->required();
-    keys_add_cmd_->add_option("--scopes", keys.scopes, "read and/or write")->delimiter(',');
-    add_key_commands(*keys_cmd_);
-    for (auto* cmd : {keys_add_cmd_, keys_list_cmd_, keys_remove_cmd_, keys_rotate_cmd_})
-        cmd->add_option("--keys-file", keys.keys_file,
-                        "Keys file (default: $XDG_CONFIG_HOME/agency-mcp/keys.json or "
-                        "~/.config/agency-mcp/keys.json)")
-            ->envname("AGENCY_KEYS_FILE");
-}
-
-// keys list, remove and rotate. A running `serve --http` sees each change at its next request.
-void CommandLine::add_key_commands(CLI::App& keys_cmd) {
-    keys_list_cmd_ = keys_cmd.add_subcommand(
-        "list", "List the keys: name, scopes, when created and rotated (never a key or hash)");
-    keys_remove_cmd_ = keys_cmd.add_subcommand(
-        "remove", "Remove a key; a running server refuses it from its next request on");
-    keys_remove_cmd_->add_option("--name", keys.name, "The key's name (see keys list)")
-        ->required();
-    keys_rotate_cmd_ = keys_cmd.add_subcommand(
-        "rotate",
-        "Replace a key by a new one (same name and scopes), printed once; the old key stops "
-        "working at once");
-    keys_rotate_cmd_->add_option("--name", keys.name, "The key's name (see keys list)")
-        ->required();
 }
 
 // state migrate | export | import: moving and upgrading the state store (docs/deploy.md).

@@ -117,6 +117,10 @@ struct KeysArgs {
     std::string name;
     std::vector<std::string> scopes{"read"};
     std::string keys_file;
+    std::vector<std::string> clients;        // add/update --clients (empty: every client)
+    bool all_clients = false;                // update --all-clients
+    std::optional<std::int64_t> monthly_actions;  // add/update --monthly-actions
+    bool no_monthly_actions = false;         // update --no-monthly-actions
 };
 
 enum class Command {
@@ -126,6 +130,7 @@ enum class Command {
     keys_list,
     keys_remove,
     keys_rotate,
+    keys_update,
     tools_doc,
     state_migrate,
     state_export,
@@ -182,6 +187,7 @@ private:
     CLI::App* keys_list_cmd_ = nullptr;
     CLI::App* keys_remove_cmd_ = nullptr;
     CLI::App* keys_rotate_cmd_ = nullptr;
+    CLI::App* keys_update_cmd_ = nullptr;
     CLI::App* tools_doc_cmd_ = nullptr;
     CLI::App* state_cmd_ = nullptr;
     CLI::App* state_migrate_cmd_ = nullptr;

@@ -410,6 +410,10 @@ public:
     void set_completion(std::function<json(const json& ref, const json& argument,
                                            const json& context)> handler,
                         CompletionCost cost = {});
+    // The same, told who asks (a caller limited to some clients is offered those only).
+    using CallerCompletion = std::function<json(const json& ref, const json& argument,
+                                                const json& context, const Principal& caller)>;
+    void set_caller_completion(CallerCompletion handler, CompletionCost cost = {});
     // The instructions initialize and server/discover give (before serving).
     void set_instructions(std::string instructions);
     // The groups tools belong to, for ToolSelection (before serving).
