@@ -2,7 +2,8 @@
 // token. A real authorization server (oidc-provider, as in oauth.test.mjs) issues RFC 9068 JWTs
 // whose `clients` (or `groups`) claim depends on the account signed in; agency-mcp runs with
 // --oauth-clients-claim clients and --oauth-client-groups (a group mapped to demo-law). A token
-// naming demo-law reaches demo-law alone; a token naming none is refused (403); a malformed
+// naming demo-law (or in the group mapped to it) lists demo-law alone and cannot act for another
+// client; a token naming none is refused (403); a malformed
 // claim is refused (401); the writes are read back with `write-log --caller`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -183,17 +184,21 @@ test('a token naming demo-law is admitted, and its write is read back by caller'
   assert.deepEqual(writeLog('--caller', `oauth:${issuer} law-group`), [], 'only that caller\'s rows');
 });
 
-// Needs the enforcement of Principal::clients in tools/ (issue 35's other half, branch
-// i35-scopes): until it is merged this runs as a todo (AGENCY_CLIENT_SCOPES_ENFORCED=1 makes it
-// a test; drop the todo once the enforcement is in).
-test('a token naming demo-law lists demo-law alone', { todo: !process.env.AGENCY_CLIENT_SCOPES_ENFORCED }, async () => {
+// The enforcement (tools/client_scope.cpp, merged from i35-scopes) on an OAuth principal.
+test('a token naming demo-law lists demo-law alone and cannot act for another client', async () => {
   for (const account of ['law-writer', 'law-group']) {
-    const listed = await call(await tokenFor(account), 'list_clients');
+    const token = await tokenFor(account);
+    const listed = await call(token, 'list_clients');
     assert.equal(listed.status, 200, JSON.stringify(listed));
     const ids = listed.body.result.structuredContent.rows.map((r) => r.id);
     assert.deepEqual(ids, ['demo-law'], account);
     assert.doesNotMatch(JSON.stringify(listed.body.result), /demo-dental/, account);
+    const other = await call(token, 'generate_article', { client_id: 'demo-dental', keyword: 'not mine' });
+    assert.equal(other.status, 200, JSON.stringify(other));
+    assert.equal(other.body.result.isError, true, `${account}: ${JSON.stringify(other.body)}`);
   }
+  assert.ok(!writeLog('--client', 'demo-dental').some((r) => r.outcome === 'ok'),
+    'nothing was done for demo-dental');
 });
 
 test('a group mapped to demo-law admits its member', async () => {
