@@ -202,29 +202,6 @@ void CommandLine::add_serve() {
         ->check(positive_count("AGENCY_MAX_ACTIONS_PER_MINUTE"));
 }
 
-void CommandLine::add_oauth() {
-    OAuthArgs& oauth = serve.oauth;
-    serve_cmd_
-        ->add_option("--oauth-issuer", oauth.issuer,
-                     "OAuth authorization server (issuer URL, https) whose access tokens HTTP "
-                     "callers may present (docs/auth.md)")
-        ->envname("AGENCY_OAUTH_ISSUER");
-    serve_cmd_
-        ->add_option("--oauth-resource", oauth.resource,
-                     "This server's canonical MCP URL, e.g. https://mcp.example.com/mcp: tokens "
-                     "must name it as their audience")
-        ->envname("AGENCY_OAUTH_RESOURCE");
-    serve_cmd_->add_option("--oauth-scopes-read", oauth.read_scope,
-                           "The OAuth scope that grants reads (default agency:read)");
-    serve_cmd_->add_option("--oauth-scopes-write", oauth.write_scope,
-                           "The OAuth scope that grants actions (default agency:write)");
-    serve_cmd_
-        ->add_option("--oauth-introspection-client-id", oauth.introspection_client_id,
-                     "Introspect opaque tokens (RFC 7662) as this client; its secret in "
-                     "$AGENCY_OAUTH_INTROSPECTION_SECRET")
-        ->envname("AGENCY_OAUTH_INTROSPECTION_CLIENT_ID");
-}
-
 void CommandLine::add_http_limits() {
     const mcp::HttpOptions defaults;
     max_connections_ = static_cast<int>(defaults.max_connections);
@@ -465,6 +442,9 @@ void CommandLine::add_write_log() {
                                "or age (7d, 12h, 30m) on");
     write_log_cmd_->add_option("--client", write_log.client_id, "Only this client_id's rows");
     write_log_cmd_->add_option("--tool", write_log.tool, "Only this tool's rows");
+    write_log_cmd_->add_option("--caller", write_log.caller,
+                               "Only this caller's rows: a key's name, or the principal as the "
+                               "log writes it (key:NAME, \"oauth:ISSUER SUBJECT\", local)");
     write_log_cmd_->add_option("--format", write_log.format, "jsonl (default) or csv")
         ->check(CLI::IsMember({"jsonl", "csv"}));
     write_log_cmd_->add_option("--limit", write_log.limit, "At most this many rows (0: all)");

@@ -31,6 +31,14 @@ struct OAuthArgs {
     // RFC 7662 for opaque tokens: the client id here, its secret in
     // $AGENCY_OAUTH_INTROSPECTION_SECRET (never on the command line).
     std::string introspection_client_id;
+    // Client scopes (issue 35, docs/auth.md): the claim naming the clients a caller reaches,
+    // a group claim mapped to clients by a JSON file, what a token naming none reaches
+    // ("none" or "all"), and the claim holding the caller's action budget.
+    std::string clients_claim;       // --oauth-clients-claim, $AGENCY_OAUTH_CLIENTS_CLAIM
+    std::string client_groups_file;  // --oauth-client-groups, $AGENCY_OAUTH_CLIENT_GROUPS
+    std::string groups_claim = "groups";  // --oauth-groups-claim, $AGENCY_OAUTH_GROUPS_CLAIM
+    std::string unclaimed_clients = "none";  // --oauth-unclaimed-clients
+    std::string budget_claim;        // --oauth-budget-claim, $AGENCY_OAUTH_BUDGET_CLAIM
     bool enabled() const { return !issuer.empty() || !resource.empty(); }
 };
 
@@ -99,6 +107,7 @@ struct WriteLogArgs {
     std::string since;  // a date, a time, or an age (7d, 12h, 30m)
     std::string client_id;
     std::string tool;
+    std::string caller;  // --caller: a principal ("key:NAME", "oauth:ISSUER SUB", "local") or a key's name
     std::string format = "jsonl";  // jsonl | csv
     std::size_t limit = 0;         // 0: every row
     std::string before;            // prune: rows before this date or time go

@@ -79,11 +79,18 @@ std::string csv_cell(const std::string& text) {
     return out + '"';
 }
 
+// The principal `--caller` names: as the log writes it when it has a kind ("key:", "oauth:",
+// "operator:"), "local" (stdio), else a key's name.
+std::string caller_principal(const std::string& caller) {
+    if (caller.empty() || caller == "local" || caller.find(':') != std::string::npos) return caller;
+    return "key:" + caller;
+}
+
 }  // namespace
 
 int run_write_log(const WriteLogArgs& args) {
     state::WriteLogQuery query{.client_id = args.client_id, .tool = args.tool,
-                               .limit = args.limit};
+                               .principal = caller_principal(args.caller), .limit = args.limit};
     if (!args.since.empty()) query.since_ms = parse_when(args.since, "--since");
     auto store = open_state(args.state_url, args.state_db);
     const bool csv = args.format == "csv";

@@ -71,6 +71,7 @@ void PgStore::read_write_log(const WriteLogQuery& query,
     std::vector<PgParam> params{PgParam(query.since_ms)};
     if (!query.client_id.empty()) params.emplace_back(query.client_id);
     if (!query.tool.empty()) params.emplace_back(query.tool);
+    if (!query.principal.empty()) params.emplace_back(query.principal);
     if (query.limit > 0) params.emplace_back(static_cast<std::int64_t>(query.limit));
     const std::string sql =
         "SELECT " + select_columns() + " FROM write_log" +

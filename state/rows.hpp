@@ -123,14 +123,15 @@ inline WriteLogEntry new_write_log_entry(WriteLogEntry e) {
 }
 
 // The WHERE clause and ORDER BY of a write log query, with `mark(i)` writing the i-th
-// parameter's placeholder ("?" or "$i"); the parameters are since_ms, then client_id and tool
-// when set, then the limit when set.
+// parameter's placeholder ("?" or "$i"); the parameters are since_ms, then client_id, tool and
+// principal when set, then the limit when set.
 template <typename Mark>
 std::string write_log_filter(const WriteLogQuery& q, Mark mark) {
     int n = 1;
     std::string sql = " WHERE at_ms >= " + mark(n++);
     if (!q.client_id.empty()) sql += " AND client_id = " + mark(n++);
     if (!q.tool.empty()) sql += " AND tool = " + mark(n++);
+    if (!q.principal.empty()) sql += " AND principal = " + mark(n++);
     if (q.outcomes == WriteLogOutcomes::sent)
         sql += " AND outcome IN ('ok', 'failed', 'unknown')";
     else if (q.outcomes == WriteLogOutcomes::not_sent)

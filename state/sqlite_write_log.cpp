@@ -44,6 +44,7 @@ void SqliteStore::read_write_log(const WriteLogQuery& query,
     s.bind(query.since_ms);
     if (!query.client_id.empty()) s.bind(query.client_id);
     if (!query.tool.empty()) s.bind(query.tool);
+    if (!query.principal.empty()) s.bind(query.principal);
     if (query.limit > 0) s.bind(static_cast<std::int64_t>(query.limit));
     while (s.step()) sink(write_log_from_row(s));
 }

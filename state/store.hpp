@@ -138,12 +138,14 @@ struct WriteLogEntry {
 // those that did not (refused, preview), so that one kind cannot crowd out the other.
 enum class WriteLogOutcomes { all, sent, not_sent };
 
-// What write_log reads: rows at or after since_ms, of one client and tool when set, of the
-// outcomes asked for; at most `limit` (0: all), oldest first unless newest_first.
+// What write_log reads: rows at or after since_ms, of one client, tool and caller (principal)
+// when set, of the outcomes asked for; at most `limit` (0: all), oldest first unless
+// newest_first.
 struct WriteLogQuery {
     std::int64_t since_ms = 0;
     std::string client_id;
     std::string tool;
+    std::string principal;
     std::size_t limit = 0;
     bool newest_first = false;
     WriteLogOutcomes outcomes = WriteLogOutcomes::all;
