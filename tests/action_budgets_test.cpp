@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "base/crypto.hpp"
+#include "base/metrics.hpp"
 #include "pg_cluster.hpp"
 #include "state/pg_store.hpp"
 #include "state/sqlite_store.hpp"
@@ -97,6 +98,14 @@ struct TempDir {
         fs::remove_all(path, ec);
     }
 };
+
+// The value of one series in /metrics (0 when it is not there yet).
+double metric(const std::string& series) {
+    const std::string text = agency::base::metrics::render();
+    const auto at = text.find("\n" + series + " ");
+    if (at == std::string::npos) return 0;
+    return std::stod(text.substr(at + series.size() + 2));
+}
 
 ActionSettings on_file(const std::string& file, const ManualClock* clock = nullptr) {
     ActionSettings s;
@@ -377,6 +386,34 @@ TEST(ActionBudgets, TwoInstancesRacingForTheLastUnitGetOneActionAndOneRefusal) {
         EXPECT_EQ(a->used(racer), 3);
     }
     (void)writer;
+}
+
+// /metrics counts units taken and given back and the refusals, with no per-caller label.
+TEST(ActionBudgets, MetricsCountUnitsAndRefusalsWithoutCallers) {
+    TempDir dir;
+    ActionSettings settings = on_file((dir.path / "state.db").string());
+    settings.credits.max_per_minute_per_client = 1;
+    Budgets b(std::move(settings));
+    const std::string taken = "agency_mcp_budget_units_total{event=\"taken\"}";
+    const std::string returned = "agency_mcp_budget_units_total{event=\"returned\"}";
+    const std::string refused =
+        "agency_mcp_budget_refusals_total{gen_ai_tool_name=\"generate_keyword_ideas\"}";
+    const double taken0 = metric(taken), returned0 = metric(returned), refused0 = metric(refused);
+    const Principal writer = key("metrics-writer-" + agency::crypto::random_hex(4), 1);
+    ASSERT_FALSE(b.ideas(writer).is_error());
+    EXPECT_EQ(b.ideas(writer).reason(), "budget");
+    const Principal other = key("metrics-other-" + agency::crypto::random_hex(4), 5);
+    ASSERT_FALSE(b.h->call_as(other, "generate_keyword_ideas",
+                              {{"client_id", "demo-law"}, {"seed", "x"}})
+                     .is_error());
+    EXPECT_EQ(b.h->call_as(other, "generate_keyword_ideas",
+                           {{"client_id", "demo-law"}, {"seed", "y"}})
+                  .reason(),
+              "rate_limited");
+    EXPECT_EQ(metric(taken), taken0 + 3);
+    EXPECT_EQ(metric(returned), returned0 + 1);
+    EXPECT_EQ(metric(refused), refused0 + 1);
+    EXPECT_EQ(agency::base::metrics::render().find(writer.name), std::string::npos);
 }
 
 }  // namespace action_budgets_test
