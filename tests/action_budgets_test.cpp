@@ -313,10 +313,10 @@ TEST(ActionBudgets, BillableToolsAreMarkedInToolsList) {
     std::set<std::string> billable;
     for (const json& tool : b.h->tools()) {
         const std::string name = tool["name"];
-        const bool marked = tool.contains("_meta") && tool["_meta"].value("agency-mcp/billable", false);
+        const bool marked = tool.contains("_meta") && tool["_meta"].value("billable", false);
         if (marked) {
             billable.insert(name);
-            EXPECT_NE(tool.value("description", "").find("Spends credits (1 action-budget unit)"),
+            EXPECT_NE(tool.value("description", "").find("Spends credits."),
                       std::string::npos)
                 << name;
         }

@@ -269,12 +269,8 @@ ToolSpec action_spec(const std::shared_ptr<Toolbox>& box,
     if (entry.preview) spec.view = kApproveView;  // a person approves it, in the view too
     if (entry.spends_credits) {  // said in words and marked for hosts (tools/list `_meta`)
         spec.billable = true;
-        constexpr std::string_view kSpends = "Spends credits.";
-        constexpr std::string_view kSaid = "Spends credits (1 action-budget unit).";
-        if (const auto at = spec.description.find(kSpends); at != std::string::npos)
-            spec.description.replace(at, kSpends.size(), kSaid);
-        else
-            spec.description += " " + std::string(kSaid);
+        if (spec.description.find("Spends credits.") == std::string::npos)
+            spec.description += " Spends credits.";
     }
     const PostShape shape{rt, entry.id_field, entry.default_status, entry.finish};
     const bool own_execute = static_cast<bool>(entry.execute);
