@@ -200,6 +200,19 @@ void CommandLine::add_serve() {
                      "reason rate_limited (default 20)")
         ->envname("AGENCY_MAX_ACTIONS_PER_MINUTE")
         ->check(positive_count("AGENCY_MAX_ACTIONS_PER_MINUTE"));
+    serve_cmd_
+        ->add_option("--monthly-actions", serve.monthly_actions,
+                     "Generation actions (those that spend credits) each caller may run per "
+                     "budget window, unless its key sets its own; more are refused with reason "
+                     "budget. 0: none (read-only in effect). Default: no budget")
+        ->envname("AGENCY_MONTHLY_ACTIONS")
+        ->check(CLI::Range(std::int64_t{0}, std::int64_t{1'000'000'000}));
+    serve_cmd_
+        ->add_option("--budget-window", serve.budget_window,
+                     "The action budget's window, in UTC: month (default), week (from Monday) "
+                     "or day")
+        ->envname("AGENCY_BUDGET_WINDOW")
+        ->check(CLI::IsMember({"month", "week", "day"}));
 }
 
 void CommandLine::add_http_limits() {

@@ -27,7 +27,7 @@ constexpr const char* kColumns[] = {"at",           "principal",        "tool",
                                     "client_id",    "outcome",          "reason",
                                     "record_id",    "confirmation",     "confirmation_ref",
                                     "replayed",     "args_digest",      "args_summary",
-                                    "detail",       "id"};
+                                    "detail",       "id",               "caller_clients"};
 
 json row_json(const state::WriteLogEntry& e) {
     return {{"at", base::iso8601_ms(e.at_ms)},
@@ -43,7 +43,8 @@ json row_json(const state::WriteLogEntry& e) {
             {"args_digest", e.args_digest},
             {"args_summary", e.args_summary},
             {"detail", e.detail},
-            {"id", e.id}};
+            {"id", e.id},
+            {"caller_clients", e.caller_clients}};
 }
 
 // "2026-11-01", "2026-11-01T09:00:00Z" or an age ("7d", "12h", "30m") as unix ms.

@@ -86,7 +86,7 @@ TaskRecord task_from_row(const Row& st) {
 // A write log row in the order kWriteLogColumns lists its columns.
 inline constexpr const char* kWriteLogColumns =
     "id, at_ms, principal, tool, client_id, args_digest, args_summary, confirmation, "
-    "confirmation_ref, outcome, reason, record_id, replayed, detail";
+    "confirmation_ref, outcome, reason, record_id, replayed, detail, caller_clients";
 
 template <typename Row>
 WriteLogEntry write_log_from_row(const Row& r) {
@@ -105,6 +105,7 @@ WriteLogEntry write_log_from_row(const Row& r) {
     e.record_id = r.text(11);
     e.replayed = r.integer(12) != 0;
     e.detail = r.text(13);
+    e.caller_clients = r.text(14);
     return e;
 }
 

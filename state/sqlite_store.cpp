@@ -185,6 +185,7 @@ void SqliteStore::open_schema() {
         create_tables();
         if (version < 4) exec(kTaskOwnersToCallers);
         migrate_draft_principals();
+        migrate_caller_clients();
         exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
         exec("COMMIT");
     } catch (...) {
@@ -217,6 +218,16 @@ void SqliteStore::migrate_draft_principals() {
     if (!s.step() || s.integer(0) != 0) return;
     exec("ALTER TABLE drafts ADD COLUMN principal TEXT NOT NULL DEFAULT ''; "
          "UPDATE drafts SET principal = 'local';");
+}
+
+// Version 7: the write log records the clients its caller could reach. Rows written before
+// are "*": no caller was limited to some clients then.
+void SqliteStore::migrate_caller_clients() {
+    Statement s(db_,
+                "SELECT count(*) FROM pragma_table_info('write_log') WHERE name = "
+                "'caller_clients'");
+    if (!s.step() || s.integer(0) != 0) return;
+    exec("ALTER TABLE write_log ADD COLUMN caller_clients TEXT NOT NULL DEFAULT '*'");
 }
 
 void SqliteStore::create_tables() {
@@ -287,6 +298,15 @@ CREATE TABLE IF NOT EXISTS credit_slots (
 CREATE INDEX IF NOT EXISTS credit_slots_client ON credit_slots(client_id, granted_ms);
 )sql");
     exec(kWriteLogTable);  // version 3
+    // Version 7: generation actions used per caller and budget window (its start, unix s).
+    exec(R"sql(
+CREATE TABLE IF NOT EXISTS action_budgets (
+  caller TEXT NOT NULL,
+  window_start INTEGER NOT NULL,
+  used INTEGER NOT NULL,
+  PRIMARY KEY (caller, window_start)
+);
+)sql");
 }
 
 // A database written before jobs could be cancelled has a CHECK without 'cancelled'; SQLite

@@ -15,13 +15,13 @@ void bind_entry(Statement& s, const WriteLogEntry& e) {
     s.bind(e.id).bind(e.at_ms).bind(e.principal).bind(e.tool).bind(e.client_id);
     s.bind(e.args_digest).bind(e.args_summary.dump()).bind(e.confirmation);
     s.bind(e.confirmation_ref).bind(e.outcome).bind(e.reason).bind(e.record_id);
-    s.bind(std::int64_t{e.replayed ? 1 : 0}).bind(e.detail);
+    s.bind(std::int64_t{e.replayed ? 1 : 0}).bind(e.detail).bind(e.caller_clients);
 }
 
 constexpr const char* kInsert =
     "INSERT INTO write_log (id, at_ms, principal, tool, client_id, args_digest, args_summary, "
-    "confirmation, confirmation_ref, outcome, reason, record_id, replayed, detail) VALUES (?, "
-    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    "confirmation, confirmation_ref, outcome, reason, record_id, replayed, detail, "
+    "caller_clients) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
 }  // namespace
 

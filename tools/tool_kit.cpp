@@ -201,6 +201,7 @@ ToolDoc add_tool(mcp::Server& server, ToolSpec spec) {
         def.ui = {{"resourceUri", spec.view}};
         if (spec.app_only) def.ui["visibility"] = json::array({"app"});
     }
+    if (spec.billable) def.meta = {{"billable", true}};
     if (spec.app_only && def.ui.is_null()) return doc;  // no view in this build: no tool
     server.add_tool(std::move(def));
     return doc;
