@@ -124,6 +124,10 @@ struct KeysArgs {
     bool all_clients = false;                // update --all-clients
     std::optional<std::int64_t> monthly_actions;  // add/update --monthly-actions
     bool no_monthly_actions = false;         // update --no-monthly-actions
+    // list: where the budget use is read (the server's store and window); "" = the defaults
+    std::string state_db;
+    std::string state_url;
+    std::string budget_window = "month";
 };
 
 enum class Command {

@@ -49,7 +49,23 @@ void CommandLine::add_keys() {
 // keys list, remove and rotate. A running `serve --http` sees each change at its next request.
 void CommandLine::add_key_commands(CLI::App& keys_cmd) {
     keys_list_cmd_ = keys_cmd.add_subcommand(
-        "list", "List the keys: name, scopes, when created and rotated (never a key or hash)");
+        "list",
+        "List the keys: name, scopes, when created and rotated, clients, action budget and "
+        "its use this window (never a key or hash)");
+    keys_list_cmd_
+        ->add_option("--state-db", keys.state_db,
+                     "The server's SQLite state, where the budget use is counted (default: "
+                     "serve's); not created when absent")
+        ->envname("AGENCY_STATE_DB");
+    keys_list_cmd_
+        ->add_option("--state-url", keys.state_url,
+                     "The shared PostgreSQL state instead of --state-db")
+        ->envname("AGENCY_STATE_URL");
+    keys_list_cmd_
+        ->add_option("--budget-window", keys.budget_window,
+                     "The server's --budget-window: month (default), week or day")
+        ->envname("AGENCY_BUDGET_WINDOW")
+        ->check(CLI::IsMember({"month", "week", "day"}));
     keys_remove_cmd_ = keys_cmd.add_subcommand(
         "remove", "Remove a key; a running server refuses it from its next request on");
     keys_remove_cmd_->add_option("--name", keys.name, "The key's name (see keys list)")

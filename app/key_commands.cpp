@@ -1,5 +1,7 @@
 // keys add, update, list, remove and rotate, and the keys file as `serve --http` opens it.
 #include <algorithm>
+#include <filesystem>
+#include <functional>
 #include <optional>
 #include <iostream>
 #include <stdexcept>
@@ -12,6 +14,9 @@
 #include "base/log.hpp"
 
 #include "app/commands.hpp"
+#include "base/clock.hpp"
+#include "state/sqlite_store.hpp"
+#include "tools/budgets.hpp"
 #include "transport/keys.hpp"
 
 namespace agency::app {
@@ -100,15 +105,40 @@ int run_keys_update(const KeysArgs& args) {
     return 0;
 }
 
-// What `keys list` prints of a key's budget. The budget USE (actions spent this window, from
-// the state store) joins it here when the store is read (issue 35 item 3): "USED/LIMIT".
-std::string budget_column(const mcp::KeyEntry& k) {
-    return k.monthly_actions ? std::to_string(*k.monthly_actions) : "default";
+// The actions each key spent this budget window, from the server's state store; empty when
+// the store is not there (a SQLite file that does not exist is not created) or cannot be read.
+std::function<std::optional<std::int64_t>(const std::string&)> budget_use(const KeysArgs& args) {
+    const std::string db =
+        args.state_db.empty() ? state::SqliteStore::default_path() : args.state_db;
+    if (args.state_url.empty() && !std::filesystem::exists(db)) return {};
+    try {
+        auto store = open_state(args.state_url, db);
+        const auto window = tools::parse_budget_window(args.budget_window)
+                                .value_or(tools::BudgetWindow::month);
+        const std::int64_t start =
+            tools::budget_window_at(window, base::Clock::system().unix_s()).start;
+        return [store, start](const std::string& name) -> std::optional<std::int64_t> {
+            return store->budget_used("key:" + name, start);
+        };
+    } catch (const std::exception& e) {
+        std::cerr << "keys list: the budget use is not shown (" << e.what() << ")" << std::endl;
+        return {};
+    }
+}
+
+// What `keys list` prints of a key's budget: "USED/LIMIT" this window ("default" for the
+// server's limit), or the limit alone when the store is not read.
+std::string budget_column(const mcp::KeyEntry& k,
+                          const std::function<std::optional<std::int64_t>(const std::string&)>& use) {
+    const std::string limit = k.monthly_actions ? std::to_string(*k.monthly_actions) : "default";
+    const auto used = use ? use(k.name) : std::nullopt;
+    return used ? std::to_string(*used) + "/" + limit : limit;
 }
 
 int run_keys_list(const KeysArgs& args) {
     const std::string path = keys_path(args);
     const auto keys = mcp::KeyStore::list(path);
+    const auto use = keys.empty() ? nullptr : budget_use(args);
     if (keys.empty()) {
         std::cerr << "no keys in " << path << " (create one: agency-mcp keys add --name NAME)"
                   << std::endl;
@@ -121,12 +151,13 @@ int run_keys_list(const KeysArgs& args) {
         return text;
     };
     std::cout << padded("NAME", width + 2)
-              << "SCOPES      CREATED               ROTATED               ACTIONS/MONTH  CLIENTS\n";
+              << "SCOPES      CREATED               ROTATED               ACTIONS (USED/LIMIT)  "
+                 "CLIENTS\n";
     for (const auto& k : keys) {
         std::cout << padded(k.name, width + 2) << padded(joined(k.scopes), 10) << "  "
                   << padded(k.created_at.empty() ? "-" : k.created_at, 20) << "  "
                   << padded(k.rotated_at.empty() ? "-" : k.rotated_at, 20) << "  "
-                  << padded(budget_column(k), 13) << "  "
+                  << padded(budget_column(k, use), 20) << "  "
                   << (k.clients.empty() ? "all" : joined(k.clients)) << "\n";
     }
     std::cout << std::flush;

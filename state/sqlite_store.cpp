@@ -4,6 +4,10 @@
 // sqlite_write_log.cpp.
 #include "state/sqlite_store.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -59,7 +63,25 @@ SqliteStore::SqliteStore(const std::string& path) : path_(path) {
     }
 }
 
+// Several stores opening one new file at once (instances, or processes, starting together):
+// switching it to WAL and creating its schema can meet a lock that SQLite's busy handler does
+// not wait for (the journal mode change answers SQLITE_BUSY at once). Such a start is tried
+// again for up to the busy timeout, then fails as before.
 void SqliteStore::open() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (int attempt = 0;; ++attempt) {
+        try {
+            open_once();
+            return;
+        } catch (const StoreError& e) {
+            if (e.kind() != StoreError::Kind::busy || std::chrono::steady_clock::now() > deadline)
+                throw;
+            std::this_thread::sleep_for(std::chrono::milliseconds(std::min(5 + 5 * attempt, 50)));
+        }
+    }
+}
+
+void SqliteStore::open_once() {
     if (sqlite3_open_v2(path_.c_str(), &db_,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         nullptr) != SQLITE_OK) {

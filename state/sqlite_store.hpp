@@ -110,6 +110,7 @@ private:
                                                              std::string_view tool,
                                                              std::string_view key);
     void open();
+    void open_once();
     // The mutex held and the database open (created if need be).
     std::unique_lock<std::mutex> open_locked();
     // The mutex held; false (nothing opened or created) when the database was never created.

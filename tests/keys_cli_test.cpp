@@ -19,7 +19,10 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "base/clock.hpp"
 #include "base/crypto.hpp"
+#include "state/sqlite_store.hpp"
+#include "tools/budgets.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "net/server_thread.hpp"
 #include "run_binary.hpp"
@@ -235,7 +238,8 @@ TEST_F(KeysCli, ClientsOfAKeyLimitWhatItReachesAndKeysUpdateWidensThemLive) {
     EXPECT_EQ(doc["keys"][0]["clients"], json::array({"demo-law"}));
     EXPECT_EQ(doc["keys"][0]["monthly_actions"], 3);
     const Outcome listed = run("keys list --keys-file " + keys.string());
-    EXPECT_TRUE(std::regex_search(listed.out, std::regex(R"(law\s+read\s.*\s3\s+demo-law)")))
+    EXPECT_TRUE(
+        std::regex_search(listed.out, std::regex(R"(law\s+read\s.*\s(\d+/)?3\s+demo-law)")))
         << listed.out;
     const Outcome bad = run("keys add --name x --clients 'a b' --keys-file " + keys.string());
     EXPECT_NE(bad.exit_code, 0);
@@ -393,3 +397,32 @@ TEST_F(KeysCli, HttpsGatewayOfAPrivateCaNeedsSslCertFileOrDir) {
 }
 
 }  // namespace
+
+// keys list reads the budget use of this window from the server's store (issue 35, item 3),
+// and without a store shows the limit alone and creates nothing.
+TEST_F(KeysCli, KeysListShowsTheBudgetUsedThisWindow) {
+    const Outcome made = run("keys add --name writer --scopes read,write --monthly-actions 5 "
+                             "--keys-file " + keys.string());
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+    const fs::path db = dir / "state.db";
+    {
+        agency::state::SqliteStore store(db.string());
+        const std::int64_t start =
+            agency::tools::budget_window_at(agency::tools::BudgetWindow::month,
+                                            agency::base::Clock::system().unix_s())
+                .start;
+        for (int i = 0; i < 2; ++i) ASSERT_TRUE(store.take_budget("key:writer", start, 5).granted);
+    }
+    const Outcome listed =
+        run("keys list --keys-file " + keys.string() + " --state-db " + db.string());
+    ASSERT_EQ(listed.exit_code, 0) << listed.err;
+    EXPECT_TRUE(std::regex_search(listed.out, std::regex(R"(writer\s+read,write\s.*\s2/5\s)")))
+        << listed.out;
+    const fs::path none = dir / "none.db";
+    const Outcome bare =
+        run("keys list --keys-file " + keys.string() + " --state-db " + none.string());
+    EXPECT_TRUE(std::regex_search(bare.out, std::regex(R"(writer\s+read,write\s.*\s5\s)")))
+        << bare.out;
+    EXPECT_FALSE(fs::exists(none)) << "keys list created a state database";
+}
+
