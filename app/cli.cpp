@@ -111,6 +111,7 @@ std::optional<Command> CommandLine::parse(int argc, char** argv) {
     if (*keys_list_cmd_) return Command::keys_list;
     if (*keys_remove_cmd_) return Command::keys_remove;
     if (*keys_rotate_cmd_) return Command::keys_rotate;
+    if (*keys_update_cmd_) return Command::keys_update;
     if (*tools_doc_cmd_) return Command::tools_doc;
     if (*state_migrate_cmd_) return Command::state_migrate;
     if (*state_export_cmd_) return Command::state_export;
@@ -199,29 +200,19 @@ void CommandLine::add_serve() {
                      "reason rate_limited (default 20)")
         ->envname("AGENCY_MAX_ACTIONS_PER_MINUTE")
         ->check(positive_count("AGENCY_MAX_ACTIONS_PER_MINUTE"));
-}
-
-void CommandLine::add_oauth() {
-    OAuthArgs& oauth = serve.oauth;
     serve_cmd_
-        ->add_option("--oauth-issuer", oauth.issuer,
-                     "OAuth authorization server (issuer URL, https) whose access tokens HTTP "
-                     "callers may present (docs/auth.md)")
-        ->envname("AGENCY_OAUTH_ISSUER");
+        ->add_option("--monthly-actions", serve.monthly_actions,
+                     "Generation actions (those that spend credits) each caller may run per "
+                     "budget window, unless its key sets its own; more are refused with reason "
+                     "budget. 0: none (read-only in effect). Default: no budget")
+        ->envname("AGENCY_MONTHLY_ACTIONS")
+        ->check(CLI::Range(std::int64_t{0}, std::int64_t{1'000'000'000}));
     serve_cmd_
-        ->add_option("--oauth-resource", oauth.resource,
-                     "This server's canonical MCP URL, e.g. https://mcp.example.com/mcp: tokens "
-                     "must name it as their audience")
-        ->envname("AGENCY_OAUTH_RESOURCE");
-    serve_cmd_->add_option("--oauth-scopes-read", oauth.read_scope,
-                           "The OAuth scope that grants reads (default agency:read)");
-    serve_cmd_->add_option("--oauth-scopes-write", oauth.write_scope,
-                           "The OAuth scope that grants actions (default agency:write)");
-    serve_cmd_
-        ->add_option("--oauth-introspection-client-id", oauth.introspection_client_id,
-                     "Introspect opaque tokens (RFC 7662) as this client; its secret in "
-                     "$AGENCY_OAUTH_INTROSPECTION_SECRET")
-        ->envname("AGENCY_OAUTH_INTROSPECTION_CLIENT_ID");
+        ->add_option("--budget-window", serve.budget_window,
+                     "The action budget's window, in UTC: month (default), week (from Monday) "
+                     "or day")
+        ->envname("AGENCY_BUDGET_WINDOW")
+        ->check(CLI::IsMember({"month", "week", "day"}));
 }
 
 void CommandLine::add_http_limits() {
@@ -433,36 +424,6 @@ void CommandLine::add_sample_gateway() {
                           "(a gateway that serves cached crawls)");
 }
 
-void CommandLine::add_keys() {
-    keys_cmd_ = app_->add_subcommand("keys", "Manage API keys for HTTP callers");
-    keys_cmd_->require_subcommand(1);
-    keys_add_cmd_ = keys_cmd_->add_subcommand("add", "Create a key and print it once");
-    keys_add_cmd_->add_option("--name", keys.name, "Who the key is for")->required();
-    keys_add_cmd_->add_option("--scopes", keys.scopes, "read and/or write")->delimiter(',');
-    add_key_commands(*keys_cmd_);
-    for (auto* cmd : {keys_add_cmd_, keys_list_cmd_, keys_remove_cmd_, keys_rotate_cmd_})
-        cmd->add_option("--keys-file", keys.keys_file,
-                        "Keys file (default: $XDG_CONFIG_HOME/agency-mcp/keys.json or "
-                        "~/.config/agency-mcp/keys.json)")
-            ->envname("AGENCY_KEYS_FILE");
-}
-
-// keys list, remove and rotate. A running `serve --http` sees each change at its next request.
-void CommandLine::add_key_commands(CLI::App& keys_cmd) {
-    keys_list_cmd_ = keys_cmd.add_subcommand(
-        "list", "List the keys: name, scopes, when created and rotated (never a key or hash)");
-    keys_remove_cmd_ = keys_cmd.add_subcommand(
-        "remove", "Remove a key; a running server refuses it from its next request on");
-    keys_remove_cmd_->add_option("--name", keys.name, "The key's name (see keys list)")
-        ->required();
-    keys_rotate_cmd_ = keys_cmd.add_subcommand(
-        "rotate",
-        "Replace a key by a new one (same name and scopes), printed once; the old key stops "
-        "working at once");
-    keys_rotate_cmd_->add_option("--name", keys.name, "The key's name (see keys list)")
-        ->required();
-}
-
 // state migrate | export | import: moving and upgrading the state store (docs/deploy.md).
 void CommandLine::add_state() {
     state_cmd_ = app_->add_subcommand("state", "Upgrade, export or import the state store");
@@ -494,6 +455,9 @@ void CommandLine::add_write_log() {
                                "or age (7d, 12h, 30m) on");
     write_log_cmd_->add_option("--client", write_log.client_id, "Only this client_id's rows");
     write_log_cmd_->add_option("--tool", write_log.tool, "Only this tool's rows");
+    write_log_cmd_->add_option("--caller", write_log.caller,
+                               "Only this caller's rows: a key's name, or the principal as the "
+                               "log writes it (key:NAME, \"oauth:ISSUER SUBJECT\", local)");
     write_log_cmd_->add_option("--format", write_log.format, "jsonl (default) or csv")
         ->check(CLI::IsMember({"jsonl", "csv"}));
     write_log_cmd_->add_option("--limit", write_log.limit, "At most this many rows (0: all)");

@@ -31,6 +31,14 @@ struct OAuthArgs {
     // RFC 7662 for opaque tokens: the client id here, its secret in
     // $AGENCY_OAUTH_INTROSPECTION_SECRET (never on the command line).
     std::string introspection_client_id;
+    // Client scopes (issue 35, docs/auth.md): the claim naming the clients a caller reaches,
+    // a group claim mapped to clients by a JSON file, what a token naming none reaches
+    // ("none" or "all"), and the claim holding the caller's action budget.
+    std::string clients_claim;       // --oauth-clients-claim, $AGENCY_OAUTH_CLIENTS_CLAIM
+    std::string client_groups_file;  // --oauth-client-groups, $AGENCY_OAUTH_CLIENT_GROUPS
+    std::string groups_claim = "groups";  // --oauth-groups-claim, $AGENCY_OAUTH_GROUPS_CLAIM
+    std::string unclaimed_clients = "none";  // --oauth-unclaimed-clients
+    std::string budget_claim;        // --oauth-budget-claim, $AGENCY_OAUTH_BUDGET_CLAIM
     bool enabled() const { return !issuer.empty() || !resource.empty(); }
 };
 
@@ -52,6 +60,9 @@ struct ServeArgs {
     std::string confirm = "any";  // "elicitation-only": no confirmation_id confirms
     bool no_ui = false;  // --no-ui: no MCP Apps view is linked, even for clients that render them
     tools::CreditSettings credits;
+    // Action budgets (tools/budgets.hpp): generation actions per caller and window; -1: none.
+    std::int64_t monthly_actions = -1;
+    std::string budget_window = "month";
     // What HTTP clients may hold: each bound refuses cleanly and keeps serving.
     mcp::HttpOptions http_limits;
     int max_waiting_on_clients = 64;
@@ -99,6 +110,7 @@ struct WriteLogArgs {
     std::string since;  // a date, a time, or an age (7d, 12h, 30m)
     std::string client_id;
     std::string tool;
+    std::string caller;  // --caller: a principal ("key:NAME", "oauth:ISSUER SUB", "local") or a key's name
     std::string format = "jsonl";  // jsonl | csv
     std::size_t limit = 0;         // 0: every row
     std::string before;            // prune: rows before this date or time go
@@ -108,6 +120,14 @@ struct KeysArgs {
     std::string name;
     std::vector<std::string> scopes{"read"};
     std::string keys_file;
+    std::vector<std::string> clients;        // add/update --clients (empty: every client)
+    bool all_clients = false;                // update --all-clients
+    std::optional<std::int64_t> monthly_actions;  // add/update --monthly-actions
+    bool no_monthly_actions = false;         // update --no-monthly-actions
+    // list: where the budget use is read (the server's store and window); "" = the defaults
+    std::string state_db;
+    std::string state_url;
+    std::string budget_window = "month";
 };
 
 enum class Command {
@@ -117,6 +137,7 @@ enum class Command {
     keys_list,
     keys_remove,
     keys_rotate,
+    keys_update,
     tools_doc,
     state_migrate,
     state_export,
@@ -173,6 +194,7 @@ private:
     CLI::App* keys_list_cmd_ = nullptr;
     CLI::App* keys_remove_cmd_ = nullptr;
     CLI::App* keys_rotate_cmd_ = nullptr;
+    CLI::App* keys_update_cmd_ = nullptr;
     CLI::App* tools_doc_cmd_ = nullptr;
     CLI::App* state_cmd_ = nullptr;
     CLI::App* state_migrate_cmd_ = nullptr;

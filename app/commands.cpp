@@ -270,6 +270,9 @@ int run_serve(const ServeArgs& args) {
     action_settings.store = open_state(args.state_url, args.state_db);
     action_settings.credits = args.credits;
     action_settings.elicitation_only = args.confirm == "elicitation-only";
+    if (args.monthly_actions >= 0) action_settings.budgets.default_limit = args.monthly_actions;
+    action_settings.budgets.window =
+        tools::parse_budget_window(args.budget_window).value_or(tools::BudgetWindow::month);
     // A call holds its idempotency key for its reads and its POST, each within the call's
     // budget: past four budgets (and at least a minute) it cannot be running any more.
     action_settings.stale_claim = std::max(

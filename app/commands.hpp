@@ -20,6 +20,7 @@ int run_keys_add(const KeysArgs& args);
 int run_keys_list(const KeysArgs& args);
 int run_keys_remove(const KeysArgs& args);
 int run_keys_rotate(const KeysArgs& args);
+int run_keys_update(const KeysArgs& args);
 // The keys file `serve --http` will use (throws when it cannot be used; see there).
 std::shared_ptr<const mcp::KeyStore> open_keys_for_serving(const std::string& path);
 // `readme`: only the README's generated section.

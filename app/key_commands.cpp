@@ -1,5 +1,7 @@
-// keys add, list, remove and rotate, and the keys file as `serve --http` opens it.
+// keys add, update, list, remove and rotate, and the keys file as `serve --http` opens it.
 #include <algorithm>
+#include <filesystem>
+#include <functional>
 #include <optional>
 #include <iostream>
 #include <stdexcept>
@@ -12,6 +14,9 @@
 #include "base/log.hpp"
 
 #include "app/commands.hpp"
+#include "base/clock.hpp"
+#include "state/sqlite_store.hpp"
+#include "tools/budgets.hpp"
 #include "transport/keys.hpp"
 
 namespace agency::app {
@@ -26,6 +31,14 @@ std::string joined(const std::vector<std::string>& parts) {
     std::string out;
     for (const auto& p : parts) out += (out.empty() ? "" : ",") + p;
     return out;
+}
+
+// "clients: all, actions: server default" and the like, for what add and update say.
+std::string limits_text(const std::vector<std::string>& clients,
+                        std::optional<std::int64_t> monthly_actions) {
+    return "clients: " + (clients.empty() ? std::string("all") : joined(clients)) +
+           ", actions per month: " +
+           (monthly_actions ? std::to_string(*monthly_actions) : std::string("server default"));
 }
 
 std::string group_name(gid_t gid) {
@@ -68,16 +81,64 @@ std::optional<std::string> exposure(const struct stat& st) {
 
 int run_keys_add(const KeysArgs& args) {
     const std::string path = keys_path(args);
-    const std::string key = mcp::KeyStore::add(path, args.name, args.scopes);
+    const std::string key =
+        mcp::KeyStore::add(path, args.name, args.scopes, args.clients, args.monthly_actions);
     std::cout << key << std::endl;
-    std::cerr << "created key \"" << args.name << "\" in " << path << "; it is shown only this once"
+    std::cerr << "created key \"" << args.name << "\" in " << path << " (" << limits_text(
+                     args.clients, args.monthly_actions)
+              << "); it is shown only this once" << std::endl;
+    return 0;
+}
+
+int run_keys_update(const KeysArgs& args) {
+    const std::string path = keys_path(args);
+    mcp::KeyLimits limits;
+    if (args.all_clients) limits.clients = std::vector<std::string>{};
+    else if (!args.clients.empty()) limits.clients = args.clients;
+    if (args.no_monthly_actions) limits.monthly_actions.emplace(std::nullopt);
+    else if (args.monthly_actions) limits.monthly_actions.emplace(args.monthly_actions);
+    const mcp::KeyEntry now = mcp::KeyStore::update(path, args.name, limits);
+    std::cerr << "updated key \"" << args.name << "\" in " << path << ": "
+              << limits_text(now.clients, now.monthly_actions)
+              << "; a running server applies it from its next request (the key is unchanged)"
               << std::endl;
     return 0;
+}
+
+// The actions each key spent this budget window, from the server's state store; empty when
+// the store is not there (a SQLite file that does not exist is not created) or cannot be read.
+std::function<std::optional<std::int64_t>(const std::string&)> budget_use(const KeysArgs& args) {
+    const std::string db =
+        args.state_db.empty() ? state::SqliteStore::default_path() : args.state_db;
+    if (args.state_url.empty() && !std::filesystem::exists(db)) return {};
+    try {
+        auto store = open_state(args.state_url, db);
+        const auto window = tools::parse_budget_window(args.budget_window)
+                                .value_or(tools::BudgetWindow::month);
+        const std::int64_t start =
+            tools::budget_window_at(window, base::Clock::system().unix_s()).start;
+        return [store, start](const std::string& name) -> std::optional<std::int64_t> {
+            return store->budget_used("key:" + name, start);
+        };
+    } catch (const std::exception& e) {
+        std::cerr << "keys list: the budget use is not shown (" << e.what() << ")" << std::endl;
+        return {};
+    }
+}
+
+// What `keys list` prints of a key's budget: "USED/LIMIT" this window ("default" for the
+// server's limit), or the limit alone when the store is not read.
+std::string budget_column(const mcp::KeyEntry& k,
+                          const std::function<std::optional<std::int64_t>(const std::string&)>& use) {
+    const std::string limit = k.monthly_actions ? std::to_string(*k.monthly_actions) : "default";
+    const auto used = use ? use(k.name) : std::nullopt;
+    return used ? std::to_string(*used) + "/" + limit : limit;
 }
 
 int run_keys_list(const KeysArgs& args) {
     const std::string path = keys_path(args);
     const auto keys = mcp::KeyStore::list(path);
+    const auto use = keys.empty() ? nullptr : budget_use(args);
     if (keys.empty()) {
         std::cerr << "no keys in " << path << " (create one: agency-mcp keys add --name NAME)"
                   << std::endl;
@@ -85,17 +146,19 @@ int run_keys_list(const KeysArgs& args) {
     }
     std::size_t width = 4;
     for (const auto& k : keys) width = std::max(width, k.name.size());
-    const auto column = [&](const std::string& text) {
-        return text + std::string(width + 2 - text.size(), ' ');
+    const auto padded = [](std::string text, std::size_t to) {
+        text.resize(std::max(text.size(), to), ' ');
+        return text;
     };
-    std::cout << column("NAME") << "SCOPES      CREATED               ROTATED\n";
+    std::cout << padded("NAME", width + 2)
+              << "SCOPES      CREATED               ROTATED               ACTIONS (USED/LIMIT)  "
+                 "CLIENTS\n";
     for (const auto& k : keys) {
-        std::string scopes = joined(k.scopes);
-        scopes.resize(std::max<std::size_t>(scopes.size(), 10), ' ');
-        std::string created = k.created_at.empty() ? "-" : k.created_at;
-        created.resize(std::max<std::size_t>(created.size(), 20), ' ');
-        std::cout << column(k.name) << scopes << "  " << created << "  "
-                  << (k.rotated_at.empty() ? "-" : k.rotated_at) << "\n";
+        std::cout << padded(k.name, width + 2) << padded(joined(k.scopes), 10) << "  "
+                  << padded(k.created_at.empty() ? "-" : k.created_at, 20) << "  "
+                  << padded(k.rotated_at.empty() ? "-" : k.rotated_at, 20) << "  "
+                  << padded(budget_column(k, use), 20) << "  "
+                  << (k.clients.empty() ? "all" : joined(k.clients)) << "\n";
     }
     std::cout << std::flush;
     return std::cout ? 0 : 1;

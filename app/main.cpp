@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
             case Command::keys_list: return run_keys_list(cli.keys);
             case Command::keys_remove: return run_keys_remove(cli.keys);
             case Command::keys_rotate: return run_keys_rotate(cli.keys);
+            case Command::keys_update: return run_keys_update(cli.keys);
             case Command::tools_doc: return run_tools_doc(cli.readme_section);
             case Command::state_migrate: return run_state_migrate(cli.state);
             case Command::state_export: return run_state_export(cli.state);

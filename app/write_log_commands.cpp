@@ -27,7 +27,7 @@ constexpr const char* kColumns[] = {"at",           "principal",        "tool",
                                     "client_id",    "outcome",          "reason",
                                     "record_id",    "confirmation",     "confirmation_ref",
                                     "replayed",     "args_digest",      "args_summary",
-                                    "detail",       "id"};
+                                    "detail",       "id",               "caller_clients"};
 
 json row_json(const state::WriteLogEntry& e) {
     return {{"at", base::iso8601_ms(e.at_ms)},
@@ -43,7 +43,8 @@ json row_json(const state::WriteLogEntry& e) {
             {"args_digest", e.args_digest},
             {"args_summary", e.args_summary},
             {"detail", e.detail},
-            {"id", e.id}};
+            {"id", e.id},
+            {"caller_clients", e.caller_clients}};
 }
 
 // "2026-11-01", "2026-11-01T09:00:00Z" or an age ("7d", "12h", "30m") as unix ms.
@@ -79,11 +80,18 @@ std::string csv_cell(const std::string& text) {
     return out + '"';
 }
 
+// The principal `--caller` names: as the log writes it when it has a kind ("key:", "oauth:",
+// "operator:"), "local" (stdio), else a key's name.
+std::string caller_principal(const std::string& caller) {
+    if (caller.empty() || caller == "local" || caller.find(':') != std::string::npos) return caller;
+    return "key:" + caller;
+}
+
 }  // namespace
 
 int run_write_log(const WriteLogArgs& args) {
     state::WriteLogQuery query{.client_id = args.client_id, .tool = args.tool,
-                               .limit = args.limit};
+                               .principal = caller_principal(args.caller), .limit = args.limit};
     if (!args.since.empty()) query.since_ms = parse_when(args.since, "--since");
     auto store = open_state(args.state_url, args.state_db);
     const bool csv = args.format == "csv";

@@ -133,6 +133,9 @@ Checked check_claims(const json& claims, const TokenRules& rules, std::int64_t n
         return refuse(Failure::bad_claims, "the token was issued in the future (iat)");
     out.claims.client_id = str("client_id");
     out.claims.scopes = scopes_of(claims);
+    std::string why;
+    if (!read_client_reach(claims, rules.client_claims, out.claims.reach, why))
+        return refuse(Failure::bad_claims, why);
     return out;
 }
 

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "auth/client_claims.hpp"
+
 namespace agency::auth {
 
 struct Limits {
@@ -26,6 +28,7 @@ struct TokenRules {
     std::string audience;                 // one of `aud` must equal it (RFC 8707)
     std::vector<std::string> algorithms;  // the allow-list; never none or HS*
     std::int64_t leeway_s = 60;           // for exp, nbf and iat
+    ClientClaimRules client_claims;       // the clients and budget claims (off by default)
 };
 
 // The asymmetric algorithms accepted by default.
@@ -38,6 +41,7 @@ struct Claims {
     std::string client_id;
     std::vector<std::string> scopes;
     std::int64_t expires_at = 0;
+    ClientReach reach;  // the clients it may reach, its action budget (TokenRules::client_claims)
 };
 
 // Why a token was refused; the kind decides the HTTP answer (unavailable: 503, else 401).
@@ -47,7 +51,7 @@ enum class Failure {
     bad_algorithm,  // alg outside the allow-list, or not the key's
     unknown_key,    // no key of the issuer's has this kid
     bad_signature,
-    bad_claims,     // iss, aud, sub, nbf, iat, typ
+    bad_claims,     // iss, aud, sub, nbf, iat, typ, a malformed clients/groups/budget claim
     expired,
     inactive,       // introspection: not active
     unavailable,    // the issuer's keys or introspection could not be reached

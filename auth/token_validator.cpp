@@ -141,6 +141,7 @@ struct TokenValidator::Impl {
         rules.audience = options.resource;
         rules.algorithms = options.algorithms;
         rules.leeway_s = options.leeway.count();
+        rules.client_claims = options.client_claims;
     }
 
     // Fetches the metadata (once it is known, only the keys); false with last_error set.

@@ -27,6 +27,8 @@ struct ValidatorOptions {
     // (HTTP Basic) at the metadata's introspection_endpoint. Empty: opaque tokens are refused.
     std::string introspection_client_id;
     std::string introspection_client_secret;
+    // The clients an access token reaches and its action budget, from its claims (issue 35).
+    ClientClaimRules client_claims;
     const base::Clock* clock = nullptr;  // null: base::Clock::system()
 };
 

@@ -35,6 +35,10 @@ struct Harness {
         rules.issuer = "https://issuer.example";
         rules.audience = "https://mcp.example/mcp";
         rules.algorithms = agency::auth::default_algorithms();
+        // The client claims (issue 35) are read from every token that passes the rest.
+        rules.client_claims.clients_claim = "clients";
+        rules.client_claims.group_clients = {{"g", {"demo-law"}}, {"all", {"*"}}};
+        rules.client_claims.budget_claim = "budget";
         if (keys.keys().size() != 1) std::abort();
     }
 
@@ -105,6 +109,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 std::fprintf(stderr, "claims without a subject or expired were accepted\n");
                 std::abort();
             }
+            // A scoped caller's clients are named ones: never "" nor "*" (every client).
+            for (const auto& id : got.claims.reach.clients)
+                if (id.empty() || id == "*" || !got.claims.reach.scoped) {
+                    std::fprintf(stderr, "a client claim gave an empty or wildcard client\n");
+                    std::abort();
+                }
             break;
         }
     }

@@ -52,6 +52,10 @@ bool Principal::has_scope(std::string_view scope) const {
     return std::find(scopes.begin(), scopes.end(), scope) != scopes.end();
 }
 
+bool Principal::reaches_client(std::string_view client_id) const {
+    return clients.empty() || std::find(clients.begin(), clients.end(), client_id) != clients.end();
+}
+
 bool ToolDef::app_only() const {
     if (!ui.is_object()) return false;
     const auto visibility = ui.find("visibility");
@@ -147,6 +151,13 @@ void Server::set_resource_lister(std::function<json(RequestContext&)> lister,
 }
 void Server::set_completion(std::function<json(const json&, const json&, const json&)> h,
                             CompletionCost cost) {
+    impl_->completion = [h = std::move(h)](const json& ref, const json& argument,
+                                           const json& context, const Principal&) {
+        return h(ref, argument, context);
+    };
+    impl_->completion_cost = std::move(cost);
+}
+void Server::set_caller_completion(CallerCompletion h, CompletionCost cost) {
     impl_->completion = std::move(h);
     impl_->completion_cost = std::move(cost);
 }

@@ -63,7 +63,15 @@ struct Principal {
     // A key or an access token proved who is calling (an authorization context): tasks bind
     // to the caller, from any session on any instance. False for stdio and HTTP without auth.
     bool authenticated = false;
+    // The clients this caller may reach (issue 35: a key's `clients`, an OAuth claim); empty:
+    // every client the gateway key reaches. A client outside it does not exist for the caller.
+    std::vector<std::string> clients;
+    // Generation actions this caller may run per budget window (a key's `monthly_actions`);
+    // nullopt: the server's default.
+    std::optional<std::int64_t> action_budget;
     bool has_scope(std::string_view scope) const;
+    // Whether `client_id` is among `clients` (always, when `clients` is empty).
+    bool reaches_client(std::string_view client_id) const;
 };
 
 // The path back to the client while one request runs: notifications and (legacy) requests.
@@ -402,6 +410,10 @@ public:
     void set_completion(std::function<json(const json& ref, const json& argument,
                                            const json& context)> handler,
                         CompletionCost cost = {});
+    // The same, told who asks (a caller limited to some clients is offered those only).
+    using CallerCompletion = std::function<json(const json& ref, const json& argument,
+                                                const json& context, const Principal& caller)>;
+    void set_caller_completion(CallerCompletion handler, CompletionCost cost = {});
     // The instructions initialize and server/discover give (before serving).
     void set_instructions(std::string instructions);
     // The groups tools belong to, for ToolSelection (before serving).

@@ -389,7 +389,7 @@ std::optional<Reply> Methods::completion_complete(Server& server, const Request&
         throw RpcError(error_code::invalid_params,
                        "params.ref and params.argument are required objects");
     json completion = {{"values", json::array()}};
-    if (impl.completion) completion = impl.completion(*ref, *argument, context);
+    if (impl.completion) completion = impl.completion(*ref, *argument, context, r.ctx.principal);
     return complete(server, r, {{"completion", std::move(completion)}});
 }
 

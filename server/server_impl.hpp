@@ -153,7 +153,7 @@ struct Server::Impl {
     std::vector<PromptDef> prompts;
     std::function<json(RequestContext&)> resource_lister;
     std::function<int()> resource_lister_cost;
-    std::function<json(const json&, const json&, const json&)> completion;
+    Server::CallerCompletion completion;
     Server::CompletionCost completion_cost;
     std::function<bool(const ToolDef&)> tool_filter;
     std::function<bool(const ToolDef&)> tool_list_filter;  // tools/list only

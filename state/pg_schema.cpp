@@ -131,6 +131,19 @@ BEGIN
 END $$;
 )sql";
 
+// 7: action budgets (generation actions per caller and budget window: its start in unix
+// seconds), and the clients a write's caller could reach ("*": every client; rows written
+// before: no caller was limited then).
+constexpr const char* kBudgets = R"sql(
+CREATE TABLE IF NOT EXISTS action_budgets (
+  caller text NOT NULL,
+  window_start bigint NOT NULL,
+  used bigint NOT NULL,
+  PRIMARY KEY (caller, window_start)
+);
+ALTER TABLE write_log ADD COLUMN IF NOT EXISTS caller_clients text NOT NULL DEFAULT '*';
+)sql";
+
 const std::vector<PgMigration>& pg_migrations() {
     // Version 1 was SQLite's alone (no leases); PostgreSQL starts at 2. A later version appends
     // a step here; a step never changes once released.
@@ -245,7 +258,8 @@ UPDATE tasks SET owner = left(owner, -33)
     AND owner ~ '#[0-9a-f]{32}$';
 )sql"},
                                                    {5, kDraftPrincipals},
-                                                   {6, kOneRoundTrip}};
+                                                   {6, kOneRoundTrip},
+                                                   {7, kBudgets}};
     return steps;
 }
 
@@ -340,18 +354,31 @@ const PgStatement kStatements[] = {
     // --- the write log
     {"write_log_append",
      "INSERT INTO write_log (id, at_ms, principal, tool, client_id, args_digest, args_summary, "
-     "confirmation, confirmation_ref, outcome, reason, record_id, replayed, detail) VALUES ($1, "
-     "$2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"},
-    // write_log_append ($1-$14) with the call's idempotency key completed ($15-$19; none
-    // when $19 is NULL) and its credit slot released ($20 at $21; none when NULL): all or none.
+     "confirmation, confirmation_ref, outcome, reason, record_id, replayed, detail, "
+     "caller_clients) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, "
+     "$15)"},
+    // write_log_append ($1-$14, caller_clients $22) with the call's idempotency key completed
+    // ($15-$19; none when $19 is NULL) and its credit slot released ($20 at $21; none when
+    // NULL): all or none.
     {"write_log_settle",
      "WITH done AS (UPDATE idempotency SET pending = false, is_error = $15, result = $16 WHERE "
      "principal = $17 AND tool = $18 AND key = $19), freed AS (UPDATE credit_slots SET "
      "released_ms = $21 WHERE id = $20 AND released_ms IS NULL) INSERT INTO write_log (id, "
      "at_ms, principal, tool, client_id, args_digest, args_summary, confirmation, "
-     "confirmation_ref, outcome, reason, record_id, replayed, detail) VALUES ($1, $2, $3, $4, "
-     "$5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"},
+     "confirmation_ref, outcome, reason, record_id, replayed, detail, caller_clients) VALUES "
+     "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $22)"},
     {"write_log_prune", "DELETE FROM write_log WHERE at_ms < $1"},
+    // --- action budgets: the count and the check in one statement (of instances racing for
+    // the last unit, one gets it: the row's lock orders them, and the WHERE reads the
+    // committed count)
+    {"budget_take",
+     "INSERT INTO action_budgets AS b (caller, window_start, used) VALUES ($1, $2, 1) ON "
+     "CONFLICT (caller, window_start) DO UPDATE SET used = b.used + 1 WHERE b.used < $3 "
+     "RETURNING used"},
+    {"budget_return",
+     "UPDATE action_budgets SET used = used - 1 WHERE caller = $1 AND window_start = $2 AND "
+     "used > 0"},
+    {"budget_used", "SELECT used FROM action_budgets WHERE caller = $1 AND window_start = $2"},
     // --- tasks
     // Leases change only through claim and renew; a cancelled row stays cancelled; a put
     // that cancels notifies every instance's LISTEN in the same transaction.

@@ -82,6 +82,7 @@ namespace {
 // Each table's key, for a stable export order.
 const char* order_of(std::string_view table) {
     if (table == "write_log") return "at_ms, id";
+    if (table == "action_budgets") return "caller, window_start";
     return table == "idempotency" ? "principal, tool, key" : "id";
 }
 
@@ -122,7 +123,7 @@ void PgStore::import_row(const json& line) {
     if (!is_state_table(table) || row == line.end() || !row->is_object() || row->empty())
         throw StoreError(
             "not an exported state row (want {\"table\": one of jobs, "
-            "idempotency, drafts, confirmations, tasks, credit_slots, write_log, \"row\": "
+            "idempotency, drafts, confirmations, tasks, credit_slots, write_log, action_budgets, \"row\": "
             "{...}})",
             StoreError::Kind::other, StoreError::Backend::postgres);
     std::string columns, marks;

@@ -94,6 +94,12 @@ public:
                                         std::string_view tool,
                                         std::string_view args_digest) override;
 
+    // --- action budgets (state/pg_budgets.cpp)
+    BudgetTake take_budget(std::string_view caller, std::int64_t window_start,
+                           std::int64_t limit) override;
+    void return_budget(std::string_view caller, std::int64_t window_start) override;
+    std::int64_t budget_used(std::string_view caller, std::int64_t window_start) override;
+
     // --- credits
     CreditSlot acquire_credit(std::string_view client_id, int max_in_flight, int max_per_minute,
                               std::chrono::seconds hold_limit) override;

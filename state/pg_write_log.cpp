@@ -25,7 +25,7 @@ void append(PgStore::Conn& conn, const WriteLogEntry& e) {
     conn.run("write_log_append",
              {e.id, e.at_ms, e.principal, e.tool, e.client_id, e.args_digest,
               e.args_summary.dump(), e.confirmation, e.confirmation_ref, e.outcome, e.reason,
-              e.record_id, PgParam::boolean(e.replayed), e.detail});
+              e.record_id, PgParam::boolean(e.replayed), e.detail, e.caller_clients});
 }
 
 }  // namespace
@@ -62,7 +62,8 @@ WriteLogEntry PgStore::append_write_log_settling(WriteLogEntry entry, const Sett
                                         settle.tool,
                                         text_or_null(settle.key),
                                         text_or_null(settle.slot_id),
-                                        base::Clock::system().unix_ms()});
+                                        base::Clock::system().unix_ms(),
+                                        e.caller_clients});
     return entry;
 }
 
@@ -71,6 +72,7 @@ void PgStore::read_write_log(const WriteLogQuery& query,
     std::vector<PgParam> params{PgParam(query.since_ms)};
     if (!query.client_id.empty()) params.emplace_back(query.client_id);
     if (!query.tool.empty()) params.emplace_back(query.tool);
+    if (!query.principal.empty()) params.emplace_back(query.principal);
     if (query.limit > 0) params.emplace_back(static_cast<std::int64_t>(query.limit));
     const std::string sql =
         "SELECT " + select_columns() + " FROM write_log" +

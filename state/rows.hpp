@@ -86,7 +86,7 @@ TaskRecord task_from_row(const Row& st) {
 // A write log row in the order kWriteLogColumns lists its columns.
 inline constexpr const char* kWriteLogColumns =
     "id, at_ms, principal, tool, client_id, args_digest, args_summary, confirmation, "
-    "confirmation_ref, outcome, reason, record_id, replayed, detail";
+    "confirmation_ref, outcome, reason, record_id, replayed, detail, caller_clients";
 
 template <typename Row>
 WriteLogEntry write_log_from_row(const Row& r) {
@@ -105,6 +105,7 @@ WriteLogEntry write_log_from_row(const Row& r) {
     e.record_id = r.text(11);
     e.replayed = r.integer(12) != 0;
     e.detail = r.text(13);
+    e.caller_clients = r.text(14);
     return e;
 }
 
@@ -123,14 +124,15 @@ inline WriteLogEntry new_write_log_entry(WriteLogEntry e) {
 }
 
 // The WHERE clause and ORDER BY of a write log query, with `mark(i)` writing the i-th
-// parameter's placeholder ("?" or "$i"); the parameters are since_ms, then client_id and tool
-// when set, then the limit when set.
+// parameter's placeholder ("?" or "$i"); the parameters are since_ms, then client_id, tool and
+// principal when set, then the limit when set.
 template <typename Mark>
 std::string write_log_filter(const WriteLogQuery& q, Mark mark) {
     int n = 1;
     std::string sql = " WHERE at_ms >= " + mark(n++);
     if (!q.client_id.empty()) sql += " AND client_id = " + mark(n++);
     if (!q.tool.empty()) sql += " AND tool = " + mark(n++);
+    if (!q.principal.empty()) sql += " AND principal = " + mark(n++);
     if (q.outcomes == WriteLogOutcomes::sent)
         sql += " AND outcome IN ('ok', 'failed', 'unknown')";
     else if (q.outcomes == WriteLogOutcomes::not_sent)

@@ -145,7 +145,7 @@ void SqliteStore::import_row(const json& line) {
     const auto row = line.find("row");
     if (!is_state_table(table) || row == line.end() || !row->is_object() || row->empty())
         throw StoreError("not an exported state row (want {\"table\": one of jobs, "
-                         "idempotency, drafts, confirmations, tasks, credit_slots, write_log, \"row\": "
+                         "idempotency, drafts, confirmations, tasks, credit_slots, write_log, action_budgets, \"row\": "
                          "{...}})");
     std::string columns, marks;
     for (const auto& [name, value] : row->items()) {

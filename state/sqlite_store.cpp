@@ -4,6 +4,10 @@
 // sqlite_write_log.cpp.
 #include "state/sqlite_store.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -59,7 +63,25 @@ SqliteStore::SqliteStore(const std::string& path) : path_(path) {
     }
 }
 
+// Several stores opening one new file at once (instances, or processes, starting together):
+// switching it to WAL and creating its schema can meet a lock that SQLite's busy handler does
+// not wait for (the journal mode change answers SQLITE_BUSY at once). Such a start is tried
+// again for up to the busy timeout, then fails as before.
 void SqliteStore::open() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (int attempt = 0;; ++attempt) {
+        try {
+            open_once();
+            return;
+        } catch (const StoreError& e) {
+            if (e.kind() != StoreError::Kind::busy || std::chrono::steady_clock::now() > deadline)
+                throw;
+            std::this_thread::sleep_for(std::chrono::milliseconds(std::min(5 + 5 * attempt, 50)));
+        }
+    }
+}
+
+void SqliteStore::open_once() {
     if (sqlite3_open_v2(path_.c_str(), &db_,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         nullptr) != SQLITE_OK) {
@@ -185,6 +207,7 @@ void SqliteStore::open_schema() {
         create_tables();
         if (version < 4) exec(kTaskOwnersToCallers);
         migrate_draft_principals();
+        migrate_caller_clients();
         exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
         exec("COMMIT");
     } catch (...) {
@@ -217,6 +240,16 @@ void SqliteStore::migrate_draft_principals() {
     if (!s.step() || s.integer(0) != 0) return;
     exec("ALTER TABLE drafts ADD COLUMN principal TEXT NOT NULL DEFAULT ''; "
          "UPDATE drafts SET principal = 'local';");
+}
+
+// Version 7: the write log records the clients its caller could reach. Rows written before
+// are "*": no caller was limited to some clients then.
+void SqliteStore::migrate_caller_clients() {
+    Statement s(db_,
+                "SELECT count(*) FROM pragma_table_info('write_log') WHERE name = "
+                "'caller_clients'");
+    if (!s.step() || s.integer(0) != 0) return;
+    exec("ALTER TABLE write_log ADD COLUMN caller_clients TEXT NOT NULL DEFAULT '*'");
 }
 
 void SqliteStore::create_tables() {
@@ -287,6 +320,15 @@ CREATE TABLE IF NOT EXISTS credit_slots (
 CREATE INDEX IF NOT EXISTS credit_slots_client ON credit_slots(client_id, granted_ms);
 )sql");
     exec(kWriteLogTable);  // version 3
+    // Version 7: generation actions used per caller and budget window (its start, unix s).
+    exec(R"sql(
+CREATE TABLE IF NOT EXISTS action_budgets (
+  caller TEXT NOT NULL,
+  window_start INTEGER NOT NULL,
+  used INTEGER NOT NULL,
+  PRIMARY KEY (caller, window_start)
+);
+)sql");
 }
 
 // A database written before jobs could be cancelled has a CHECK without 'cancelled'; SQLite

@@ -75,6 +75,12 @@ public:
                               std::chrono::seconds hold_limit) override;
     void release_credit(std::string_view slot_id) override;
 
+    // --- action budgets (state/sqlite_budgets.cpp)
+    BudgetTake take_budget(std::string_view caller, std::int64_t window_start,
+                           std::int64_t limit) override;
+    void return_budget(std::string_view caller, std::int64_t window_start) override;
+    std::int64_t budget_used(std::string_view caller, std::int64_t window_start) override;
+
     // --- the write log (state/sqlite_write_log.cpp)
     WriteLogEntry append_write_log(WriteLogEntry entry) override;
     void read_write_log(const WriteLogQuery& query,
@@ -104,6 +110,7 @@ private:
                                                              std::string_view tool,
                                                              std::string_view key);
     void open();
+    void open_once();
     // The mutex held and the database open (created if need be).
     std::unique_lock<std::mutex> open_locked();
     // The mutex held; false (nothing opened or created) when the database was never created.
@@ -114,6 +121,7 @@ private:
     void migrate_jobs_status();
     void migrate_to_leases();
     void migrate_draft_principals();
+    void migrate_caller_clients();
     // BEGIN IMMEDIATE ... COMMIT around `body` (rolled back when it throws): the steps of a
     // claim or a credit grant are atomic against other processes on the file too.
     template <typename F>

@@ -15,13 +15,13 @@ void bind_entry(Statement& s, const WriteLogEntry& e) {
     s.bind(e.id).bind(e.at_ms).bind(e.principal).bind(e.tool).bind(e.client_id);
     s.bind(e.args_digest).bind(e.args_summary.dump()).bind(e.confirmation);
     s.bind(e.confirmation_ref).bind(e.outcome).bind(e.reason).bind(e.record_id);
-    s.bind(std::int64_t{e.replayed ? 1 : 0}).bind(e.detail);
+    s.bind(std::int64_t{e.replayed ? 1 : 0}).bind(e.detail).bind(e.caller_clients);
 }
 
 constexpr const char* kInsert =
     "INSERT INTO write_log (id, at_ms, principal, tool, client_id, args_digest, args_summary, "
-    "confirmation, confirmation_ref, outcome, reason, record_id, replayed, detail) VALUES (?, "
-    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    "confirmation, confirmation_ref, outcome, reason, record_id, replayed, detail, "
+    "caller_clients) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
 }  // namespace
 
@@ -44,6 +44,7 @@ void SqliteStore::read_write_log(const WriteLogQuery& query,
     s.bind(query.since_ms);
     if (!query.client_id.empty()) s.bind(query.client_id);
     if (!query.tool.empty()) s.bind(query.tool);
+    if (!query.principal.empty()) s.bind(query.principal);
     if (query.limit > 0) s.bind(static_cast<std::int64_t>(query.limit));
     while (s.step()) sink(write_log_from_row(s));
 }

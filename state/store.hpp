@@ -132,18 +132,24 @@ struct WriteLogEntry {
     std::string record_id;  // the gateway's (or the job's) record id ("" when none)
     bool replayed = false;  // answered from a finished idempotency key: nothing was sent
     std::string detail;     // a short message (bounded)
+    // The clients the caller could reach when it called (schema version 7): "*" for every
+    // client (rows written before version 7 too: no caller was limited then), else the ids
+    // joined by commas ("demo-law,cl_b").
+    std::string caller_clients = "*";
 };
 
 // Which rows by outcome: all; the calls that reached the gateway (ok, failed, unknown); or
 // those that did not (refused, preview), so that one kind cannot crowd out the other.
 enum class WriteLogOutcomes { all, sent, not_sent };
 
-// What write_log reads: rows at or after since_ms, of one client and tool when set, of the
-// outcomes asked for; at most `limit` (0: all), oldest first unless newest_first.
+// What write_log reads: rows at or after since_ms, of one client, tool and caller (principal)
+// when set, of the outcomes asked for; at most `limit` (0: all), oldest first unless
+// newest_first.
 struct WriteLogQuery {
     std::int64_t since_ms = 0;
     std::string client_id;
     std::string tool;
+    std::string principal;
     std::size_t limit = 0;
     bool newest_first = false;
     WriteLogOutcomes outcomes = WriteLogOutcomes::all;
@@ -152,14 +158,22 @@ struct WriteLogQuery {
 // The schema version this build writes and understands; a database at a newer version is
 // refused (StoreError naming both versions), an older one is migrated when opened. Version 6
 // changed PostgreSQL's functions and credit counts alone (SQLite's tables are version 5's).
-inline constexpr int kSchemaVersion = 6;
+// Version 7 adds the action budgets (`action_budgets`) and the write log's `caller_clients`.
+inline constexpr int kSchemaVersion = 7;
 
 // Tables and their columns as `state export` writes them, identical for every backend:
 // {"table": "<name>", "row": {"<column>": value, ...}} per line (JSON values for JSON
 // columns, integers for integer/boolean columns, strings or null otherwise).
 inline constexpr const char* kStateTables[] = {"jobs",  "idempotency",  "drafts",
                                                "confirmations", "tasks", "credit_slots",
-                                               "write_log"};
+                                               "write_log", "action_budgets"};
+
+// What Store::take_budget decided: granted (one unit counted) or refused (the window's units
+// are all used), and the units used in the window after it.
+struct BudgetTake {
+    bool granted = false;
+    std::int64_t used = 0;
+};
 
 // The server's durable state: jobs, idempotency records, drafts, confirmations and MCP task
 // records (as the core's TaskStore). Tools and the task runtime see only this interface;
@@ -291,6 +305,18 @@ public:
         std::string result;   // the key's result
         std::string slot_id;  // a credit slot to release ("": none)
     };
+
+    // --- action budgets (generation actions per caller and budget window, across instances)
+    // One unit of `caller`'s budget in the window starting at `window_start` (unix seconds):
+    // granted when fewer than `limit` were used, in one atomic step (of several instances
+    // racing for the last unit, one gets it); refused, changing nothing, otherwise (always
+    // when `limit` <= 0). Counts survive restarts: they are rows of the store.
+    virtual BudgetTake take_budget(std::string_view caller, std::int64_t window_start,
+                                   std::int64_t limit) = 0;
+    // Gives back one unit taken for an action that never reached the gateway (never below 0).
+    virtual void return_budget(std::string_view caller, std::int64_t window_start) = 0;
+    // The units `caller` used in the window (0 when none, or the database was never created).
+    virtual std::int64_t budget_used(std::string_view caller, std::int64_t window_start) = 0;
 
     // --- the write log (append-only)
     // Appends `entry` (id and, when 0, at_ms assigned) and returns it as stored.

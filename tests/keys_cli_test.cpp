@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -18,7 +19,10 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "base/clock.hpp"
 #include "base/crypto.hpp"
+#include "state/sqlite_store.hpp"
+#include "tools/budgets.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "net/server_thread.hpp"
 #include "run_binary.hpp"
@@ -187,6 +191,113 @@ TEST_F(KeysCli, RunningServerRefusesARemovedOrRotatedKeyAtOnce) {
     EXPECT_EQ(initialize_status(port, carol), 200);
 }
 
+// One modern (stateless) tools/call over HTTP with this key: the JSON-RPC response (an SSE
+// answer's data line, or the JSON body).
+json call_tool(int port, const std::string& key, const std::string& tool, const json& args) {
+    httplib::Client client("127.0.0.1", port);
+    httplib::Headers headers{{"Accept", "application/json, text/event-stream"},
+                             {"MCP-Protocol-Version", "2026-07-28"},
+                             {"Mcp-Method", "tools/call"},
+                             {"Mcp-Name", tool},
+                             {"X-API-Key", key}};
+    const json body = {
+        {"jsonrpc", "2.0"},
+        {"id", 1},
+        {"method", "tools/call"},
+        {"params",
+         {{"name", tool},
+          {"arguments", args},
+          {"_meta",
+           {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+            {"io.modelcontextprotocol/clientCapabilities", json::object()}}}}}};
+    auto res = client.Post("/mcp", headers, body.dump(), "application/json");
+    if (!res) return nullptr;
+    std::string text = res->body;
+    if (const auto data = text.find("data: "); data != std::string::npos) {
+        text = text.substr(data + 6);
+        text = text.substr(0, text.find('\n'));
+    }
+    return json::parse(text, nullptr, false);
+}
+
+std::set<std::string> listed_clients(const json& reply) {
+    std::set<std::string> ids;
+    for (const json& row : reply["result"]["structuredContent"]["rows"]) ids.insert(row["id"]);
+    return ids;
+}
+
+// Issue 35: keys add --clients limits a key, a running server refuses another client as an
+// unknown one (no gateway request), narrows list_clients, and keys update widens the key
+// without a restart; keys list shows the clients and budget.
+TEST_F(KeysCli, ClientsOfAKeyLimitWhatItReachesAndKeysUpdateWidensThemLive) {
+    const Outcome made = run("keys add --name law --scopes read --clients demo-law "
+                             "--monthly-actions 3 --keys-file " + keys.string());
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+    const std::string law = trimmed(made.out);
+    json doc = json::parse(slurp(keys));
+    EXPECT_EQ(doc["keys"][0]["clients"], json::array({"demo-law"}));
+    EXPECT_EQ(doc["keys"][0]["monthly_actions"], 3);
+    const Outcome listed = run("keys list --keys-file " + keys.string());
+    EXPECT_TRUE(
+        std::regex_search(listed.out, std::regex(R"(law\s+read\s.*\s(\d+/)?3\s+demo-law)")))
+        << listed.out;
+    const Outcome bad = run("keys add --name x --clients 'a b' --keys-file " + keys.string());
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.err.find("space"), std::string::npos) << bad.err;
+
+    const int port = start_server("--gateway-url " + gateway_server.base_url() + " --keys-file " +
+                                  keys.string());
+    ASSERT_GT(port, 0);
+    EXPECT_EQ(listed_clients(call_tool(port, law, "list_clients", json::object())),
+              std::set<std::string>{"demo-law"});
+    const std::size_t before = gw->request_log().size();
+    const json other = call_tool(port, law, "get_client", {{"client_id", "demo-plumbing"}});
+    const json nowhere = call_tool(port, law, "get_client", {{"client_id", "demo-nowhere"}});
+    EXPECT_EQ(gw->request_log().size(), before);
+    ASSERT_TRUE(other["result"].value("isError", false)) << other.dump();
+    const std::string text = other["result"]["content"][0]["text"];
+    EXPECT_NE(text.find("not_found"), std::string::npos) << text;
+    std::string nowhere_text = nowhere["result"]["content"][0]["text"];
+    nowhere_text = std::regex_replace(nowhere_text, std::regex("demo-nowhere"), "demo-plumbing");
+    EXPECT_EQ(text, nowhere_text);
+
+    const Outcome widened = run("keys update --name law --clients demo-law,demo-plumbing "
+                                "--keys-file " + keys.string());
+    ASSERT_EQ(widened.exit_code, 0) << widened.err;
+    EXPECT_EQ(json::parse(slurp(keys))["keys"][0]["hash"], agency::crypto::sha256_hex(law));
+    EXPECT_EQ(listed_clients(call_tool(port, law, "list_clients", json::object())),
+              (std::set<std::string>{"demo-law", "demo-plumbing"}));
+    const json now = call_tool(port, law, "get_client", {{"client_id", "demo-plumbing"}});
+    EXPECT_FALSE(now["result"].value("isError", true)) << now.dump();
+
+    ASSERT_EQ(run("keys update --name law --all-clients --no-monthly-actions --keys-file " +
+                  keys.string()).exit_code, 0);
+    doc = json::parse(slurp(keys));
+    EXPECT_FALSE(doc["keys"][0].contains("clients"));
+    EXPECT_FALSE(doc["keys"][0].contains("monthly_actions"));
+    EXPECT_GE(listed_clients(call_tool(port, law, "list_clients", json::object())).size(), 3u);
+    EXPECT_NE(run("keys update --name law --keys-file " + keys.string()).exit_code, 0);
+}
+
+// A keys file written before issue 35 (no clients, no monthly_actions) keeps working; a
+// malformed one is refused at start naming the key.
+TEST_F(KeysCli, OldKeysFilesWorkAndBadClientsAreRefusedNamingTheKey) {
+    const std::string alice = add("alice", "read");
+    EXPECT_FALSE(json::parse(slurp(keys))["keys"][0].contains("clients"));
+    json doc = json::parse(slurp(keys));
+    doc["keys"][0]["monthly_actions"] = -1;
+    std::ofstream(keys) << doc.dump();
+    const Outcome listed = run("keys list --keys-file " + keys.string());
+    EXPECT_NE(listed.exit_code, 0);
+    EXPECT_NE(listed.err.find("key \"alice\": \"monthly_actions\""), std::string::npos)
+        << listed.err;
+    doc["keys"][0].erase("monthly_actions");
+    doc["keys"][0]["clients"] = "demo-law";
+    std::ofstream(keys) << doc.dump();
+    EXPECT_NE(run("keys list --keys-file " + keys.string()).err.find("list of client ids"),
+              std::string::npos);
+}
+
 TEST_F(KeysCli, ServeRefusesAKeysFileThatDoesNotExist) {
     const fs::path missing = dir / "typo-keys.json";
     const Outcome r = run("serve --http --listen 127.0.0.1:0 --state-db :memory: --gateway-url " +
@@ -286,3 +397,32 @@ TEST_F(KeysCli, HttpsGatewayOfAPrivateCaNeedsSslCertFileOrDir) {
 }
 
 }  // namespace
+
+// keys list reads the budget use of this window from the server's store (issue 35, item 3),
+// and without a store shows the limit alone and creates nothing.
+TEST_F(KeysCli, KeysListShowsTheBudgetUsedThisWindow) {
+    const Outcome made = run("keys add --name writer --scopes read,write --monthly-actions 5 "
+                             "--keys-file " + keys.string());
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+    const fs::path db = dir / "state.db";
+    {
+        agency::state::SqliteStore store(db.string());
+        const std::int64_t start =
+            agency::tools::budget_window_at(agency::tools::BudgetWindow::month,
+                                            agency::base::Clock::system().unix_s())
+                .start;
+        for (int i = 0; i < 2; ++i) ASSERT_TRUE(store.take_budget("key:writer", start, 5).granted);
+    }
+    const Outcome listed =
+        run("keys list --keys-file " + keys.string() + " --state-db " + db.string());
+    ASSERT_EQ(listed.exit_code, 0) << listed.err;
+    EXPECT_TRUE(std::regex_search(listed.out, std::regex(R"(writer\s+read,write\s.*\s2/5\s)")))
+        << listed.out;
+    const fs::path none = dir / "none.db";
+    const Outcome bare =
+        run("keys list --keys-file " + keys.string() + " --state-db " + none.string());
+    EXPECT_TRUE(std::regex_search(bare.out, std::regex(R"(writer\s+read,write\s.*\s5\s)")))
+        << bare.out;
+    EXPECT_FALSE(fs::exists(none)) << "keys list created a state database";
+}
+

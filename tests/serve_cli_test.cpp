@@ -342,3 +342,42 @@ TEST_F(ServeCli, CallTimeoutBoundsASilentGatewayAndRetriesAreProgress) {
     Served env = serve("AGENCY_CALL_TIMEOUT=0", "", {});
     EXPECT_NE(env.exit_code, 0) << "the variable is checked like the option";
 }
+
+// `serve --monthly-actions` (AGENCY_MONTHLY_ACTIONS) end to end: the local caller's third
+// generation with a budget of 2 is refused with reason budget and never sent; 0 refuses every
+// generation; a bad value or window is refused before anything.
+TEST_F(ServeCli, MonthlyActionsBudgetRefusesPastItWithoutAPost) {
+    const auto ideas = [](int id) {
+        return call_line(id, "generate_keyword_ideas",
+                         {{"client_id", "demo-dental"}, {"seed", "s" + std::to_string(id)}});
+    };
+    Served run = serve("-u AGENCY_MONTHLY_ACTIONS", "--monthly-actions 2 --budget-window week",
+                       {ideas(1), ideas(2), ideas(3)});
+    ASSERT_EQ(run.replies.size(), 3u) << run.err;
+    int refused = 0;
+    for (const auto& [id, reply] : run.replies) {
+        const json error = tool_error(reply);
+        if (error.is_null()) continue;
+        ++refused;
+        EXPECT_EQ(error.value("reason", ""), "budget") << reply.dump();
+        EXPECT_EQ(error["budget"]["limit"], 2);
+        EXPECT_EQ(error["budget"]["window"], "week");
+    }
+    EXPECT_EQ(refused, 1);
+    EXPECT_EQ(gw->count_requests("POST", "generate_keywords"), 2u);
+
+    Served none = serve("AGENCY_MONTHLY_ACTIONS=0", "", {ideas(1)});
+    ASSERT_EQ(none.replies.size(), 1u) << none.err;
+    EXPECT_EQ(tool_error(none.replies[1]).value("reason", ""), "budget");
+    EXPECT_EQ(gw->count_requests("POST", "generate_keywords"), 2u);
+
+    for (const std::string bad : {"--monthly-actions -1", "--monthly-actions lots",
+                                   "--budget-window year"}) {
+        Served refused_run = serve("-u AGENCY_MONTHLY_ACTIONS", bad, {ideas(1)});
+        EXPECT_NE(refused_run.exit_code, 0) << bad;
+        EXPECT_TRUE(refused_run.replies.empty()) << bad;
+        EXPECT_NE(refused_run.err.find(bad.substr(0, bad.find(' '))), std::string::npos)
+            << refused_run.err;
+    }
+    EXPECT_EQ(gw->count_requests("POST", "generate_keywords"), 2u);
+}

@@ -464,6 +464,37 @@ TEST_P(StoreContract, WriteLogReadsByOutcome) {
     EXPECT_EQ(outcomes(WriteLogOutcomes::all, 0).size(), 6u);
 }
 
+// Issue 35: `write-log --caller`: one caller's rows, with the other filters and the limit
+// applied to them (not to every caller's).
+TEST_P(StoreContract, WriteLogReadsByCaller) {
+    auto store = open();
+    const auto a1 = store->append_write_log(
+        {.at_ms = 1000, .principal = "key:alice", .tool = "deploy_article", .client_id = "acme"});
+    store->append_write_log(
+        {.at_ms = 2000, .principal = "key:bob", .tool = "deploy_article", .client_id = "acme"});
+    const auto o1 = store->append_write_log({.at_ms = 3000,
+                                             .principal = "oauth:https://id.example alice",
+                                             .tool = "generate_article",
+                                             .client_id = "zeta"});
+    const auto a2 = store->append_write_log(
+        {.at_ms = 4000, .principal = "key:alice", .tool = "generate_article", .client_id = "zeta"});
+    store->append_write_log(
+        {.at_ms = 5000, .principal = "key:bob", .tool = "generate_article", .client_id = "zeta"});
+    EXPECT_EQ(log_ids(*store, {.principal = "key:alice"}), (std::vector<std::string>{a1.id, a2.id}));
+    EXPECT_EQ(log_ids(*store, {.principal = "oauth:https://id.example alice"}),
+              (std::vector<std::string>{o1.id}));
+    EXPECT_EQ(log_ids(*store, {.client_id = "zeta", .principal = "key:alice"}),
+              (std::vector<std::string>{a2.id}));
+    EXPECT_EQ(log_ids(*store, {.tool = "deploy_article", .principal = "key:alice"}),
+              (std::vector<std::string>{a1.id}));
+    EXPECT_EQ(log_ids(*store, {.principal = "key:alice", .limit = 1, .newest_first = true}),
+              (std::vector<std::string>{a2.id}));
+    EXPECT_EQ(log_ids(*store, {.since_ms = 1500, .principal = "key:alice"}),
+              (std::vector<std::string>{a2.id}));
+    EXPECT_TRUE(log_ids(*store, {.principal = "alice"}).empty()) << "the principal, exactly";
+    EXPECT_EQ(log_ids(*store, {}).size(), 5u);
+}
+
 TEST_P(StoreContract, WriteLogAppendsReadsAndPrunes) {
     auto store = open();
     EXPECT_TRUE(log_ids(*store, {}).empty());

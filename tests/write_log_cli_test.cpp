@@ -139,6 +139,44 @@ TEST_F(WriteLogCli, FormulaCellsAreNeutralised) {
     EXPECT_NE(csv.out.find(",\"'-2 \"\"quoted\"\"\","), std::string::npos) << csv.out;
 }
 
+// Issue 35: `write-log --caller` prints one caller's rows: a key by its name (or key:NAME), an
+// OAuth caller by its principal, stdio as local; the limit counts that caller's rows alone.
+TEST_F(WriteLogCli, CallerFiltersByPrincipal) {
+    {
+        agency::state::SqliteStore store(db);
+        store.append_write_log({.at_ms = 1000, .principal = "key:alice", .tool = "deploy_article"});
+        store.append_write_log({.at_ms = 2000, .principal = "key:bob", .tool = "deploy_article"});
+        store.append_write_log({.at_ms = 3000,
+                                .principal = "oauth:https://id.example alice",
+                                .tool = "generate_article"});
+        store.append_write_log({.at_ms = 4000, .principal = "local", .tool = "index_url"});
+        store.append_write_log({.at_ms = 5000, .principal = "key:alice", .tool = "index_url"});
+        store.append_write_log({.at_ms = 6000, .principal = "key:bob", .tool = "index_url"});
+    }
+    auto tools = [&](const std::string& args) {
+        const Outcome got = run("write-log " + args + " --state-db '" + db + "'");
+        EXPECT_EQ(got.exit_code, 0) << got.err;
+        std::vector<std::string> out;
+        for (const auto& row : json_lines(got.out))
+            out.push_back(row.value("principal", "") + " " + row.value("tool", ""));
+        return out;
+    };
+    const std::vector<std::string> alice{"key:alice deploy_article", "key:alice index_url"};
+    EXPECT_EQ(tools("--caller alice"), alice);
+    EXPECT_EQ(tools("--caller key:alice"), alice);
+    EXPECT_EQ(tools("--caller 'oauth:https://id.example alice'"),
+              (std::vector<std::string>{"oauth:https://id.example alice generate_article"}));
+    EXPECT_EQ(tools("--caller local"), (std::vector<std::string>{"local index_url"}));
+    EXPECT_EQ(tools("--caller bob --tool index_url"),
+              (std::vector<std::string>{"key:bob index_url"}));
+    EXPECT_EQ(tools("--caller bob --limit 1"),
+              (std::vector<std::string>{"key:bob deploy_article"}));
+    EXPECT_TRUE(tools("--caller carol").empty());
+    const Outcome csv = run("write-log --caller alice --format csv --state-db '" + db + "'");
+    ASSERT_EQ(csv.exit_code, 0) << csv.err;
+    EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 3) << csv.out;  // header + 2
+}
+
 TEST_F(WriteLogCli, PruneDeletesOnlyOlderRowsAndRecordsItself) {
     {
         agency::state::SqliteStore store(db);

@@ -267,6 +267,11 @@ ToolSpec action_spec(const std::shared_ptr<Toolbox>& box,
     spec.needs_write = true;
     spec.interactive = static_cast<bool>(entry.preview);  // may ask the user mid-call
     if (entry.preview) spec.view = kApproveView;  // a person approves it, in the view too
+    if (entry.spends_credits) {  // said in words and marked for hosts (tools/list `_meta`)
+        spec.billable = true;
+        if (spec.description.find("Spends credits.") == std::string::npos)
+            spec.description += " Spends credits.";
+    }
     const PostShape shape{rt, entry.id_field, entry.default_status, entry.finish};
     const bool own_execute = static_cast<bool>(entry.execute);
     auto call = std::make_shared<ActionCall>(ActionCall{

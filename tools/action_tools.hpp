@@ -14,6 +14,7 @@
 #include "server/mcp_server.hpp"
 #include "tools/jobs.hpp"
 #include "state/store.hpp"
+#include "tools/budgets.hpp"
 #include "tools/tool_kit.hpp"
 
 namespace agency::tools {
@@ -37,6 +38,12 @@ struct ActionSettings {
     // confirmation_id (which the model relays) is refused, and so is a client that cannot
     // elicit (--confirm elicitation-only, AGENCY_CONFIRM=elicitation-only).
     bool elicitation_only = false;
+    // Generation actions per caller and window (tools/budgets.hpp; serve --monthly-actions,
+    // --budget-window).
+    BudgetSettings budgets;
+    // The time budget windows are read by; null: base::Clock::system(). Must outlive the
+    // runtime (tests pass a ManualClock).
+    const base::Clock* clock = nullptr;
 };
 
 // The state the action tools share: the store, the credit limiter and the audit workers.
@@ -49,6 +56,9 @@ public:
     Store& store() { return *store_; }
     const std::shared_ptr<Store>& shared_store() const { return store_; }
     CreditLimiter& credits() { return credits_; }
+    const base::Clock& clock() const {
+        return settings_.clock ? *settings_.clock : base::Clock::system();
+    }
     AuditJobs& audits() { return audits_; }
 
     // Audit changes, for waiters (audit tasks): a counter that moves on every job change.

@@ -58,7 +58,7 @@ std::string context_client(const json& context) {
 }  // namespace
 
 json complete_argument(SurfaceLists& lists, const json& ref, const json& argument,
-                       const json& context) {
+                       const json& context, const mcp::Principal& caller) {
     using Type = PromptArgumentSpec::Type;
     const json none = {{"values", json::array()}, {"total", 0}, {"hasMore", false}};
     const std::string name = argument.value("name", "");
@@ -70,10 +70,12 @@ json complete_argument(SurfaceLists& lists, const json& ref, const json& argumen
     try {
         if (*type == Type::client_id) {
             std::vector<std::string> ids;
-            for (const auto& c : lists.clients()) ids.push_back(c.id);
+            for (const auto& c : lists.clients())
+                if (caller.reaches_client(c.id)) ids.push_back(c.id);
             return matching(ids, value);
         }
-        if (client.empty()) return none;  // the rest are a chosen client's
+        // The rest are a chosen client's: nothing (and no gateway read) for one out of reach.
+        if (client.empty() || !caller.reaches_client(client)) return none;
         if (*type == Type::keyword) return matching(lists.keywords(client), value);
         if (*type == Type::report_id) return matching(lists.report_ids(client), value);
         if (name == "article_id") return matching(lists.article_ids(client), value);

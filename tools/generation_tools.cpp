@@ -102,7 +102,7 @@ ActionEntry generate_article(const std::shared_ptr<Toolbox>& box) {
                      .description =
                          "Drafts a blog article for a keyword; returns article_id, title, word count. "
                         "Spends credits. Where the client has auto-deploy on it goes live at once, so a "
-                        "person confirms first, as for deploy_article.",
+                        "person confirms first.",
                      .idempotent = false,
                      .gateway_action = "generate_blog",
                      .mapping = "POST action=generate_blog {keyword}; article_id = data.id, "
@@ -154,8 +154,8 @@ ActionEntry generate_article(const std::shared_ptr<Toolbox>& box) {
 ActionEntry optimize_page() {
     return {.spec = {.name = "optimize_page", .toolset = "audits",
                      .title = "Optimize page",
-                     .description = "Generates on-page optimisation recommendations for a URL, "
-                                    "optionally for one keyword, as an SEO task. Spends credits.",
+                     .description = "Generates on-page optimisation recommendations for a URL "
+                                    "(optionally one keyword) as an SEO task. Spends credits.",
                      .idempotent = false,
                      .gateway_action = "optimize_page",
                      .mapping = "POST action=optimize_page {url, keyword?}; task_id = the "
@@ -230,8 +230,8 @@ ActionEntry run_local_grid_scan() {
     return {.spec = {.name = "run_local_grid_scan", .toolset = "local",
                      .title = "Run local grid scan",
                      .description = "Runs a local rank grid for a keyword around the client's "
-                                    "location (lat/lng from the client record, or from "
-                                    "location_id, or given). Spends credits.",
+                                    "location (lat/lng from the client record, location_id "
+                                    "or given). Spends credits.",
                      .idempotent = false,
                      .gateway_action = "run_grid_search",
                      .mapping = "POST action=run_grid_search {keyword, lat, lng}; lat/lng from "
@@ -285,10 +285,9 @@ ActionEntry run_local_grid_scan() {
 ActionEntry analyze_llm_visibility() {
     return {.spec = {.name = "analyze_llm_visibility", .toolset = "reports",
                      .title = "Analyze AI answer visibility",
-                     .description = "Checks whether AI answer engines mention the client. "
-                                    "brand_name comes from the client record; the default prompt "
-                                    "asks for the best providers of its industry in its city. "
-                                    "Spends credits.",
+                     .description = "Checks whether AI answer engines mention the client "
+                                    "(brand_name from its record; the default prompt asks for the "
+                                    "best providers of its industry in its city). Spends credits.",
                      .idempotent = false,
                      .gateway_action = "run_llm_visibility",
                      .mapping = "POST action=run_llm_visibility {prompt, brand_name}; brand_name "
@@ -325,10 +324,9 @@ ActionEntry analyze_llm_visibility() {
 ActionEntry generate_outreach_email() {
     return {.spec = {.name = "generate_outreach_email", .toolset = "outreach",
                      .title = "Draft outreach email",
-                     .description = "Drafts a backlink outreach email to a prospect site and stores it; returns "
-                        "email_id, recipient, subject and the body's text (each null when the gateway's "
-                        "draft has none: pass it to send_prospect_email, which can also change them). "
-                        "Never sends. Spends credits.",
+                     .description = "Drafts and stores a backlink outreach email to a prospect site; returns "
+                        "email_id, recipient, subject and body text (null when the gateway's draft has "
+                        "none: send_prospect_email can set them). Never sends. Spends credits.",
                      .idempotent = false,
                      .gateway_action = "generate_outreach_email",
                      .mapping = "POST action=generate_outreach_email {prospectUrl: prospect}; "

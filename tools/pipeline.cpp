@@ -13,6 +13,7 @@
 #include "tools/action_internal.hpp"
 #include "tools/tool_metrics.hpp"
 #include "tools/action_tools.hpp"
+#include "tools/budgets.hpp"
 #include "tools/untrusted_results.hpp"
 #include "tools/write_log.hpp"
 
@@ -173,6 +174,26 @@ std::variant<CreditLimiter::Permit, mcp::ToolResult> acquire_credits(ActionRunti
     return std::move(std::get<CreditLimiter::Permit>(got));
 }
 
+// Budget stage: one unit of the caller's action budget for a generation action (kept once
+// the action ran or may have run; given back when it never reached the gateway or the gateway
+// refused it), or the `budget` refusal. No unit when no budget applies to the caller.
+std::variant<BudgetUnit, mcp::ToolResult> take_budget_unit(ActionRuntime& rt,
+                                                           const ActionCall& call,
+                                                           const mcp::Principal& caller) {
+    const BudgetSettings& settings = rt.settings().budgets;
+    const auto limit = budget_limit(settings, caller);
+    if (!limit) return BudgetUnit{};
+    const WindowSpan window = budget_window_at(settings.window, rt.clock().unix_s());
+    const state::BudgetTake take = rt.store().take_budget(caller.name, window.start, *limit);
+    if (!take.granted)
+        return budget_refusal(call.tool, BudgetStatus{.limit = *limit,
+                                                      .used = take.used,
+                                                      .window = window,
+                                                      .kind = settings.window});
+    count_budget_unit("taken");
+    return BudgetUnit(&rt.store(), caller.name, window.start);
+}
+
 // Idempotency stage: an idempotency_key claimed for one call. The claim stays only once the
 // call may have spent credits or sent its POST; otherwise the key is free again.
 class KeyClaim {
@@ -273,7 +294,18 @@ mcp::ToolResult claim_and_execute(ActionRuntime& rt, const ActionCall& call, con
     std::optional<CreditLimiter::Permit> permit;  // held until the work is done
     if (auto known = claim.claim(call_args, ctx, trail, call.spends_credits ? &permit : nullptr))
         return std::move(*known);
+    // A replay answered above spends nothing; every unit taken below is given back (the
+    // BudgetUnit's destructor) unless the action ran or may have run.
+    BudgetUnit unit;
     try {
+        if (call.spends_credits) {
+            auto got = take_budget_unit(rt, call, ctx.principal);
+            if (auto* refused = std::get_if<mcp::ToolResult>(&got)) {
+                claim.release();
+                return std::move(*refused);
+            }
+            unit = std::move(std::get<BudgetUnit>(got));
+        }
         if (call.spends_credits && !permit) {
             auto got = acquire_credits(rt, call.tool, args);
             if (auto* refused = std::get_if<mcp::ToolResult>(&got)) {
@@ -284,6 +316,7 @@ mcp::ToolResult claim_and_execute(ActionRuntime& rt, const ActionCall& call, con
         }
         trail.sent = true;
         std::string text = call.execute(call_args, preview, ctx).dump();
+        unit.keep();
         // The result echoes the gateway's record: its text is cleaned before anyone reads it
         // (and before a replay of this key would).
         base::clean_untrusted_json(text);
@@ -292,16 +325,19 @@ mcp::ToolResult claim_and_execute(ActionRuntime& rt, const ActionCall& call, con
     } catch (const gateway::Error& e) {
         mcp::ToolResult error = tool_error(e);
         // The action may have run: a repeat with this key must not send it again.
-        if (e.reason() == gateway::ErrorReason::outcome_unknown && !error.content.empty())
+        if (e.reason() == gateway::ErrorReason::outcome_unknown && !error.content.empty()) {
+            unit.keep();
             claim.settle(true, error.content[0].value("text", ""), permit, trail);
-        else
+        } else {
             claim.release();
+        }
         return error;
     } catch (const Refused& r) {
         claim.release();
         trail.sent = false;  // the action could not run at all: nothing was sent
         return tool_error(r.reason, r.message);
     } catch (...) {
+        if (trail.sent) unit.keep();  // it may have run: never one action more than the budget
         claim.release();
         throw;
     }
@@ -327,11 +363,25 @@ mcp::ToolResult run_stages(ActionRuntime& rt, const ActionCall& call, const json
     const json& call_args = without(args, "confirmation_id", stripped);
     if (auto replay = replay_known_key(rt, call, call_args, ctx, trail))
         return std::move(*replay);
+    // A generation action past the caller's budget is refused before its preview reads
+    // anything or a person is asked; the unit itself is taken after the confirmation.
+    const auto budget = call.spends_credits ? budget_status(rt.store(), rt.settings().budgets,
+                                                            rt.clock(), ctx.principal)
+                                            : std::nullopt;
+    if (budget && budget->remaining == 0) return budget_refusal(call.tool, *budget);
     std::optional<Preview> preview;
     try {
         preview = call.preview(call_args, ctx);
     } catch (const Refused& r) {
         return tool_error(r.reason, r.message);
+    }
+    if (budget && preview->needed) {  // what the action costs and what remains
+        preview->message += " " + budget_sentence(*budget);
+        if (preview->details.is_object()) {
+            json cost = budget->to_json();
+            cost["cost"] = 1;
+            preview->details["budget"] = std::move(cost);
+        }
     }
     if (preview->needed) {
         if (auto stop = confirm(rt, call, call_args, confirmation_id, *preview, ctx))
@@ -353,6 +403,7 @@ mcp::ToolResult run_action(ActionRuntime& rt, const ActionCall& call, const json
     // Every answer but an error carries the gateway's records (the result's data, a replay of
     // it, a preview's title and excerpt): marked untrusted.
     WriteTrail trail;
+    trail.caller_clients = caller_clients_of(ctx.principal);
     mcp::ToolResult result;
     try {
         result = run_stages(rt, call, args, ctx, trail);
@@ -382,9 +433,10 @@ mcp::ToolResult run_action(ActionRuntime& rt, const ActionCall& call, const json
 
 void record_refusal(ActionRuntime& rt, const std::string& tool, const std::string& record_field,
                     const json& args, mcp::RequestContext& ctx, const mcp::ToolResult& refusal) {
+    WriteTrail trail;
+    trail.caller_clients = caller_clients_of(ctx.principal);
     append_write(rt.store(),
-                 write_log_entry(tool, args, principal_of(ctx), WriteTrail{}, refusal,
-                                 record_field));
+                 write_log_entry(tool, args, principal_of(ctx), trail, refusal, record_field));
 }
 
 mcp::ToolResult state_unavailable(const state::StoreError& e) {

@@ -216,4 +216,17 @@ json checked_prompt_arguments(const PromptSpec& spec, const json& args) {
     return out;
 }
 
+void refuse_unreachable_client(const PromptSpec& spec, const json& checked,
+                               const mcp::RequestContext& ctx) {
+    for (const auto& a : spec.arguments) {
+        if (a.type != PromptArgumentSpec::Type::client_id || !checked.contains(a.name)) continue;
+        const json& v = checked[a.name];
+        const std::string id = v.is_string() ? v.get<std::string>() : v.dump();
+        if (!ctx.principal.reaches_client(id))
+            bad(spec.name, "no client with id \"" + id +
+                               "\" is reachable with this key; list_clients gives the ids it "
+                               "can reach");
+    }
+}
+
 }  // namespace agency::tools

@@ -2,6 +2,7 @@
 // the gateway's raw JSON text (or rewritten by the page walk, members dropped or renamed); no
 // gateway page is parsed into a DOM.
 #include "tools/read_tools.hpp"
+#include "tools/client_scope.hpp"
 
 #include <algorithm>
 #include <array>
@@ -90,6 +91,8 @@ json filter_arguments(const json& args) {
 
 mcp::ToolResult list_page(Toolbox& box, const ListSpec& spec, const json& args,
                           mcp::RequestContext& ctx) {
+    if (!spec.per_client && spec.resource == "clients" && !ctx.principal.clients.empty())
+        return scoped_clients_page(box, spec, args, ctx);
     const std::string client_id = spec.per_client ? args.at("client_id").get<std::string>() : "";
     const json filters = filter_arguments(args);
     const std::string principal = principal_of(ctx);

@@ -210,6 +210,8 @@ json run_parts(const std::vector<std::pair<std::string, Part>>& parts,
     return out;
 }
 
+constexpr const char* kNoSuchClient = "no client with this id is reachable with this key";
+
 json overview(SurfaceLists& lists, const std::string& uri, const std::string& client_id,
               mcp::RequestContext& ctx) {
     Toolbox& box = lists.box();
@@ -220,7 +222,7 @@ json overview(SurfaceLists& lists, const std::string& uri, const std::string& cl
         rethrow_read(e, ctx, uri);
     }
     if (!profile.is_object())
-        throw resource_not_found(ctx, uri, "no client with this id is reachable with this key");
+        throw resource_not_found(ctx, uri, kNoSuchClient);
     gateway_strings(profile);
     json notes = json::array();
     json parts = run_parts(
@@ -273,8 +275,10 @@ json article(Toolbox& box, const std::string& uri, const std::vector<std::string
 json audit_job(ActionRuntime& actions, const std::string& uri, const std::string& job_id,
                mcp::RequestContext& ctx) {
     auto job = actions.audits().find(job_id);
-    // Another principal's job reads exactly as an unknown one: its existence is not revealed.
-    if (!job || job->principal != principal_of(ctx))
+    // Another principal's job reads exactly as an unknown one: its existence is not revealed;
+    // so does one of a client the caller no longer reaches (its scope narrowed since).
+    if (!job || job->principal != principal_of(ctx) ||
+        !ctx.principal.reaches_client(job->client_id))
         throw resource_not_found(ctx, uri, "no audit job with this id for this caller");
     return text_contents(uri, "application/json", audit_status_json(*job).dump(2));
 }
@@ -351,11 +355,12 @@ json client_overviews(SurfaceLists& lists, log::RepeatedLines& failures,
                        "resources/list: the gateway's clients could not be read: {}", e.what());
     }
     for (const auto& client : clients)
-        entries.push_back(
-            {{"uri", "agency://clients/" + client.id + "/overview"},
-             {"name", "overview-" + client.id},
-             {"title", (client.name.empty() ? client.id : client.name) + ": overview"},
-             {"mimeType", "application/json"}});
+        if (ctx.principal.reaches_client(client.id))
+            entries.push_back(
+                {{"uri", "agency://clients/" + client.id + "/overview"},
+                 {"name", "overview-" + client.id},
+                 {"title", (client.name.empty() ? client.id : client.name) + ": overview"},
+                 {"mimeType", "application/json"}});
     return entries;
 }
 
@@ -437,6 +442,9 @@ void register_surface(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
                          const std::string& uri, mcp::RequestContext& ctx) -> std::optional<json> {
                  auto at = match(uri, pattern);
                  if (!at) return std::nullopt;
+                 // A client out of the caller's scope does not exist for it (no gateway read).
+                 if (pattern.starts_with("clients/") && !ctx.principal.reaches_client((*at)[0]))
+                     throw resource_not_found(ctx, uri, kNoSuchClient);
                  return read(uri, *at, ctx);
              },
              .title = spec.title,
@@ -452,9 +460,10 @@ void register_surface(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
             return client_overviews(*lists, *failures, ctx);
         },
         [lists] { return lists->clients_cached() ? 0 : SurfaceLists::kClientPages; });
-    server.set_completion(
-        [lists](const json& ref, const json& argument, const json& context) {
-            return complete_argument(*lists, ref, argument, context);
+    server.set_caller_completion(
+        [lists](const json& ref, const json& argument, const json& context,
+                const mcp::Principal& caller) {
+            return complete_argument(*lists, ref, argument, context, caller);
         },
         [lists](const json& ref, const json& argument, const json& context) {
             return completion_cost(*lists, ref, argument, context);
@@ -468,8 +477,9 @@ void register_surface(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
                            .title = spec.title,
                            .description = spec.description,
                            .arguments = std::move(arguments),
-                           .get = [spec](const json& args, mcp::RequestContext&) {
+                           .get = [spec](const json& args, mcp::RequestContext& ctx) {
                                const json checked = checked_prompt_arguments(spec, args);
+                               refuse_unreachable_client(spec, checked, ctx);
                                return json{{"description", spec.description},
                                            {"messages",
                                             json::array({{{"role", "user"},

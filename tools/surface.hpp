@@ -120,6 +120,10 @@ std::vector<PromptSpec> prompt_specs();
 // Checks prompts/get arguments against the spec (unknown names, types, bounds) and fills in
 // defaults; throws mcp::RpcError(-32602) naming the argument and what is allowed.
 json checked_prompt_arguments(const PromptSpec& spec, const json& args);
+// Throws mcp::RpcError(-32602) when a client_id argument of `checked` names a client the
+// caller may not reach: the same words for one that exists and one that does not.
+void refuse_unreachable_client(const PromptSpec& spec, const json& checked,
+                               const mcp::RequestContext& ctx);
 
 struct TemplateSpec {
     std::string uri_template;
@@ -134,9 +138,10 @@ struct TemplateSpec {
 // The resource templates, in the order resources/templates/list gives them.
 std::vector<TemplateSpec> template_specs();
 
-// completion/complete over the prompts and templates above.
+// completion/complete over the prompts and templates above. A caller limited to some clients
+// (mcp::Principal::clients) is offered those only, and nothing for another client's context.
 json complete_argument(SurfaceLists& lists, const json& ref, const json& argument,
-                       const json& context);
+                       const json& context, const mcp::Principal& caller);
 // What that completion is charged, known before it runs: 1, or the gateway reads it would make
 // now (the lists it needs that are not cached).
 int completion_cost(const SurfaceLists& lists, const json& ref, const json& argument,

@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "base/text.hpp"
+#include "tools/client_scope.hpp"
 #include "tools/listed_schema.hpp"
 #include "tools/pipeline.hpp"
 #include "tools/schemas.hpp"
@@ -184,11 +185,15 @@ ToolDoc add_tool(mcp::Server& server, ToolSpec spec) {
     auto validator = std::make_shared<const InputValidator>(
         spec.input_schema_patch.is_null() ? InputValidator::borrowing(embedded_input)
                                           : InputValidator(def.input_schema));
-    def.handler = checked_handler(validator, std::move(spec.handler), spec.on_refused);
+    // The client scope (tools/client_scope.hpp) right after validation, before any stage that
+    // reads the state store or the gateway: a client outside it does not exist for the caller.
+    def.handler = checked_handler(
+        validator, within_client_scope(std::move(spec.handler), spec.on_refused), spec.on_refused);
     def.task_support = spec.task_support;
     if (spec.task_handler)
-        def.task_handler =
-            checked_handler(validator, std::move(spec.task_handler), spec.on_refused);
+        def.task_handler = checked_handler(
+            validator, within_client_scope(std::move(spec.task_handler), spec.on_refused),
+            spec.on_refused);
     def.on_refused = std::move(spec.on_refused);
     if (spec.resume_task) def.resume_task = checked_resume(std::move(spec.resume_task));
     def.on_cancel = std::move(spec.on_cancel);
@@ -196,6 +201,7 @@ ToolDoc add_tool(mcp::Server& server, ToolSpec spec) {
         def.ui = {{"resourceUri", spec.view}};
         if (spec.app_only) def.ui["visibility"] = json::array({"app"});
     }
+    if (spec.billable) def.meta = {{"billable", true}};
     if (spec.app_only && def.ui.is_null()) return doc;  // no view in this build: no tool
     server.add_tool(std::move(def));
     return doc;

@@ -117,6 +117,10 @@ struct ToolSpec {
     // the views (visibility ["app"]), hidden from the model; registered only with its view.
     std::string_view view;
     bool app_only = false;
+    // Spends the agency's credits and a unit of the caller's action budget (a generation
+    // action): tools/list carries `_meta: {"billable": true}` (short: every client loads the
+    // list), so that a host can ask approval for these alone.
+    bool billable = false;
 };
 
 // What docs/tools.md says of a tool beyond its definition: taken from its entry.

@@ -11,6 +11,10 @@ namespace agency::tools {
 void count_confirmation(std::string_view result, std::string_view via);
 // The credit limiter refused a generation action of `tool`.
 void count_credit_refusal(std::string_view tool);
+// An action-budget unit was taken or given back (tools/budgets.hpp); no per-caller label.
+void count_budget_unit(std::string_view event);
+// A generation action of `tool` was refused for its caller's action budget.
+void count_budget_refusal(std::string_view tool);
 // An audit job entered `status` (queued, running, succeeded, failed, cancelled).
 void count_audit_job(std::string_view status);
 

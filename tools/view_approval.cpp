@@ -1,5 +1,6 @@
 // The approval view's token and the app-only tool view_decide (tools/view_approval.hpp).
 #include "tools/view_approval.hpp"
+#include "tools/client_scope.hpp"
 
 #include <chrono>
 
@@ -72,6 +73,9 @@ mcp::ToolResult decide_in_view(Toolbox& box,
     if (handler == approvable.end())
         return tool_error("confirmation", "this approval names no tool of this server; nothing "
                                           "was done");
+    // The approved call runs the tool's own handler, past add_tool's client scope: checked here
+    // (a scope narrowed since the preview reaches that client no more).
+    if (auto refusal = client_scope_refusal(call_args, ctx)) return std::move(*refusal);
     const ViewDecision made{tool, decision == "approve", body.value("confirmation", ""),
                             args_digest(call_args)};
     log::info("{}: {} in the approval view by {}", tool,

@@ -87,6 +87,13 @@ json without_secret(const json& summary, const std::string& secret) {
 
 }  // namespace
 
+std::string caller_clients_of(const mcp::Principal& caller) {
+    if (caller.clients.empty()) return "*";
+    std::string out;
+    for (const auto& id : caller.clients) out += (out.empty() ? "" : ",") + id;
+    return cut(out, 1000);
+}
+
 json args_summary(const json& args) {
     json out = json::object();
     if (!args.is_object()) return out;
@@ -118,6 +125,7 @@ state::WriteLogEntry write_log_entry(const std::string& tool, const json& args,
     e.confirmation = trail.confirmation;
     e.confirmation_ref = reference(trail.confirmation_id);
     e.replayed = trail.replayed;
+    e.caller_clients = trail.caller_clients;
     if (result.is_error) {
         const json error = error_of(result);
         e.reason = text_of(error, "reason");

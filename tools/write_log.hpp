@@ -18,10 +18,16 @@ struct WriteTrail {
     std::string confirmation_id;  // the one passed or issued; stored only as a digest
     bool sent = false;            // the execute stage began (the gateway may have acted)
     bool replayed = false;        // answered from a finished idempotency key
+    // The clients the caller could reach (caller_clients_of), for the row.
+    std::string caller_clients = "*";
     // The call's idempotency key to complete and credit slot to release, with the row (one
     // store round trip for the three).
     state::Store::Settlement settle;
 };
+
+// The write log's record of a caller's client scope: "*" (every client), else the clients
+// joined by commas.
+std::string caller_clients_of(const mcp::Principal& caller);
 
 // The arguments in short: at most 12 members, strings cut to 80 characters, arrays and
 // objects as their size; confirmation_id and anything named like a secret left out.

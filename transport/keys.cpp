@@ -36,6 +36,39 @@ std::string unreadable(const std::string& path, int err) {
     return text;
 }
 
+// Why `id` cannot name a client ("" when it can): ids are the gateway's, one word each.
+std::string client_id_problem(const std::string& id) {
+    if (id.empty()) return "an empty client id";
+    if (id.size() > 200) return "a client id longer than 200 characters";
+    for (const unsigned char c : id)
+        if (c <= 0x20 || c == ',' || c == 0x7f)
+            return "client id \"" + id + "\", which holds a space, comma or control character";
+    return "";
+}
+
+// A key's `clients` (a list of client ids) and `monthly_actions` (a whole number >= 0), when
+// present; throws naming the key and what is wrong.
+void check_limits(const json& k, const std::string& path) {
+    const std::string where =
+        "the keys file " + path + ": key \"" + k.value("name", "unnamed") + "\"";
+    if (auto c = k.find("clients"); c != k.end() && !c->is_null()) {
+        if (!c->is_array())
+            throw std::runtime_error(where + ": \"clients\" must be a list of client ids");
+        for (const auto& id : *c) {
+            if (!id.is_string())
+                throw std::runtime_error(where + ": \"clients\" must hold client ids (strings)");
+            if (const auto why = client_id_problem(id.get<std::string>()); !why.empty())
+                throw std::runtime_error(where + ": \"clients\" holds " + why);
+        }
+    }
+    if (auto m = k.find("monthly_actions"); m != k.end() && !m->is_null()) {
+        if (!m->is_number_integer() || m->get<std::int64_t>() < 0)
+            throw std::runtime_error(where + ": \"monthly_actions\" must be a whole number >= 0 "
+                                     "(0: no generation action), or absent for the server's "
+                                     "default; it is " + m->dump());
+    }
+}
+
 // The file as JSON; a missing file holds no key. A file that exists but cannot be read throws:
 // taken for an empty one, it would refuse every caller (or, for `keys add`, be overwritten).
 json read_file(const std::string& path) {
@@ -58,9 +91,11 @@ json read_file(const std::string& path) {
     if (doc.is_discarded() || !doc.is_object() || !doc.contains("keys") || !doc["keys"].is_array())
         throw std::runtime_error("the keys file " + path +
                                  " is not valid: expected {\"keys\": [...]}");
-    for (const auto& k : doc["keys"])
+    for (const auto& k : doc["keys"]) {
         if (!k.is_object() || !k.contains("hash") || !k["hash"].is_string())
             throw std::runtime_error("the keys file " + path + " has an entry without a hash");
+        check_limits(k, path);
+    }
     return doc;
 }
 
@@ -69,6 +104,10 @@ KeyEntry entry_of(const json& k) {
                    k.value("rotated_at", "")};
     for (const auto& s : k.value("scopes", json::array()))
         if (s.is_string()) entry.scopes.push_back(s.get<std::string>());
+    if (auto c = k.find("clients"); c != k.end() && c->is_array())
+        for (const auto& id : *c) entry.clients.push_back(id.get<std::string>());
+    if (auto m = k.find("monthly_actions"); m != k.end() && m->is_number_integer())
+        entry.monthly_actions = m->get<std::int64_t>();
     return entry;
 }
 
@@ -147,6 +186,18 @@ void check_scopes(const std::vector<std::string>& scopes) {
             throw std::runtime_error("unknown scope \"" + s + "\": use read and/or write");
 }
 
+// The clients and budget `keys add` / `keys update` were given; throws naming what is wrong.
+void check_new_limits(const std::vector<std::string>& clients,
+                      std::optional<std::int64_t> monthly_actions) {
+    for (const auto& id : clients)
+        if (const auto why = client_id_problem(id); !why.empty())
+            throw std::runtime_error("--clients holds " + why +
+                                     ": give client ids separated by commas (list_clients "
+                                     "shows them)");
+    if (monthly_actions && *monthly_actions < 0)
+        throw std::runtime_error("--monthly-actions must be 0 or more (0: no generation action)");
+}
+
 // The index of the entry named `name`; throws naming the keys the file does hold.
 std::size_t find_named(const json& doc, const std::string& path, const std::string& name) {
     std::string known;
@@ -219,18 +270,47 @@ KeyStore KeyStore::load(const std::string& path) {
 }
 
 std::string KeyStore::add(const std::string& path, const std::string& name,
-                          const std::vector<std::string>& scopes) {
+                          const std::vector<std::string>& scopes,
+                          const std::vector<std::string>& clients,
+                          std::optional<std::int64_t> monthly_actions) {
     check_scopes(scopes);
     if (name.empty()) throw std::runtime_error("a key needs a name (--name)");
+    check_new_limits(clients, monthly_actions);
     json doc = read_file(path);
     for (const auto& k : doc["keys"])
         if (k.value("name", "") == name)
             throw std::runtime_error("a key named \"" + name + "\" already exists in " + path);
     std::string key = new_key();
-    doc["keys"].push_back(
-        {{"name", name}, {"hash", crypto::sha256_hex(key)}, {"scopes", scopes}, {"created_at", now_utc()}});
+    json entry = {{"name", name}, {"hash", crypto::sha256_hex(key)}, {"scopes", scopes},
+                  {"created_at", now_utc()}};
+    // Members only when set: a key without them reads as before (and as older versions read it).
+    if (!clients.empty()) entry["clients"] = clients;
+    if (monthly_actions) entry["monthly_actions"] = *monthly_actions;
+    doc["keys"].push_back(std::move(entry));
     write_file(path, doc);
     return key;
+}
+
+KeyEntry KeyStore::update(const std::string& path, const std::string& name,
+                          const KeyLimits& limits) {
+    if (!limits.clients && !limits.monthly_actions)
+        throw std::runtime_error("nothing to change: name --clients, --all-clients, "
+                                 "--monthly-actions or --no-monthly-actions");
+    check_new_limits(limits.clients.value_or(std::vector<std::string>{}),
+                     limits.monthly_actions.value_or(std::nullopt));
+    json doc = read_file(path);
+    json& entry = doc["keys"][find_named(doc, path, name)];
+    if (limits.clients) {
+        if (limits.clients->empty()) entry.erase("clients");
+        else entry["clients"] = *limits.clients;
+    }
+    if (limits.monthly_actions) {
+        if (*limits.monthly_actions) entry["monthly_actions"] = **limits.monthly_actions;
+        else entry.erase("monthly_actions");
+    }
+    entry["updated_at"] = now_utc();
+    write_file(path, doc);
+    return entry_of(entry);
 }
 
 std::vector<KeyEntry> KeyStore::list(const std::string& path) {
@@ -268,6 +348,8 @@ std::optional<Principal> KeyStore::authenticate(const std::string& presented_key
     if (it == keys->end()) return std::nullopt;
     Principal principal{"key:" + it->second.name, it->second.scopes};
     principal.authenticated = true;
+    principal.clients = it->second.clients;
+    principal.action_budget = it->second.monthly_actions;
     return principal;
 }
 

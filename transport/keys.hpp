@@ -6,6 +6,7 @@
 // that exists but cannot be read is an error, never taken for one that holds no key.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +22,18 @@ struct KeyEntry {
     std::vector<std::string> scopes;
     std::string created_at;
     std::string rotated_at;  // empty: never rotated
+    // The clients the key may reach (issue 35); empty: every client the gateway key reaches.
+    std::vector<std::string> clients;
+    // Generation actions per budget window; nullopt: the server's default.
+    std::optional<std::int64_t> monthly_actions;
+};
+
+// What `keys update` changes; an unset member stays as it is.
+struct KeyLimits {
+    // Set: the key's clients become these (an empty list: every client).
+    std::optional<std::vector<std::string>> clients;
+    // Set: the key's budget becomes this (a nullopt inside: the server's default).
+    std::optional<std::optional<std::int64_t>> monthly_actions;
 };
 
 class KeyStore {
@@ -32,8 +45,16 @@ public:
     static KeyStore load(const std::string& path);
     // Creates a key, adds it to the file (created 0600 if absent), returns the key. Every
     // rewrite keeps the file's owner, group and mode, or changes nothing and throws.
+    // `clients`: the only clients it may reach (empty: every one); `monthly_actions`: its
+    // action budget (nullopt: the server's default). Throws naming a bad client id or budget.
     static std::string add(const std::string& path, const std::string& name,
-                           const std::vector<std::string>& scopes);
+                           const std::vector<std::string>& scopes,
+                           const std::vector<std::string>& clients = {},
+                           std::optional<std::int64_t> monthly_actions = std::nullopt);
+    // Changes the clients and/or budget of the key named `name`; the key itself stays. A
+    // running server applies it from its next request. Returns the entry as it is now.
+    static KeyEntry update(const std::string& path, const std::string& name,
+                           const KeyLimits& limits);
     // Every key's name, scopes and times, in the file's order; never a hash.
     static std::vector<KeyEntry> list(const std::string& path);
     // Remove the key named `name`; throws std::runtime_error naming the known names when none is.

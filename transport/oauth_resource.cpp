@@ -95,6 +95,20 @@ public:
         principal.authenticated = true;
         if (settings_.read_only) std::erase(principal.scopes, std::string("write"));
         if (principal.scopes.empty()) return refuse_scope(principal, "read");
+        const auth::ClientReach& reach = checked.claims.reach;
+        if (reach.scoped && reach.clients.empty()) {
+            // Signing in again would not help: the authorization server decides the claim.
+            refused_.write(log::Level::info, "OAuth: token reaches no client", principal.name,
+                           "OAuth: {} reaches no client (its token names none)", principal.name);
+            AuthDecision out;
+            out.status = 403;
+            out.message = "this account may reach none of the agency's clients: its access "
+                          "token names no client this server lets it reach (ask the "
+                          "administrator of your sign-in to grant you clients)";
+            return out;
+        }
+        principal.clients = reach.clients;
+        principal.action_budget = reach.action_budget;
         return admit(std::move(principal));
     }
 

@@ -1,0 +1,37 @@
+// Client scopes (issue 35): a caller whose mcp::Principal::clients names some clients reaches
+// those only. Any other client does not exist for it: every route that names one (a tool's
+// client_id, a resource URI, a prompt's argument, completion) answers as for an unknown id, from
+// here, before anything reaches the gateway; lists (list_clients, resources/list, completion)
+// hold its clients only.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "server/mcp_server.hpp"
+#include "tools/read_tools.hpp"
+#include "tools/tool_kit.hpp"
+
+namespace agency::tools {
+
+// The one answer a scoped caller gets for a client outside its scope, whether the client
+// exists or not: reason not_found and this message (it names nothing but the id asked for).
+std::string unknown_client_message(const std::string& client_id);
+mcp::ToolResult unknown_client_error(const std::string& client_id);
+
+// The refusal for a call whose `client_id` argument the caller may not reach; nullopt when it
+// may (or the call names no client).
+std::optional<mcp::ToolResult> client_scope_refusal(const json& args,
+                                                    const mcp::RequestContext& ctx);
+
+// A tool handler that answers client_scope_refusal before `handler` runs; `on_refused` hears
+// the refusal (the write log of the action tools).
+Handler within_client_scope(Handler handler, RefusalHook on_refused);
+
+// list_clients for a caller with a client scope: its clients only, read from the gateway's
+// list (so an id the gateway does not have is not listed), paged here; total and cursors count
+// its clients only, and a cursor is bound to the scope it was issued under.
+mcp::ToolResult scoped_clients_page(Toolbox& box, const ListSpec& spec, const json& args,
+                                    mcp::RequestContext& ctx);
+
+}  // namespace agency::tools
