@@ -55,6 +55,8 @@ void expect_read_at_once(std::size_t workers, int actions, std::size_t held, int
     h.gw->inject({.target = "generate_blog", .mode = agency::sample::FaultMode::slow,
                   .count = 0, .percent = 100, .delay_ms = hold_ms});
     agency::mcp::HttpOptions options;
+    options.host = "127.0.0.1";
+    options.port = 0;  // an ephemeral port: ctest runs this file's two tests at once
     options.workers = workers;
     options.worker_share = workers;  // one caller here: the whole lane is its share
     options.read_workers = 2;
