@@ -5,7 +5,7 @@
 #   debian_root_make DIR   unpacks the cached minimal root into DIR (the first time: debootstrap,
 #                          then kept as a tarball), sets its apt sources, mounts /proc, keeps
 #                          downloaded .debs in the cache, and starts no service
-#   debian_root_remove DIR unmounts and removes it (never across a mount)
+#   debian_root_remove DIR unmounts everything under it and removes it (never across a mount)
 #   in_root DIR CMD...     runs CMD inside, with a clean environment
 #
 # The cache is $AGENCY_CACHE_DIR (default /var/cache/agency-mcp), outside any clone, so a later
@@ -48,10 +48,19 @@ SOURCES
 }
 
 debian_root_remove() {
-  local root=$1
+  local root=$1 mnt left
   [ -d "$root" ] || return 0
-  umount -l "$root/var/cache/apt/archives" 2>/dev/null || true
-  umount -l "$root/proc" 2>/dev/null || true
+  root=$(realpath "$root")
+  # Every mount under the root, deepest first: bind mounts of this machine's caches are on the
+  # same file system, so `rm --one-file-system` alone would go through them.
+  for mnt in $(awk -v r="$root/" 'index($2, r) == 1 { print $2 }' /proc/self/mounts | sort -r); do
+    umount -l "$mnt" 2>/dev/null || true
+  done
+  left=$(awk -v r="$root/" 'index($2, r) == 1 { print $2 }' /proc/self/mounts)
+  if [ -n "$left" ]; then
+    echo "debian_root_remove: $root still has mounts ($left): not removed" >&2
+    return 1
+  fi
   rm -rf --one-file-system "$root"
 }
 

@@ -15,7 +15,7 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "SKIPPED: the package test needs root (debootstrap and chroot); CI runs it as root"
   exit 77
 fi
-for tool in debootstrap cpack chroot; do
+for tool in debootstrap cpack chroot file dpkg-shlibdeps; do
   command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-test-deps.sh"; exit 1; }
 done
 . "$(dirname "$0")/../../scripts/lib/debian_root.sh"
