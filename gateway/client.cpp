@@ -98,9 +98,10 @@ Pagination Client::for_each_row(ReadQuery query,
 }
 
 ActionResult Client::act(std::string_view action, std::string_view client_id,
-                         const nlohmann::json& fields, std::stop_token stop) {
+                         const nlohmann::json& fields, std::stop_token stop,
+                         std::optional<std::stop_token> cut_exchange) {
     const DeadlineScope deadline(impl_->clock, impl_->config.call_timeout);
-    return impl_->act(action, client_id, fields, stop);
+    return impl_->act(action, client_id, fields, stop, cut_exchange.value_or(std::stop_token{}));
 }
 
 LostAction Client::find_lost_action(std::string_view action, std::string_view client_id,

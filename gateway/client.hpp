@@ -194,8 +194,14 @@ public:
 
     // One POST action {action, client_id, ...fields}. Never blindly re-sent: see actions.hpp.
     // HTTP 200 with status:"error" throws Error{upstream} carrying status_code and data.
+    // `stop` ends the call only before anything is sent (Error{cancelled}); once a POST may
+    // leave, the exchange and its checks run to their end within the call's budget whatever the
+    // caller does, so the outcome is known and kept rather than guessed. Only `cut_exchange`
+    // ends it then (an error that carries what was sent): for work whose own durable record
+    // is reconciled with the gateway after a stop (audit jobs), which passes its stop here.
     ActionResult act(std::string_view action, std::string_view client_id,
-                     const nlohmann::json& fields, std::stop_token stop = {});
+                     const nlohmann::json& fields, std::stop_token stop = {},
+                     std::optional<std::stop_token> cut_exchange = std::nullopt);
     // A call that may have sent `action` with `fields` at or after `since` ended without its
     // answer being kept (its process stopped, or the state store failed, between the POST and
     // storing the result): whether the gateway shows the record it made, by the same check as

@@ -93,11 +93,19 @@ internal::ActionRun Client::Impl::plan_action(std::string_view action, std::stri
 }
 
 ActionResult Client::Impl::act(std::string_view action, std::string_view client_id,
-                               const nlohmann::json& fields, const std::stop_token& stop) {
+                               const nlohmann::json& fields, const std::stop_token& stop,
+                               const std::stop_token& cut_exchange) {
     ActionRun run = plan_action(action, client_id, fields, stop);
+    // Nothing has been sent yet: a caller that gave up by now is told so, and nothing goes out.
+    if (stop.stop_requested()) throw cancelled(run.what);
+    // From here a POST may leave. The caller giving up (a closed connection, a cancellation, a
+    // drain past its time) no longer ends the exchange: it runs to its end within the call's
+    // budget, so that what the gateway did is known and recorded (the idempotency key's answer,
+    // the write log) instead of guessed. An answer nobody reads is still the record of the act.
+    // Only `cut_exchange` ends it (Client::act).
     std::optional<ActionResult> result;
-    with_retries(config.max_attempts, run.what, stop, [&](int attempt, bool last) {
-        return post_once(run, attempt, last, result, stop);
+    with_retries(config.max_attempts, run.what, cut_exchange, [&](int attempt, bool last) {
+        return post_once(run, attempt, last, result, cut_exchange);
     });
     return std::move(*result);
 }

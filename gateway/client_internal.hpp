@@ -288,7 +288,8 @@ struct Client::Impl {
 
     // --- actions (client_actions.cpp) -------------------------------------------------------
     ActionResult act(std::string_view action, std::string_view client_id,
-                     const nlohmann::json& fields, const std::stop_token& stop);
+                     const nlohmann::json& fields, const std::stop_token& stop,
+                     const std::stop_token& cut_exchange);
     internal::ActionRun plan_action(std::string_view action, std::string_view client_id,
                                     const nlohmann::json& fields, const std::stop_token& stop);
     // One POST of `run`: nullopt with `result` set when done; a Retry when it may be sent again.

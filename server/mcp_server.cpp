@@ -88,7 +88,6 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     const std::string secret = impl_->options.state_secret.empty() ? crypto::random_bytes(32)
                                                                    : impl_->options.state_secret;
     impl_->state_sealer.emplace(secret, "request-state", *impl_->clock);
-    impl_->spent_states.emplace(*impl_->clock);
     impl_->tasks_cursor_sealer.emplace(secret, "tasks-cursor", *impl_->clock);
     impl_->rate_limiter.emplace(impl_->options.rate_limit, *impl_->clock);
     impl_->refusals.emplace(*impl_->clock);

@@ -156,6 +156,11 @@ public:
     // links them (ServerOptions::views). Only then do tools carry `_meta.ui`, app-only tools
     // exist and views are listed as resources.
     bool renders_views() const;
+    // Whether a call of the tool `name` from this request would reach it: the server has it and
+    // shows it, the server's and this request's tool selection keep it (read-only included),
+    // and the caller holds its scopes. A tool that acts for another (view_decide) asks this
+    // for the tool it runs.
+    bool tool_selected(std::string_view name) const;
 
     // Inside a task: the id of the task this work belongs to ("" otherwise).
     std::string task_id() const;
@@ -425,6 +430,9 @@ public:
     std::string check_tool_selection(const ToolSelection& selection) const;
     // Whether a tool is in the server's selection and in `principal`'s.
     bool tool_selected(const ToolDef& tool, const Principal& principal) const;
+    // Whether `principal` may call the tool `name`: registered, visible, selected and its
+    // scopes held (RequestContext::tool_selected).
+    bool offers_tool(std::string_view name, const Principal& principal) const;
     // Hides tools (e.g. an action absent from the gateway's discovery); evaluated per list.
     void set_tool_filter(std::function<bool(const ToolDef&)> visible);
     // Hides tools from tools/list only: a call still reaches the tool, which says why it cannot

@@ -45,6 +45,11 @@ bool RequestContext::renders_views() const {
                        [](const json& t) { return t.is_string() && t == kViewMimeType; });
 }
 
+bool RequestContext::tool_selected(std::string_view name) const {
+    if (!server_) return true;
+    return server_->offers_tool(name, principal);
+}
+
 json RequestContext::ask(const std::string& key, const std::string& method, const json& params,
                          bool sealed_only) const {
     json questions = json::object();
@@ -203,6 +208,11 @@ std::string_view state_refusal(base::TokenRefusal refusal) {
         case base::TokenRefusal::other_subject: return "it was issued for another call";
         case base::TokenRefusal::other_arguments:
             return "the arguments differ from the ones it was issued for";
+        case base::TokenRefusal::spent:
+            return "it was already used, and the answers it carried acted once then (on this or "
+                   "another instance); nothing was done now. Call the tool again without "
+                   "requestState for a new question, or with the same idempotency_key to read "
+                   "what the first round did";
         default: return base::describe(refusal);
     }
 }
@@ -223,8 +233,9 @@ void Server::restore_round(const std::string& target, const json& arguments, con
         if (auto* refusal = std::get_if<base::TokenRefusal>(&opened))
             throw invalid(state_refusal(*refusal));
         const auto& token = std::get<base::OpenedToken>(opened);
-        // Single use: a replayed round would run the tool's confirmed step twice.
-        if (!impl_->spent_states->spend(token))
+        // Single use, in the store every instance shares: a replayed round (to this instance,
+        // another one, or after a restart) would run the tool's confirmed step twice.
+        if (!impl_->task_store->spend_once("request-state", token.nonce, token.expires_ms))
             throw invalid(state_refusal(base::TokenRefusal::spent));
         ctx.input_responses_ = token.body.value("r", json::object());
         ctx.asked_ = token.body.value("q", json::array());

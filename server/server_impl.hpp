@@ -133,7 +133,6 @@ struct Server::Impl {
     // requestState ("request-state": bound to the call, its caller and arguments; single use)
     // and tasks/list cursors ("tasks-cursor": bound to the tasks' owner).
     std::optional<base::TokenSealer> state_sealer;
-    std::optional<base::SpentTokens> spent_states;
     std::optional<base::TokenSealer> tasks_cursor_sealer;
     std::optional<CallRateLimiter> rate_limiter;  // units per principal (options.rate_limit)
     // Lines a caller can cause per request (over the rate limit, params of the wrong type):

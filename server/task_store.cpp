@@ -1,6 +1,7 @@
 #include "server/task_store.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <array>
 #include <ctime>
 
@@ -82,5 +83,19 @@ std::vector<std::string> TaskStore::renew_task_leases(std::string_view, std::int
 std::vector<TaskRecord> TaskStore::orphaned_tasks(std::size_t) { return {}; }
 
 void TaskStore::watch_task_cancellations(std::function<void(const std::string&)>) {}
+
+bool TaskStore::spend_once(std::string_view purpose, std::string_view nonce,
+                           std::int64_t expires_ms) {
+    const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    std::lock_guard lock(spent_mutex_);
+    for (auto it = spent_.begin(); it != spent_.end();)
+        it = it->second < now ? spent_.erase(it) : std::next(it);
+    std::string id(purpose);
+    id += '\n';
+    id += nonce;
+    return spent_.emplace(std::move(id), expires_ms).second;
+}
 
 }  // namespace agency::mcp

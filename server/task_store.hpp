@@ -93,6 +93,18 @@ public:
     // call is under way). Default: nothing (the renewal's list catches every cancel within a
     // renewal period).
     virtual void watch_task_cancellations(std::function<void(const std::string&)> on_cancel);
+
+    // --- single-use approvals (an input_required round's requestState): true the first time
+    // `nonce` of `purpose` is spent, false ever after — on every instance that shares the store,
+    // and across restarts when it is durable (SqliteStore, PgStore). Until `expires_ms` (unix
+    // ms) a token is usable, so its record is kept at least that long. Default: this process's
+    // memory (MemoryTaskStore, tests).
+    virtual bool spend_once(std::string_view purpose, std::string_view nonce,
+                            std::int64_t expires_ms);
+
+private:
+    std::mutex spent_mutex_;
+    std::unordered_map<std::string, std::int64_t> spent_;  // purpose '\n' nonce -> expiry
 };
 
 class MemoryTaskStore : public TaskStore {

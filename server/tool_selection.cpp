@@ -70,4 +70,12 @@ bool Server::tool_selected(const ToolDef& tool, const Principal& principal) cons
            keeps(principal.selection, impl_->tool_groups, tool);
 }
 
+bool Server::offers_tool(std::string_view name, const Principal& principal) const {
+    const ToolDef* tool = impl_->find_tool(std::string(name));
+    if (tool == nullptr || !impl_->tool_visible(*tool) || !tool_selected(*tool, principal))
+        return false;
+    return std::all_of(tool->required_scopes.begin(), tool->required_scopes.end(),
+                       [&](const std::string& scope) { return principal.has_scope(scope); });
+}
+
 }  // namespace agency::mcp

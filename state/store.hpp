@@ -184,6 +184,17 @@ public:
 
     // Where the store is, for messages: a file path, or a URL without its password.
     virtual std::string describe() const = 0;
+
+    // A spent approval is an idempotency record of its own (principal "", tool "~" + purpose,
+    // key the nonce): the store's one insert-if-absent decides, for every instance on it and
+    // after a restart. Kept like any idempotency record (never pruned before the token expires).
+    bool spend_once(std::string_view purpose, std::string_view nonce, std::int64_t) override {
+        const std::string tool = "~" + std::string(purpose);
+        if (claim_idempotency("", tool, nonce, "", std::chrono::seconds{std::int64_t{1} << 40}))
+            return false;
+        complete_idempotency("", tool, nonce, false, R"({"spent":true})");
+        return true;
+    }
     // The schema version of the database (kSchemaVersion once migrated; 0 when not created
     // yet).
     virtual int schema_version() = 0;

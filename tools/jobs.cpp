@@ -434,7 +434,9 @@ void AuditJobs::run_one(const Pending& pending, std::stop_token stop) {
 
     try {
         const gateway::ActionResult r =
-            box_->gateway().act("seo_audit", job->client_id, {{"url", url}}, stop);
+            // A stop may cut the exchange: the job stays running in the store, and the next
+            // start reconciles it with the gateway's reports before sending anything again.
+            box_->gateway().act("seo_audit", job->client_id, {{"url", url}}, stop, stop);
         const json data = r.data.is_object() ? r.data : json::object();
         json result = audit_result(data, url);
         date_report(*job, data, result, stop);

@@ -324,8 +324,13 @@ mcp::ToolResult claim_and_execute(ActionRuntime& rt, const ActionCall& call, con
         return mcp::ToolResult::structured(std::move(text));
     } catch (const gateway::Error& e) {
         mcp::ToolResult error = tool_error(e);
-        // The action may have run: a repeat with this key must not send it again.
-        if (e.reason() == gateway::ErrorReason::outcome_unknown && !error.content.empty()) {
+        // The action may have run (an ambiguous failure, or a stop that came after a POST
+        // left: such an error carries what was sent): a repeat with this key must not send it
+        // again, and its budget unit stays spent.
+        const bool may_have_run =
+            e.reason() == gateway::ErrorReason::outcome_unknown ||
+            (e.reason() == gateway::ErrorReason::cancelled && e.data().is_object());
+        if (may_have_run && !error.content.empty()) {
             unit.keep();
             claim.settle(true, error.content[0].value("text", ""), permit, trail);
         } else {

@@ -16,6 +16,11 @@ constexpr std::chrono::seconds kApprovalTtl{600};  // as a confirmation_id
 constexpr std::string_view kApprovalSubject = "view-approval";
 constexpr const char* kApprovalMeta = "agency-mcp/approval";
 
+// The store record a view's approval spends is kept under its own tool name: its id (which the
+// token's signed, readable payload carries) names no record a confirmation_id could spend, so
+// whoever sees the token can do nothing with it but hand it back to view_decide.
+std::string view_record_tool(const std::string& tool) { return "view:" + tool; }
+
 thread_local const ViewDecision* current_decision = nullptr;
 
 // Sets the decision for the call running on this thread, for as long as it runs.
@@ -73,8 +78,17 @@ mcp::ToolResult decide_in_view(Toolbox& box,
     if (handler == approvable.end())
         return tool_error("confirmation", "this approval names no tool of this server; nothing "
                                           "was done");
-    // The approved call runs the tool's own handler, past add_tool's client scope: checked here
-    // (a scope narrowed since the preview reaches that client no more).
+    // The approved call runs the tool's own handler, past add_tool's checks: they are made here
+    // as that tool's call would make them. The request's tool selection (the server's, a key's,
+    // X-MCP-Tools) must offer the tool itself, not only view_decide; and a scope narrowed since
+    // the preview reaches that client no more.
+    if (!ctx.tool_selected(tool)) {
+        log::warn("view_decide: {} is not offered to this request of {}; the approval was not "
+                  "used", tool, principal);
+        return tool_error("confirmation", tool + " is not offered to this request (its tool "
+                                                 "selection or read-only setting leaves it "
+                                                 "out); nothing was done");
+    }
     if (auto refusal = client_scope_refusal(call_args, ctx)) return std::move(*refusal);
     const ViewDecision made{tool, decision == "approve", body.value("confirmation", ""),
                             args_digest(call_args)};
@@ -91,7 +105,7 @@ const ViewDecision* view_decision() { return current_decision; }
 std::optional<mcp::ToolResult> spend(ActionRuntime& rt, const ViewDecision& decided,
                                      const std::string& principal) {
     const ConfirmOutcome outcome = rt.store().consume_confirmation(
-        decided.confirmation, principal, decided.tool, decided.args_digest);
+        decided.confirmation, principal, view_record_tool(decided.tool), decided.args_digest);
     if (outcome == ConfirmOutcome::accepted) return std::nullopt;
     count_confirmation(outcome == ConfirmOutcome::expired ? "expired" : "refused", "view");
     return tool_error("confirmation", "this approval of " + decided.tool + " " +
@@ -102,7 +116,8 @@ std::optional<mcp::ToolResult> spend(ActionRuntime& rt, const ViewDecision& deci
 mcp::ToolResult ask_in_view(ActionRuntime& rt, const ActionCall& call, const json& call_args,
                             const Preview& preview, const std::string& principal) {
     const Confirmation c =
-        rt.store().create_confirmation(principal, call.tool, args_digest(call_args), kApprovalTtl);
+        rt.store().create_confirmation(principal, view_record_tool(call.tool),
+                                       args_digest(call_args), kApprovalTtl);
     count_confirmation("asked", "view");
     const std::string token = call.box->approval_sealer().seal(
         {.subject = kApprovalSubject, .principal = principal}, kApprovalTtl,

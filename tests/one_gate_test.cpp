@@ -1,0 +1,259 @@
+// The action gate's promises on the paths between features (issue 45): nothing runs twice,
+// nothing goes out that a person did not approve on that path, and no caller spends past its
+// budget, whatever carried the approval, whichever instance a retry reaches, and however the
+// caller gave up. Two instances share one store (a SQLite file; a PostgreSQL database) and one
+// sample gateway on a loopback port, as two processes behind a balancer would; a "restart" is a
+// third instance opened on the same store.
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "base/crypto.hpp"
+#include "gateway/client.hpp"
+#include "gateway/sample/sample_gateway.hpp"
+#include "server/mcp_server.hpp"
+#include "state/open_store.hpp"
+#include "tests/pg_cluster.hpp"
+#include "tools/action_tools.hpp"
+#include "tools/registry.hpp"
+#include "tools/tool_kit.hpp"
+
+namespace one_gate_test {
+
+namespace fs = std::filesystem;
+using agency::mcp::Principal;
+using agency::sample::Fault;
+using agency::sample::FaultMode;
+using agency::tools::ActionRuntime;
+using agency::tools::ActionSettings;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr const char* kDental = "demo-dental";      // no auto-deploy
+constexpr const char* kPlumbing = "demo-plumbing";  // auto-deploy: generate_article confirms
+constexpr const char* kSecret = "one-gate-test-secret-of-32-characters!";
+
+// One server process: its own gateway client, tools, action runtime and MCP core, on the store
+// every instance shares.
+struct Instance {
+    std::shared_ptr<ActionRuntime> rt;
+    std::unique_ptr<agency::mcp::Server> server;
+    int next_id = 1;
+
+    Instance(const std::string& gateway_url, std::shared_ptr<agency::state::Store> store) {
+        agency::gateway::Config config;
+        config.base_url = gateway_url;
+        config.backoff_base = 2ms;
+        config.max_attempts = 3;
+        auto client = std::make_shared<agency::gateway::Client>(config);
+        agency::tools::Settings settings;
+        settings.secret = kSecret;
+        auto box = std::make_shared<agency::tools::Toolbox>(client, std::move(settings));
+        ActionSettings actions;
+        actions.store = std::move(store);
+        rt = std::make_shared<ActionRuntime>(std::move(actions));
+        agency::mcp::ServerOptions options;
+        options.state_secret = kSecret;
+        options.task_store = rt->shared_store();
+        server = std::make_unique<agency::mcp::Server>(options);
+        agency::tools::register_all(*server, box, rt);
+    }
+    ~Instance() { rt->audits().stop(); }
+
+    // A modern tools/call; `capabilities` as the client declares them; `stop` fires when the
+    // caller gives up (a closed connection, notifications/cancelled).
+    json call(const Principal& who, const std::string& tool, const json& args,
+              const json& capabilities = json::object(), const json& round = json::object(),
+              std::stop_token stop = {}) {
+        json params = {{"name", tool}, {"arguments", args}};
+        if (round.is_object()) params.update(round);
+        params["_meta"] = {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+                           {"io.modelcontextprotocol/clientCapabilities",
+                            capabilities.is_object() ? capabilities : json::object()}};
+        const json message = {
+            {"jsonrpc", "2.0"}, {"id", next_id++}, {"method", "tools/call"}, {"params", params}};
+        agency::mcp::Inbound in;
+        in.principal = who;
+        in.stop = std::move(stop);
+        auto text = server->handle_message(message, in);
+        return text ? json::parse(text->text) : json(nullptr);
+    }
+};
+
+const json kEliciting = {{"elicitation", json::object()}};
+const json kAccept = {{"confirm", {{"action", "accept"}, {"content", {{"confirm", true}}}}}};
+
+Principal caller(const std::string& name, std::optional<std::int64_t> budget = std::nullopt) {
+    Principal p;
+    p.name = "key:" + name;
+    p.authenticated = true;
+    p.action_budget = budget;
+    return p;
+}
+
+json tool_error(const json& response) {
+    const json& result = response.value("result", json::object());
+    if (!result.value("isError", false)) return nullptr;
+    const json e = json::parse(result["content"][0].value("text", ""), nullptr, false);
+    return e.is_object() ? e.value("error", json()) : json();
+}
+
+// A sample gateway on a loopback port and a store the instances share.
+class OneGate : public ::testing::TestWithParam<std::string> {
+protected:
+    std::shared_ptr<agency::sample::Gateway> gw = std::make_shared<agency::sample::Gateway>();
+    agency::sample::Server gateway_server{gw};
+    fs::path dir = fs::temp_directory_path() / ("agency-gate-" + agency::crypto::random_hex(6));
+    std::string where;  // the SQLite file or the PostgreSQL URL
+
+    void SetUp() override {
+        gateway_server.start("127.0.0.1", 0);
+        fs::create_directories(dir);
+        where = GetParam() == "sqlite" ? (dir / "state.db").string()
+                                       : agency::testing::pg_fresh_database();
+    }
+    void TearDown() override {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+    }
+    // A new process on the shared store.
+    std::unique_ptr<Instance> instance() {
+        return std::make_unique<Instance>(gateway_server.base_url(),
+                                          agency::state::open_store(where));
+    }
+    std::size_t posts(const std::string& action) const { return gw->count_requests("POST", action); }
+};
+
+// Finding 1: one "yes" in an input_required round acts once, though the same answer round
+// reaches the other instance, and a restarted one.
+TEST_P(OneGate, AnAnswerRoundActsOnceOnEveryInstanceAndAfterARestart) {
+    auto a = instance();
+    auto b = instance();
+    const Principal who = caller("alice");
+    const json args = {{"client_id", kPlumbing}, {"keyword", "emergency plumber"}};
+    const json first = a->call(who, "generate_article", args, kEliciting);
+    ASSERT_EQ(first["result"].value("resultType", ""), "input_required") << first.dump();
+    const json round = {{"requestState", first["result"]["requestState"]},
+                        {"inputResponses", kAccept}};
+
+    const json done = a->call(who, "generate_article", args, kEliciting, round);
+    ASSERT_EQ(tool_error(done), nullptr) << done.dump();
+    EXPECT_EQ(posts("generate_blog"), 1u);
+
+    const json on_b = b->call(who, "generate_article", args, kEliciting, round);
+    ASSERT_TRUE(on_b.contains("error")) << on_b.dump();
+    EXPECT_NE(on_b["error"].value("message", "").find("already used"), std::string::npos)
+        << on_b.dump();
+    a.reset();
+    auto restarted = instance();
+    const json after = restarted->call(who, "generate_article", args, kEliciting, round);
+    EXPECT_TRUE(after.contains("error")) << after.dump();
+    EXPECT_EQ(posts("generate_blog"), 1u) << "one approval, one article";
+}
+
+// Finding 2: a caller that gives up once the POST has left does not free its idempotency key:
+// the same key again answers with what the first call did, and nothing is sent twice.
+TEST_P(OneGate, AGiveUpAfterThePostKeepsTheKeyAndItsOutcome) {
+    auto a = instance();
+    auto b = instance();
+    const Principal who = caller("bob");
+    gw->inject(Fault{.target = "generate_keywords", .mode = FaultMode::slow, .delay_ms = 700});
+    const json args = {{"client_id", kDental}, {"seed", "implants"}, {"idempotency_key", "k-1"}};
+    std::stop_source give_up;
+    std::jthread watcher([&] {
+        for (int i = 0; i < 1000 && posts("generate_keywords") == 0; ++i)
+            std::this_thread::sleep_for(2ms);
+        give_up.request_stop();
+    });
+    a->call(who, "generate_keyword_ideas", args, {}, {}, give_up.get_token());
+    watcher.join();
+    ASSERT_EQ(posts("generate_keywords"), 1u);
+
+    // The retry reaches the other instance, as through a balancer.
+    const json again = b->call(who, "generate_keyword_ideas", args);
+    ASSERT_EQ(tool_error(again), nullptr) << again.dump();
+    EXPECT_TRUE(again["result"]["structuredContent"].value("replayed", false)) << again.dump();
+    EXPECT_EQ(posts("generate_keywords"), 1u) << "the first call's POST is the only one";
+}
+
+// Finding 2: giving up is not a way around the budget. A budget of 2 and 6 give-ups after the
+// POST: 2 POSTs, then the budget refuses.
+TEST_P(OneGate, GivingUpNeverSpendsPastTheBudget) {
+    auto a = instance();
+    const Principal who = caller("carol", 2);
+    std::size_t refused = 0;
+    for (int i = 0; i < 6; ++i) {
+        const std::size_t before = posts("generate_keywords");
+        gw->inject(Fault{.target = "generate_keywords", .mode = FaultMode::slow, .delay_ms = 300});
+        std::stop_source give_up;
+        std::jthread watcher([&] {
+            for (int n = 0; n < 250 && posts("generate_keywords") == before; ++n)
+                std::this_thread::sleep_for(2ms);
+            give_up.request_stop();
+        });
+        const json r = a->call(who, "generate_keyword_ideas",
+                               {{"client_id", kDental}, {"seed", "crowns " + std::to_string(i)}},
+                               {}, {}, give_up.get_token());
+        watcher.join();
+        const json e = tool_error(r);
+        if (e.is_object() && e.value("reason", "") == "budget") ++refused;
+    }
+    EXPECT_EQ(posts("generate_keywords"), 2u);
+    EXPECT_EQ(refused, 4u);
+}
+
+// Finding 3: the view's approval token names a store record, but that record is no
+// confirmation_id; and view_decide acts only where the request is offered the tool it approves.
+TEST_P(OneGate, AViewTokenIsNoConfirmationAndObeysTheToolSelection) {
+    auto a = instance();
+    const Principal who = caller("dave");
+    const json views = {
+        {"elicitation", json::object()},
+        {"extensions",
+         {{"io.modelcontextprotocol/ui", {{"mimeTypes", {"text/html;profile=mcp-app"}}}}}}};
+    const json draft = a->call(who, "generate_article",
+                               {{"client_id", kDental}, {"keyword", "whitening"}}, views);
+    const std::string article = draft["result"]["structuredContent"].value("article_id", "");
+    ASSERT_FALSE(article.empty()) << draft.dump();
+    const json args = {{"client_id", kDental}, {"article_id", article}};
+    const json asked = a->call(who, "deploy_article", args, views);
+    const std::string token =
+        asked["result"]["_meta"]["agency-mcp/approval"].value("token", "");
+    ASSERT_FALSE(token.empty()) << asked.dump();
+    // What anyone who sees the token reads in it.
+    const auto payload =
+        agency::crypto::base64url_decode(std::string_view(token).substr(0, token.find('.')));
+    ASSERT_TRUE(payload);
+    const std::string record = json::parse(*payload)["b"].value("confirmation", "");
+    ASSERT_FALSE(record.empty());
+
+    json with_id = args;
+    with_id["confirmation_id"] = record;
+    const json stolen = a->call(who, "deploy_article", with_id);
+    EXPECT_EQ(tool_error(stolen).value("reason", ""), "confirmation") << stolen.dump();
+    EXPECT_EQ(posts("deploy_blog"), 0u) << "the token's record is not a confirmation_id";
+
+    Principal narrowed = who;
+    narrowed.selection.tools = {"view_decide", "list_articles"};
+    const json decided = a->call(narrowed, "view_decide",
+                                 {{"approval", token}, {"decision", "approve"}}, views);
+    EXPECT_TRUE(tool_error(decided).is_object()) << decided.dump();
+    EXPECT_EQ(posts("deploy_blog"), 0u) << "the request's tools leave deploy_article out";
+
+    const json approved =
+        a->call(who, "view_decide", {{"approval", token}, {"decision", "approve"}}, views);
+    EXPECT_EQ(tool_error(approved), nullptr) << approved.dump();
+    EXPECT_EQ(posts("deploy_blog"), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, OneGate, ::testing::Values("sqlite", "postgresql"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace one_gate_test
