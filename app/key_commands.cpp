@@ -144,8 +144,12 @@ int run_keys_list(const KeysArgs& args) {
                   << std::endl;
         return 0;
     }
+    // A hand-edited file may hold a key without a name, which the server refuses: shown so.
+    const auto name_of = [](const mcp::KeyEntry& k) {
+        return k.name.empty() ? std::string("(no name)") : k.name;
+    };
     std::size_t width = 4;
-    for (const auto& k : keys) width = std::max(width, k.name.size());
+    for (const auto& k : keys) width = std::max(width, name_of(k).size());
     const auto padded = [](std::string text, std::size_t to) {
         text.resize(std::max(text.size(), to), ' ');
         return text;
@@ -154,7 +158,7 @@ int run_keys_list(const KeysArgs& args) {
               << "SCOPES      CREATED               ROTATED               ACTIONS (USED/LIMIT)  "
                  "CLIENTS\n";
     for (const auto& k : keys) {
-        std::cout << padded(k.name, width + 2) << padded(joined(k.scopes), 10) << "  "
+        std::cout << padded(name_of(k), width + 2) << padded(joined(k.scopes), 10) << "  "
                   << padded(k.created_at.empty() ? "-" : k.created_at, 20) << "  "
                   << padded(k.rotated_at.empty() ? "-" : k.rotated_at, 20) << "  "
                   << padded(budget_column(k, use), 20) << "  "

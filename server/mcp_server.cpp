@@ -164,6 +164,8 @@ void Server::set_tool_filter(std::function<bool(const ToolDef&)> visible) {
     impl_->tool_filter = std::move(visible);
 }
 
+void Server::set_task_reach(TaskReach reaches) { impl_->task_reach = std::move(reaches); }
+
 void Server::set_tool_list_filter(std::function<bool(const ToolDef&)> listed) {
     impl_->tool_list_filter = std::move(listed);
 }

@@ -433,6 +433,13 @@ public:
     // Whether `principal` may call the tool `name`: registered, visible, selected and its
     // scopes held (RequestContext::tool_selected).
     bool offers_tool(std::string_view name, const Principal& principal) const;
+    // Whether a caller reaches what a task of `tool` with `arguments` works on (tools: the
+    // client its client_id names, under the caller's scope now). A task it does not reach reads
+    // as an unknown task on every task method and tasks/list leaves it out (a key narrowed
+    // since); a call it would not reach runs as a plain call (the tool refuses it). Unset: all.
+    using TaskReach = std::function<bool(const std::string& tool, const json& arguments,
+                                         const Principal& caller)>;
+    void set_task_reach(TaskReach reaches);
     // Hides tools (e.g. an action absent from the gateway's discovery); evaluated per list.
     void set_tool_filter(std::function<bool(const ToolDef&)> visible);
     // Hides tools from tools/list only: a call still reaches the tool, which says why it cannot

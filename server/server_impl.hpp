@@ -156,6 +156,7 @@ struct Server::Impl {
     Server::CompletionCost completion_cost;
     std::function<bool(const ToolDef&)> tool_filter;
     std::function<bool(const ToolDef&)> tool_list_filter;  // tools/list only
+    Server::TaskReach task_reach;                          // Server::set_task_reach
     ToolGroups tool_groups;
     ToolSelection selection;  // the server's own (command line)
     std::vector<std::function<void()>> shutdown_hooks;
@@ -188,6 +189,9 @@ struct Server::Impl {
         return it == tool_index.end() ? nullptr : &tools[it->second];
     }
     bool tool_visible(const ToolDef& tool) const { return !tool_filter || tool_filter(tool); }
+    bool task_reached(const TaskRecord& task, const Principal& caller) const {
+        return !task_reach || task_reach(task.tool, task.arguments, caller);
+    }
     std::int64_t now_ms() const { return clock->unix_ms(); }
     // A client's answer to one of this server's requests: wakes the call waiting for it.
     void deliver_response(const json& message, const json& id, const Inbound& in);

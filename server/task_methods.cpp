@@ -85,9 +85,11 @@ Methods::FoundTask Methods::find_task(Server& server, const Request& r) {
     }();
     std::optional<TaskRecord> stored = impl.task_store->get(found.id);
     // A task answers in the shapes of the era that made it: the other era's methods do not
-    // know it.
+    // know it. One of a client the caller no longer reaches (its key narrowed since) is as
+    // unknown as one that does not exist, whichever method reads it.
     if (!stored || stored->owner != task_owner(r.ctx) || stored->era != era_name(r.ctx.era) ||
-        (stored->ttl_ms > 0 && stored->created_ms + stored->ttl_ms < impl.now_ms()))
+        (stored->ttl_ms > 0 && stored->created_ms + stored->ttl_ms < impl.now_ms()) ||
+        !impl.task_reached(*stored, r.ctx.principal))
         throw unknown_task(found.id);
     found.store = impl.task_store;
     std::lock_guard lock(impl.mutex);
@@ -126,8 +128,11 @@ std::optional<Reply> Methods::tasks_list(Server& server, const Request& r) {
     constexpr std::size_t page = 50;
     auto records = impl.task_store->list(owner, era_name(r.ctx.era), offset, page + 1);
     json tasks = json::array();
+    // Tasks of a client the caller no longer reaches are left out (a page may then be short;
+    // the cursor counts stored tasks).
     for (std::size_t i = 0; i < records.size() && i < page; ++i)
-        tasks.push_back(legacy_task_json(records[i]));
+        if (impl.task_reached(records[i], r.ctx.principal))
+            tasks.push_back(legacy_task_json(records[i]));
     json result = {{"tasks", std::move(tasks)}};
     if (records.size() > page)
         result["nextCursor"] = impl.tasks_cursor_sealer->seal(

@@ -131,7 +131,10 @@ std::optional<Reply> Server::call_tool(const json& id, const json& params,
     if (!done) require_task_support_fits(tool, params, ctx);
     if (!done && modern) restore_round("tool:" + name, arguments, params, ctx);
 
-    if (!done && wants_task(tool, params, ctx)) {
+    // A task the caller would not reach (a client outside its scope) is never created: the
+    // call runs plainly and the tool refuses it, as a missing scope is refused above.
+    const bool reached = !impl_->task_reach || impl_->task_reach(name, arguments, ctx.principal);
+    if (!done && reached && wants_task(tool, params, ctx)) {
         try {
             if (tool.before_task) tool.before_task(arguments, ctx);
         } catch (const InputRequired& question) {

@@ -13,14 +13,36 @@ mcp::ToolResult unknown_client_error(const std::string& client_id) {
     return tool_error("not_found", unknown_client_message(client_id));
 }
 
-std::optional<mcp::ToolResult> client_scope_refusal(const json& args,
-                                                    const mcp::RequestContext& ctx) {
-    if (ctx.principal.clients.empty() || !args.is_object()) return std::nullopt;
+namespace {
+
+// The client id a call's arguments name, as the caller wrote it; nullopt when they name none.
+std::optional<std::string> named_client_id(const json& args) {
+    if (!args.is_object()) return std::nullopt;
     auto id = args.find("client_id");
     if (id == args.end()) return std::nullopt;
-    const std::string client_id = id->is_string() ? id->get<std::string>() : id->dump();
-    if (ctx.principal.reaches_client(client_id)) return std::nullopt;
-    return unknown_client_error(client_id);
+    return id->is_string() ? id->get<std::string>() : id->dump();
+}
+
+}  // namespace
+
+bool reaches_client_of(const json& args, const mcp::Principal& caller) {
+    if (caller.clients.empty()) return true;
+    const auto client_id = named_client_id(args);
+    return !client_id || caller.reaches_client(*client_id);
+}
+
+void scope_tasks_to_clients(mcp::Server& server) {
+    // A task records the arguments of the call that made it, its client_id among them.
+    server.set_task_reach([](const std::string&, const json& arguments,
+                             const mcp::Principal& caller) {
+        return reaches_client_of(arguments, caller);
+    });
+}
+
+std::optional<mcp::ToolResult> client_scope_refusal(const json& args,
+                                                    const mcp::RequestContext& ctx) {
+    if (reaches_client_of(args, ctx.principal)) return std::nullopt;
+    return unknown_client_error(*named_client_id(args));
 }
 
 Handler within_client_scope(Handler handler, RefusalHook on_refused) {

@@ -19,6 +19,14 @@ namespace agency::tools {
 std::string unknown_client_message(const std::string& client_id);
 mcp::ToolResult unknown_client_error(const std::string& client_id);
 
+// Whether `caller` reaches the client a call's `client_id` argument names (true when it names
+// none, or the caller has no client scope): the one rule of every check below.
+bool reaches_client_of(const json& args, const mcp::Principal& caller);
+
+// Binds the server's tasks to the client they work on: a task of a client its caller no
+// longer reaches (a key narrowed since) reads as unknown on every task method.
+void scope_tasks_to_clients(mcp::Server& server);
+
 // The refusal for a call whose `client_id` argument the caller may not reach; nullopt when it
 // may (or the call names no client).
 std::optional<mcp::ToolResult> client_scope_refusal(const json& args,

@@ -240,7 +240,10 @@ ActionEntry send_prospect_email(const std::shared_ptr<Toolbox>& box, const std::
              const std::string email_id = args.at("email_id").get<std::string>();
              // Re-read: another call may have sent it since the preview.
              auto draft = rt->store().draft(email_id, principal_of(ctx));
-             if (!draft || draft->status != "draft")
+             if (!draft || draft->client_id != client_id)  // the preview's answer, re-checked
+                 throw Refused{"not_found", "unknown email_id " + email_id + " for client_id " +
+                                                client_id + "; generate_outreach_email returns it"};
+             if (draft->status != "draft")
                  throw Refused{"already_sent", "email " + email_id + " was already sent"};
              const OutgoingEmail email = outgoing_email(args, *draft);
              const std::string& to = email.to;
@@ -280,7 +283,7 @@ ActionEntry send_prospect_email(const std::shared_ptr<Toolbox>& box, const std::
              const std::string client_id = args.at("client_id").get<std::string>();
              const std::string email_id = args.at("email_id").get<std::string>();
              auto draft = rt->store().draft(email_id, principal_of(ctx));
-             if (!draft)
+             if (!draft || draft->client_id != client_id)
                  return LostCall{.detail = "the draft " + email_id + " is not known any more",
                                  .hint = "read resource=backlink_outreach (newest first) to "
                                          "see whether the e-mail shows as sent"};

@@ -4,6 +4,7 @@
 #include "base/log.hpp"
 
 #include "tools/action_tools.hpp"
+#include "tools/client_scope.hpp"
 #include "tools/surface.hpp"
 #include "tools/toolsets.hpp"
 
@@ -18,6 +19,7 @@ ToolCatalog register_all(mcp::Server& server, const std::shared_ptr<Toolbox>& bo
     docs.insert(docs.end(), action_docs.begin(), action_docs.end());
     register_surface(server, box, actions);  // resources, prompts, completion
     register_views(server);                  // MCP Apps: the ui:// views
+    scope_tasks_to_clients(server);          // a task of a client out of reach is unknown
     return docs;
 }
 

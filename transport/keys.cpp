@@ -1,15 +1,19 @@
 #include "transport/keys.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <tuple>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,8 +53,11 @@ std::string client_id_problem(const std::string& id) {
 // A key's `clients` (a list of client ids) and `monthly_actions` (a whole number >= 0), when
 // present; throws naming the key and what is wrong.
 void check_limits(const json& k, const std::string& path) {
+    const auto name = k.find("name");
     const std::string where =
-        "the keys file " + path + ": key \"" + k.value("name", "unnamed") + "\"";
+        "the keys file " + path + ": key " +
+        (name != k.end() && name->is_string() ? "\"" + name->get<std::string>() + "\""
+                                               : std::string("without a name"));
     if (auto c = k.find("clients"); c != k.end() && !c->is_null()) {
         if (!c->is_array())
             throw std::runtime_error(where + ": \"clients\" must be a list of client ids");
@@ -100,7 +107,9 @@ json read_file(const std::string& path) {
 }
 
 KeyEntry entry_of(const json& k) {
-    KeyEntry entry{k.value("name", "unnamed"), {}, k.value("created_at", ""),
+    const auto name = k.find("name");
+    KeyEntry entry{name != k.end() && name->is_string() ? name->get<std::string>() : "",
+                   {}, k.value("created_at", ""),
                    k.value("rotated_at", "")};
     for (const auto& s : k.value("scopes", json::array()))
         if (s.is_string()) entry.scopes.push_back(s.get<std::string>());
@@ -111,9 +120,36 @@ KeyEntry entry_of(const json& k) {
     return entry;
 }
 
+// Every key has a name of its own: the name is the caller ("key:<name>"), whose jobs, tasks,
+// drafts and budget are its alone, so a key without one, or two keys of one name, would share
+// them. Throws naming the file, the entry and the fix.
+void check_names(const json& doc, const std::string& path) {
+    std::unordered_map<std::string, std::size_t> seen;  // name -> entry number (from 1)
+    const auto& keys = doc["keys"];
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        const auto name = keys[i].find("name");
+        if (name == keys[i].end() || !name->is_string() || name->get<std::string>().empty())
+            throw std::runtime_error(fmt::format(
+                "the keys file {}: entry {} of {} has no name; every key needs a \"name\" of "
+                "its own (its callers are \"key:<name>\"): give it one in the file, or create "
+                "a new key with agency-mcp keys add --name NAME and delete the entry",
+                path, i + 1, keys.size()));
+        const auto [at, fresh] = seen.emplace(name->get<std::string>(), i + 1);
+        if (!fresh)
+            throw std::runtime_error(fmt::format(
+                "the keys file {}: entries {} and {} are both named \"{}\"; every key needs a "
+                "name of its own (its callers are \"key:<name>\", and would share jobs, tasks "
+                "and budget): rename one in the file, or run agency-mcp keys remove --name {} "
+                "(it removes the first)",
+                path, at->second, i + 1, at->first, at->first));
+    }
+}
+
+// The keys as the server holds them: a file whose names are missing or shared is refused.
 KeyMap read_keys(const std::string& path) {
     KeyMap keys;
     const json doc = read_file(path);  // named: a temporary's member would dangle in the loop
+    check_names(doc, path);
     for (const auto& k : doc["keys"]) keys[k["hash"].get<std::string>()] = entry_of(k);
     return keys;
 }
@@ -129,13 +165,8 @@ std::string now_utc() {
 
 std::string new_key() { return "amcp_" + crypto::random_hex(24); }
 
-// Writes the whole document to a fresh file beside `path` and renames it over `path`: a
-// running server reading the file sees the old one or the new one, never a part. The new
-// file gets the old one's owner, group and mode (the packaged service reads a 0640
-// root:agency-mcp file through its group; a rewrite as 0600 root:root would lock it out), or
-// 0600 and this process's owner for a new file. A symbolic link is followed: the file it
-// names is the one rewritten. Anything that fails leaves the old file as it was.
-void write_file(const std::string& path, const json& doc) {
+// The file a change replaces: `path`, or the file its symbolic links lead to.
+std::filesystem::path resolved(const std::string& path) {
     std::filesystem::path p(path);
     std::error_code ec;  // a file that does not exist yet is no link (its error is no failure)
     for (int links = 0; std::filesystem::is_symlink(std::filesystem::symlink_status(p, ec)); ++links) {
@@ -145,8 +176,67 @@ void write_file(const std::string& path, const json& doc) {
                                      ": cannot follow its symbolic link");
         p = target.is_absolute() ? target : p.parent_path() / target;
     }
-    ec.clear();
-    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+    return p;
+}
+
+std::atomic<std::int64_t> lock_wait_ms{10000};
+
+// One writer of the keys file at a time: an exclusive flock(2) on "<file>.lock" beside it (not
+// on the file itself, which each change replaces by a rename), taken before the file is read
+// and held until the new one is in place, so that two changes at once never lose one of them.
+// Waits at most lock_wait_ms, then throws: nothing was changed.
+class WriterLock {
+public:
+    WriterLock(const std::filesystem::path& file, const std::string& path) {
+        const std::string lock = file.string() + ".lock";
+        // Empty and 0644 (whatever the umask): any writer of the keys file, root or the
+        // file's owner, can open it to take the lock.
+        fd_ = ::open(lock.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd_ >= 0 && ::fchmod(fd_, 0644) != 0) {
+            // Best effort: as the umask left it, it still serves whoever made it.
+        }
+        if (fd_ < 0 && errno == EEXIST)
+            fd_ = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd_ < 0)
+            throw std::runtime_error("cannot change the keys file " + path +
+                                     ": cannot open its lock file " + lock + ": " +
+                                     std::strerror(errno) + " (nothing was changed)");
+        const auto wait = std::chrono::milliseconds(lock_wait_ms.load());
+        const auto deadline = std::chrono::steady_clock::now() + wait;
+        while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+            const int err = errno;
+            if (err == EINTR) continue;
+            if (err == EWOULDBLOCK && std::chrono::steady_clock::now() < deadline) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                continue;
+            }
+            ::close(fd_);
+            throw std::runtime_error(
+                err != EWOULDBLOCK
+                    ? "cannot change the keys file " + path + ": cannot lock " + lock + ": " +
+                          std::strerror(err) + " (nothing was changed)"
+                    : fmt::format("cannot change the keys file {}: another change has held its "
+                                  "lock ({}) for over {} ms, so nothing was changed; run the "
+                                  "command again once the other one ends (fuser {} names it)",
+                                  path, lock, wait.count(), lock));
+        }
+    }
+    ~WriterLock() { ::close(fd_); }  // closing lets the lock go
+    WriterLock(const WriterLock&) = delete;
+    WriterLock& operator=(const WriterLock&) = delete;
+
+private:
+    int fd_ = -1;
+};
+
+// Writes the whole document to a fresh file beside `p` (`path` resolved) and renames it over
+// `p`: a running server reading the file sees the old one or the new one, never a part. The
+// new file gets the old one's owner, group and mode (the packaged service reads a 0640
+// root:agency-mcp file through its group; a rewrite as 0600 root:root would lock it out), or
+// 0600 and this process's owner for a new file. Anything that fails leaves the old file as it
+// was. The caller holds the WriterLock.
+void write_file(const std::string& path, const std::filesystem::path& p, const json& doc) {
+    std::error_code ec;
     struct stat old {};
     const bool existed = ::stat(p.c_str(), &old) == 0;
     const std::string tmp = p.string() + ".tmp-" + crypto::random_hex(6);
@@ -173,11 +263,33 @@ void write_file(const std::string& path, const json& doc) {
         std::filesystem::rename(tmp, p, ec);
         if (ec) failure = ": " + ec.message();
     }
+    if (failure.empty()) {  // the rename itself survives a crash once its folder is synced
+        const std::string dir = p.has_parent_path() ? p.parent_path().string() : ".";
+        if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+            if (::fsync(dfd) != 0) log::warn("the keys file {}: syncing {}: {}", path, dir,
+                                             std::strerror(errno));
+            ::close(dfd);
+        }
+    }
     if (!failure.empty()) {
         std::filesystem::remove(tmp, ec);
         throw std::runtime_error("cannot write the keys file " + path + failure +
                                  " (nothing was changed)");
     }
+}
+
+// A change of the keys file: `change` edits the document as read under the writer lock, and
+// what it leaves is written back before the lock is let go. `names_checked`: the file must
+// hold a unique name per key first (remove, the way to repair it, goes without).
+void rewrite(const std::string& path, const std::function<void(json&)>& change,
+             bool names_checked = true) {
+    const std::filesystem::path file = resolved(path);
+    if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
+    const WriterLock lock(file, path);
+    json doc = read_file(path);
+    if (names_checked) check_names(doc, path);
+    change(doc);
+    write_file(path, file, doc);
 }
 
 void check_scopes(const std::vector<std::string>& scopes) {
@@ -276,18 +388,21 @@ std::string KeyStore::add(const std::string& path, const std::string& name,
     check_scopes(scopes);
     if (name.empty()) throw std::runtime_error("a key needs a name (--name)");
     check_new_limits(clients, monthly_actions);
-    json doc = read_file(path);
-    for (const auto& k : doc["keys"])
-        if (k.value("name", "") == name)
-            throw std::runtime_error("a key named \"" + name + "\" already exists in " + path);
     std::string key = new_key();
-    json entry = {{"name", name}, {"hash", crypto::sha256_hex(key)}, {"scopes", scopes},
-                  {"created_at", now_utc()}};
-    // Members only when set: a key without them reads as before (and as older versions read it).
-    if (!clients.empty()) entry["clients"] = clients;
-    if (monthly_actions) entry["monthly_actions"] = *monthly_actions;
-    doc["keys"].push_back(std::move(entry));
-    write_file(path, doc);
+    rewrite(path, [&](json& doc) {
+        for (const auto& k : doc["keys"])
+            if (k.value("name", "") == name)
+                throw std::runtime_error("a key named \"" + name + "\" already exists in " +
+                                         path + " (each key needs a name of its own; keys "
+                                         "rotate replaces a key, keys update changes it)");
+        json entry = {{"name", name}, {"hash", crypto::sha256_hex(key)}, {"scopes", scopes},
+                      {"created_at", now_utc()}};
+        // Members only when set: a key without them reads as before (and as older versions
+        // read it).
+        if (!clients.empty()) entry["clients"] = clients;
+        if (monthly_actions) entry["monthly_actions"] = *monthly_actions;
+        doc["keys"].push_back(std::move(entry));
+    });
     return key;
 }
 
@@ -298,19 +413,21 @@ KeyEntry KeyStore::update(const std::string& path, const std::string& name,
                                  "--monthly-actions or --no-monthly-actions");
     check_new_limits(limits.clients.value_or(std::vector<std::string>{}),
                      limits.monthly_actions.value_or(std::nullopt));
-    json doc = read_file(path);
-    json& entry = doc["keys"][find_named(doc, path, name)];
-    if (limits.clients) {
-        if (limits.clients->empty()) entry.erase("clients");
-        else entry["clients"] = *limits.clients;
-    }
-    if (limits.monthly_actions) {
-        if (*limits.monthly_actions) entry["monthly_actions"] = **limits.monthly_actions;
-        else entry.erase("monthly_actions");
-    }
-    entry["updated_at"] = now_utc();
-    write_file(path, doc);
-    return entry_of(entry);
+    KeyEntry now;
+    rewrite(path, [&](json& doc) {
+        json& entry = doc["keys"][find_named(doc, path, name)];
+        if (limits.clients) {
+            if (limits.clients->empty()) entry.erase("clients");
+            else entry["clients"] = *limits.clients;
+        }
+        if (limits.monthly_actions) {
+            if (*limits.monthly_actions) entry["monthly_actions"] = **limits.monthly_actions;
+            else entry.erase("monthly_actions");
+        }
+        entry["updated_at"] = now_utc();
+        now = entry_of(entry);
+    });
+    return now;
 }
 
 std::vector<KeyEntry> KeyStore::list(const std::string& path) {
@@ -321,21 +438,21 @@ std::vector<KeyEntry> KeyStore::list(const std::string& path) {
 }
 
 void KeyStore::remove(const std::string& path, const std::string& name) {
-    json doc = read_file(path);
-    const std::size_t at = find_named(doc, path, name);
-    doc["keys"].erase(at);
-    write_file(path, doc);
+    // Without the names' check: removing one of two keys of one name repairs the file.
+    rewrite(path, [&](json& doc) { doc["keys"].erase(find_named(doc, path, name)); }, false);
 }
 
 std::string KeyStore::rotate(const std::string& path, const std::string& name) {
-    json doc = read_file(path);
-    json& entry = doc["keys"][find_named(doc, path, name)];
     std::string key = new_key();
-    entry["hash"] = crypto::sha256_hex(key);
-    entry["rotated_at"] = now_utc();
-    write_file(path, doc);
+    rewrite(path, [&](json& doc) {
+        json& entry = doc["keys"][find_named(doc, path, name)];
+        entry["hash"] = crypto::sha256_hex(key);
+        entry["rotated_at"] = now_utc();
+    });
     return key;
 }
+
+void KeyStore::set_lock_wait(std::chrono::milliseconds wait) { lock_wait_ms = wait.count(); }
 
 std::size_t KeyStore::size() const {
     return watch_->path.empty() ? watch_->keys->size() : watch_->current()->size();

@@ -1,11 +1,13 @@
 // The server's own API keys for HTTP callers. The keys file stores a SHA-256 of each key (keys
 // are 192-bit random, so a plain hash is enough), with a name and scopes; a key is shown once,
 // when created or rotated. Every change to the file is written whole to a temporary file beside
-// it and renamed over it, so a reader never sees half a file; the new file keeps the old one's
+// it and renamed over it, so a reader never sees half a file; one change at a time (a lock file
+// beside it), so two at once never undo each other; the new file keeps the old one's
 // owner, group and mode (a service that reads it through its group keeps reading it). A file
 // that exists but cannot be read is an error, never taken for one that holds no key.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -39,7 +41,8 @@ struct KeyLimits {
 class KeyStore {
 public:
     // Loads the file (a missing file holds no key); throws std::runtime_error with a clear
-    // message when it is malformed or cannot be read. The store then follows the file: authenticate() re-reads
+    // message when it is malformed, holds a key without a name or two of one name (they would
+    // be one caller), or cannot be read. The store then follows the file: authenticate() re-reads
     // it when it changed on disk (one stat per call), so a removed or rotated key stops
     // working without a restart.
     static KeyStore load(const std::string& path);
@@ -62,6 +65,10 @@ public:
     // Replaces the key named `name` by a new one (same name and scopes), returns it.
     static std::string rotate(const std::string& path, const std::string& name);
     static std::string default_path();
+    // How long a change waits for another one to finish (each add, update, rotate and remove
+    // holds an exclusive lock on "<file>.lock" from its read to its rename) before it fails,
+    // changing nothing. 10 s unless set (tests shorten it).
+    static void set_lock_wait(std::chrono::milliseconds wait);
 
     KeyStore();
     ~KeyStore();
