@@ -4,7 +4,10 @@
 // confirm a deploy or a send.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
+#include <regex>
+#include <sstream>
 #include <string>
 
 #include "tests/tool_harness.hpp"
@@ -277,6 +280,42 @@ TEST(UntrustedTools, ElicitationOnlyRefusesEveryConfirmationId) {
     EXPECT_EQ(r.reason(), "confirmation_required") << r.response.dump();
     EXPECT_EQ(r.tool_error().dump().find("ignore the user"), std::string::npos);
     EXPECT_EQ(t.posts("deploy_blog"), 0u);
+}
+
+// --- text that forges lines (issue 45) ---------------------------------------------------
+
+agency::sample::Options planted_lines() {
+    agency::sample::Options options;
+    options.planted_lines = true;
+    return options;
+}
+
+json tool_named(const json& tools, const std::string& name) {
+    for (const auto& tool : tools)
+        if (tool.value("name", "") == name) return tool;
+    return nullptr;
+}
+
+// Discovery names holding a line break and an instruction, markup, a bidi control, NUL or a
+// line separator never reach read_resource's enum, nor anything else of tools/list.
+TEST(UntrustedTools, ReadResourceOffersOnlyPlainDiscoveredNames) {
+    ToolHarness h(planted_lines());
+    const json tools = h.tools();
+    const json read = tool_named(tools, "read_resource");
+    ASSERT_TRUE(read.is_object()) << tools.dump().substr(0, 400);
+    const json names = read["inputSchema"]["properties"]["resource"]["enum"];
+    ASSERT_TRUE(names.is_array());
+    EXPECT_NE(std::find(names.begin(), names.end(), "reviews"), names.end()) << names.dump();
+    for (const auto& name : names)
+        EXPECT_TRUE(std::regex_match(name.get<std::string>(),
+                                     std::regex("[a-z0-9][a-z0-9_.-]{0,63}")))
+            << name.dump();
+    const std::string listed = tools.dump();
+    EXPECT_EQ(listed.find("SYSTEM"), std::string::npos);
+    EXPECT_EQ(listed.find("<b>"), std::string::npos);
+    EXPECT_EQ(listed.find("\\u0000"), std::string::npos);
+    EXPECT_EQ(listed.find("\u202E"), std::string::npos);
+    EXPECT_EQ(listed.find("\u2028"), std::string::npos);
 }
 
 }  // namespace
