@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "base/text.hpp"
 #include "base/trace_context.hpp"
 
 namespace agency::app {
@@ -18,12 +19,35 @@ void append(spdlog::memory_buf_t& dest, std::string_view text) {
     dest.append(text.data(), text.data() + text.size());
 }
 
-// A JSON string, escaped; bytes that are not UTF-8 (a gateway's text) become U+FFFD, so the
-// line always parses.
-void append_json_string(spdlog::memory_buf_t& dest, std::string_view text) {
-    append(dest, nlohmann::json(std::string(text))
-                     .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+// Text of a text-format line (the message, a principal): base::log_safe_text, so that a line
+// break, a control character or a separator in a gateway's or caller's text cannot end the line
+// and start one that reads as the server's own.
+void append_line_text(spdlog::memory_buf_t& dest, std::string_view text) {
+    if (base::log_safe(text)) return append(dest, text);
+    append(dest, base::log_safe_text(text));
 }
+
+// A JSON string, escaped; bytes that are not UTF-8 (a gateway's text) become U+FFFD, so the
+// line always parses. JSON escapes C0 itself; C1, DEL, bidi controls and U+2028/U+2029 are
+// escaped too (base::terminal_safe_json), for readers that break lines or act on them.
+void append_json_string(spdlog::memory_buf_t& dest, std::string_view text) {
+    const std::string json = nlohmann::json(std::string(text))
+                                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (base::log_safe(json)) return append(dest, json);
+    append(dest, base::terminal_safe_json(json));
+}
+
+// Text lines: the message (%V), escaped by append_line_text.
+class MessageFlag final : public spdlog::custom_flag_formatter {
+public:
+    void format(const spdlog::details::log_msg& msg, const std::tm&,
+                spdlog::memory_buf_t& dest) override {
+        append_line_text(dest, std::string_view(msg.payload.data(), msg.payload.size()));
+    }
+    std::unique_ptr<custom_flag_formatter> clone() const override {
+        return std::make_unique<MessageFlag>();
+    }
+};
 
 // Text lines: "[trace_id=... tool=... principal=...] " before the message, inside a call.
 class CallFlag final : public spdlog::custom_flag_formatter {
@@ -36,11 +60,11 @@ public:
         append(dest, call->trace.trace_id_hex());
         if (!call->tool.empty()) {
             append(dest, " tool=");
-            append(dest, call->tool);
+            append_line_text(dest, call->tool);
         }
         if (!call->principal.empty()) {
             append(dest, " principal=");
-            append(dest, call->principal);
+            append_line_text(dest, call->principal);
         }
         append(dest, "] ");
     }
@@ -99,7 +123,8 @@ std::unique_ptr<spdlog::formatter> make_log_formatter(const std::string& format)
     if (format != "text")
         throw std::invalid_argument("--log-format: expected text or json, got '" + format + "'");
     auto text = std::make_unique<spdlog::pattern_formatter>();
-    text->add_flag<CallFlag>('*').set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %*%v");
+    text->add_flag<CallFlag>('*').add_flag<MessageFlag>('V').set_pattern(
+        "%Y-%m-%dT%H:%M:%S.%e %^%l%$ %*%V");
     return text;
 }
 

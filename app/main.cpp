@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/log.hpp"
+#include "base/text.hpp"
 
 #include "app/cli.hpp"
 #include "app/commands.hpp"
@@ -54,7 +55,9 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
         agency::log::critical("{}", e.what());
         // With --log-file the reason would otherwise be only in the file.
-        if (!cli.log_file.empty()) std::fprintf(stderr, "agency-mcp: %s\n", e.what());
+        // Escaped as the log's text lines are (the reason may quote a gateway's answer).
+        if (!cli.log_file.empty())
+            std::fprintf(stderr, "agency-mcp: %s\n", agency::base::log_safe_text(e.what()).c_str());
     }
     return 1;
 }

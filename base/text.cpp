@@ -63,8 +63,10 @@ void put_terminal_escape(std::string& out, const char* format, unsigned value) {
     out += buf;
 }
 
+// `short_forms`: \n, \r and \t as those escapes rather than \u000A, \u000D and \u0009.
 template <typename Invalid>
-std::string terminal_escaped(std::string_view text, bool double_backslash, Invalid invalid) {
+std::string terminal_escaped(std::string_view text, bool double_backslash, Invalid invalid,
+                             bool short_forms = false) {
     std::string out;
     out.reserve(text.size());
     for (std::size_t i = 0; i < text.size();) {
@@ -74,7 +76,9 @@ std::string terminal_escaped(std::string_view text, bool double_backslash, Inval
             ++i;
             continue;
         }
-        if (terminal_control(cp))
+        if (short_forms && (cp == '\n' || cp == '\r' || cp == '\t'))
+            out += cp == '\n' ? "\\n" : cp == '\r' ? "\\r" : "\\t";
+        else if (terminal_control(cp))
             put_terminal_escape(out, "\\u%04X", static_cast<unsigned>(cp));
         else if (double_backslash && cp == '\\')
             out += "\\\\";
@@ -89,7 +93,8 @@ std::string terminal_escaped(std::string_view text, bool double_backslash, Inval
 
 bool terminal_control(char32_t cp) {
     return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x061C || cp == 0x200E ||
-           cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+           cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) ||
+           cp == 0x2028 || cp == 0x2029;
 }
 
 std::string terminal_safe_json(std::string_view json_text) {
@@ -100,6 +105,26 @@ std::string terminal_safe_text(std::string_view text) {
     return terminal_escaped(text, true, [](std::string& out, unsigned byte) {
         put_terminal_escape(out, "\\x%02X", byte);
     });
+}
+
+std::string log_safe_text(std::string_view text) {
+    return terminal_escaped(
+        text, false, [](std::string& out, unsigned byte) { put_terminal_escape(out, "\\x%02X", byte); },
+        true);
+}
+
+bool log_safe(std::string_view text) {
+    for (std::size_t i = 0; i < text.size();) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c >= 0x20 && c < 0x7F) {  // printable ASCII: the usual line
+            ++i;
+            continue;
+        }
+        const auto [cp, len] = terminal_char_at(text, i);
+        if (len == 0 || terminal_control(cp)) return false;
+        i += len;
+    }
+    return true;
 }
 
 }  // namespace agency::base

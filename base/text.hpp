@@ -16,7 +16,8 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
 std::string_view trim(std::string_view text);
 
 // Whether `cp` would act on a terminal or reorder what it shows rather than be read: a C0 or C1
-// control, DEL, or a bidi control (U+061C, U+200E/F, U+202A-U+202E, U+2066-U+2069).
+// control, DEL, a bidi control (U+061C, U+200E/F, U+202A-U+202E, U+2066-U+2069), or a line or
+// paragraph separator (U+2028, U+2029: some readers break lines there).
 bool terminal_control(char32_t cp);
 // JSON text (as nlohmann's dump writes it) with every terminal_control character that is still
 // literal written as a \uXXXX escape (C1, DEL and bidi: JSON escapes only C0 itself) and a
@@ -26,5 +27,12 @@ std::string terminal_safe_json(std::string_view json_text);
 // byte that is not UTF-8 as \xNN, so that nothing acts on a terminal and the escapes are
 // unambiguous.
 std::string terminal_safe_text(std::string_view text);
+// A log message made one line that nothing in it can end or fake: \n, \r and \t as those
+// escapes, any other terminal_control character as \uXXXX and a byte that is not UTF-8 as
+// \xNN (backslashes stay single, so JSON in a message reads as it was). The text sink writes
+// every message through it, so no line can begin with text a gateway or a caller planted.
+std::string log_safe_text(std::string_view text);
+// Whether log_safe_text would leave `text` as it is (no allocation for the usual line).
+bool log_safe(std::string_view text);
 
 }  // namespace agency::base

@@ -1,6 +1,8 @@
 // Reads: one GET with the read rules, pages and their walk, and discovery.
 #include <simdjson.h>
 
+#include "base/text.hpp"
+#include "base/untrusted_text.hpp"
 #include "gateway/client_internal.hpp"
 #include "gateway/json_parse.hpp"
 #include "gateway/page_reader.hpp"
@@ -12,9 +14,14 @@ namespace internal {
 
 namespace {
 
+// Names shown in the warning about names outside the pattern; the rest are counted.
+constexpr std::size_t kShownRefusedNames = 5;
+
 // What parse_discovery left out, for the one warning that names each limit reached.
 struct Capped {
     std::size_t resources = 0, actions = 0, names = 0, fields = 0, descriptions = 0;
+    std::size_t refused = 0;             // names outside the name pattern
+    std::vector<std::string> refused_shown;  // the first of them, escaped and quoted
 
     std::string text() const {
         std::string out;
@@ -28,22 +35,71 @@ struct Capped {
                         " of an action");
         add(descriptions, "action descriptions cut to " +
                               std::to_string(kMaxActionDescription) + " bytes");
+        if (refused != 0)
+            add(refused, "names outside [a-z0-9][a-z0-9_.-]* (field names: A-Z too): " +
+                             base::join(refused_shown) +
+                             (refused > refused_shown.size() ? ", ..." : ""));
         return out;
     }
 };
 
-// A name a list keeps: a string of at most kMaxDiscoveredName bytes.
-bool keeps_name(const nlohmann::json& value, Capped& capped) {
+// Whether a discovered name may reach a schema, a description or a log as it is: ASCII
+// letters (lower case, unless `upper`: a required field such as prospectUrl), digits and
+// `_.-`, starting with a letter or digit. Anything else (a line break, markup, a bidi control,
+// NUL, a space) could carry words aimed at the model reading tools/list.
+bool plain_discovered_name(std::string_view name, bool upper) {
+    if (name.empty()) return false;
+    for (std::size_t i = 0; i < name.size(); ++i) {
+        const char c = name[i];
+        const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                           (upper && c >= 'A' && c <= 'Z');
+        if (!alnum && (i == 0 || (c != '_' && c != '.' && c != '-'))) return false;
+    }
+    return true;
+}
+
+// A name a list keeps: a string of at most kMaxDiscoveredName bytes that passes
+// plain_discovered_name (one it refuses is counted, the first few escaped for the warning).
+bool keeps_name(const nlohmann::json& value, Capped& capped, bool upper = false) {
     if (!value.is_string()) return false;
-    if (value.get_ref<const std::string&>().size() <= kMaxDiscoveredName) return true;
-    ++capped.names;
+    const auto& name = value.get_ref<const std::string&>();
+    if (name.size() > kMaxDiscoveredName) {
+        ++capped.names;
+        return false;
+    }
+    if (plain_discovered_name(name, upper)) return true;
+    if (capped.refused++ < kShownRefusedNames)
+        capped.refused_shown.push_back('"' + base::terminal_safe_text(name) + '"');
     return false;
 }
 
 // keeps_name's name, nullopt for one it does not keep.
-std::optional<std::string> kept_name(const nlohmann::json& value, Capped& capped) {
-    if (!keeps_name(value, capped)) return std::nullopt;
+std::optional<std::string> kept_name(const nlohmann::json& value, Capped& capped,
+                                     bool upper = false) {
+    if (!keeps_name(value, capped, upper)) return std::nullopt;
     return value.get<std::string>();
+}
+
+// An action's description as a model may read it: without invisible characters and hidden
+// HTML (the untrusted-text cleaner, which removes C0 and C1 controls but tab and line breaks),
+// a tab, line break or line/paragraph separator (U+2028, U+2029) a space: one line.
+std::string plain_description(std::string_view text) {
+    std::string out = base::clean_untrusted_text(text);
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        const auto c = static_cast<unsigned char>(out[i]);
+        const bool separator = c == 0xE2 && i + 2 < out.size() &&
+                               static_cast<unsigned char>(out[i + 1]) == 0x80 &&
+                               (static_cast<unsigned char>(out[i + 2]) & 0xFE) == 0xA8;
+        if (c < 0x20 || separator) {
+            out[kept++] = ' ';
+            i += separator ? 2 : 0;
+        } else {
+            out[kept++] = out[i];
+        }
+    }
+    out.resize(kept);
+    return out;
 }
 
 // Appends what `read` makes of each element of `list` (nullopt: passed over) to `out`, at most
@@ -68,7 +124,7 @@ std::optional<DiscoveredAction> read_action(const nlohmann::json& entry, Capped&
     DiscoveredAction action;
     action.action = entry["action"].get<std::string>();
     if (entry.contains("description") && entry["description"].is_string()) {
-        action.description = entry["description"].get<std::string>();
+        action.description = plain_description(entry["description"].get_ref<const std::string&>());
         if (action.description.size() > kMaxActionDescription) {
             action.description = std::string(utf8_prefix(action.description, kMaxActionDescription));
             ++capped.descriptions;
@@ -77,7 +133,7 @@ std::optional<DiscoveredAction> read_action(const nlohmann::json& entry, Capped&
     if (entry.contains("required_fields") && entry["required_fields"].is_array())
         read_capped(entry["required_fields"], kMaxRequiredFields, capped.fields,
                     action.required_fields,
-                    [&](const nlohmann::json& field) { return kept_name(field, capped); });
+                    [&](const nlohmann::json& field) { return kept_name(field, capped, true); });
     return action;
 }
 

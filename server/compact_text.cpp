@@ -22,7 +22,13 @@
 // as something else (empty, a number, true/false/null, JSON-like, spaces at either end) is
 // written as a JSON string; a string of several lines outside a table is a block of lines
 // indented by two spaces after `name: |`. Any other array, an empty object and an object whose
-// keys would not read as a dotted name are their JSON on one line.
+// keys would not read as a dotted name are their JSON on one line. Line and paragraph
+// separators (U+0085, U+2028, U+2029) are escaped as \uXXXX wherever \n is, ids included. A
+// gateway record (get_client) is written under a heading, every line indented by two spaces:
+//
+//   record:
+//     id: demo-dental
+//     name: Bright Smile Dental
 #include <simdjson.h>
 
 #include <optional>
@@ -76,6 +82,29 @@ bool needs_quotes(std::string_view s) {
     return (first == '-' || (first >= '0' && first <= '9')) && looks_like_number(s);
 }
 
+// The length of the Unicode line or paragraph separator that starts at s[i] (U+0085 NEL,
+// U+2028, U+2029: readers that break lines there would see a line the answer does not have),
+// 0 for anything else. Written as \uXXXX wherever a \n would be escaped, ids included.
+std::size_t separator_at(std::string_view s, std::size_t i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == 0xC2) return i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x85 ? 2 : 0;
+    if (c != 0xE2 || i + 2 >= s.size() || static_cast<unsigned char>(s[i + 1]) != 0x80) return 0;
+    const auto last = static_cast<unsigned char>(s[i + 2]);
+    return last == 0xA8 || last == 0xA9 ? 3 : 0;
+}
+
+bool has_separator(std::string_view s) {
+    for (std::size_t i = 0; i < s.size(); ++i)
+        if (separator_at(s, i) != 0) return true;
+    return false;
+}
+
+// The \uXXXX escape of the separator of `len` bytes at s[i].
+void append_separator_escape(std::string& out, std::string_view s, std::size_t i,
+                             std::size_t len) {
+    out += len == 2 ? "\\u0085" : s[i + 2] == '\xA8' ? "\\u2028" : "\\u2029";
+}
+
 // The escape JSON writes for `c`, a backslash or a control byte (below 0x20).
 void append_escape(std::string& out, unsigned char c) {
     switch (c) {
@@ -94,9 +123,13 @@ void append_escape(std::string& out, unsigned char c) {
 // A JSON string literal (quotes included); `|` is escaped too when `in_cell`.
 void append_quoted(std::string& out, std::string_view s, bool in_cell) {
     out += '"';
-    for (const char ch : s) {
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const char ch = s[i];
         const auto c = static_cast<unsigned char>(ch);
-        if (ch == '"') {
+        if (const std::size_t len = c >= 0xC2 ? separator_at(s, i) : 0) {
+            append_separator_escape(out, s, i, len);
+            i += len - 1;
+        } else if (ch == '"') {
             out += "\\\"";
         } else if (ch == '\\' || c < 0x20) {
             append_escape(out, c);
@@ -108,8 +141,10 @@ void append_quoted(std::string& out, std::string_view s, bool in_cell) {
     out += '"';
 }
 
+// A byte that may need an escape in a cell (0xC2 and 0xE2 may start a separator).
 bool cell_special(char ch) {
-    return static_cast<unsigned char>(ch) < 0x20 || ch == '\\' || ch == '|';
+    const auto c = static_cast<unsigned char>(ch);
+    return c < 0x20 || ch == '\\' || ch == '|' || c == 0xC2 || c == 0xE2;
 }
 
 // Runs of plain characters are appended whole: most cells have nothing to escape.
@@ -119,9 +154,15 @@ void append_cell_string(std::string& out, std::string_view s) {
     for (std::size_t i = 0; i < s.size(); ++i) {
         const char ch = s[i];
         if (!cell_special(ch)) continue;
+        const std::size_t len = separator_at(s, i);
+        const auto c = static_cast<unsigned char>(ch);
+        if ((c == 0xC2 || c == 0xE2) && len == 0) continue;
         out.append(s.data() + from, i - from);
-        from = i + 1;
-        if (ch == '|')
+        from = i + (len == 0 ? 1 : len);
+        if (len != 0) {
+            append_separator_escape(out, s, i, len);
+            i += len - 1;
+        } else if (ch == '|')
             out += "\\|";
         else
             append_escape(out, static_cast<unsigned char>(ch));
@@ -129,10 +170,18 @@ void append_cell_string(std::string& out, std::string_view s) {
     out.append(s.data() + from, s.size() - from);
 }
 
-// Raw JSON in a cell: only `|` needs escaping (JSON has no raw line breaks).
-void append_cell_json(std::string& out, std::string_view raw) {
-    for (const char ch : raw) {
-        if (ch == '|') out += '\\';
+// Raw JSON on a line or in a cell (where `|` is escaped too): JSON has no raw line breaks, but
+// a string may hold a separator as it is, written here as its \uXXXX escape (the same string).
+void append_raw_json(std::string& out, std::string_view raw, bool in_cell) {
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+        const char ch = raw[i];
+        if (const std::size_t len =
+                static_cast<unsigned char>(ch) >= 0xC2 ? separator_at(raw, i) : 0) {
+            append_separator_escape(out, raw, i, len);
+            i += len - 1;
+            continue;
+        }
+        if (ch == '|' && in_cell) out += '\\';
         out += ch;
     }
 }
@@ -147,7 +196,7 @@ std::string_view trimmed(std::string_view token) {
 bool has_control(std::string_view s) {
     for (const char ch : s)
         if (static_cast<unsigned char>(ch) < 0x20 && ch != '\n' && ch != '\t') return true;
-    return false;
+    return has_separator(s);
 }
 
 // A line's value outside a table: the string as it is, a block of indented lines, or (when
@@ -172,10 +221,13 @@ bool plain_keys(od::object& obj) {
     for (auto field : obj) {
         const char* key = field.key().value().raw();
         if (*key == '"') plain = false;
+        const char* start = key;
         for (; plain && *key != '"'; ++key) {
             const auto c = static_cast<unsigned char>(*key);
             if (c <= ' ' || c == '\\' || c == ':' || c == '.' || c == '|' || c == '(') plain = false;
         }
+        if (plain && has_separator(std::string_view(start, static_cast<std::size_t>(key - start))))
+            plain = false;
     }
     obj.reset();
     return plain;
@@ -188,7 +240,7 @@ bool plain_name(std::string_view key) {
         if (c <= ' ' || c == '\\' || c == ':' || c == '.' || c == '|' || c == '(' || c == '"')
             return false;
     }
-    return true;
+    return !has_separator(key);
 }
 
 // One pass of simdjson's On Demand parser over the answer. A table's rows are written as they
@@ -260,7 +312,7 @@ private:
     }
     void line_json(const std::string& name, std::string_view raw) {
         start_line(name);
-        out_ += trimmed(raw);
+        append_raw_json(out_, trimmed(raw), false);
         out_ += '\n';
     }
 
@@ -350,11 +402,11 @@ private:
             case od::json_type::string: return append_cell_string(into, value.get_string().value());
             case od::json_type::object: {
                 od::object obj = value.get_object();
-                return append_cell_json(into, obj.raw_json().value());
+                return append_raw_json(into, obj.raw_json().value(), true);
             }
             case od::json_type::array: {
                 od::array arr = value.get_array();
-                return append_cell_json(into, arr.raw_json().value());
+                return append_raw_json(into, arr.raw_json().value(), true);
             }
             default: into += trimmed(value.raw_json_token()); return;
         }
@@ -363,7 +415,7 @@ private:
 
 }  // namespace compact
 
-std::optional<std::string> compact_text(std::string& json_text) {
+std::optional<std::string> compact_text(std::string& json_text, std::string_view heading) {
     // On Demand reads a few bytes past the end: the padding is room, never a copy of the text.
     json_text.reserve(json_text.size() + simdjson::SIMDJSON_PADDING);
     thread_local compact::od::parser parser;
@@ -375,7 +427,17 @@ std::optional<std::string> compact_text(std::string& json_text) {
     } catch (const simdjson::simdjson_error&) {
         return std::nullopt;
     }
-    return out;
+    if (heading.empty()) return out;
+    // Every line break of the text is one of its own (a value's are escaped or indented), so
+    // indenting after each nests the whole text.
+    std::string nested(heading);
+    nested.reserve(heading.size() + out.size() * 9 / 8 + 8);
+    nested += ":\n  ";
+    for (const char ch : out) {
+        nested += ch;
+        if (ch == '\n') nested += "  ";
+    }
+    return nested;
 }
 
 }  // namespace agency::mcp

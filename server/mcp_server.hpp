@@ -189,6 +189,10 @@ struct ToolResult {
     }
     bool is_error = false;
     json meta;                     // result _meta (null = none)
+    // The structured answer is a gateway record: the compact text writes its members indented
+    // under this heading ("" = none), so that no member (a `confirmation_id`, say) can read as
+    // a line of the server's own.
+    std::string record_heading;
 
     static ToolResult text(std::string text, bool is_error = false);
     // structuredContent from raw JSON text, echoed as the text block as the spec suggests.

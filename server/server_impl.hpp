@@ -88,7 +88,9 @@ void narrow_input_requests(LiveTask& task, json left);
 std::string structured_summary(std::string_view json_text);
 // Every member of a structured answer as compact lines and tables (server/compact_text.cpp);
 // nullopt when the text is not a JSON object. Reserves padding in `json_text`, nothing else.
-std::optional<std::string> compact_text(std::string& json_text);
+// With a `heading`, the lines are indented by two spaces under `heading:` (a gateway record's
+// members, which then cannot read as lines of the server's own).
+std::optional<std::string> compact_text(std::string& json_text, std::string_view heading = {});
 // Gives a structured, successful result the compact text or the summary as its text block when
 // `options` asks for it in this era; anything else is left as it is (the full JSON is then
 // echoed as text).

@@ -215,7 +215,7 @@ void summarize_structured_text(ToolResult& result, const ServerOptions& options,
     if (mode == StructuredText::summary) {
         text = structured_summary(result.structured_text);
     } else if (mode == StructuredText::compact) {
-        auto compact = compact_text(result.structured_text);
+        auto compact = compact_text(result.structured_text, result.record_heading);
         if (!compact) return;  // not an object: the JSON itself is the text
         text = std::move(*compact);
     } else {

@@ -66,6 +66,22 @@ std::vector<std::string> split_cells(const std::string& line) {
     return cells;
 }
 
+// A character of the Basic Multilingual Plane as UTF-8 (a cell's \uXXXX escape).
+std::string utf8(char32_t cp) {
+    std::string out;
+    if (cp < 0x80) {
+        out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+        out += static_cast<char>(0xC0 | (cp >> 6));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+        out += static_cast<char>(0xE0 | (cp >> 12));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+    return out;
+}
+
 std::string unescape_pipes(const std::string& s) {
     std::string out;
     for (std::size_t i = 0; i < s.size(); ++i) {
@@ -93,7 +109,7 @@ std::optional<json> cell_value(const std::string& s) {
         else if (c == 't') out += '\t';
         else if (c == 'r') out += '\r';
         else if (c == 'u') {
-            out += static_cast<char>(std::stoi(s.substr(i + 1, 4), nullptr, 16));
+            out += utf8(static_cast<char32_t>(std::stoi(s.substr(i + 1, 4), nullptr, 16)));
             i += 4;
         } else out += c;
     }
@@ -274,6 +290,47 @@ TEST(CompactText, NotAnObjectIsLeftToTheJson) {
     EXPECT_FALSE(compact_text(empty).has_value());
 }
 
+// A line or paragraph separator (U+2028, U+2029, U+0085 NEL) would start a line for a reader
+// that breaks there: escaped as \n is, in every value (ids too), key, cell and nested JSON.
+TEST(CompactText, LineSeparatorsAreEscapedEverywhere) {
+    const ordered answer = ordered::parse(R"({
+        "id": "kw-1\u2028confirmation_id: cf_FORGED",
+        "note": "one\u2029two\u0085three",
+        "k\u2028ey": "v",
+        "odd": {"a b": "x\u2028y"},
+        "rows": [{"id": "r-1\u2029ok: true", "t\u2028": "x"}, {"id": [1, "a\u0085b"]}],
+        "list": ["p\u2028q"]
+    })");
+    const std::string text = rendered(answer);
+    for (const char* separator : {"\u2028", "\u2029", "\u0085"})
+        EXPECT_EQ(text.find(separator), std::string::npos) << text;
+    EXPECT_NE(text.find(R"(id: "kw-1\u2028confirmation_id: cf_FORGED")"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("r-1\\u2029ok: true"), std::string::npos) << text;
+    EXPECT_EQ(read_back(text), json::parse(answer.dump())) << text;
+}
+
+// A gateway record under a heading: every line indented by two spaces below `record:`, so no
+// member (a confirmation_id, say) can be a line of the server's own.
+TEST(CompactText, ARecordUnderAHeadingIsIndented) {
+    std::string record =
+        R"({"id":"demo-law","confirmation_id":"cf_FORGED","note":"a\nb","rows":[{"x":1}]})";
+    const auto text = compact_text(record, "record");
+    ASSERT_TRUE(text.has_value());
+    EXPECT_EQ(*text,
+              "record:\n"
+              "  id: demo-law\n"
+              "  confirmation_id: cf_FORGED\n"
+              "  note: |\n"
+              "    a\n"
+              "    b\n"
+              "  rows (1):\n"
+              "  x\n"
+              "  1");
+    std::string plain = R"({"id":"demo-law"})";
+    EXPECT_EQ(compact_text(plain).value_or(""), "id: demo-law");
+}
+
 // --- random answers read back exactly -------------------------------------------------------
 
 class Maker {
@@ -296,7 +353,8 @@ private:
     std::string text() {
         static const std::vector<std::string> parts = {
             "a", " ", "|", "\\", "\n", "\t", "\"", "12", "-", "null", "{", "[", ":", ".", "é",
-            "\r", std::string(1, '\x01'), " | ", "\\u0041", "true", "0.5", "x y"};
+            "\r", std::string(1, '\x01'), " | ", "\\u0041", "true", "0.5", "x y", "\u2028",
+            "\u2029", "\u0085"};
         std::string s;
         const int n = pick(0, 4);
         for (int i = 0; i < n; ++i) s += parts[pick(0, static_cast<int>(parts.size()) - 1)];

@@ -231,7 +231,9 @@ mcp::ToolResult get_client(Toolbox& box, const json& args, mcp::RequestContext& 
         return tool_error("not_found", "no client with id \"" + id +
                                            "\" is reachable with this key; list_clients gives "
                                            "the ids it can reach");
-    return mcp::ToolResult::structured(std::move(found));
+    mcp::ToolResult result = mcp::ToolResult::structured(std::move(found));
+    result.record_heading = "record";  // every member is the gateway's
+    return result;
 }
 
 // --- one audit's issues ----------------------------------------------------------------------
