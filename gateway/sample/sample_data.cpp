@@ -1440,6 +1440,7 @@ void generate_sample_data(Store& store, const Options& options) {
         Generator(store, profile, options.seed).run(options.bulk_keyword_rows);
     }
     plant_hidden_instructions(store);
+    if (options.phishing_article) plant_phishing_article(store);
 }
 
 }  // namespace agency::sample::detail

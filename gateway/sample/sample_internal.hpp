@@ -204,6 +204,8 @@ std::string id_prefix(const std::string& resource, const Store& store);
 void generate_sample_data(Store& store, const Options& options);
 // demo-law's rows that hide instructions from a person (sample_planted.cpp).
 void plant_hidden_instructions(Store& store);
+// Options::phishing_article: demo-law's second blog post becomes a phishing page.
+void plant_phishing_article(Store& store);
 
 // Appends `row` (without id) to a client's table under `id`, id first; returns the id.
 std::string append_with_id(Store& store, const std::string& resource, const std::string& client_id,
