@@ -422,6 +422,10 @@ void CommandLine::add_sample_gateway() {
     sample_cmd_->add_flag("--stale-reports", sample.gateway.stale_reports,
                           "seo_audit answers with reports it already has, dated long before "
                           "(a gateway that serves cached crawls)");
+    sample_cmd_->add_flag("--phishing-article", sample.gateway.phishing_article,
+                          "demo-law's second blog post holds a form with a password field, a "
+                          "link to another address than its text, an iframe and a 1x1 remote "
+                          "image (what an approval must name)");
 }
 
 // state migrate | export | import: moving and upgrading the state store (docs/deploy.md).

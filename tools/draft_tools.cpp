@@ -3,6 +3,7 @@
 // spend no credits but honour idempotency_key like every action.
 #include "base/untrusted_text.hpp"
 #include "tools/action_internal.hpp"
+#include "tools/html_inventory.hpp"
 #include "tools/outreach_internal.hpp"
 
 namespace agency::tools {
@@ -64,7 +65,12 @@ Preview deploy_preview(Toolbox& box, const json& args, mcp::RequestContext& ctx)
         message += "\n[The article also holds text a reader would not see (HTML comments, "
                    "hidden elements or invisible characters): it is not shown here, and it "
                    "would be published as written.]";
-    return Preview{message,
+    // What a reader of the page meets besides its text: forms, frames, links, remote images.
+    const json body_html = first_text(article, kArticleBodyNames);
+    const HtmlInventory inventory =
+        html_inventory(body_html.is_string() ? body_html.get_ref<const std::string&>() : "");
+    message += inventory_note(inventory, "article");
+    Preview preview{message,
                    {{"action", "deploy_blog"},
                     {"article_id", article_id},
                     {"title", title},
@@ -76,7 +82,9 @@ Preview deploy_preview(Toolbox& box, const json& args, mcp::RequestContext& ctx)
                     {"hidden_text", hides}},
                    true,
                    // The approval view shows the article in full (sanitised there).
-                   {{"body_html", first_text(article, kArticleBodyNames)}}};
+                   {{"body_html", body_html}}};
+    add_inventory(preview.details, inventory);
+    return preview;
 }
 
 // A part a send needs and has not got: refused before anyone is asked to approve it.
@@ -133,7 +141,10 @@ Preview send_preview(ActionRuntime& rt, const json& args, const mcp::RequestCont
         message += "\n[The e-mail also holds text a reader would not see (HTML comments, hidden "
                    "elements or invisible characters): it is not shown here, and it would be "
                    "sent as written.]";
-    return Preview{message,
+    // What its reader meets besides the text: forms, frames, links, remote images.
+    const HtmlInventory inventory = html_inventory(email.html);
+    message += inventory_note(inventory, "e-mail");
+    Preview preview{message,
                    {{"action", "send_prospect_email"},
                     {"email_id", email_id},
                     {"to", email.to},
@@ -148,6 +159,8 @@ Preview send_preview(ActionRuntime& rt, const json& args, const mcp::RequestCont
                    true,
                    // The approval view shows the e-mail as it is sent (sanitised there).
                    {{"recipient", email.to}, {"body_html", email.html}}};
+    add_inventory(preview.details, inventory);
+    return preview;
 }
 
 ActionEntry deploy_article(const std::shared_ptr<Toolbox>& box) {

@@ -1441,6 +1441,7 @@ void generate_sample_data(Store& store, const Options& options) {
     }
     plant_hidden_instructions(store);
     if (options.planted_lines) plant_forged_lines(store);
+    if (options.phishing_article) plant_phishing_article(store);
 }
 
 }  // namespace agency::sample::detail

@@ -62,6 +62,11 @@ struct Options {
     // 500 days before the sample data ends (2025-07-02: created_at, updated_at, crawled_at),
     // and an answer with the spec's members only (id, url, score, issues_found), no date.
     bool stale_reports = false;
+    // demo-law's second blog post (by id) becomes a phishing page: a form with a password
+    // field and a button "Claim your refund", a link whose text says https://paypal.com but
+    // goes to http://evil.example/login, a 1x1 remote image and an iframe (issue 45: what a
+    // person approving its deploy must be told).
+    bool phishing_article = false;
     // Resources left out of discovery (still served): a deployment whose discovery does not
     // list everything, e.g. one without seo_tasks.
     std::vector<std::string> unlisted_resources;

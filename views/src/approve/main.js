@@ -44,7 +44,8 @@ function bodyOf(p, kind) {
     const bits = [];
     if (s.hidden) bits.push(`${s.hidden} hidden ${s.hidden === 1 ? "part" : "parts"} (not shown; a reader would not see ${s.hidden === 1 ? "it" : "them"})`);
     if (s.images) bits.push(`${s.images} ${s.images === 1 ? "image" : "images"} (not loaded in this preview)`);
-    if (bits.length) extra = h("p", { class: "muted small" }, `The HTML also holds ${bits.join(" and ")}.`);
+    if (s.left.length) bits.push(`${s.left.length} ${s.left.length === 1 ? "part" : "parts"} a reader would see that this preview does not rebuild, named in [brackets] where ${s.left.length === 1 ? "it stands" : "they stand"}: ${s.left.join("; ")}`);
+    if (bits.length) extra = h("p", { class: "muted small", "data-testid": "body-note" }, `The HTML also holds ${bits.join(" and ")}.`);
   } else if (str(p.body)) {
     box.classList.add("text");
     box.textContent = p.body;
@@ -59,6 +60,26 @@ function bodyOf(p, kind) {
   }
   if (p.body_truncated === true) extra = h("p", { class: "muted small" }, "The body is longer than this preview.");
   return [box, extra];
+}
+
+// "What else this contains": the server's inventory of what goes out besides its text (forms
+// and fields, frames, links whose text is not where they go, remote images), as text.
+function contentsOf(p, kind) {
+  const arr = (v) => (Array.isArray(v) ? v : []);
+  const items = [
+    ...arr(p.interactive).map((i) => isObj(i) && str(i.description)).filter(Boolean)
+      .map((d) => `${d} (not shown in this preview)`),
+    ...arr(p.links).filter(isObj).map((l) => `The link ${str(l.text) ? `"${l.text}"` : "without text"} goes to ${str(l.href) || "?"}${l.misleading === true ? " (its text names another address)" : ""}`),
+    ...arr(p.remote_images).filter((u) => str(u)).map((u) => `An image loaded from ${u} when it is read`),
+  ];
+  const more = typeof p.contents_unlisted === "number" && p.contents_unlisted > 0 ? p.contents_unlisted : 0;
+  if (!items.length && !more) return null;
+  const what = kind === "email" ? "e-mail" : "article";
+  return h("div", { class: "callout warn", role: "note", "data-testid": "contents" },
+    h("strong", null, "What else this contains"),
+    h("p", null, `Besides its text, the ${what} holds what its reader meets below. Read it before approving.`),
+    h("ul", null, items.map((t) => h("li", null, t))),
+    more ? h("p", { class: "muted small" }, `And ${more} more not listed here.`) : null);
 }
 
 function whereOf(p) {
@@ -112,7 +133,7 @@ function render() {
     decline.disabled = true;
     outcome.append(h("p", { class: "muted" }, "This view cannot decide here: the result carries no approval token for it. Answer in the conversation instead."));
   }
-  show(head, warn, h("section", { class: "card" }, h("div", { class: "fields" }, fields), h("div", { class: "label" }, kind === "email" ? "Message" : "Article"), body, bodyNote),
+  show(head, warn, contentsOf(p, kind), h("section", { class: "card" }, h("div", { class: "fields" }, fields), h("div", { class: "label" }, kind === "email" ? "Message" : "Article"), body, bodyNote),
     h("div", { class: "actions" }, decline, approve), outcome);
 }
 
