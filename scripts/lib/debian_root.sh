@@ -37,6 +37,13 @@ deb $debian_root_mirror bookworm-updates main
 deb $debian_root_security bookworm-security main
 SOURCES
   cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+  # The network may reach the registries through a proxy that signs with a CA of its own: the
+  # root trusts for Node.js and npm what this machine trusts (NODE_EXTRA_CA_CERTS), as it uses
+  # its resolv.conf. Nothing else of this machine's goes in.
+  if [ -n "${NODE_EXTRA_CA_CERTS:-}" ] && [ -r "$NODE_EXTRA_CA_CERTS" ]; then
+    mkdir -p "$root/usr/local/share/ca-certificates"
+    cp "$NODE_EXTRA_CA_CERTS" "$root/usr/local/share/ca-certificates/agency-network-ca.crt"
+  fi
   # Packages install, services do not start (postgresql's would, inside the root).
   printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
   chmod 755 "$root/usr/sbin/policy-rc.d"
@@ -65,6 +72,8 @@ debian_root_remove() {
 }
 
 in_root() {
-  local root=$1; shift
-  chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 HOME=/root "$@"
+  local root=$1 ca=/usr/local/share/ca-certificates/agency-network-ca.crt extra=()
+  shift
+  [ -r "$root$ca" ] && extra=(NODE_EXTRA_CA_CERTS=$ca)
+  chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 HOME=/root "${extra[@]}" "$@"
 }
