@@ -99,11 +99,15 @@ TEST(HtmlInventory, LinksThatSayWhereTheyGoAndHiddenPartsAreNotListed) {
 
 TEST(HtmlInventory, ListsAreBoundedAndSayHowManyMore) {
     std::string html;
-    for (int i = 0; i < 300; ++i)
+    for (int i = 0; i < 300; ++i) {
         html += "<a href=\"https://t.example/" + std::to_string(i) +
                 "\">read</a><img src=\"https://i.example/" + std::to_string(i) +
                 ".png\"><input type=\"password\">";
-    html += "<a href=\"https://evil.example/" + std::string(2000, 'x') + "\">bank.example</a>";
+        // After the plain links fill their list, within the elements whose text is read.
+        if (i == 20)
+            html += "<a href=\"https://evil.example/" + std::string(2000, 'x') +
+                    "\">bank.example</a>";
+    }
     const HtmlInventory inv = html_inventory(html);
     EXPECT_EQ(inv.links.size(), HtmlInventory::kMaxListed);
     EXPECT_EQ(inv.remote_images.size(), HtmlInventory::kMaxListed);
