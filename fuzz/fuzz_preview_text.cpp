@@ -3,7 +3,9 @@
 // Checks the budget (characters counted as UTF-8 lead bytes), that no character is split
 // (whole UTF-8 in, whole UTF-8 out), and that a body no longer than the budget in plain text is never said to be cut.
 // The same bytes as a caller's plain-text e-mail body (as_html, tools/outreach_fields.cpp): the
-// HTML a send posts shows a person the very words typed (blanks aside).
+// HTML a send posts shows a person the very words typed (blanks aside). The same HTML's inventory
+// (tools/html_inventory.cpp: forms, links elsewhere, remote images): its lists stay within their
+// bounds, its URLs within their length, and its note stays whole UTF-8.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +13,7 @@
 #include <string_view>
 
 #include "tools/action_internal.hpp"
+#include "tools/html_inventory.hpp"
 #include "tools/outreach_internal.hpp"
 
 namespace {
@@ -63,6 +66,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!cut && html.find('<') == std::string_view::npos && html.find('&') == std::string_view::npos &&
         characters(html) < budget / 2 && characters(text) > characters(html))
         fail("plain text grew", html);
+    const auto inventory = agency::tools::html_inventory(html);
+    using Inventory = agency::tools::HtmlInventory;
+    for (const auto* list : {&inventory.links, &inventory.remote_images, &inventory.interactive})
+        if (list->size() > Inventory::kMaxListed) fail("an inventory list past its bound", html);
+    for (const auto& link : inventory.links)
+        if (link.value("href", "").size() > Inventory::kMaxUrlChars + 3)
+            fail("a listed URL past its length", html);
+    if (whole_utf8(html) && !whole_utf8(agency::tools::inventory_note(inventory, "article")))
+        fail("the inventory's note split a character", html);
     // A typed body without markup or entities: what is posted reads back as the words typed.
     if (html.find('<') == std::string_view::npos && html.find('&') == std::string_view::npos &&
         whole_utf8(html) && html.size() < 4096) {
