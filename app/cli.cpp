@@ -414,6 +414,10 @@ void CommandLine::add_sample_gateway() {
                             "Where outreach drafts keep their body: html (default), another "
                             "name such as body_html, a nested member such as email.body, or "
                             "'' for drafts without a body");
+    sample_cmd_->add_flag("--outreach-record-only", sample.gateway.outreach_record_only,
+                          "generate_outreach_email answers id, prospect_url, subject and "
+                          "status only; the body and recipient stay in the backlink_outreach "
+                          "row");
     sample_cmd_->add_flag("--spec-shaped-answers", sample.gateway.spec_shaped_answers,
                           "Action answers only as the spec shows them (generate_blog: id, "
                           "post_title; deploy_blog: id)");

@@ -18,6 +18,7 @@
 #include "gateway/sample/sample_gateway.hpp"
 #include "server/mcp_server.hpp"
 #include "server/telemetry.hpp"
+#include "state/write_log_spool.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"
 #include "tools/tool_docs.hpp"
@@ -268,6 +269,7 @@ int run_serve(const ServeArgs& args) {
         action_settings.sharing = {.instance_id = instance_name(), .lease = lease_from_env()};
     }
     action_settings.store = open_state(args.state_url, args.state_db);
+    action_settings.write_log_spool = state::WriteLogSpool::beside(args.state_url, args.state_db);
     action_settings.credits = args.credits;
     action_settings.elicitation_only = args.confirm == "elicitation-only";
     if (args.monthly_actions >= 0) action_settings.budgets.default_limit = args.monthly_actions;

@@ -16,6 +16,7 @@
 #include "app/commands.hpp"
 #include "base/clock.hpp"
 #include "base/text.hpp"
+#include "state/write_log_spool.hpp"
 
 namespace agency::app {
 
@@ -94,6 +95,15 @@ int run_write_log(const WriteLogArgs& args) {
                                .principal = caller_principal(args.caller), .limit = args.limit};
     if (!args.since.empty()) query.since_ms = parse_when(args.since, "--since");
     auto store = open_state(args.state_url, args.state_db);
+    // Rows a server kept while the store was unavailable go in first (issue 45), so that what
+    // is shown is everything that happened.
+    state::WriteLogSpool spool(state::WriteLogSpool::beside(args.state_url, args.state_db));
+    if (spool.waiting() > 0) {
+        const auto drained = spool.drain(*store);
+        log::info("write log: {} row(s) from the spool {} appended first{}", drained.appended,
+                  spool.path(),
+                  drained.error.empty() ? std::string() : " (" + drained.error + ")");
+    }
     const bool csv = args.format == "csv";
     if (csv) {
         std::string header;

@@ -1,7 +1,8 @@
 // What the write log takes from outside: a caller's arguments and a tool's answer become a row
 // (tools/write_log.hpp), and the operator's --rate-limit value is parsed (server/rate_limit.hpp).
-// Input: a selector byte, then either a rate limit text, or "ARGS\nRESULT" (any bytes; JSON or
-// not). Checks: a summary never holds a confirmation_id and stays within its bound; a row's
+// Input: a selector byte, then either a rate limit text, a line of the write log's spool
+// (state/write_log_spool.hpp: read back as a row or nothing), or "ARGS\nRESULT" (any bytes;
+// JSON or not). Checks: a summary never holds a confirmation_id and stays within its bound; a row's
 // detail and ids are bounded and valid UTF-8 for nlohmann to dump; a rate limit text is either
 // refused with std::invalid_argument or gives a limit within its documented range.
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <string_view>
 
 #include "server/rate_limit.hpp"
+#include "state/write_log_spool.hpp"
 #include "tools/write_log.hpp"
 
 namespace {
@@ -62,6 +64,22 @@ void row(std::string_view input) {
     (void)entry.args_summary.dump();
 }
 
+// A line of the write log's spool (state/write_log_spool.hpp), as a drain reads it back: a row
+// or nothing; a row made of it goes back to a line that reads as the same row.
+void spool_line(std::string_view input) {
+    const json line = json::parse(input, nullptr, false, false);
+    const auto row = agency::state::WriteLogSpool::from_line(line);
+    if (!row) return;
+    if (row->first.id.rfind("wl_", 0) != 0 || row->first.tool.empty() || row->first.outcome.empty())
+        fail("a spool row without its id, tool or outcome", input);
+    if (!row->first.args_summary.is_object()) fail("a spool row's summary not an object", input);
+    const json again = agency::state::WriteLogSpool::to_line(row->first, row->second);
+    const auto back = agency::state::WriteLogSpool::from_line(again);
+    if (!back || back->first.id != row->first.id || back->first.at_ms != row->first.at_ms ||
+        back->second.key != row->second.key || back->second.result != row->second.result)
+        fail("a spool row does not read back as itself", input);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -69,6 +87,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string_view rest(reinterpret_cast<const char*>(data + 1), size - 1);
     if (data[0] & 0x80)
         rate_limit(rest);
+    else if (data[0] & 0x40)
+        spool_line(rest);
     else
         row(rest);
     return 0;

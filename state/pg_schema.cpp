@@ -356,7 +356,7 @@ const PgStatement kStatements[] = {
      "INSERT INTO write_log (id, at_ms, principal, tool, client_id, args_digest, args_summary, "
      "confirmation, confirmation_ref, outcome, reason, record_id, replayed, detail, "
      "caller_clients) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, "
-     "$15)"},
+     "$15) ON CONFLICT (id) DO NOTHING"},
     // write_log_append ($1-$14, caller_clients $22) with the call's idempotency key completed
     // ($15-$19; none when $19 is NULL) and its credit slot released ($20 at $21; none when
     // NULL): all or none.
@@ -366,7 +366,8 @@ const PgStatement kStatements[] = {
      "released_ms = $21 WHERE id = $20 AND released_ms IS NULL) INSERT INTO write_log (id, "
      "at_ms, principal, tool, client_id, args_digest, args_summary, confirmation, "
      "confirmation_ref, outcome, reason, record_id, replayed, detail, caller_clients) VALUES "
-     "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $22)"},
+     "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $22) ON CONFLICT (id) DO "
+     "NOTHING"},
     {"write_log_prune", "DELETE FROM write_log WHERE at_ms < $1"},
     // --- action budgets: the count and the check in one statement (of instances racing for
     // the last unit, one gets it: the row's lock orders them, and the WHERE reads the

@@ -113,11 +113,9 @@ WriteLogEntry write_log_from_row(const Row& r) {
 // Rows are read in (at_ms, id) order, so the id sorts by this process's order of appends
 // within a millisecond (a counter), then a random tail keeps instances' ids apart.
 inline WriteLogEntry new_write_log_entry(WriteLogEntry e) {
-    static std::atomic<std::uint64_t> appended{0};
-    char order[17];
-    std::snprintf(order, sizeof order, "%016llx",
-                  static_cast<unsigned long long>(appended.fetch_add(1)));
-    e.id = "wl_" + std::string(order) + crypto::random_hex(6);
+    // A row kept in the spool comes with its id (state/write_log_spool.hpp): appending it
+    // again is then a no-op (ON CONFLICT DO NOTHING), never a second row.
+    if (e.id.empty()) e.id = new_write_log_id();
     if (e.at_ms == 0) e.at_ms = base::Clock::system().unix_ms();
     if (!e.args_summary.is_object()) e.args_summary = nlohmann::json::object();
     return e;

@@ -21,7 +21,8 @@ void bind_entry(Statement& s, const WriteLogEntry& e) {
 constexpr const char* kInsert =
     "INSERT INTO write_log (id, at_ms, principal, tool, client_id, args_digest, args_summary, "
     "confirmation, confirmation_ref, outcome, reason, record_id, replayed, detail, "
-    "caller_clients) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    "caller_clients) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (id) DO NOTHING";
 
 }  // namespace
 

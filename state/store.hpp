@@ -138,6 +138,10 @@ struct WriteLogEntry {
     std::string caller_clients = "*";
 };
 
+// A new write log row id: "wl_", a counter that orders this process's rows, random hex
+// (state/write_log_spool.cpp).
+std::string new_write_log_id();
+
 // Which rows by outcome: all; the calls that reached the gateway (ok, failed, unknown); or
 // those that did not (refused, preview), so that one kind cannot crowd out the other.
 enum class WriteLogOutcomes { all, sent, not_sent };
@@ -330,7 +334,8 @@ public:
     virtual std::int64_t budget_used(std::string_view caller, std::int64_t window_start) = 0;
 
     // --- the write log (append-only)
-    // Appends `entry` (id and, when 0, at_ms assigned) and returns it as stored.
+    // Appends `entry` (id when empty and at_ms when 0 assigned) and returns it as stored. An
+    // entry whose id the log already holds changes nothing (a spooled row appended twice).
     virtual WriteLogEntry append_write_log(WriteLogEntry entry) = 0;
     // The rows `query` selects, handed to `sink` in order.
     virtual void read_write_log(const WriteLogQuery& query,

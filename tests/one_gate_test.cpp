@@ -20,6 +20,7 @@
 #include "gateway/sample/sample_gateway.hpp"
 #include "server/mcp_server.hpp"
 #include "state/open_store.hpp"
+#include "state/store.hpp"
 #include "tests/pg_cluster.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"
@@ -47,7 +48,8 @@ struct Instance {
     std::unique_ptr<agency::mcp::Server> server;
     int next_id = 1;
 
-    Instance(const std::string& gateway_url, std::shared_ptr<agency::state::Store> store) {
+    Instance(const std::string& gateway_url, std::shared_ptr<agency::state::Store> store,
+             const std::string& spool = {}) {
         agency::gateway::Config config;
         config.base_url = gateway_url;
         config.backoff_base = 2ms;
@@ -58,6 +60,7 @@ struct Instance {
         auto box = std::make_shared<agency::tools::Toolbox>(client, std::move(settings));
         ActionSettings actions;
         actions.store = std::move(store);
+        actions.write_log_spool = spool;
         rt = std::make_shared<ActionRuntime>(std::move(actions));
         agency::mcp::ServerOptions options;
         options.state_secret = kSecret;
@@ -124,9 +127,16 @@ protected:
         fs::remove_all(dir, ec);
     }
     // A new process on the shared store.
-    std::unique_ptr<Instance> instance() {
+    std::unique_ptr<Instance> instance(const std::string& spool = {}) {
         return std::make_unique<Instance>(gateway_server.base_url(),
-                                          agency::state::open_store(where));
+                                          agency::state::open_store(where), spool);
+    }
+    // The write log's rows of `tool`, as the store holds them.
+    static std::vector<agency::state::WriteLogEntry> rows_of(Instance& on, const std::string& tool) {
+        std::vector<agency::state::WriteLogEntry> out;
+        on.rt->store().read_write_log({.tool = tool},
+                                      [&](const auto& e) { out.push_back(e); });
+        return out;
     }
     std::size_t posts(const std::string& action) const { return gw->count_requests("POST", action); }
 };
@@ -251,6 +261,88 @@ TEST_P(OneGate, AViewTokenIsNoConfirmationAndObeysTheToolSelection) {
         a->call(who, "view_decide", {{"approval", token}, {"decision", "approve"}}, views);
     EXPECT_EQ(tool_error(approved), nullptr) << approved.dump();
     EXPECT_EQ(posts("deploy_blog"), 1u);
+}
+
+// Finding 8: an action that ran while the store was down is in the write log, once. The store
+// goes down while the POST is at the gateway: the caller still hears the outcome, the row waits
+// in the spool file, and when the store is back it is appended with the key's result, so the
+// same idempotency key is answered from it; a restart that finds the spool adds nothing twice.
+TEST_P(OneGate, AnActionThatRanWhileTheStoreWasDownIsInTheWriteLogOnce) {
+    if (GetParam() != "postgresql") GTEST_SKIP() << "the store is taken down through PostgreSQL";
+    const std::string spool = (dir / "write-log.spool").string();
+    auto a = instance(spool);
+    const Principal who = caller("erin");
+    const json args = {{"client_id", kDental}, {"keyword", "bridges"}, {"idempotency_key", "k-down"}};
+    gw->inject(Fault{.target = "generate_blog", .mode = FaultMode::slow, .delay_ms = 1500});
+    // Discovery and connections first, so that the call's own requests are all that follow.
+    a->call(who, "get_client", {{"client_id", kDental}});
+    for (int i = 0; i < 1000 && gw->requests_in_flight() > 0; ++i) std::this_thread::sleep_for(2ms);
+    const std::size_t reads = gw->count_requests("GET", "clients");
+    json reply;
+    std::jthread call([&] { reply = a->call(who, "generate_article", args); });
+    // Its read of the client done, its POST is held at the gateway: the store goes down then.
+    for (int i = 0; i < 2000 && (gw->count_requests("GET", "clients") == reads ||
+                                 gw->requests_in_flight() == 0);
+         ++i)
+        std::this_thread::sleep_for(2ms);
+    std::this_thread::sleep_for(200ms);
+    ASSERT_GT(gw->requests_in_flight(), 0u);
+    agency::testing::pg_allow_connections(where, false);
+    call.join();
+    ASSERT_EQ(posts("generate_blog"), 1u);
+    ASSERT_EQ(tool_error(reply), nullptr) << reply.dump();
+    const std::string article = reply["result"]["structuredContent"].value("article_id", "");
+    ASSERT_FALSE(article.empty()) << reply.dump();
+    EXPECT_EQ(a->rt->write_log().spooled(), 1u);
+    ASSERT_TRUE(fs::exists(spool));
+
+    agency::testing::pg_allow_connections(where, true);
+    a->rt->write_log().flush();
+    EXPECT_EQ(a->rt->write_log().spooled(), 0u);
+    auto rows = rows_of(*a, "generate_article");
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].outcome, "ok");
+    EXPECT_EQ(rows[0].record_id, article);
+    EXPECT_EQ(rows[0].principal, who.name);
+
+    // A restart on the same spool appends nothing again; the key answers from its result.
+    a.reset();
+    auto b = instance(spool);
+    b->rt->write_log().flush();
+    EXPECT_EQ(rows_of(*b, "generate_article").size(), 1u);
+    const json again = b->call(who, "generate_article", args);
+    ASSERT_EQ(tool_error(again), nullptr) << again.dump();
+    EXPECT_EQ(again["result"]["structuredContent"].value("article_id", ""), article);
+    EXPECT_EQ(posts("generate_blog"), 1u) << "the first call's POST is the only one";
+}
+
+// Finding 8: a caller that cannot act leaves one row and a count per kind of refusal, not one
+// row per try; another kind of refusal, or another caller, is a row of its own.
+TEST_P(OneGate, RefusalsOfOneKindAreOneRowAndACount) {
+    auto a = instance();
+    Principal reader = caller("reader");
+    reader.scopes = {"read"};
+    for (int i = 0; i < 121; ++i)
+        a->call(reader, "generate_article", {{"client_id", kDental}, {"keyword", "veneers"}});
+    Principal other = caller("other-reader");
+    other.scopes = {"read"};
+    a->call(other, "generate_article", {{"client_id", kDental}, {"keyword", "veneers"}});
+    EXPECT_EQ(posts("generate_blog"), 0u);
+    auto rows = rows_of(*a, "generate_article");
+    ASSERT_EQ(rows.size(), 2u) << "the first refusal of each caller, at once";
+    a->rt->write_log().flush(true);
+    rows = rows_of(*a, "generate_article");
+    ASSERT_EQ(rows.size(), 3u);
+    std::size_t counted = 0;
+    for (const auto& row : rows) {
+        EXPECT_EQ(row.outcome, "refused");
+        EXPECT_EQ(row.reason, "scope");
+        if (row.detail.find("120 more refusal(s)") != std::string::npos) {
+            EXPECT_EQ(row.principal, reader.name);
+            ++counted;
+        }
+    }
+    EXPECT_EQ(counted, 1u) << "one row counts the other 120";
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, OneGate, ::testing::Values("sqlite", "postgresql"),

@@ -159,6 +159,59 @@ json generate_confirmed(ActionToolHarness& o, const json& args) {
     return o.ok("generate_article", confirmed);
 }
 
+// Issue 45, finding 9: a gateway that answers {id, prospect_url, subject, status} and keeps the
+// body and recipient in its backlink_outreach row. The draft's record is read once by id; the
+// body and recipient the person approves are the row's, and what is sent is that body.
+TEST(OutreachBody, ADraftWhoseBodyLivesInItsRecordIsReadBackByIdAndSent) {
+    for (const std::string field : {"html", "body_html"}) {
+        SCOPED_TRACE(field);
+        ActionToolHarness o({.outreach_body_field = field, .outreach_record_only = true});
+        ToolReply drafted =
+            o.h->call("generate_outreach_email", {{"client_id", kLaw}, {"prospect", kProspect}});
+        ASSERT_FALSE(drafted.is_error()) << drafted.response.dump();
+        const json& d = drafted.structured();
+        const json row = outreach_row(o, d);
+        // The gateway's answer itself lacks them: the read back is what found them.
+        ASSERT_FALSE(d["data"].contains(field)) << d.dump();
+        ASSERT_FALSE(d["data"].contains("email_to")) << d.dump();
+        const std::string row_html = row.value(field, "");
+        ASSERT_TRUE(has(row_html, "I'm reaching out from")) << row.dump();
+        EXPECT_EQ(d.value("body_from", ""), "record:" + field) << d.dump();
+        EXPECT_TRUE(has(d.value("body", ""), "I'm reaching out from")) << d.dump();
+        EXPECT_EQ(d.value("recipient", ""), row.value("email_to", "")) << d.dump();
+        EXPECT_EQ(d.value("recipient_from", ""), "record:email_to") << d.dump();
+        EXPECT_EQ(d.value("subject_from", ""), "subject") << d.dump();
+        EXPECT_TRUE(has(d.value("read_back", ""), "resource=backlink_outreach")) << d.dump();
+        EXPECT_FALSE(d.contains("warnings")) << d.dump();
+        EXPECT_FALSE(d.contains("next_step")) << d.dump();
+        EXPECT_TRUE(has(model_text(drafted), "I'm reaching out from")) << model_text(drafted);
+
+        const json args = {{"client_id", kLaw}, {"email_id", d["email_id"]}};
+        json preview = o.ok("send_prospect_email", args);
+        EXPECT_TRUE(has(preview["preview"].value("body", ""), "I'm reaching out from"))
+            << preview.dump();
+        json sent = send_confirmed(o, args);
+        EXPECT_EQ(sent.value("status", ""), "sent") << sent.dump();
+        // What was approved is what went out: the row's own body, to the row's own address.
+        const json after = outreach_row(o, d);
+        EXPECT_EQ(after.value("html", ""), row_html);
+        EXPECT_EQ(after.value("email_to", ""), row.value("email_to", ""));
+        EXPECT_EQ(o.posts("send_prospect_email"), 1u);
+    }
+}
+
+// The read back finds no body in the record either: the draft says so, naming where it looked.
+TEST(OutreachBody, ARecordWithoutABodyStillAsksTheCallerForOne) {
+    ActionToolHarness o({.outreach_body_field = "", .outreach_record_only = true});
+    ToolReply drafted =
+        o.h->call("generate_outreach_email", {{"client_id", kLaw}, {"prospect", kProspect}});
+    const json& d = drafted.structured();
+    EXPECT_TRUE(d["body"].is_null()) << d.dump();
+    EXPECT_TRUE(has(d["warnings"].dump(), "backlink_outreach record")) << d.dump();
+    EXPECT_EQ(d.value("recipient_from", ""), "record:email_to") << d.dump();
+    EXPECT_TRUE(has(d.value("next_step", ""), "body")) << d.dump();
+}
+
 TEST(OutreachBody, AnAutoDeployedArticleTheAnswerSaysNothingOfIsReadBack) {
     ActionToolHarness o({.spec_shaped_answers = true});
     json done = generate_confirmed(o, {{"client_id", kPlumbing}, {"keyword", "sump pump repair"}});
@@ -195,18 +248,6 @@ TEST(OutreachBody, ADeployTheAnswerSaysNothingOfIsReadBack) {
 
 // --- the shared store stopped between a person's approval and the send ----------------------
 
-// ALTER DATABASE from the cluster's own database (a database cannot refuse connections to
-// itself): `open` false drops every connection to the test's database and refuses new ones.
-void pg_allow_connections(const std::string& url, bool open) {
-    const std::string name = url.substr(url.rfind('/') + 1);
-    std::string sql = "ALTER DATABASE " + name + " ALLOW_CONNECTIONS " +
-                      (open ? "true" : "false");
-    if (!open)
-        sql += "; SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '" +
-               name + "'";
-    agency::testing::pg_exec(url.substr(0, url.rfind('/') + 1) + "postgres", sql);
-}
-
 // (StoreBackends: run beside the PostgreSQL cluster; tests/CMakeLists.txt.)
 TEST(StoreBackends, PostgreSqlDownBetweenApprovalAndSendSendsNothingThenExactlyOnce) {
     const std::string url = agency::testing::pg_fresh_database();
@@ -218,14 +259,14 @@ TEST(StoreBackends, PostgreSqlDownBetweenApprovalAndSendSendsNothingThenExactlyO
     ASSERT_TRUE(preview["confirmation_id"].is_string()) << preview.dump();
     args["confirmation_id"] = preview["confirmation_id"];
 
-    pg_allow_connections(url, false);
+    agency::testing::pg_allow_connections(url, false);
     ToolReply down = o.h->call("send_prospect_email", args);
     EXPECT_EQ(down.reason(), "state_unavailable") << down.response.dump();
     EXPECT_EQ(o.posts("send_prospect_email"), 0u);
 
     // Back: the approval was not spent by the failed call, and the e-mail goes out once, as
     // approved.
-    pg_allow_connections(url, true);
+    agency::testing::pg_allow_connections(url, true);
     json sent = o.ok("send_prospect_email", args);
     EXPECT_EQ(sent.value("status", ""), "sent") << sent.dump();
     EXPECT_EQ(o.posts("send_prospect_email"), 1u);

@@ -90,4 +90,14 @@ std::string pg_fresh_database() {
     return with_database(c.url, name);
 }
 
+void pg_allow_connections(const std::string& url, bool open) {
+    const std::string name = url.substr(url.rfind('/') + 1);
+    std::string sql = "ALTER DATABASE " + name + " ALLOW_CONNECTIONS " +
+                      (open ? "true" : "false");
+    if (!open)
+        sql += "; SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '" +
+               name + "'";
+    pg_exec(url.substr(0, url.rfind('/') + 1) + "postgres", sql);
+}
+
 }  // namespace agency::testing

@@ -15,4 +15,9 @@ std::string pg_fresh_database();
 // Runs one SQL statement on the database at `url` (test set-up: a version bumped by hand).
 void pg_exec(const std::string& url, const std::string& sql);
 
+// The store "down" and back for the database at `url`: `open` false drops every connection to
+// it and refuses new ones (ALTER DATABASE from the cluster's own database, since a database
+// cannot refuse connections to itself); true lets them in again.
+void pg_allow_connections(const std::string& url, bool open);
+
 }  // namespace agency::testing

@@ -3,6 +3,8 @@
 // preview, an idempotent replay), never holding a confirmation_id; the client's write-log
 // resource shows the newest rows. Also the per-principal tool-call rate limit in the core.
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "base/crypto.hpp"
 #include "server/rate_limit.hpp"
 #include "state/sqlite_store.hpp"
+#include "state/write_log_spool.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/action_tools.hpp"
@@ -278,14 +281,17 @@ TEST(WriteLog, RefusalsCannotCrowdWritesOutOfTheResource) {
     Writes w;
     const std::string article = draft_article(w);
     ASSERT_FALSE(article.empty());
+    // Sixty read-only callers (one caller's refusals of one kind are one row and a count,
+    // tools/write_log_writer.hpp: sixty rows take sixty callers).
     agency::mcp::Principal reader;
-    reader.name = "key:reader";
     reader.scopes = {"read"};
-    for (int i = 0; i < 60; ++i)
+    for (int i = 0; i < 60; ++i) {
+        reader.name = "key:reader-" + std::to_string(i);
         w.h->call_as(reader, "deploy_article", {{"client_id", kDental}, {"article_id", article}});
+    }
     std::size_t refused = 0;
     for (const auto& e : w.rows()) refused += e.outcome == "refused";
-    ASSERT_EQ(refused, 60u) << "each refusal is a row";
+    ASSERT_EQ(refused, 60u) << "each caller's first refusal is a row";
     const std::string uri = std::string("agency://clients/") + kDental + "/write-log";
     json r = w.h->request_as(reader, "resources/read", {{"uri", uri}});
     ASSERT_TRUE(r.contains("result")) << r.dump();
@@ -296,8 +302,69 @@ TEST(WriteLog, RefusalsCannotCrowdWritesOutOfTheResource) {
     EXPECT_EQ(body["not_sent_returned"], 20);
     ASSERT_EQ(body["not_sent"].size(), 20u);
     EXPECT_EQ(body["not_sent"][0]["outcome"], "refused");
-    EXPECT_EQ(body["not_sent"][0]["principal"], "key:reader");
+    EXPECT_EQ(body["not_sent"][0]["principal"].get<std::string>().rfind("key:reader-", 0), 0u);
     EXPECT_NE(body.value("note", "").find("agency-mcp write-log"), std::string::npos);
+}
+
+// --- the spool: rows the store could not take (issue 45, finding 8) ---------------------------
+
+// Kept rows survive the process (a new spool on the same file sees them), are appended once
+// however often the file is drained (a drain cut short, a second process), settle their
+// idempotency key with them, and a line that is not a row is set aside, not appended.
+TEST(WriteLogSpool, KeptRowsAreAppendedOnceHoweverOftenTheFileIsDrained) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("agency-spool-" + agency::crypto::random_hex(6));
+    fs::create_directories(dir);
+    const std::string path = (dir / "state.db.write-log-spool").string();
+    agency::state::SqliteStore store((dir / "state.db").string());
+    // Claimed (nullopt: no record before), as a call does before its POST.
+    ASSERT_FALSE(store.claim_idempotency("key:w", "generate_article", "k-7", "digest",
+                                         std::chrono::seconds(600)));
+    {
+        agency::state::WriteLogSpool spool(path);
+        for (int i = 0; i < 3; ++i) {
+            WriteLogEntry e;
+            e.id = agency::state::new_write_log_id();
+            e.at_ms = 1'700'000'000'000 + i;
+            e.principal = "key:w";
+            e.tool = "generate_article";
+            e.client_id = kDental;
+            e.outcome = "ok";
+            e.record_id = "post_" + std::to_string(i);
+            agency::state::Store::Settlement settle;
+            if (i == 0) settle = {.principal = "key:w", .tool = "generate_article", .key = "k-7",
+                                  .result = R"({"article_id":"post_0"})"};
+            ASSERT_EQ(spool.keep(e, settle), "");
+        }
+        EXPECT_EQ(spool.waiting(), 3u);
+    }
+    {
+        std::ofstream(path, std::ios::app) << "{\"not\": \"a row\"}\n";
+    }
+    const std::string copy = path + ".copy";
+    fs::copy_file(path, copy);
+
+    agency::state::WriteLogSpool restarted(path);
+    EXPECT_EQ(restarted.waiting(), 4u);
+    const auto drained = restarted.drain(store);
+    EXPECT_EQ(drained.appended, 3u);
+    EXPECT_EQ(drained.unreadable, 1u);
+    EXPECT_EQ(drained.left, 0u);
+    EXPECT_EQ(restarted.waiting(), 0u);
+    EXPECT_TRUE(fs::exists(path + ".bad"));
+    // The same rows drained again (a copy a crash left behind): nothing doubles.
+    fs::rename(copy, path);
+    agency::state::WriteLogSpool again(path);
+    EXPECT_EQ(again.drain(store).appended, 3u);
+    std::vector<WriteLogEntry> rows;
+    store.read_write_log({}, [&](const WriteLogEntry& e) { rows.push_back(e); });
+    ASSERT_EQ(rows.size(), 3u);
+    EXPECT_EQ(rows[0].record_id, "post_0");
+    EXPECT_EQ(rows[0].at_ms, 1'700'000'000'000);
+    const auto key = store.find_idempotency("key:w", "generate_article", "k-7");
+    ASSERT_TRUE(key.has_value());
+    EXPECT_FALSE(key->pending) << "the key was settled from the spool";
+    fs::remove_all(dir);
 }
 
 // --- the per-principal rate limit ---------------------------------------------------------

@@ -132,6 +132,10 @@ ActionRuntime::ActionRuntime(ActionSettings settings)
       store_(settings_.store ? settings_.store
                              : std::make_shared<state::SqliteStore>(settings_.state_db)),
       credits_(settings_.credits, store_),
+      write_log_(store_,
+                 {.spool_path = settings_.write_log_spool,
+                  .refusal_window = settings_.refusal_window},
+                 clock()),
       audits_(store_, settings_.audit_workers, settings_.sharing) {
     audits_.on_change([this](const Job&) {
         {

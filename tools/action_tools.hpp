@@ -16,6 +16,7 @@
 #include "state/store.hpp"
 #include "tools/budgets.hpp"
 #include "tools/tool_kit.hpp"
+#include "tools/write_log_writer.hpp"
 
 namespace agency::tools {
 
@@ -44,6 +45,13 @@ struct ActionSettings {
     // The time budget windows are read by; null: base::Clock::system(). Must outlive the
     // runtime (tests pass a ManualClock).
     const base::Clock* clock = nullptr;
+    // The write log's spool (tools/write_log_writer.hpp): where rows wait while the store
+    // cannot take them; "" keeps them in memory. serve puts it beside the store
+    // (state::WriteLogSpool::beside).
+    std::string write_log_spool;
+    // Refusals of one caller, tool, client and reason within this window are one row and a
+    // count (tools/write_log_writer.hpp).
+    std::chrono::seconds refusal_window{60};
 };
 
 // The state the action tools share: the store, the credit limiter and the audit workers.
@@ -60,6 +68,8 @@ public:
         return settings_.clock ? *settings_.clock : base::Clock::system();
     }
     AuditJobs& audits() { return audits_; }
+    // Every write log row of the action tools goes through it (tools/write_log_writer.hpp).
+    WriteLogWriter& write_log() { return write_log_; }
 
     // Audit changes, for waiters (audit tasks): a counter that moves on every job change.
     std::uint64_t audit_version();
@@ -71,6 +81,7 @@ private:
     ActionSettings settings_;
     std::shared_ptr<Store> store_;
     CreditLimiter credits_;
+    WriteLogWriter write_log_;
     std::mutex audit_mutex_;
     std::condition_variable_any audit_changed_;
     std::uint64_t audit_version_ = 0;

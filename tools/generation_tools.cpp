@@ -321,7 +321,7 @@ ActionEntry analyze_llm_visibility() {
             }};
 }
 
-ActionEntry generate_outreach_email() {
+ActionEntry generate_outreach_email(const std::shared_ptr<Toolbox>& box) {
     return {.spec = {.name = "generate_outreach_email", .toolset = "outreach",
                      .title = "Draft outreach email",
                      .description = "Drafts and stores a backlink outreach email to a prospect site; returns "
@@ -334,15 +334,17 @@ ActionEntry generate_outreach_email() {
                                 "recipient (the argument, else email_to, to, recipient, email, "
                                 "...), subject (subject, subject_line, ...) and body (html, "
                                 "body_html, body, content, text, ...), each looked for in the "
-                                "answer and one object down; *_from names the member used"},
+                                "answer and one object down, else in its backlink_outreach row "
+                                "read by the answer's id; *_from names the member used "
+                                "(record:<member> when read from the row)"},
             .id_field = "email_id",
             .default_status = "drafted",
             .fields = [](Toolbox&, const json& args, mcp::RequestContext&) {
                 return json{{"prospectUrl", args.at("prospect")}};
             },
-            .finish = [](ActionRuntime& runtime, const json& args, const json& data, json& result,
-                         const mcp::RequestContext& ctx) {
-                finish_outreach_draft(runtime, args, data, result, ctx);
+            .finish = [box](ActionRuntime& runtime, const json& args, const json& data,
+                            json& result, const mcp::RequestContext& ctx) {
+                finish_outreach_draft(runtime, *box, args, data, result, ctx);
             }};
 }
 
@@ -359,7 +361,7 @@ std::vector<ActionEntry> generation_tools(const std::shared_ptr<Toolbox>& box) {
             generate_gbp_post(),
             run_local_grid_scan(),
             analyze_llm_visibility(),
-            generate_outreach_email()};
+            generate_outreach_email(box)};
 }
 
 }  // namespace agency::tools

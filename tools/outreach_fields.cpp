@@ -150,10 +150,66 @@ json shown_draft_data(const json& data, const std::optional<FoundText>& body) {
     return shown;
 }
 
+// The draft's row at the gateway, read once by id when the answer lacks a part (issue 45,
+// finding 9): a gateway may answer {id, prospect_url, subject, status} and keep the body and
+// the recipient in its backlink_outreach row. Parts found there are named "record:<member>".
+class DraftRecord {
+public:
+    DraftRecord(Toolbox& box, std::string client_id, std::string id, std::stop_token stop)
+        : box_(box), client_id_(std::move(client_id)), id_(std::move(id)), stop_(stop) {}
+
+    std::optional<FoundText> find(std::span<const std::string_view> names) {
+        if (!read_) read();
+        if (!record_.is_object()) return std::nullopt;
+        auto found = find_by_meaning(record_, names);
+        if (found) found->from = "record:" + found->from;
+        return found;
+    }
+    // Why the row could not be read ("" when it was, or was never needed).
+    const std::string& failure() const { return failure_; }
+    bool was_read() const { return record_.is_object(); }
+
+private:
+    void read() {
+        read_ = true;
+        if (id_.empty()) {
+            failure_ = "its answer carries no id to read the draft's record by";
+            return;
+        }
+        try {
+            record_ = first_row(box_,
+                                {.resource = "backlink_outreach",
+                                 .client_id = client_id_,
+                                 .filter_field = "id",
+                                 .filter_value = id_},
+                                "no backlink_outreach row " + id_, stop_);
+        } catch (const gateway::Error& e) {
+            failure_ = std::string("reading its record (resource=backlink_outreach, id ") + id_ +
+                       ") failed: " + e.what();
+        }
+    }
+
+    Toolbox& box_;
+    std::string client_id_;
+    std::string id_;
+    std::stop_token stop_;
+    bool read_ = false;
+    json record_;
+    std::string failure_;
+};
+
+// The first of `names` in the answer, else in the draft's record.
+std::optional<FoundText> find_part(const json& data, DraftRecord& record,
+                                   std::span<const std::string_view> names) {
+    if (auto found = find_by_meaning(data, names)) return found;
+    return record.find(names);
+}
+
 }  // namespace
 
-void finish_outreach_draft(ActionRuntime& runtime, const json& args, const json& data,
-                           json& result, const mcp::RequestContext& ctx) {
+void finish_outreach_draft(ActionRuntime& runtime, Toolbox& box, const json& args,
+                           const json& data, json& result, const mcp::RequestContext& ctx) {
+    DraftRecord record(box, args.at("client_id").get<std::string>(), id_text(data), ctx.stop);
     std::vector<std::string> warnings;
     std::vector<std::string> missing;
     // The caller's recipient, else the draft's address under the names gateways use; real
@@ -161,7 +217,7 @@ void finish_outreach_draft(ActionRuntime& runtime, const json& args, const json&
     std::string recipient = string_arg(args, "recipient");
     json recipient_from = recipient.empty() ? json(nullptr) : json("argument");
     if (recipient.empty()) {
-        if (auto found = find_by_meaning(data, kRecipientNames)) {
+        if (auto found = find_part(data, record, kRecipientNames)) {
             if (plausible_address(found->text)) {
                 recipient = found->text;
                 recipient_from = found->from;
@@ -174,19 +230,20 @@ void finish_outreach_draft(ActionRuntime& runtime, const json& args, const json&
             warnings.emplace_back("the gateway drafted this e-mail without a recipient address");
         if (recipient.empty()) missing.emplace_back("recipient (the prospect's e-mail address)");
     }
-    const auto subject = find_by_meaning(data, kSubjectNames);
+    const auto subject = find_part(data, record, kSubjectNames);
     if (!subject) {
         warnings.emplace_back("the gateway's draft carries no subject");
         missing.emplace_back("subject");
     }
-    const auto body = find_by_meaning(data, kBodyNames);
+    const auto body = find_part(data, record, kBodyNames);
     const std::string html = body ? as_html(body->text) : std::string();
     bool cut = false;
     const std::string text = plain_text(html, kEmailBodyChars, &cut);
     if (!body) {
         warnings.emplace_back(
             "the gateway's draft carries no body (looked for html, body_html, body, content, "
-            "text and similar names, in its answer and one object down)");
+            "text and similar names, in its answer and one object down, and in its "
+            "backlink_outreach record)");
     } else if (text.empty()) {
         warnings.push_back("the gateway's draft body (" + body->from + ") holds no text");
     }
@@ -210,6 +267,12 @@ void finish_outreach_draft(ActionRuntime& runtime, const json& args, const json&
     result["body"] = text.empty() ? json(nullptr) : shown_text(text);
     result["body_from"] = body ? json(body->from) : json(nullptr);
     if (cut) result["body_truncated"] = true;
+    if (record.was_read())
+        result["read_back"] = "resource=backlink_outreach, id " + id_text(data) +
+                              ": the answer lacked a part; record:<member> names what came "
+                              "from that row";
+    if (!record.failure().empty() && !missing.empty())
+        warnings.push_back("the answer lacked a part, and " + record.failure());
     if (!warnings.empty()) result["warnings"] = warnings;
     if (!missing.empty()) {
         std::string step = "Before sending, pass ";

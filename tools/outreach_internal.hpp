@@ -53,9 +53,10 @@ OutgoingEmail outgoing_email(const json& args, const state::Draft& draft);
 inline constexpr std::size_t kEmailBodyChars = 1500;
 
 // generate_outreach_email's finish: the draft's recipient, subject and body found by meaning in
-// the gateway's answer, stored under a new email_id, and told (with where each came from and
-// what is missing) in `result`.
-void finish_outreach_draft(ActionRuntime& runtime, const json& args, const json& data,
-                           json& result, const mcp::RequestContext& ctx);
+// the gateway's answer, else in the draft's backlink_outreach row read once by the answer's id
+// (a part found there is named "record:<member>"), stored under a new email_id, and told (with
+// where each came from and what is missing) in `result`.
+void finish_outreach_draft(ActionRuntime& runtime, Toolbox& box, const json& args,
+                           const json& data, json& result, const mcp::RequestContext& ctx);
 
 }  // namespace agency::tools

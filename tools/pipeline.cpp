@@ -416,20 +416,18 @@ mcp::ToolResult run_action(ActionRuntime& rt, const ActionCall& call, const json
         throw;  // a modern round asking a person: the call comes again with the answer
     } catch (const gateway::Error& e) {
         // A preview's read that failed: the shape stage makes it a tool error; recorded here.
-        append_write(rt.store(),
-                     write_log_entry(call.tool, args, principal_of(ctx), trail, tool_error(e),
-                                     call.record_field),
-                     trail.settle);
+        rt.write_log().append(write_log_entry(call.tool, args, principal_of(ctx), trail,
+                                              tool_error(e), call.record_field),
+                              trail.settle);
         throw;
     } catch (const state::StoreError& e) {
-        append_write(rt.store(),
-                     write_log_entry(call.tool, args, principal_of(ctx), trail,
-                                     tool_error("state_unavailable", e.what()), call.record_field),
-                     trail.settle);
+        rt.write_log().append(
+            write_log_entry(call.tool, args, principal_of(ctx), trail,
+                            tool_error("state_unavailable", e.what()), call.record_field),
+            trail.settle);
         throw;
     }
-    append_write(
-        rt.store(),
+    rt.write_log().append(
         write_log_entry(call.tool, args, principal_of(ctx), trail, result, call.record_field),
         trail.settle);
     if (!result.is_error) mark_untrusted(result);
@@ -440,8 +438,8 @@ void record_refusal(ActionRuntime& rt, const std::string& tool, const std::strin
                     const json& args, mcp::RequestContext& ctx, const mcp::ToolResult& refusal) {
     WriteTrail trail;
     trail.caller_clients = caller_clients_of(ctx.principal);
-    append_write(rt.store(),
-                 write_log_entry(tool, args, principal_of(ctx), trail, refusal, record_field));
+    rt.write_log().append(
+        write_log_entry(tool, args, principal_of(ctx), trail, refusal, record_field));
 }
 
 mcp::ToolResult state_unavailable(const state::StoreError& e) {

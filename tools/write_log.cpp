@@ -3,7 +3,6 @@
 #include <array>
 #include <string_view>
 
-#include "base/log.hpp"
 
 #include "base/crypto.hpp"
 
@@ -149,37 +148,6 @@ state::WriteLogEntry write_log_entry(const std::string& tool, const json& args,
     if (!record_field.empty()) e.record_id = cut(text_of(answer, record_field.c_str()), 200);
     e.detail = cut(text_of(answer, "status"), kMaxDetail);
     return e;
-}
-
-void append_write(state::Store& store, const state::WriteLogEntry& entry,
-                  const state::Store::Settlement& settle) {
-    try {
-        store.append_write_log_settling(entry, settle);
-    } catch (const std::exception& e) {
-        // The key and the slot each on their own, as before they went with the row.
-        if (!settle.key.empty()) {
-            try {
-                store.complete_idempotency(settle.principal, settle.tool, settle.key,
-                                           settle.is_error, settle.result);
-            } catch (const std::exception& again) {
-                // Left pending: a repeat past its lease checks the gateway for the record.
-                log::error("{}: idempotency_key {} of {}: its result could not be kept: {}",
-                           settle.tool, settle.key, settle.principal, again.what());
-            }
-        }
-        if (!settle.slot_id.empty()) {
-            try {
-                store.release_credit(settle.slot_id);
-            } catch (const std::exception& again) {
-                // Not fatal: the slot counts as abandoned after the hold limit.
-                log::warn("credits: releasing slot {}: {}", settle.slot_id, again.what());
-            }
-        }
-        // The call's outcome stands; what the row would have said stays in the server log.
-        log::error("write log: could not record {} by {} on {} (outcome {}{}{}): {}", entry.tool,
-                   entry.principal, entry.client_id, entry.outcome,
-                   entry.record_id.empty() ? "" : ", record ", entry.record_id, e.what());
-    }
 }
 
 }  // namespace agency::tools

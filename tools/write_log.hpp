@@ -40,12 +40,4 @@ state::WriteLogEntry write_log_entry(const std::string& tool, const json& args,
                                      const mcp::ToolResult& result,
                                      const std::string& record_field);
 
-// Appends the row; a store failure is logged with the row's facts (never failing the call,
-// whose outcome the caller must still hear).
-// With `settle` (the trail's): the key completed and the slot released in the same step; when
-// that fails, each is still tried on its own (a key left pending is resolved by a repeat past
-// its lease; a slot left held counts as in flight until the hold limit).
-void append_write(state::Store& store, const state::WriteLogEntry& entry,
-                  const state::Store::Settlement& settle = {});
-
 }  // namespace agency::tools

@@ -51,6 +51,10 @@ struct Options {
     // object the answer nests ("email.body_html": the answer's subject moves there too), or ""
     // for a gateway whose drafts carry no body at all.
     std::string outreach_body_field = "html";
+    // generate_outreach_email answers only {id, prospect_url, subject, status}, as a gateway
+    // that implements the spec independently does: the body and the recipient stay in the
+    // backlink_outreach row (read it by id), not in the answer (issue 45, finding 9).
+    bool outreach_record_only = false;
     // Action answers only as much as the spec shows: generate_blog {id, post_title}, deploy_blog
     // {id}; neither says whether an article went live.
     bool spec_shaped_answers = false;

@@ -30,6 +30,8 @@ ActionOutcome generate_outreach_email(const Ctx& ctx) {
         {"updated_at", ctx.now}};
     if (!leaf.empty()) row[leaf] = email["html"];
     row["id"] = ctx.add("backlink_outreach", row);
+    if (ctx.store.options.outreach_record_only)
+        return ok(pick(row, {"id", "prospect_url", "subject", "status"}));
     if (dot != std::string::npos) {
         ojson answer = pick(row, {"id", "prospect_url", "email_to", "status", "created_at"});
         answer[field.substr(0, dot)] = ojson{{"subject", row["subject"]}, {leaf, row[leaf]}};
