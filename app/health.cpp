@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "base/log.hpp"
+#include "base/thread_set.hpp"
 
 namespace agency::app {
 
@@ -94,11 +95,23 @@ static std::optional<std::vector<std::string>> excluded_checks(const std::string
     return names;
 }
 
+// A thread that could not be started lately (the process's or the service's thread limit):
+// not ready while it lasts, so that a balancer sends the calls elsewhere while the burst's
+// threads leave (base/thread_set.hpp).
+std::string Health::check_threads() {
+    const auto ago = base::thread_shortage(std::chrono::seconds(10));
+    if (!ago) return kOk;
+    return "could not start a thread " + std::to_string(ago->count() / 1000) +
+           " s ago (at the thread limit): requests that need one are refused until threads "
+           "free up";
+}
+
 Health::Report Health::readiness(const std::vector<std::string>& excluded) {
     nlohmann::json checks = {{"started", started_ ? kOk : "starting"},
                              {"draining", draining_ ? "draining: no new calls" : kOk},
                              {"store", check_store()},
-                             {"gateway", check_gateway()}};
+                             {"gateway", check_gateway()},
+                             {"threads", check_threads()}};
     nlohmann::json failed = nlohmann::json::array();
     for (const auto& [name, result] : checks.items())
         if (result != kOk && std::find(excluded.begin(), excluded.end(), name) == excluded.end())

@@ -29,7 +29,8 @@ struct ReadinessChecks {
 
 // What the process says of itself. Liveness needs nothing; readiness is the store answering at
 // its schema version and committing a tiny write (Store::probe_write), the gateway's discovery
-// answering at its last refresh (and recently), and the server neither starting nor draining.
+// answering at its last refresh (and recently), no thread that failed to start in the last 10 s,
+// and the server neither starting nor draining.
 class Health {
 public:
     explicit Health(ReadinessChecks checks);
@@ -50,6 +51,7 @@ public:
 private:
     std::string check_store();
     std::string check_gateway() const;
+    static std::string check_threads();
 
     ReadinessChecks checks_;
     std::atomic<bool> started_{false};

@@ -35,20 +35,30 @@ WorkQueue::Waiting::~Waiting() {
         ++queue_->held_[*current_owner].running;
 }
 
-WorkQueue::WorkQueue(std::size_t max_workers, Share share)
-    : max_workers_(std::max<std::size_t>(1, max_workers)), share_(share) {
-    threads_.reserve(max_workers_);
-}
+WorkQueue::WorkQueue(std::size_t max_workers, Share share, IdleThreads idle)
+    : max_workers_(std::max<std::size_t>(1, max_workers)), share_(share), idle_threads_(idle) {}
 
 WorkQueue::~WorkQueue() {
     std::vector<std::thread> threads;
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
-        threads.swap(threads_);
     }
     ready_.notify_all();
-    for (auto& t : threads) t.join();
+    // Workers leave as the queue empties; each is joined (those still running finish first).
+    for (;;) {
+        {
+            std::lock_guard lock(mutex_);
+            threads = threads_.take_all();
+        }
+        if (threads.empty()) break;
+        for (auto& t : threads) t.join();
+    }
+}
+
+std::size_t WorkQueue::workers() {
+    std::lock_guard lock(mutex_);
+    return threads_.size();
 }
 
 void WorkQueue::post(std::function<void()> job) {
@@ -65,9 +75,12 @@ bool WorkQueue::offer(const std::string& owner, std::function<void()> job) {
         auto [it, added] = held_.try_emplace(owner);
         Held& held = it->second;
         // Its share in all, running and waiting together: a caller queued behind the others'
-        // calls (the workers all busy) holds no more than one running at its share would.
+        // calls (the workers all busy) holds no more than one running at its share would. Past
+        // it, a job that can run at once on a worker nobody else wants is still taken
+        // (borrowing: issue 45, finding 5).
         if (share_.running != 0 &&
-            held.running + held.waiting >= share_.running + share_.waiting) {
+            held.running + held.waiting >= share_.running + share_.waiting &&
+            busy_ + jobs_.size() >= borrow_limit()) {
             forget_if_idle_locked(it);
             return false;
         }
@@ -89,7 +102,8 @@ WorkQueue::Slot WorkQueue::try_enter(const std::string& owner) {
     // Never ahead of a queued job that could run (one whose owner is at its share waits anyway).
     if (stopping_ || runnable_locked() || busy_ >= limit()) return {};
     auto it = held_.find(owner);
-    if (share_.running != 0 && it != held_.end() && it->second.running >= share_.running)
+    if (share_.running != 0 && it != held_.end() && it->second.running >= share_.running &&
+        busy_ >= borrow_limit())
         return {};
     ++held_[owner].running;
     ++busy_;
@@ -118,7 +132,7 @@ void WorkQueue::push_locked(Job job) {
     jobs_.push_back(std::move(job));
     // More runnable jobs than idle workers: one more worker, as long as the cap allows.
     if (runnable_locked() && jobs_.size() > waiting_ && threads_.size() < limit() && !stopping_ &&
-        !add_worker_locked() && threads_.empty()) {
+        !add_worker_locked() && threads_.size() == 0) {
         // No worker at all to run it: the caller hears so instead of waiting for ever.
         jobs_.pop_back();
         throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
@@ -132,16 +146,26 @@ void WorkQueue::forget_if_idle_locked(std::unordered_map<std::string, Held>::ite
 
 std::deque<WorkQueue::Job>::iterator WorkQueue::next_locked() {
     if (share_.running == 0) return jobs_.begin();
-    return std::find_if(jobs_.begin(), jobs_.end(), [this](const Job& job) {
+    const auto under_share = std::find_if(jobs_.begin(), jobs_.end(), [this](const Job& job) {
         if (job.owner.empty()) return true;
         auto it = held_.find(job.owner);
         return it == held_.end() || it->second.running < share_.running;
     });
+    // No job of an owner under its share: the first may borrow a worker nobody else wants,
+    // leaving the reserve free for whoever comes next.
+    if (under_share == jobs_.end() && busy_ < borrow_limit()) return jobs_.begin();
+    return under_share;
+}
+
+std::size_t WorkQueue::borrow_limit() const {
+    if (share_.running == 0) return max_workers_;
+    const std::size_t reserve = std::max<std::size_t>(1, share_.running / 4);
+    return max_workers_ > reserve ? max_workers_ - reserve : 0;
 }
 
 bool WorkQueue::add_worker_locked() {
     try {
-        threads_.emplace_back([this] { run(); });
+        threads_.start([this] { run(); });
         return true;
     } catch (const std::system_error& e) {
         // At the process's thread limit: the workers there are carry on with the queue.
@@ -168,12 +192,26 @@ void WorkQueue::run() {
             std::unique_lock lock(mutex_);
             ++waiting_;
             // Threads started while jobs waited outside stay, but no more jobs run at once
-            // than the bound allows.
-            ready_.wait(lock, [this] {
+            // than the bound allows. A worker idle past idle_threads_.after leaves (as long as
+            // more than idle_threads_.keep remain): a burst's threads do not stay.
+            const auto has_work = [this] {
                 return (stopping_ && jobs_.empty()) || (busy_ < limit() && runnable_locked());
-            });
+            };
+            const bool woke = ready_.wait_for(lock, idle_threads_.after, has_work);
             --waiting_;
-            if (jobs_.empty()) return;  // stopping and nothing left
+            if (!woke && !stopping_ && threads_.may_leave(idle_threads_)) {
+                std::thread before = threads_.leave();
+                lock.unlock();
+                join_left(std::move(before));
+                return;
+            }
+            if (!woke) continue;
+            if (jobs_.empty()) {  // stopping and nothing left
+                std::thread before = threads_.leave();
+                lock.unlock();
+                join_left(std::move(before));
+                return;
+            }
             auto next = next_locked();
             job = std::move(*next);
             jobs_.erase(next);

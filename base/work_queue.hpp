@@ -1,11 +1,15 @@
 // Up to a fixed number of worker threads draining a FIFO of jobs. Used by the transports so that
 // a slow tool call never blocks ping, cancellation or other calls. Workers start when a job finds
-// none idle (not all up front): start-up then creates no threads it may never use.
+// none idle (not all up front): start-up then creates no threads it may never use; and a worker
+// idle past IdleThreads::after leaves (base/thread_set.hpp), so a burst's threads do not stay.
 //
-// Jobs offered for an owner (a caller) share the workers fairly: one owner runs at most
-// `Share::running` jobs at once and holds at most `Share::running + Share::waiting` running and
-// queued together; beyond that offer() refuses at once. A queued job runs when a worker is free and its owner is under its share, in
-// the order offered, so one owner's burst leaves the other workers to the others.
+// Jobs offered for an owner (a caller) share the workers fairly: one owner runs `Share::running`
+// jobs at once and holds `Share::running + Share::waiting` running and queued together, in the
+// order offered, so one owner's burst leaves the other workers to the others. Capacity nobody
+// else wants is lent: past its share an owner's job still runs while workers beyond a small
+// reserve are idle (borrow_limit), and an owner under its share is always served first, so a
+// lender gets its workers back as the borrowed jobs finish. offer() refuses at once only a job
+// past the share that cannot run now.
 #pragma once
 
 #include <chrono>
@@ -19,6 +23,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/thread_set.hpp"
+
 namespace agency::base {
 
 // What one owner may hold in a WorkQueue (0: no bound beyond the workers).
@@ -31,7 +37,7 @@ class WorkQueue {
 public:
     using Share = WorkShare;
 
-    explicit WorkQueue(std::size_t max_workers, Share share = {});
+    explicit WorkQueue(std::size_t max_workers, Share share = {}, IdleThreads idle = {});
     ~WorkQueue();  // finishes queued jobs, then joins
     WorkQueue(const WorkQueue&) = delete;
     WorkQueue& operator=(const WorkQueue&) = delete;
@@ -66,6 +72,8 @@ public:
         std::string owner_;
     };
     Slot try_enter(const std::string& owner);
+    // Worker threads alive now (they leave when idle past IdleThreads::after).
+    std::size_t workers();
     // Blocks until every posted job has finished.
     void drain();
     // As drain, but gives up after `timeout`; returns whether everything finished.
@@ -97,8 +105,12 @@ private:
     void run();
     // Queues a job (mutex_ held) and starts a worker when none is idle; throws as post().
     void push_locked(Job job);
-    // The first queued job whose owner is under its running share; jobs_.end() when none.
+    // The first queued job whose owner is under its running share, else (while workers beyond
+    // the reserve are idle) the first queued job; jobs_.end() when none may run.
     std::deque<Job>::iterator next_locked();
+    // Workers an owner past its running share may keep busy (borrowing idle capacity): all
+    // but a reserve of a quarter of a share (at least one) for owners under theirs.
+    std::size_t borrow_limit() const;
     bool runnable_locked() { return next_locked() != jobs_.end(); }
     // Drops an owner's entry once it holds nothing (mutex_ held).
     void forget_if_idle_locked(std::unordered_map<std::string, Held>::iterator it);
@@ -117,8 +129,9 @@ private:
     std::size_t outside_ = 0;  // jobs inside a Waiting
     std::size_t max_workers_;
     Share share_;
+    IdleThreads idle_threads_;
     bool stopping_ = false;
-    std::vector<std::thread> threads_;
+    ThreadSet threads_;
 };
 
 }  // namespace agency::base

@@ -428,7 +428,9 @@ def run_setup(day, name, url, args, tag):
     cpu0 = {p: cpu_seconds(p) for p in pids}
     sampler = Sampler(pids)
     sampler.thread.start()
-    reader = Reader(url, day.keys["team"], args.read_rate, read_clients, recorder)
+    # --lone: the one key that acts also reads (its reads must not wait for its own actions).
+    reader_key = day.keys["assistant-01"] if args.lone else day.keys["team"]
+    reader = Reader(url, reader_key, args.read_rate, read_clients, recorder)
     reader.run()
     time.sleep(args.baseline_s)
     actions = plan(args, day.clients, tag)
@@ -575,7 +577,9 @@ def markdown(res):
         f"(an API key each, {c['actions'] // c['assistants']} actions each, each action on a "
         f"connection of its own: {', '.join(c['action_tools'])}), spread over the sample's "
         f"{len(c['clients'])} clients ({', '.join(c['clients'])}; the sample has no more, so "
-        f"not 50), while a team key reads (`list_keywords` limit 20, `get_client`) at "
+        f"not 50), while "
+        + ("the same key (a lone caller: no other key calls)" if c.get("lone") else "a team key")
+        + f" reads (`list_keywords` limit 20, `get_client`) at "
         f"{c['read_rate']:g}/s, open loop. 2026-07-28 `tools/call`s over Streamable HTTP "
         "(MCP-Protocol-Version header, params._meta, no session; actions may answer as an SSE "
         "stream). A read's latency counts from when it was due. \"While all wait\": reads due "
@@ -665,9 +669,15 @@ def main():
     ap.add_argument("--serve-args", default="",
                     help="more options for each instance's serve (e.g. '--http-workers 64')")
     ap.add_argument("--setups", nargs="+", default=["one", "three"], choices=["one", "three"])
+    ap.add_argument("--lone", action="store_true",
+                    help="one caller alone (issue 45): one key sends every action and also "
+                         "reads; results go to bench/results/agency_day_lone.* and docs/"
+                         "benchmarks.md's \"A lone caller\" section")
     ap.add_argument("--no-write", action="store_true",
                     help="do not write bench/results/agency_day.* or docs/benchmarks.md")
     args = ap.parse_args()
+    if args.lone:
+        args.assistants = 1
     if args.gateways <= 0:
         args.gateways = max(1, math.ceil((args.actions + 2 * args.read_rate) / SAMPLE_THREADS))
     day = Day(args)
@@ -706,7 +716,7 @@ def main():
                           "read_rate": args.read_rate, "action_delay_ms": args.action_delay_ms,
                           "read_delay_ms": args.read_delay_ms, "call_timeout": args.call_timeout,
                           "rate_limit": args.rate_limit, "gateways": args.gateways,
-                          "serve_args": args.serve_args,
+                          "serve_args": args.serve_args, "lone": args.lone,
                           "clients": [c for c, _ in day.clients],
                           "action_tools": [t for t, _ in ACTION_TOOLS]},
                "setups": setups}
@@ -717,14 +727,17 @@ def main():
         return
     out = os.path.join(ROOT, "bench", "results")
     os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "agency_day.json"), "w") as f:
+    stem, heading = ("agency_day_lone", "A lone caller") if args.lone else \
+        ("agency_day", "An agency's day")
+    with open(os.path.join(out, stem + ".json"), "w") as f:
         json.dump(results, f, indent=1)
     section = markdown({**results, "args": args})
-    with open(os.path.join(out, "agency_day.md"), "w") as f:
+    if args.lone:
+        section = section.replace("## An agency's day", "## " + heading, 1)
+    with open(os.path.join(out, stem + ".md"), "w") as f:
         f.write(section)
-    splice(os.path.join(ROOT, "docs", "benchmarks.md"), section, heading="An agency's day")
-    log("bench/results/agency_day.json, bench/results/agency_day.md, docs/benchmarks.md "
-        "(An agency's day)")
+    splice(os.path.join(ROOT, "docs", "benchmarks.md"), section, heading=heading)
+    log(f"bench/results/{stem}.json, bench/results/{stem}.md, docs/benchmarks.md ({heading})")
 
 
 if __name__ == "__main__":

@@ -11,12 +11,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "base/log.hpp"
+#include "net/request_head.hpp"
 
 namespace agency::net {
 
@@ -73,19 +76,6 @@ void say_and_close(int sock, const char* text) {
     ::close(sock);
 }
 
-// The length of the head at the start of `bytes` (0: not all there), looking for its end
-// from where the last look stopped.
-std::size_t head_size(const std::string& bytes, std::size_t from) {
-    from = from > 3 ? from - 3 : 0;
-    const auto end = bytes.find("\r\n\r\n", from);
-    return end == std::string::npos ? 0 : end + 4;
-}
-
-// httplib reads header values as C strings: a NUL would cut a value short unseen (a session
-// id "abc\0junk" would pass as "abc"). HTTP allows no NUL in a head, so such a head is
-// refused whole.
-bool has_nul(const char* head, std::size_t size) { return std::memchr(head, 0, size) != nullptr; }
-
 thread_local int serving_socket = -1;  // the connection this thread serves a request of
 
 // Sets serving_socket for one request.
@@ -119,6 +109,12 @@ public:
         bool draining = false;
         std::size_t drained = 0;
         bool evicted = false;  // shut down to make room; the epoll thread closes it
+        // The request being read by the epoll thread: its head's length once whole (0 before),
+        // and the body it announced when that is read here too (reserved of
+        // max_buffered_bodies, from body_at).
+        std::size_t head_bytes = 0;
+        std::size_t reserved = 0;
+        clock::time_point body_at;
     };
 
     explicit Reactor(PlainServer& server) : server_(server), limits_(server.limits_) {
@@ -168,10 +164,16 @@ public:
                     ++it;
                 }
             }
-            threads.swap(threads_);
+            threads = threads_.take_all();
         }
         work_ready_.notify_all();
         for (auto& t : threads) t.join();
+    }
+
+    // Serving threads alive now (they leave when idle).
+    std::size_t threads() {
+        std::lock_guard lock(mutex_);
+        return threads_.size();
     }
 
     void admit(int sock) {
@@ -233,6 +235,7 @@ private:
     void close_locked(Conn* c, const char* last_word) {
         const int sock = c->sock;
         if (c->evicted) --evicted_;
+        buffered_bodies_ -= c->reserved;
         forget_locked(c->peer);
         conns_.erase(sock);  // frees c
         server_.open_ = conns_.size();
@@ -308,36 +311,72 @@ private:
                     c->deadline = clock::now() + limits_.head_timeout;
                 }
                 c->pending.append(chunk, static_cast<std::size_t>(n));
-                if (const std::size_t size = head_size(c->pending, before)) {
+                if (c->head_bytes == 0) {
+                    const std::size_t size = head_size(c->pending, before);
+                    if (size == 0) {
+                        if (c->pending.size() > max_head_bytes) return close(c, refused_large);
+                        continue;
+                    }
                     if (has_nul(c->pending.data(), size)) return close(c, refused_bad);
+                    c->head_bytes = size;
+                    plan_body(c);
+                }
+                if (c->pending.size() >= c->head_bytes + c->reserved) {
                     complete = true;
                     break;
                 }
-                if (c->pending.size() > max_head_bytes) return close(c, refused_large);
                 continue;
             }
             if (n < 0 && errno == EINTR) continue;
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-            return close(c);  // end of stream or error, without a whole head
+            return close(c);  // end of stream or error, without a whole request
         }
         std::lock_guard lock(mutex_);
         if (!complete) {
-            park_locked(c);  // the head's deadline stands: trickling bytes do not extend it
+            park_locked(c);  // the deadline stands: trickling bytes do not extend it
             return;
         }
+        buffered_bodies_ -= c->reserved;
+        c->reserved = 0;
+        c->head_bytes = 0;
         c->parked = false;
         ready_.push_back(c);
         ++queued_;
         if (ready_.size() > waiting_ && threads_.size() < limits_.threads && !stopped_) {
             try {
-                threads_.emplace_back([this] { serve_loop(); });
+                threads_.start([this] { serve_loop(); });
             } catch (const std::system_error& e) {
-                // At the process's thread limit: the serving threads there are take it in turn.
+                // At the process's thread limit: the serving threads there are take it in turn
+                // (readiness says so meanwhile: base::thread_shortage).
                 log::warn("could not start a serving thread ({} running): {}",
-                             threads_.size(), e.what());
+                          threads_.size(), e.what());
             }
         }
         work_ready_.notify_one();
+    }
+
+    // A body announced small enough (and within what all connections may hold) is read here
+    // before a thread takes the request: its deadline is body_timeout from now, and the sweep
+    // holds it to min_body_rate.
+    void plan_body(Conn* c) {
+        const auto length = announced_length(std::string_view(c->pending.data(), c->head_bytes));
+        if (!length || *length == 0 || *length > limits_.max_buffered_body) return;
+        std::lock_guard lock(mutex_);
+        if (buffered_bodies_ + *length > limits_.max_buffered_bodies) return;
+        buffered_bodies_ += *length;
+        c->reserved = *length;
+        c->body_at = clock::now();
+        c->deadline = c->body_at + limits_.body_timeout;
+    }
+
+    // Whether a body read here has fallen behind min_body_rate (after the grace).
+    bool body_too_slow(const Conn* c, clock::time_point now) const {
+        if (c->reserved == 0 || now - c->body_at <= limits_.body_rate_grace) return false;
+        const double seconds =
+            std::chrono::duration<double>(now - c->body_at - limits_.body_rate_grace).count();
+        const std::size_t due = std::min(
+            c->reserved, static_cast<std::size_t>(seconds * static_cast<double>(limits_.min_body_rate)));
+        return c->pending.size() - c->head_bytes < due;
     }
 
     void drain(Conn* c, char* chunk, std::size_t size) {
@@ -360,7 +399,8 @@ private:
         std::lock_guard lock(mutex_);
         std::vector<Conn*> expired;
         for (auto& [sock, c] : conns_)
-            if (c->parked && c->deadline <= now) expired.push_back(c.get());
+            if (c->parked && (c->deadline <= now || body_too_slow(c.get(), now)))
+                expired.push_back(c.get());
         for (Conn* c : expired)
             close_locked(c, c->head_started && !c->draining ? refused_slow : nullptr);
     }
@@ -372,8 +412,17 @@ private:
             {
                 std::unique_lock lock(mutex_);
                 ++waiting_;
-                work_ready_.wait(lock, [this] { return stopped_ || !ready_.empty(); });
+                const bool woke = work_ready_.wait_for(
+                    lock, limits_.idle_threads.after, [this] { return stopped_ || !ready_.empty(); });
                 --waiting_;
+                if (!woke && threads_.may_leave(limits_.idle_threads)) {
+                    // Idle after a burst: this thread and its buffers go.
+                    std::thread before = threads_.leave();
+                    lock.unlock();
+                    base::join_left(std::move(before));
+                    return;
+                }
+                if (!woke) continue;
                 if (ready_.empty()) return;
                 c = ready_.front();
                 ready_.pop_front();
@@ -469,7 +518,8 @@ private:
     std::size_t evicted_ = 0;  // shut down, not yet closed
     std::deque<Conn*> ready_;
     std::condition_variable work_ready_;
-    std::vector<std::thread> threads_;
+    base::ThreadSet threads_;
+    std::size_t buffered_bodies_ = 0;  // bodies read by the epoll thread, reserved (mutex_)
     std::size_t waiting_ = 0;
     std::atomic<std::size_t> busy_{0};
     std::atomic<std::size_t> queued_{0};  // ready_.size(), read without the lock
@@ -480,6 +530,11 @@ PlainServer::PlainServer() {
 }
 
 PlainServer::~PlainServer() = default;
+
+std::size_t PlainServer::serving_threads() {
+    Reactor* reactor = reactor_.load();
+    return reactor != nullptr ? reactor->threads() : 0;
+}
 
 bool PlainServer::process_and_close_socket(socket_t sock) {
     if (Reactor* reactor = reactor_.load()) {

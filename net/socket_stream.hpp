@@ -20,6 +20,8 @@
 
 #include <httplib.h>
 
+#include "base/thread_set.hpp"
+
 namespace agency::net {
 
 // Buffers a stream uses, owned by whoever outlives it (a connection, a pooled client), so a
@@ -153,10 +155,22 @@ struct ConnectionLimits {
     // From the first byte of a request head to its blank line (slowloris): the connection is
     // closed (408) when the head is not complete by then.
     std::chrono::milliseconds head_timeout{10'000};
-    // Reading a request's body, from the end of its head (a slow body holds a thread).
+    // Reading a request's body, from the end of its head.
     std::chrono::milliseconds body_timeout{60'000};
-    // Threads serving requests; an answer streamed as it is produced (SSE) holds one.
+    // A body announced (Content-Length) up to this size is read by the epoll thread before the
+    // request goes to a serving thread, so a body that drips holds no thread (issue 45,
+    // finding 10); a larger or chunked one is read by its serving thread, within body_timeout.
+    std::size_t max_buffered_body = 256 * 1024;
+    // Of all the connections together, at most this much body is held that way at once.
+    std::size_t max_buffered_bodies = 64u << 20;
+    // A body read by the epoll thread must come at this rate, after the grace: bytes per second
+    // since its head ended (a dripping body is closed with 408 within seconds, not 60).
+    std::size_t min_body_rate = 1024;
+    std::chrono::milliseconds body_rate_grace{2'000};
+    // Threads serving requests; an answer streamed as it is produced (SSE) holds one. A thread
+    // idle past idle_threads.after leaves (base/thread_set.hpp).
     std::size_t threads = 64;
+    base::IdleThreads idle_threads;
 };
 
 // On a thread serving a PlainServer request (its handler, a streamed answer's writer): the
@@ -182,6 +196,8 @@ public:
     const ConnectionLimits& limits() const { return limits_; }
     // Open connections right now (for tests and logs).
     std::size_t open_connections() const { return open_.load(); }
+    // Serving threads alive right now: they leave when idle (for tests and logs).
+    std::size_t serving_threads();
 
 private:
     class Reactor;

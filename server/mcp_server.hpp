@@ -325,7 +325,9 @@ struct ServerOptions {
     // Must outlive the server.
     const base::Clock* clock = nullptr;
     std::string state_secret;  // HMAC key for sealed requestState; random when empty
-    std::chrono::milliseconds ask_timeout{10 * 60 * 1000};
+    // How long a call waits on a client's answer (an elicitation form a person may leave
+    // open): three minutes, so that an unanswered form does not hold its place for ten.
+    std::chrono::milliseconds ask_timeout{3 * 60 * 1000};
     std::chrono::seconds state_ttl{600};
     // MCP Apps views: link them for clients that declare the extension (--no-ui: never).
     bool views = true;

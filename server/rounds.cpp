@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <future>
 
+#include "base/log.hpp"
 #include "base/sealed_token.hpp"
+#include "base/text.hpp"
 #include "base/work_queue.hpp"
 #include "server/server_impl.hpp"
 
@@ -118,6 +120,46 @@ json RequestContext::ask_all(const json& questions, bool sealed_only) const {
     return answers;
 }
 
+bool Server::Impl::give_way_for(const std::string& newcomer) {
+    Impl& impl = *this;
+    std::shared_ptr<PendingRequest> oldest;
+    std::size_t held = 0;
+    {
+        std::lock_guard lock(impl.mutex);
+        std::string top;
+        std::size_t most = 0;
+        for (const auto& [caller, n] : impl.waiting_per_caller)
+            if (n > most) {
+                most = n;
+                top = caller;
+            }
+        const auto mine = impl.waiting_per_caller.find(newcomer);
+        // (this call is counted already: as many as the top means more than the top had)
+        if (top.empty() || top == newcomer ||
+            (mine != impl.waiting_per_caller.end() && mine->second > most - 1))
+            return false;
+        auto victim = impl.pending.end();
+        for (auto it = impl.pending.begin(); it != impl.pending.end(); ++it)
+            if (it->second->caller == top &&
+                (victim == impl.pending.end() || it->second->order < victim->second->order))
+                victim = it;
+        if (victim == impl.pending.end()) return false;
+        oldest = victim->second;
+        impl.pending.erase(victim);
+        held = most;
+    }
+    log::warn("calls waiting on clients: at the bound; {}'s oldest waiting call gave way ({} "
+              "waiting)", base::log_safe_text(oldest->caller), held);
+    oldest->promise.set_value(
+        {.result = nullptr,
+         .error = json{{"code", error_code::internal_error},
+                       {"message", "this call gave way: every place for calls waiting on a "
+                                   "client's answer was taken, and this caller held the most (" +
+                                       std::to_string(held) +
+                                       "); nothing was done: ask again when fewer wait"}}});
+    return true;
+}
+
 json Server::send_request_and_wait(const RequestContext& ctx, const std::string& method,
                                    const json& params) {
     if (!ctx.channel_ || !ctx.channel_->can_send_requests())
@@ -140,11 +182,16 @@ json Server::send_request_and_wait(const RequestContext& ctx, const std::string&
         std::lock_guard lock(impl_->mutex);
         waiting.mine = ++impl_->waiting_per_caller[ctx.principal.name];
     }
-    if (++impl_->waiting_on_clients > impl_->options.max_waiting_on_clients)
+    // Every place taken: the caller holding the most (more than this one) gives its oldest
+    // up, as sessions and tasks do (issue 45, finding 5); only when this caller holds the most
+    // itself is its new call the one refused.
+    if (++impl_->waiting_on_clients > impl_->options.max_waiting_on_clients &&
+        !impl_->give_way_for(ctx.principal.name))
         throw RpcError(error_code::internal_error,
                        "too many calls are waiting for clients' answers (at most " +
                            std::to_string(impl_->options.max_waiting_on_clients) +
-                           "); try again later");
+                           ", and this caller holds the most of them); answer one, or try "
+                           "again later");
     if (waiting.mine > impl_->options.max_waiting_per_caller)
         throw RpcError(error_code::internal_error,
                        "too many of this caller's calls are waiting for its answers (at most " +
@@ -152,7 +199,9 @@ json Server::send_request_and_wait(const RequestContext& ctx, const std::string&
                            " per caller); answer those first, or try again later");
     auto pending = std::make_shared<PendingRequest>();
     pending->session_id = ctx.session ? ctx.session->id : std::string();
-    std::string id = "agency-" + std::to_string(impl_->next_request_id++);
+    pending->caller = ctx.principal.name;
+    pending->order = impl_->next_request_id++;
+    std::string id = "agency-" + std::to_string(pending->order);
     auto future = pending->promise.get_future();
     {
         std::lock_guard lock(impl_->mutex);

@@ -123,6 +123,8 @@ struct ClientAnswer {
 
 struct PendingRequest {
     std::string session_id;
+    std::string caller;      // the principal whose call waits on the answer
+    std::uint64_t order = 0;  // when it was asked, among the others (the oldest gives way)
     std::promise<ClientAnswer> promise;
 };
 
@@ -178,6 +180,10 @@ struct Server::Impl {
     std::atomic<std::uint64_t> session_uses{0};  // Session::last_used_seq
     std::atomic<std::size_t> waiting_on_clients{0};  // calls in send_request_and_wait
     std::unordered_map<std::string, std::size_t> waiting_per_caller;  // of them, by principal
+    // At the bound of calls waiting on clients: the oldest waiting call of the caller holding
+    // the most (strictly more than `newcomer`) is answered with an error now, freeing its
+    // place (server/rounds.cpp). False when `newcomer` holds the most (or as many) itself.
+    bool give_way_for(const std::string& newcomer);
 
     // Tasks. `tasks` holds those this process runs; finished threads are joined lazily.
     std::shared_ptr<TaskStore> task_store;

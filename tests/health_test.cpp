@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "app/health.hpp"
+#include "base/thread_set.hpp"
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "state/sqlite_store.hpp"
@@ -76,6 +77,24 @@ TEST(Health, ReadyOnceStartedWithTheStoreAndTheGatewayAnswering) {
     EXPECT_EQ(report.body["checks"]["store"], "ok");
     health.set_draining();
     EXPECT_EQ(failed(health.readiness()), nlohmann::json({"draining"}));
+}
+
+// Issue 45, finding 10: a thread that could not be started (the thread limit) makes the
+// instance not ready while it lasts, so that a balancer sends the calls elsewhere.
+TEST(Health, AThreadThatCouldNotStartIsNotReadyWhileItLasts) {
+    Fixture f;
+    Health health(f.checks());
+    f.gateway->check();
+    health.set_started();
+    agency::base::forget_thread_shortage();
+    EXPECT_TRUE(health.readiness().ready);
+    agency::base::thread_start_failed();
+    const auto report = health.readiness();
+    agency::base::forget_thread_shortage();  // process-wide: the other tests read it too
+    EXPECT_EQ(failed(report), nlohmann::json({"threads"})) << report.body.dump();
+    EXPECT_NE(report.body["checks"]["threads"].get<std::string>().find("thread limit"),
+              std::string::npos);
+    EXPECT_TRUE(health.readiness().ready);
 }
 
 TEST(Health, GatewayNotReadyBeforeItsDiscoveryAnswers) {

@@ -171,14 +171,22 @@ std::optional<Reply> HttpTransport::Impl::post_call(
 }
 
 // Runs a request on a worker and relays its messages as an SSE stream (or answers in one
-// body when it finishes within the grace period).
+// body when it finishes within the grace period, or when no stream is to be had).
 void HttpTransport::Impl::stream_call(httplib::Response& res, PostMessage& post,
                                       const PostRoute& route, const Principal& principal) {
     // Each streamed call holds a connection thread and waits for a worker: bounded.
     std::shared_ptr<StreamSlot> slot;
     const std::string full =
         open_stream(route.session ? route.session->id : std::string(), principal.name, slot);
-    if (!slot) return send_busy(res, post.in.id, full);
+    // No stream to be had (every stream, or this caller's or session's share, is in use): the
+    // call is answered in one body instead of refused (issue 45, finding 5). It still runs on
+    // its lane, within its caller's share, and is cancelled if its client goes; only what a
+    // stream adds (progress as it comes, questions to the client mid-call) waits for the end
+    // or is asked another way.
+    if (!slot) {
+        log::debug("no stream for a call ({}): answered in one body", full);
+        return answer_call(res, post, route, principal, true);
+    }
     const bool legacy = route.legacy;
     auto channel = std::make_shared<StreamChannel>(legacy);
     auto call_in = std::make_shared<Inbound>(http_inbound(route, principal));

@@ -42,6 +42,7 @@ void HttpTransport::Impl::install_guards() {
     limits.head_timeout = options.head_timeout;
     // Each open stream holds a thread: plain requests keep `threads` of their own.
     limits.threads = options.threads + options.max_streams;
+    limits.idle_threads = options.idle_threads;
     http.set_limits(limits);
     http.set_payload_max_length(options.max_body_bytes);
     http.set_keep_alive_max_count(100000);
@@ -113,6 +114,19 @@ void HttpTransport::Impl::install_guards() {
         [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
             try {
                 if (ep) std::rethrow_exception(ep);
+            } catch (const std::system_error& e) {
+                if (e.code() == std::errc::resource_unavailable_try_again) {
+                    // No thread could be started for this request (the thread limit): this one
+                    // request is refused as busy; the server recovers as idle threads leave, and
+                    // readiness says so meanwhile (base/thread_set.hpp).
+                    base::thread_start_failed();
+                    log::warn("HTTP request refused: no thread could be started ({})", e.what());
+                    res.set_header("Retry-After", "1");
+                    send_json_error(res, 503, nullptr, error_code::internal_error,
+                                    "the server is at its thread limit; try again in a moment");
+                    return;
+                }
+                log::error("HTTP handler failed: {}", e.what());
             } catch (const std::exception& e) {
                 log::error("HTTP handler failed: {}", e.what());
             }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/thread_set.hpp"
 #include "server/mcp_server.hpp"
 #include "transport/authenticator.hpp"
 #include "transport/http_routes.hpp"
@@ -64,6 +65,9 @@ struct HttpOptions {
     // A streamable call that finishes this fast without talking back is answered as plain JSON
     // (with its proper HTTP status); slower ones switch to a stream that can be cancelled.
     std::chrono::milliseconds stream_grace{20};
+    // A serving thread or worker idle this long leaves (keeping a few): a burst's threads and
+    // their buffers go back within it (base/thread_set.hpp).
+    base::IdleThreads idle_threads;
 };
 
 class HttpTransport {

@@ -112,14 +112,15 @@ struct HttpTransport::Impl {
     Impl(Server& s, HttpOptions o)
         : server(s),
           options(std::move(o)),
-          workers(make_lane(options.workers, options.worker_share)),
-          read_workers(make_lane(options.read_workers, options.worker_share)) {
+          workers(make_lane(options.workers, options.worker_share, options.idle_threads)),
+          read_workers(make_lane(options.read_workers, options.worker_share, options.idle_threads)) {
         if (!options.authenticator) options.authenticator = key_authenticator(options.keys);
     }
 
-    static std::unique_ptr<base::WorkQueue> make_lane(std::size_t size, std::size_t share) {
+    static std::unique_ptr<base::WorkQueue> make_lane(std::size_t size, std::size_t share,
+                                                      base::IdleThreads idle) {
         const std::size_t each = share != 0 ? share : std::max<std::size_t>(1, size / 4);
-        return std::make_unique<base::WorkQueue>(size, base::WorkQueue::Share{each, each});
+        return std::make_unique<base::WorkQueue>(size, base::WorkQueue::Share{each, each}, idle);
     }
     // Runs `job` on the lane of a call (`long_wait`: Server::may_wait_long) for its caller.
     // A call that waited for a worker past options.max_queue_wait gets its refusal instead of

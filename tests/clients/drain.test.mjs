@@ -97,7 +97,7 @@ test('/healthz and /readyz answer without a key and whatever the Host', async ()
     const ready = await get(url, '/readyz');
     assert.equal(ready.status, 200, JSON.stringify(ready.body));
     assert.equal(ready.body.status, 'ready');
-    assert.deepEqual(Object.keys(ready.body.checks).sort(), ['draining', 'gateway', 'started', 'store']);
+    assert.deepEqual(Object.keys(ready.body.checks).sort(), ['draining', 'gateway', 'started', 'store', 'threads']);
     // A balancer's check names the machine by its address; /mcp still refuses that Host.
     const byAddress = await get(url, '/readyz', '10.1.2.3:8787');
     assert.equal(byAddress.status, 200, JSON.stringify(byAddress.body));
