@@ -193,7 +193,7 @@ TEST_F(AuditTasks, ARestartMidAuditResumesTheTaskFromTheStateFile) {
         ASSERT_TRUE(eventually([&] { return first.rt->store().job(audit_id)->status == "running"; }));
         // "running" is set before the POST is sent: stop only once the gateway holds the POST
         // (sleeping on the slow fault), or the stop would rightly keep it from being sent.
-        ASSERT_TRUE(eventually([&] { return gw_->requests_in_flight() == 1; }));
+        ASSERT_TRUE(eventually([&] { return gw_->posts_in_flight() == 1; }));
         first.shut_down();
         EXPECT_EQ(first.rt->store().get(task_id)->status, agency::mcp::TaskStatus::working)
             << "a shutdown leaves the task to the next process";

@@ -91,6 +91,10 @@ struct Instance {
 };
 
 const json kEliciting = {{"elicitation", json::object()}};
+// A client that can be asked and renders MCP Apps views.
+const json kViews = {
+    {"elicitation", json::object()},
+    {"extensions", {{"io.modelcontextprotocol/ui", {{"mimeTypes", {"text/html;profile=mcp-app"}}}}}}};
 const json kAccept = {{"confirm", {{"action", "accept"}, {"content", {{"confirm", true}}}}}};
 
 Principal caller(const std::string& name, std::optional<std::int64_t> budget = std::nullopt) {
@@ -106,6 +110,11 @@ json tool_error(const json& response) {
     if (!result.value("isError", false)) return nullptr;
     const json e = json::parse(result["content"][0].value("text", ""), nullptr, false);
     return e.is_object() ? e.value("error", json()) : json();
+}
+
+// Whether a call was turned down: a tool error, or a JSON-RPC error.
+bool refused(const json& response) {
+    return response.contains("error") || tool_error(response).is_object();
 }
 
 // A sample gateway on a loopback port and a store the instances share.
@@ -224,10 +233,7 @@ TEST_P(OneGate, GivingUpNeverSpendsPastTheBudget) {
 TEST_P(OneGate, AViewTokenIsNoConfirmationAndObeysTheToolSelection) {
     auto a = instance();
     const Principal who = caller("dave");
-    const json views = {
-        {"elicitation", json::object()},
-        {"extensions",
-         {{"io.modelcontextprotocol/ui", {{"mimeTypes", {"text/html;profile=mcp-app"}}}}}}};
+    const json& views = kViews;
     const json draft = a->call(who, "generate_article",
                                {{"client_id", kDental}, {"keyword", "whitening"}}, views);
     const std::string article = draft["result"]["structuredContent"].value("article_id", "");
@@ -263,6 +269,49 @@ TEST_P(OneGate, AViewTokenIsNoConfirmationAndObeysTheToolSelection) {
     EXPECT_EQ(posts("deploy_blog"), 1u);
 }
 
+// Finding 1, the other carriers: a confirmation_id and a view's approval token, each spent on
+// one instance, act nowhere again: not on the other instance, not after a restart.
+TEST_P(OneGate, AConfirmationIdAndAViewTokenActOnceOnEveryInstanceAndAfterARestart) {
+    auto a = instance();
+    auto b = instance();
+    const Principal who = caller("frank");
+    const json& views = kViews;
+    const auto draft = [&](const std::string& keyword) {
+        const json d = a->call(who, "generate_article", {{"client_id", kDental}, {"keyword", keyword}});
+        return d["result"]["structuredContent"].value("article_id", "");
+    };
+    const std::string first = draft("onlays");
+    const std::string second = draft("inlays");
+    ASSERT_FALSE(first.empty());
+    ASSERT_FALSE(second.empty());
+
+    // A confirmation_id (the two-step preview of a client that cannot be asked).
+    json args = {{"client_id", kDental}, {"article_id", first}};
+    const json preview = a->call(who, "deploy_article", args);
+    args["confirmation_id"] = preview["result"]["structuredContent"].value("confirmation_id", "");
+    ASSERT_FALSE(args["confirmation_id"].get<std::string>().empty()) << preview.dump();
+    ASSERT_EQ(tool_error(a->call(who, "deploy_article", args)), nullptr);
+    EXPECT_EQ(posts("deploy_blog"), 1u);
+    EXPECT_TRUE(refused(b->call(who, "deploy_article", args)));
+
+    // A view's token, approved on the other instance than the one that showed it.
+    const json asked =
+        a->call(who, "deploy_article", {{"client_id", kDental}, {"article_id", second}}, views);
+    const std::string token = asked["result"]["_meta"]["agency-mcp/approval"].value("token", "");
+    ASSERT_FALSE(token.empty()) << asked.dump();
+    const json approve = {{"approval", token}, {"decision", "approve"}};
+    ASSERT_EQ(tool_error(b->call(who, "view_decide", approve, views)), nullptr);
+    EXPECT_EQ(posts("deploy_blog"), 2u);
+    EXPECT_TRUE(refused(a->call(who, "view_decide", approve, views)));
+
+    a.reset();
+    b.reset();
+    auto restarted = instance();
+    EXPECT_TRUE(refused(restarted->call(who, "deploy_article", args)));
+    EXPECT_TRUE(refused(restarted->call(who, "view_decide", approve, views)));
+    EXPECT_EQ(posts("deploy_blog"), 2u) << "two approvals, two deploys, on any instance";
+}
+
 // Finding 8: an action that ran while the store was down is in the write log, once. The store
 // goes down while the POST is at the gateway: the caller still hears the outcome, the row waits
 // in the spool file, and when the store is back it is appended with the key's result, so the
@@ -274,19 +323,11 @@ TEST_P(OneGate, AnActionThatRanWhileTheStoreWasDownIsInTheWriteLogOnce) {
     const Principal who = caller("erin");
     const json args = {{"client_id", kDental}, {"keyword", "bridges"}, {"idempotency_key", "k-down"}};
     gw->inject(Fault{.target = "generate_blog", .mode = FaultMode::slow, .delay_ms = 1500});
-    // Discovery and connections first, so that the call's own requests are all that follow.
-    a->call(who, "get_client", {{"client_id", kDental}});
-    for (int i = 0; i < 1000 && gw->requests_in_flight() > 0; ++i) std::this_thread::sleep_for(2ms);
-    const std::size_t reads = gw->count_requests("GET", "clients");
     json reply;
     std::jthread call([&] { reply = a->call(who, "generate_article", args); });
-    // Its read of the client done, its POST is held at the gateway: the store goes down then.
-    for (int i = 0; i < 2000 && (gw->count_requests("GET", "clients") == reads ||
-                                 gw->requests_in_flight() == 0);
-         ++i)
-        std::this_thread::sleep_for(2ms);
-    std::this_thread::sleep_for(200ms);
-    ASSERT_GT(gw->requests_in_flight(), 0u);
+    // Its POST held at the gateway (not a read before it): the store goes down then.
+    for (int i = 0; i < 2000 && gw->posts_in_flight() == 0; ++i) std::this_thread::sleep_for(2ms);
+    ASSERT_EQ(gw->posts_in_flight(), 1u);
     agency::testing::pg_allow_connections(where, false);
     call.join();
     ASSERT_EQ(posts("generate_blog"), 1u);

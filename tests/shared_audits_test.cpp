@@ -47,9 +47,9 @@ TEST(SharedAudits, ALiveInstanceKeepsItsJobWhileItsPostIsOut) {
     one.start(h.box);
     const std::string id =
         one.submit(kDental, "alice", "https://www.brightsmile.example/live").id;
-    for (int i = 0; i < 500 && h.gw->requests_in_flight() == 0; ++i)
+    for (int i = 0; i < 500 && h.gw->posts_in_flight() == 0; ++i)
         std::this_thread::sleep_for(10ms);
-    ASSERT_EQ(h.gw->requests_in_flight(), 1u);
+    ASSERT_EQ(h.gw->posts_in_flight(), 1u);
     auto other = instance_store(url);
     AuditJobs two(other, 1, {.instance_id = "i_two", .lease = 600ms});
     two.start(h.box);
@@ -70,9 +70,9 @@ TEST(SharedAudits, ADeadInstancesJobIsTakenOverWithoutASecondPost) {
         AuditJobs one(instance_store(url), 1, {.instance_id = "i_one", .lease = 1500ms});
         one.start(h.box);
         id = one.submit(kDental, "alice", page).id;
-        for (int i = 0; i < 500 && h.gw->requests_in_flight() == 0; ++i)
+        for (int i = 0; i < 500 && h.gw->posts_in_flight() == 0; ++i)
             std::this_thread::sleep_for(10ms);
-        ASSERT_EQ(h.gw->requests_in_flight(), 1u) << "the POST is at the gateway";
+        ASSERT_EQ(h.gw->posts_in_flight(), 1u) << "the POST is at the gateway";
     }  // instance one dies with its POST out; the gateway still finishes the audit
     auto other = instance_store(url);
     EXPECT_EQ(other->job(id)->status, "running");

@@ -135,6 +135,7 @@ void Gateway::Impl::record(const httplib::Request& req, const Reply& reply) {
     entry.at = std::chrono::system_clock::now();
     std::lock_guard lock(log_mutex);
     --in_flight;
+    if (req.method == "POST") --posts_in_flight;
     if (entry.method == "POST")
         ++stats.posts[entry.target];
     else

@@ -211,6 +211,7 @@ void Gateway::Impl::serve(const httplib::Request& req, httplib::Response& res) {
     {
         std::lock_guard lock(log_mutex);
         ++in_flight;
+        if (req.method == "POST") ++posts_in_flight;
     }
     Reply reply;
     try {
@@ -282,6 +283,11 @@ std::size_t Gateway::count_requests(const std::string& method, const std::string
 std::size_t Gateway::requests_in_flight() const {
     std::lock_guard lock(impl_->log_mutex);
     return impl_->in_flight;
+}
+
+std::size_t Gateway::posts_in_flight() const {
+    std::lock_guard lock(impl_->log_mutex);
+    return impl_->posts_in_flight;
 }
 
 Stats Gateway::stats() const {

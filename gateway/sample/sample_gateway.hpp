@@ -193,6 +193,9 @@ public:
     // Requests received and not yet answered: a test can know a request is at the gateway
     // (for instance a slow action's POST) before its answer, which the log records, exists.
     std::size_t requests_in_flight() const;
+    // Of them, the POSTs (actions): a test that must act while an action is held at the
+    // gateway waits for this, not for any request (a read may be the one in flight).
+    std::size_t posts_in_flight() const;
     Stats stats() const;
     void clear_log();  // also resets stats()
 

@@ -353,6 +353,7 @@ struct Gateway::Impl {
     Stats stats;
     // Requests received whose answer is not recorded yet (a slow action sleeping, say).
     std::size_t in_flight = 0;
+    std::size_t posts_in_flight = 0;
     std::unordered_map<std::uint64_t, std::uint32_t> executed_bodies;
     static constexpr std::size_t kMaxExamples = 5;
 
