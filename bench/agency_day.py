@@ -577,8 +577,8 @@ def targets(s, args):
 def markdown(res):
     m, c = res["machine"], res["config"]
     lone = [
-        "`python3 bench/agency_day.py --lone --setups one --rate-limit 6000/minute --serve-args "
-        "'--rate-limit-burst 400'` (issue 45): one caller alone, every call from one key. Before, "
+        "`python3 bench/agency_day.py --build-dir build --lone --setups one --rate-limit "
+        "6000/minute --serve-args '--rate-limit-burst 400'` (issue 45): one caller alone, every call from one key. Before, "
         "its 65th streamed call and those after were refused 503 (its 64-stream share) and its "
         "reads with them while the server idled; now a call without a stream is answered in one "
         "body and a lane lends the workers nobody else wants. The per-caller rate limit is the "

@@ -5,7 +5,6 @@
 
 #include "base/log.hpp"
 #include "base/sealed_token.hpp"
-#include "base/text.hpp"
 #include "base/work_queue.hpp"
 #include "server/server_impl.hpp"
 
@@ -149,7 +148,7 @@ bool Server::Impl::give_way_for(const std::string& newcomer) {
         held = most;
     }
     log::warn("calls waiting on clients: at the bound; {}'s oldest waiting call gave way ({} "
-              "waiting)", base::log_safe_text(oldest->caller), held);
+              "waiting)", oldest->caller, held);
     oldest->promise.set_value(
         {.result = nullptr,
          .error = json{{"code", error_code::internal_error},

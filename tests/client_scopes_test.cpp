@@ -73,6 +73,19 @@ protected:
     json rpc(const agency::mcp::Principal& who, const std::string& method, json params) {
         return h.request_as(who, method, std::move(params));
     }
+    // A 2026-07-28 request from a client that declares the tasks extension.
+    json task_request(const agency::mcp::Principal& who, const std::string& method, json params) {
+        params["_meta"] = {
+            {"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+            {"io.modelcontextprotocol/clientCapabilities",
+             {{"extensions", {{"io.modelcontextprotocol/tasks", json::object()}}}}}};
+        const json message = {{"jsonrpc", "2.0"}, {"id", h.next_id++}, {"method", method},
+                              {"params", std::move(params)}};
+        agency::mcp::Inbound in;
+        in.principal = who;
+        auto text = h.server->handle_message(message, in);
+        return text ? json::parse(text->text) : json();
+    }
 };
 
 // Every tool that takes a client_id: the same not_found for demo-plumbing as for an id that does
@@ -252,19 +265,6 @@ TEST_F(ClientScopes, AnotherCallersAuditJobAndTaskIdsReadAsUnknown) {
 // never made, the call is refused at once as the one for an unknown client is, with no gateway
 // request; and another caller's task id reads as an unknown one.
 TEST_F(ClientScopes, TasksForAnotherClientAreRefusedAsForAnUnknownOneAndOthersStayHidden) {
-    const auto task_request = [&](const agency::mcp::Principal& who, const std::string& method,
-                                  json params) {
-        params["_meta"] = {
-            {"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
-            {"io.modelcontextprotocol/clientCapabilities",
-             {{"extensions", {{"io.modelcontextprotocol/tasks", json::object()}}}}}};
-        const json message = {{"jsonrpc", "2.0"}, {"id", h.next_id++}, {"method", method},
-                              {"params", std::move(params)}};
-        agency::mcp::Inbound in;
-        in.principal = who;
-        auto text = h.server->handle_message(message, in);
-        return text ? json::parse(text->text) : json();
-    };
     const auto finished = [&](const agency::mcp::Principal& who, const std::string& id) {
         json r;
         for (int i = 0; i < 500; ++i) {
@@ -377,31 +377,18 @@ TEST_F(ClientScopes, ATaskOfAClientTheKeyNoLongerReachesReadsAsUnknown) {
     }
 
     // The 2026-07-28 tasks extension: the same.
-    const auto modern = [&](const agency::mcp::Principal& who, const std::string& method,
-                            json params) {
-        params["_meta"] = {
-            {"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
-            {"io.modelcontextprotocol/clientCapabilities",
-             {{"extensions", {{"io.modelcontextprotocol/tasks", json::object()}}}}}};
-        const json message = {{"jsonrpc", "2.0"}, {"id", h.next_id++}, {"method", method},
-                              {"params", std::move(params)}};
-        agency::mcp::Inbound in;
-        in.principal = who;
-        auto text = h.server->handle_message(message, in);
-        return text ? json::parse(text->text) : json();
-    };
-    const json created = modern(
+    const json created = task_request(
         wide, "tools/call",
         {{"name", "run_seo_audit"},
          {"arguments", {{"client_id", kOther}, {"url", "https://example.com/m"}}}});
     const std::string modern_id = created["result"].value("taskId", "");
     ASSERT_FALSE(modern_id.empty()) << created.dump();
-    EXPECT_FALSE(modern(wide, "tasks/get", {{"taskId", modern_id}}).contains("error"));
+    EXPECT_FALSE(task_request(wide, "tasks/get", {{"taskId", modern_id}}).contains("error"));
     for (const char* method : {"tasks/get", "tasks/cancel"}) {
-        const json got = modern(narrow, method, {{"taskId", modern_id}});
+        const json got = task_request(narrow, method, {{"taskId", modern_id}});
         EXPECT_TRUE(got.contains("error")) << method << ": " << got.dump();
         EXPECT_EQ(neutral(got, modern_id),
-                  neutral(modern(narrow, method, {{"taskId", made_up}}), made_up))
+                  neutral(task_request(narrow, method, {{"taskId", made_up}}), made_up))
             << method;
     }
 
@@ -409,7 +396,7 @@ TEST_F(ClientScopes, ATaskOfAClientTheKeyNoLongerReachesReadsAsUnknown) {
     EXPECT_FALSE(legacy(wide, "tasks/get", {{"taskId", theirs}}).contains("error"));
     for (int i = 0; i < 500; ++i) {  // let the modern task end before the harness goes
         const std::string s =
-            modern(wide, "tasks/get", {{"taskId", modern_id}})["result"].value("status", "");
+            task_request(wide, "tasks/get", {{"taskId", modern_id}})["result"].value("status", "");
         if (s == "completed" || s == "failed" || s == "cancelled") break;
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }

@@ -57,6 +57,9 @@ TEST(OutreachBody, TheDraftsBodyUnderAnyNameReachesTheModelThePreviewAndTheSend)
         EXPECT_EQ(d.value("body_from", ""), field) << d.dump();
         EXPECT_TRUE(has(d.value("body", ""), "I'm reaching out from")) << d.dump();
         EXPECT_FALSE(d.contains("warnings")) << d.dump();
+        EXPECT_FALSE(d.contains("read_back")) << d.dump();
+        EXPECT_EQ(o.h->gw->count_requests("GET", "backlink_outreach"), 0u)
+            << "an answer that holds every part is not read back";
         EXPECT_TRUE(has(model_text(drafted), "I'm reaching out from")) << model_text(drafted);
         const std::string drafted_html =
             outreach_row(o, d).value(field.substr(field.find('.') + 1), "");
@@ -182,6 +185,7 @@ TEST(OutreachBody, ADraftWhoseBodyLivesInItsRecordIsReadBackByIdAndSent) {
         EXPECT_EQ(d.value("recipient_from", ""), "record:email_to") << d.dump();
         EXPECT_EQ(d.value("subject_from", ""), "subject") << d.dump();
         EXPECT_TRUE(has(d.value("read_back", ""), "resource=backlink_outreach")) << d.dump();
+        EXPECT_EQ(o.h->gw->count_requests("GET", "backlink_outreach"), 1u) << "read once, by id";
         EXPECT_FALSE(d.contains("warnings")) << d.dump();
         EXPECT_FALSE(d.contains("next_step")) << d.dump();
         EXPECT_TRUE(has(model_text(drafted), "I'm reaching out from")) << model_text(drafted);

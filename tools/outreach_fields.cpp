@@ -268,9 +268,7 @@ void finish_outreach_draft(ActionRuntime& runtime, Toolbox& box, const json& arg
     result["body_from"] = body ? json(body->from) : json(nullptr);
     if (cut) result["body_truncated"] = true;
     if (record.was_read())
-        result["read_back"] = "resource=backlink_outreach, id " + id_text(data) +
-                              ": the answer lacked a part; record:<member> names what came "
-                              "from that row";
+        result["read_back"] = "resource=backlink_outreach id=" + id_text(data);
     if (!record.failure().empty() && !missing.empty())
         warnings.push_back("the answer lacked a part, and " + record.failure());
     if (!warnings.empty()) result["warnings"] = warnings;

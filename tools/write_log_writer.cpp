@@ -1,24 +1,14 @@
 #include "tools/write_log_writer.hpp"
 
-#include <ctime>
 #include <optional>
 #include <vector>
 
 #include "base/log.hpp"
+#include "tools/action_internal.hpp"
 
 namespace agency::tools {
 
 namespace {
-
-// "YYYY-MM-DDTHH:MM:SSZ" of a unix time in milliseconds.
-std::string iso_ms(std::int64_t ms) {
-    const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
-    std::tm utc{};
-    gmtime_r(&seconds, &utc);
-    char out[32];
-    std::strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%SZ", &utc);
-    return out;
-}
 
 // The row that says how many refusals a window counted after its first.
 state::WriteLogEntry summary_row(const state::WriteLogEntry& first, std::size_t more,
@@ -27,7 +17,7 @@ state::WriteLogEntry summary_row(const state::WriteLogEntry& first, std::size_t 
     summary.id = state::new_write_log_id();
     summary.at_ms = last_ms;
     summary.detail = std::to_string(more) + " more refusal(s) like the row of " +
-                     iso_ms(first.at_ms) + ", until " + iso_ms(last_ms) +
+                     iso_time(first.at_ms / 1000) + ", until " + iso_time(last_ms / 1000) +
                      "; none reached the gateway";
     return summary;
 }
@@ -57,11 +47,20 @@ WriteLogWriter::~WriteLogWriter() {
                    spool_.waiting(), spool_.path().empty() ? "memory (lost now)" : spool_.path());
 }
 
+void WriteLogWriter::wake_now() {
+    {
+        std::lock_guard lock(wake_mutex_);
+        woken_ = true;
+    }
+    wake_.notify_one();
+}
+
 void WriteLogWriter::run(std::stop_token stop) {
     while (!stop.stop_requested()) {
         {
             std::unique_lock lock(wake_mutex_);
-            wake_.wait_for(lock, stop, settings_.retry, [] { return false; });
+            wake_.wait_for(lock, stop, settings_.retry, [this] { return woken_; });
+            woken_ = false;
         }
         if (stop.stop_requested()) return;
         close_windows(false);
@@ -85,7 +84,8 @@ void WriteLogWriter::write(const state::WriteLogEntry& entry,
                            const state::Store::Settlement& settle) {
     try {
         store_->append_write_log_settling(entry, settle);
-        if (spool_.waiting() > 0) drain_spool();  // the store answers again: the rest follow
+        // The store answers again: the thread appends what waits, not this call's thread.
+        if (spool_.waiting() > 0) wake_now();
         return;
     } catch (const std::exception& e) {
         // The key and the slot each on their own, at once where the store lets them (the

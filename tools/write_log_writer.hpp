@@ -2,8 +2,8 @@
 // through it, so that none is lost and none floods.
 // - A row the store cannot take (PostgreSQL down, SQLite locked past its wait) is kept in the
 //   spool (state/write_log_spool.hpp) with its settlement and appended, with its own time, as
-//   soon as the store answers again: on this writer's next row or within `retry` by its
-//   thread, or by the next process that drains the same spool.
+//   soon as the store answers again, by this writer's thread (at once when another row goes
+//   through, else within `retry`), or by the next process that drains the same spool.
 // - Refusals (outcome "refused": nothing reached the gateway) are summarised per caller,
 //   tool, client and reason: the first of a window is a row at once; the rest of that window
 //   are counted, and one row says how many, between which times, when the window closes. A
@@ -63,6 +63,8 @@ private:
 
     void write(const state::WriteLogEntry& entry, const state::Store::Settlement& settle);
     void drain_spool();
+    // Has the thread look at the spool now rather than at its next round.
+    void wake_now();
     void close_windows(bool all);
     void run(std::stop_token stop);
 
@@ -75,6 +77,7 @@ private:
     std::map<Kind, Window> windows_;
     std::mutex wake_mutex_;
     std::condition_variable_any wake_;
+    bool woken_ = false;  // wake_mutex_
     std::jthread worker_;  // last: it stops before the members above go
 };
 
