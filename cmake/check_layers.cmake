@@ -1,24 +1,47 @@
 # Fails when a file of a layer includes a header of a layer it may not use, or reaches out of
 # its folder with "../". Run by the build (target agency_layer_check) with
 #   -DROOT=<source dir> -DRULES="<dir>=<dir>,<allowed>,...|..." [-DSTAMP=<file>]
-# A layer's rule covers the files of its folder, not of its subfolders (gateway/sample has its
-# own rule). Every #include "x/..." names its layer by the folder before the last slash. A
-# header named *_detail.hpp or *_internal.hpp is private to its own layer.
+# A layer's rule covers the files of its folder and of its wings ("tools:insights=..." : the
+# folder tools/insights is a wing of tools), not of other subfolders (gateway/sample has its
+# own rule). Every #include "x/..." names its layer by the folder before the last slash, a
+# wing's folder naming the layer it belongs to. A header named *_detail.hpp or *_internal.hpp
+# is private to its own layer.
 cmake_minimum_required(VERSION 3.25)
 string(REPLACE "|" ";" rules "${RULES}")
 set(failures "")
+# Every wing's folder and the layer folder it belongs to.
+set(wing_dirs "")
+set(wing_owners "")
+foreach(rule ${rules})
+  string(REGEX MATCH "^([^=]+)=" _ "${rule}")
+  string(REPLACE ":" ";" parts "${CMAKE_MATCH_1}")
+  list(POP_FRONT parts owner)
+  foreach(wing ${parts})
+    list(APPEND wing_dirs "${owner}/${wing}")
+    list(APPEND wing_owners "${owner}")
+  endforeach()
+endforeach()
 foreach(rule ${rules})
   string(REGEX MATCH "^([^=]+)=(.*)$" _ "${rule}")
-  set(dir "${CMAKE_MATCH_1}")
+  string(REPLACE ":" ";" parts "${CMAKE_MATCH_1}")
   set(allowed_text "${CMAKE_MATCH_2}")
   string(REPLACE "," ";" allowed "${allowed_text}")
-  file(GLOB files ${ROOT}/${dir}/*.cpp ${ROOT}/${dir}/*.hpp)
+  list(POP_FRONT parts dir)
+  set(globs ${ROOT}/${dir}/*.cpp ${ROOT}/${dir}/*.hpp)
+  foreach(wing ${parts})
+    list(APPEND globs ${ROOT}/${dir}/${wing}/*.cpp ${ROOT}/${dir}/${wing}/*.hpp)
+  endforeach()
+  file(GLOB files ${globs})
   foreach(file ${files})
     file(STRINGS ${file} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
     foreach(line ${lines})
       string(REGEX MATCH "\"([^\"]+)\"" _ "${line}")
       set(header "${CMAKE_MATCH_1}")
       get_filename_component(layer "${header}" DIRECTORY)
+      list(FIND wing_dirs "${layer}" wing_at)
+      if(NOT wing_at EQUAL -1)
+        list(GET wing_owners ${wing_at} layer)
+      endif()
       file(RELATIVE_PATH shown ${ROOT} ${file})
       if(header MATCHES "\\.\\." OR layer STREQUAL "")
         string(APPEND failures "  ${shown}: \"${header}\": include by the layer's path, e.g. \"${dir}/...\"\n")

@@ -3,14 +3,26 @@
 # file includes a header of a layer it may not use: the build, not a review, keeps the
 # dependency graph of docs/design.md true.
 #
-# agency_layer(<target> [EXECUTABLE] DIR <folder> MAY_INCLUDE <folders...> LINKS <targets...>)
-#   Sources: <folder>/*.cpp (not its subfolders). MAY_INCLUDE names the folders whose headers
-#   the layer's files may include ("#include \"<folder>/...\""), its own always among them.
-#   A header named *_detail.hpp or *_internal.hpp is private to its own layer.
+# agency_layer(<target> [EXECUTABLE] DIR <folder> [WINGS <subfolders...>] MAY_INCLUDE <folders...>
+#              LINKS <targets...>)
+#   Sources: <folder>/*.cpp and each wing's <folder>/<wing>/*.cpp (not other subfolders: a
+#   subfolder that is a layer of its own, as gateway/sample, has its own call). A wing is a room
+#   of its layer: its files keep the layer's rules, and "#include \"<folder>/<wing>/...\"" is
+#   an include of the layer. MAY_INCLUDE names the folders whose headers the layer's files may
+#   include ("#include \"<folder>/...\""), its own always among them. A header named
+#   *_detail.hpp or *_internal.hpp is private to its own layer.
 function(agency_layer target)
-  cmake_parse_arguments(L "EXECUTABLE" "DIR" "MAY_INCLUDE;LINKS;EXTRA_SOURCES" ${ARGN})
-  file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${L_DIR}/*.cpp)
-  file(GLOB headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${L_DIR}/*.hpp)
+  cmake_parse_arguments(L "EXECUTABLE" "DIR" "MAY_INCLUDE;LINKS;EXTRA_SOURCES;WINGS" ${ARGN})
+  set(globs_cpp ${PROJECT_SOURCE_DIR}/${L_DIR}/*.cpp)
+  set(globs_hpp ${PROJECT_SOURCE_DIR}/${L_DIR}/*.hpp)
+  set(rule_dir ${L_DIR})
+  foreach(wing ${L_WINGS})
+    list(APPEND globs_cpp ${PROJECT_SOURCE_DIR}/${L_DIR}/${wing}/*.cpp)
+    list(APPEND globs_hpp ${PROJECT_SOURCE_DIR}/${L_DIR}/${wing}/*.hpp)
+    string(APPEND rule_dir ":${wing}")
+  endforeach()
+  file(GLOB sources CONFIGURE_DEPENDS ${globs_cpp})
+  file(GLOB headers CONFIGURE_DEPENDS ${globs_hpp})
   if(L_EXECUTABLE)
     add_executable(${target} ${sources} ${L_EXTRA_SOURCES})
     target_link_libraries(${target} PRIVATE ${L_LINKS} agency::options)
@@ -21,7 +33,7 @@ function(agency_layer target)
   target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
   add_dependencies(${target} agency_layer_check)
   string(REPLACE ";" "," allowed "${L_DIR};${L_MAY_INCLUDE}")
-  set_property(GLOBAL APPEND PROPERTY AGENCY_LAYER_RULES "${L_DIR}=${allowed}")
+  set_property(GLOBAL APPEND PROPERTY AGENCY_LAYER_RULES "${rule_dir}=${allowed}")
   set_property(GLOBAL APPEND PROPERTY AGENCY_LAYER_FILES ${sources} ${headers})
 endfunction()
 
