@@ -6,7 +6,7 @@ FUZZ_DIR = build-fuzz
 JOBS ?= 2
 PORT ?= 8787
 
-.PHONY: deps test-deps build run test run-unit-asan npm-deps clean-root bench bench-scale bench-store bench-day soak clean fuzz-build fuzz fuzz-replay \
+.PHONY: deps test-deps build run test run-unit-asan npm-deps clean-root bench bench-scale bench-store bench-day bench-insights soak clean fuzz-build fuzz fuzz-replay \
 	fuzz-known test-asan test-tsan check-sizes package test-package regen
 
 deps:
@@ -112,6 +112,14 @@ bench-day: deps test-deps
 	cmake --build build-release -j$(JOBS) --target agency-mcp agency_bench_driver
 	python3 bench/agency_day.py --build-dir build-release $(BENCH_DAY_ARGS)
 	python3 bench/fairness.py --build-dir build-release $(BENCH_FAIRNESS_ARGS)
+
+# Insights (docs/benchmarks.md, "Insights"; issue 46): triage_clients over 40 clients,
+# find_quick_wins on 100,000 keyword rows against a bare paging read, and the everyday requests
+# before and after the insight tools (calls and text bytes).
+bench-insights: deps
+	cmake --preset release >/dev/null
+	cmake --build build-release -j$(JOBS) --target agency-mcp
+	python3 bench/insights.py --build-dir build-release $(BENCH_INSIGHTS_ARGS)
 
 # The soak (docs/benchmarks.md, "Soak"): reads, actions, tasks and confirmations at 16 in flight
 # against the sample gateway with faults on, for SOAK_SECONDS (default 300); fails on a crash,

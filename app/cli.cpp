@@ -418,6 +418,17 @@ void CommandLine::add_sample_gateway() {
                           "generate_outreach_email answers id, prospect_url, subject and "
                           "status only; the body and recipient stay in the backlink_outreach "
                           "row");
+    sample_cmd_->add_option("--agency-clients", sample.gateway.agency_clients,
+                            "This many more clients, agency-01 to agency-NN, each tracked "
+                            "weekly (50 keywords x 50 dates) with rankings, audits, articles, "
+                            "backlinks, citations and reviews")
+        ->check(CLI::Range(0, 1000));
+    sample_cmd_->add_flag("--keyword-url-switches", sample.gateway.keyword_url_switches,
+                          "Every third keyword also ranks with a second page, on some dates "
+                          "instead of its own and on some beside it");
+    sample_cmd_->add_flag("--other-member-names", sample.gateway.other_member_names,
+                          "backlinks carry authority_score and lost (true/false), citations "
+                          "accuracy_status, as another deployment names them");
     sample_cmd_->add_flag("--spec-shaped-answers", sample.gateway.spec_shaped_answers,
                           "Action answers only as the spec shows them (generate_blog: id, "
                           "post_title; deploy_blog: id)");

@@ -229,9 +229,15 @@ TEST(ReadAnswers, RankingChangesAgreeWithTheStoredHistory) {
         for (const auto& [k, c] : expected) improved += c > 0, dropped += c < 0;
         EXPECT_EQ(all["improved"], improved);
         EXPECT_EQ(all["dropped"], dropped);
+        // total counts the keywords that moved (issue 46): unchanged ones are neither shown nor
+        // counted; each row carries the keyword's search volume on the end date.
+        EXPECT_EQ(all["total"], improved + dropped) << client;
         for (const auto& row : all["rows"]) {
             EXPECT_EQ(row["change"], expected.at(row["keyword"])) << row;
+            EXPECT_NE(row["change"], 0) << row;
             EXPECT_EQ(row["change"].get<int>(), row["from_position"].get<int>() - row["to_position"].get<int>());
+            EXPECT_EQ(row["search_volume"], hist.at(row["keyword"]).at(to_date)["search_volume"]) << row;
+            EXPECT_FALSE(row.contains("from_url")) << row;  // one page per keyword in the sample
         }
 
         const json worst = ok(h(), "ranking_changes", {{"client_id", client}, {"from", from}, {"to", to},

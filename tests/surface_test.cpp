@@ -134,13 +134,25 @@ TEST(Surface, AnAuditJobReadsForItsOwnerOnly) {
 TEST(Surface, PromptsAreListedAndFilledIn) {
     Surface s;
     json prompts = s.result("prompts/list", json::object())["prompts"];
-    ASSERT_EQ(prompts.size(), 4u);
+    ASSERT_EQ(prompts.size(), 6u);
     for (const json& p : prompts) {
         EXPECT_FALSE(p.value("description", "").empty());
         EXPECT_FALSE(p.value("title", "").empty());
+        if (p["name"] == "agency_week") continue;  // every client the caller reaches
         EXPECT_EQ(p["arguments"][0]["name"], "client_id");
         EXPECT_TRUE(p["arguments"][0]["required"].get<bool>());
     }
+    // The weekly prompts stand on the insights: one call each, the weeks passed through.
+    const std::string week = s.result("prompts/get", {{"name", "agency_week"}})["messages"][0]
+                                 ["content"]["text"];
+    EXPECT_NE(week.find(R"(triage_clients {"weeks": 4, "limit": 10})"), std::string::npos) << week;
+    const std::string client_week =
+        s.result("prompts/get", {{"name", "weekly_client_report"},
+                                 {"arguments", {{"client_id", "demo-law"}, {"weeks", "2"}}}})
+            ["messages"][0]["content"]["text"];
+    EXPECT_NE(client_week.find(R"(find_declining_pages {"client_id": "demo-law", "weeks": 2})"),
+              std::string::npos)
+        << client_week;
     json got = s.result("prompts/get", {{"name", "monthly_client_report"},
                                         {"arguments", {{"client_id", "demo-law"},
                                                        {"month", "2024-02"}}}});

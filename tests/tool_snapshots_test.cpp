@@ -215,9 +215,11 @@ TEST(ToolSnapshots, ListAnswerSize) {
               << r.pages << " page(s)" << std::endl;
     ::testing::Test::RecordProperty("tools_list_bytes", std::to_string(r.answer_bytes));
     // Every client loads the whole list into the model's context on connect: with every
-    // toolset it stays within 34 KB (issue 18 set 32 KB; issue 29's four explicit annotations
-    // on every tool cost ~1.3 KB, which hosts that review tools need; tools/listed_schema.hpp
+    // toolset it stays within 40 KB (issue 18 set 32 KB; issue 29's four explicit annotations
+    // on every tool cost ~1.3 KB, which hosts that review tools need; issue 46's six insight
+    // tools ~5.4 KB, their rows and provenance published by type alone; tools/listed_schema.hpp
     // says what is left out of the published schemas), and toolsets are how a deployment
-    // sends fewer. An alarm for growth, not a target.
-    EXPECT_LE(r.answer_bytes, 34u * 1024u) << "the tools/list answer grew past 34 KB";
+    // sends fewer. An alarm for growth, not a target: issue 47 sets the budget (32 KiB with
+    // every toolset, counted in tokens per toolset).
+    EXPECT_LE(r.answer_bytes, 40u * 1024u) << "the tools/list answer grew past 40 KB";
 }

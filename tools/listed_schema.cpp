@@ -28,7 +28,14 @@ void strip(json& schema, bool output) {
         schema = {{"type", "object"}};
         return;
     }
+    // "x-brief": a part of an answer a client reads rather than validates (an insight's rows,
+    // its provenance and model) is published by its type alone; docs/tools.md has the rest.
+    if (output && schema.value("x-brief", false)) {
+        schema = {{"type", schema.value("type", json("object"))}};
+        return;
+    }
     schema.erase("x-passthrough");
+    schema.erase("x-brief");
     if (output) {
         schema.erase("description");
     } else {

@@ -3,7 +3,8 @@
 // less to write a call: the bounds that only guard the server (maxLength, minLength, maxItems,
 // pattern: a value past them gets an error naming the bound) and the output's descriptions are
 // left out, a row the gateway writes ("x-passthrough": every member passes through, so the
-// server cannot promise their types) is published as a plain object, and an output keeps, at
+// server cannot promise their types) is published as a plain object, a part marked "x-brief"
+// (an insight's rows, provenance, model) by its type alone, and an output keeps, at
 // its top, the fields every answer has and those that lead to the next call (next_cursor,
 // truncated, note, preview, confirmation_id), not those repeating the call (client_id,
 // resource) or counting rows (returned). This keeps tools/list with every toolset within 32 KB.

@@ -117,6 +117,35 @@ std::string backlink_outreach(const json& a) {
            "it. " + kWriteNote + kConfirmNote;
 }
 
+// The insights first (one call each), rows only where a finding needs its detail.
+std::string weekly_client_report(const json& a) {
+    const std::string c = q(a["client_id"]);
+    const std::string w = std::to_string(a["weeks"].get<int>());
+    return "Write this week's SEO report of client " + c + ". Call, in order:\n"
+           "1. get_client_overview {\"client_id\": " + c + "} for the profile, keyword "
+           "coverage, the latest audit and the articles.\n"
+           "2. find_declining_pages {\"client_id\": " + c + ", \"weeks\": " + w + "} for the "
+           "pages losing rankings and the clicks they cost.\n"
+           "3. find_quick_wins {\"client_id\": " + c + "} for the keywords closest to the "
+           "top.\n"
+           "4. find_lost_backlinks {\"client_id\": " + c + "} and find_cannibalization "
+           "{\"client_id\": " + c + "} for links and pages to fix.\n"
+           "Then write: a three-line summary, what slipped and why it matters (estimated "
+           "clicks), the quick wins to work on, and three next steps. Quote numbers from the "
+           "answers only; where an answer says \"cannot tell\", say so.";
+}
+
+std::string agency_week(const json& a) {
+    const std::string w = std::to_string(a["weeks"].get<int>());
+    return "Write the agency's weekly review across its clients. Call triage_clients "
+           "{\"weeks\": " + w + ", \"limit\": 10} for the clients most in need of attention, "
+           "with the reasons and facts behind each score. For the top three, call "
+           "find_declining_pages {\"client_id\": <id>, \"weeks\": " + w + "} to name the "
+           "pages behind the drop. Then write one line per client (most urgent first): what "
+           "happened, the evidence, and the first thing to do. If the answer is partial, name "
+           "the clients it could not read.";
+}
+
 bool is_month(const std::string& v) {
     if (v.size() != 7 || v[4] != '-') return false;
     for (std::size_t i : {0u, 1u, 2u, 3u, 5u, 6u})
@@ -159,6 +188,17 @@ std::vector<PromptSpec> prompt_specs() {
           {"count", "How many prospects to pick (integer 1-20; default 5).", false,
            Type::integer, 1, 20}},
          backlink_outreach},
+        {"weekly_client_report", "Weekly client report",
+         "A client's week from the insights: overview, declining pages, quick wins, lost links.",
+         {client_arg(),
+          {"weeks", "Weeks to compare (integer 1-12; default 4).", false, Type::integer, 1, 12,
+           4}},
+         weekly_client_report},
+        {"agency_week", "The agency's week",
+         "Which clients need attention this week, with the evidence, from one triage.",
+         {{"weeks", "Weeks to compare (integer 1-12; default 4).", false, Type::integer, 1, 12,
+           4}},
+         agency_week},
     };
 }
 
@@ -211,7 +251,7 @@ json checked_prompt_arguments(const PromptSpec& spec, const json& args) {
         if (out.contains(a.name)) continue;
         if (a.required) bad(spec.name, "missing required argument \"" + a.name + "\"");
         if (a.type == Type::month) out[a.name] = last_month();
-        if (a.type == Type::integer) out[a.name] = 5;
+        if (a.type == Type::integer) out[a.name] = a.fallback;
     }
     return out;
 }

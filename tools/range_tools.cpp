@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 #include "base/text.hpp"
@@ -24,6 +26,15 @@ std::string quoted_or_none(const std::string& s) { return s.empty() ? "" : " " +
 
 }  // namespace
 
+std::optional<double> number_of(const RowField& field) {
+    if (!field.present() || field.raw == "null") return std::nullopt;
+    const std::string text(field.is_string ? field.text.substr(0, 32) : field.raw.substr(0, 32));
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || *end != '\0' || !std::isfinite(value)) return std::nullopt;
+    return value;
+}
+
 std::string_view row_date(const RowField& primary, const RowField& fallback) {
     const RowField& f = primary.present() ? primary : fallback;
     return f.is_string && f.text.size() >= 10 ? f.text.substr(0, 10) : std::string_view();
@@ -31,7 +42,8 @@ std::string_view row_date(const RowField& primary, const RowField& fallback) {
 
 bool walk_newest_first(Toolbox& box, const HistoryQuery& query, std::int64_t offset,
                        const gateway::WalkOptions& walk, mcp::RequestContext& ctx,
-                       const std::function<bool(const Row& row, std::int64_t at)>& visit) {
+                       const std::function<bool(const Row& row, std::int64_t at)>& visit,
+                       WalkTally* tally) {
     // The whole scan is one call: every page, read here or ahead, stays inside one call budget
     // (the reader below takes this scope's deadline to its threads).
     gateway::Client& gateway = box.gateway();
@@ -41,7 +53,7 @@ bool walk_newest_first(Toolbox& box, const HistoryQuery& query, std::int64_t off
                                .client_id = query.client_id,
                                .limit = kScanPageRows,
                                .order = query.order_field,
-                               .direction = "desc"},
+                               .direction = query.order_field.empty() ? "" : "desc"},
                               ctx.stop);
     std::optional<std::int64_t> total;  // the gateway's total, once a page has said it
     std::string first_rows;  // how the previous page's rows began, as the page held them
@@ -58,6 +70,7 @@ bool walk_newest_first(Toolbox& box, const HistoryQuery& query, std::int64_t off
                                      "for latest_rankings)");
         // The next pages are fetched while this one is walked, once a total says they exist.
         gateway::Page page = pages.read(offset, total);
+        if (tally) ++tally->requests;
         // A gateway that ignores offset answers every page with the same rows.
         const std::string_view began = gateway::rows_begin(page.body);
         if (pages_read > 0 && !began.empty() && began == first_rows)
@@ -70,6 +83,7 @@ bool walk_newest_first(Toolbox& box, const HistoryQuery& query, std::int64_t off
         const gateway::WalkResult walked = box.gateway().walk(page, walk, [&](const Row& row) {
             return visit(row, offset + static_cast<std::int64_t>(row.index));
         });
+        if (tally) tally->rows += walked.rows;
         if (walked.stopped) return false;
         offset += static_cast<std::int64_t>(walked.rows);
         total = page.pagination.total;

@@ -5,12 +5,17 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "tools/read_tools.hpp"
 
 namespace agency::tools {
+
+// A number as the gateway sent it, 12 or "12"; nullopt for null, absent or any other text (a
+// position that is not ranked).
+std::optional<double> number_of(const RowField& field);
 
 // The YYYY-MM-DD a row is dated by: its order field, else the fallback; "" when neither.
 std::string_view row_date(const RowField& primary, const RowField& fallback);
@@ -26,9 +31,16 @@ struct HistoryQuery {
 // is walked) until `visit` returns false or the rows end; `at` is a row's offset in the whole
 // list. True when the walk reached the end of the rows. Throws gateway::Error (cancelled, when
 // the call's stop token fires).
+// What a walk read, for an answer's provenance: gateway requests (pages) and rows walked.
+struct WalkTally {
+    std::size_t requests = 0;
+    std::size_t rows = 0;
+};
+// An empty order_field walks the gateway's own order.
 bool walk_newest_first(Toolbox& box, const HistoryQuery& query, std::int64_t offset,
                        const gateway::WalkOptions& walk, mcp::RequestContext& ctx,
-                       const std::function<bool(const Row& row, std::int64_t at)>& visit);
+                       const std::function<bool(const Row& row, std::int64_t at)>& visit,
+                       WalkTally* tally = nullptr);
 
 // The YYYY-MM-DD `days` days before `date` (a row_date), or "" when `date` does not have
 // digits where a date has them.

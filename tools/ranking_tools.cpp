@@ -24,20 +24,9 @@ namespace {
 constexpr std::size_t kMaxKeywords = 50'000;
 
 // Fields read from each keyword row, in this order.
-enum Field : std::size_t { kTracked, kCreated, kKeyword, kPosition, kUrl, kFieldCount };
-constexpr std::array<std::string_view, kFieldCount> kFields{"tracked_at", "created_at",
-                                                            "keyword", "position", "url"};
-
-// A position as a number, whether the gateway sends 12 or "12"; null or any other text is no
-// position (not ranked).
-std::optional<double> number_of(const RowField& f) {
-    if (!f.present() || f.raw == "null") return std::nullopt;
-    const std::string text(f.is_string ? f.text.substr(0, 32) : f.raw.substr(0, 32));
-    char* end = nullptr;
-    const double value = std::strtod(text.c_str(), &end);
-    if (end == text.c_str() || *end != '\0' || !std::isfinite(value)) return std::nullopt;
-    return value;
-}
+enum Field : std::size_t { kTracked, kCreated, kKeyword, kPosition, kUrl, kVolume, kFieldCount };
+constexpr std::array<std::string_view, kFieldCount> kFields{
+    "tracked_at", "created_at", "keyword", "position", "url", "search_volume"};
 
 // A keyword row's filters: `keyword` and `url` as case-insensitive substrings.
 struct RowFilter {
@@ -68,6 +57,7 @@ struct Point {
     std::string date;
     std::optional<double> position;
     std::string url;
+    std::optional<double> search_volume;
 };
 
 struct Change {
@@ -93,7 +83,9 @@ Picked pick(const std::unordered_map<std::string, Change>& changes, const std::s
         p.compared.push_back(&c);
         const double d = delta(&c);
         (d > 0 ? p.improved : d < 0 ? p.dropped : p.unchanged)++;
-        if ((direction == "dropped" && d >= 0) || (direction == "improved" && d <= 0)) continue;
+        // Only keywords that moved are shown and counted in total, whatever the direction.
+        if (d == 0 || (direction == "dropped" && d > 0) || (direction == "improved" && d < 0))
+            continue;
         p.shown.push_back(&c);
     }
     auto size = [&](const Change* c) {
@@ -278,7 +270,8 @@ mcp::ToolResult ranking_changes(Toolbox& box, const json& args, mcp::RequestCont
         if (!f[kKeyword].is_string) return true;
         auto it = changes.find(std::string(f[kKeyword].text));
         const Point point{std::string(date), number_of(f[kPosition]),
-                          f[kUrl].is_string ? std::string(f[kUrl].text) : std::string()};
+                          f[kUrl].is_string ? std::string(f[kUrl].text) : std::string(),
+                          number_of(f[kVolume])};
         if (it == changes.end()) {
             if (changes.size() >= kMaxKeywords) {
                 capped = true;
@@ -303,9 +296,13 @@ mcp::ToolResult ranking_changes(Toolbox& box, const json& args, mcp::RequestCont
     std::vector<ojson> rows;
     for (const Change* c : picked) {
         ojson row = {{"keyword", c->keyword}, {"url", c->end.url}};
+        // The page that ranked at the start, when another one ranks now.
+        if (!c->start.url.empty() && c->start.url != c->end.url) row["from_url"] = c->start.url;
         put_number(row, "from_position", c->start.position);
         put_number(row, "to_position", c->end.position);
         put_number(row, "change", delta(c));
+        put_number(row, "search_volume",
+                   c->end.search_volume ? c->end.search_volume : c->start.search_volume);
         if (c->start.date != from_date) row["from_date"] = c->start.date;
         if (c->end.date != to_date) row["to_date"] = c->end.date;
         rows.push_back(std::move(row));
@@ -326,7 +323,8 @@ mcp::ToolResult ranking_changes(Toolbox& box, const json& args, mcp::RequestCont
                                               which.empty() ? "" : " " + which, ctx));
     } else {
         if (picked.empty())
-            notes.push_back("no keyword " + direction + " between " + from_date + " and " +
+            notes.push_back("no keyword " + (direction == "all" ? std::string("moved") : direction) +
+                            " between " + from_date + " and " +
                             to_date + " (" + std::to_string(compared.size()) +
                             " keywords compared)");
         if (std::string dated = compared_dates_note(from, to, from_date, to_date); !dated.empty())

@@ -108,7 +108,8 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
                       .description =
                           "Which keywords moved most between two dates, in one call: each keyword's "
                         "position on the nearest tracking dates on or before from and to, change = "
-                        "from_position - to_position (negative: dropped), top `limit`.",
+                        "from_position - to_position (negative: dropped), biggest first; with "
+                        "search_volume, and from_url when another page ranked.",
                       .mapping = "GET resource=keywords, order=tracked_at desc, limit=1000 pages "
                                  "from the newest; stops past the tracking date on or before "
                                  "`from`; one entry per keyword held. The note names the "
@@ -212,8 +213,9 @@ std::vector<ReadEntry> content_tools(const std::shared_ptr<Toolbox>& box) {
     tools.push_back(scan_entry(box, {.name = "list_calls", .toolset = "calls",
                .title = "List calls",
                .description = "Tracked phone calls of a client between from and to (inclusive, "
-                              "UTC dates), newest first: caller, source, duration, status, "
-                              "transcript, recording. total appears on the last page.",
+                              "UTC dates), newest first: caller, source, duration(_seconds), "
+                              "status, lead_grade if graded (else call_scores via read_resource), "
+                              "transcript. total on the last page.",
                .mapping = "GET resource=call_tracking_calls, order=created_at desc, limit=1000 "
                           "pages; date range filtered by the tool, stops past `from`"},
               {.resource = "call_tracking_calls",

@@ -5,6 +5,7 @@
 
 #include "tools/action_tools.hpp"
 #include "tools/client_scope.hpp"
+#include "tools/insights/insights.hpp"
 #include "tools/surface.hpp"
 #include "tools/toolsets.hpp"
 
@@ -14,6 +15,8 @@ ToolCatalog register_all(mcp::Server& server, const std::shared_ptr<Toolbox>& bo
                          std::shared_ptr<ActionRuntime> actions) {
     server.set_tool_groups(tool_groups());
     ToolCatalog docs = register_read_tools(server, box);
+    ToolCatalog insight_docs = insights::register_insight_tools(server, box);
+    docs.insert(docs.end(), insight_docs.begin(), insight_docs.end());
     if (!actions) actions = std::make_shared<ActionRuntime>(ActionSettings{});
     ToolCatalog action_docs = register_action_tools(server, box, actions);
     docs.insert(docs.end(), action_docs.begin(), action_docs.end());

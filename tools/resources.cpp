@@ -214,27 +214,13 @@ constexpr const char* kNoSuchClient = "no client with this id is reachable with 
 
 json overview(SurfaceLists& lists, const std::string& uri, const std::string& client_id,
               mcp::RequestContext& ctx) {
-    Toolbox& box = lists.box();
-    json profile;
+    json out;
     try {
-        profile = row_by_id(box, "clients", "", client_id, ctx.stop);
+        out = client_overview(lists.box(), client_id, ctx);
     } catch (const gateway::Error& e) {
         rethrow_read(e, ctx, uri);
     }
-    if (!profile.is_object())
-        throw resource_not_found(ctx, uri, kNoSuchClient);
-    gateway_strings(profile);
-    json notes = json::array();
-    json parts = run_parts(
-        {{"keywords", [&](std::stop_token s) { return keywords_part(box, client_id, s); }},
-         {"audits", [&](std::stop_token s) { return audits_part(box, client_id, s); }},
-         {"articles", [&](std::stop_token s) { return articles_part(box, client_id, s); }}},
-        std::chrono::seconds(8), ctx.stop, notes);
-    json out = {{"client_id", client_id}, {"client", std::move(profile)}};
-    out.update(parts);
-    out["tools"] = "ranking_changes / latest_rankings for positions, get_audit_issues for an "
-                   "audit's issues, list_articles for content";
-    if (!notes.empty()) out["notes"] = std::move(notes);
+    if (out.is_null()) throw resource_not_found(ctx, uri, kNoSuchClient);
     return gateway_contents(uri, out);
 }
 
@@ -371,6 +357,24 @@ struct Notifier {
 };
 
 }  // namespace
+
+json client_overview(Toolbox& box, const std::string& client_id, mcp::RequestContext& ctx) {
+    json profile = row_by_id(box, "clients", "", client_id, ctx.stop);
+    if (!profile.is_object()) return nullptr;
+    gateway_strings(profile);
+    json notes = json::array();
+    json parts = run_parts(
+        {{"keywords", [&](std::stop_token s) { return keywords_part(box, client_id, s); }},
+         {"audits", [&](std::stop_token s) { return audits_part(box, client_id, s); }},
+         {"articles", [&](std::stop_token s) { return articles_part(box, client_id, s); }}},
+        std::chrono::seconds(8), ctx.stop, notes);
+    json out = {{"client_id", client_id}, {"client", std::move(profile)}};
+    out.update(parts);
+    out["tools"] = "ranking_changes / latest_rankings for positions, get_audit_issues for an "
+                   "audit's issues, list_articles for content";
+    if (!notes.empty()) out["notes"] = std::move(notes);
+    return out;
+}
 
 std::vector<TemplateSpec> template_specs() {
     return {

@@ -29,6 +29,12 @@ void register_surface(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
 // docs/tools.md's sections on resources, templates and prompts, from their definitions.
 std::string surface_markdown();
 
+// One client's overview (the resource agency://clients/{id}/overview, and the tool
+// get_client_overview): the profile, keyword coverage and dates, the latest audit with its
+// counts, articles by status; its parts read at once. Null when no client has this id; throws
+// gateway::Error when the profile cannot be read (a part that fails becomes a note).
+json client_overview(Toolbox& box, const std::string& client_id, mcp::RequestContext& ctx);
+
 // --- shared by the three files --------------------------------------------------------------
 
 // Every piece of free text a gateway wrote (titles, article bodies, audit issue text) passes
@@ -105,6 +111,7 @@ struct PromptArgumentSpec {
     bool required = false;
     enum class Type { text, client_id, month, integer, report_id, keyword } type = Type::text;
     int min = 0, max = 0;  // integer bounds
+    int fallback = 5;      // an integer's value when the argument is absent
 };
 
 struct PromptSpec {

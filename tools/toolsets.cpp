@@ -16,6 +16,8 @@ const std::vector<Toolset>& toolsets() {
         {"outreach", "Outreach emails (draft, send)"},
         {"reports", "Visibility reports and answer-engine (LLM) visibility"},
         {"datasets", "Any other dataset the gateway lists (reviews, competitors, ...)"},
+        {"insights", "Answers computed over every page: quick wins, cannibalization, declining "
+                     "pages, lost backlinks, a client's overview, which clients need attention"},
         {"views", "The MCP Apps views' own tools (app-only: only clients that render views "
                   "get them; always enabled with any toolset; --no-ui turns views off)"},
     };
@@ -50,6 +52,9 @@ std::string server_instructions(const std::vector<const mcp::ToolDef*>& enabled,
     if (read_only) text += " Read-only: no action tools.";
     if (has("list_clients"))
         text += " Start with list_clients to find a client_id; every other tool takes one.";
+    if (has("triage_clients"))
+        text += " For status and trends prefer the insights (get_client_overview, "
+                "triage_clients, find_*): one call each.";
     text += " Lists page with next_cursor; answers are cut to a size budget (max_bytes).";
     if (has("deploy_article") || has("send_prospect_email"))
         text += " Deploying an article or sending an email waits for a person's confirmation.";

@@ -18,7 +18,27 @@ using std::chrono::hours;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-std::vector<ClientProfile> sample_profiles(std::size_t bulk_rows) {
+// Options::agency_clients: more clients made from the sample's three in turn, each tracked
+// weekly (50 keywords x 50 dates).
+void add_agency_clients(std::vector<ClientProfile>& out, std::size_t count, int dates) {
+    const std::vector<ClientProfile> templates(out.begin(), out.begin() + 3);
+    for (std::size_t i = 1; i <= count; ++i) {
+        ClientProfile c = templates[(i - 1) % templates.size()];
+        char digits[8];
+        std::snprintf(digits, sizeof digits, "%02zu", i);
+        c.id = std::string("agency-") + digits;
+        c.short_name = std::string("agency") + digits;
+        c.name = c.name + " " + c.nearby_cities[(i - 1) % c.nearby_cities.size()] + " " + digits;
+        c.host = std::string("agency") + digits + ".example";
+        c.keyword_count = 50;
+        c.tracking_every = 7;
+        c.tracking_dates = dates;
+        out.push_back(std::move(c));
+    }
+}
+
+std::vector<ClientProfile> sample_profiles(std::size_t bulk_rows, std::size_t agency_clients,
+                                          int agency_tracking_dates) {
     std::vector<ClientProfile> out;
     ClientProfile plumbing;
     plumbing.id = "demo-plumbing";
@@ -139,6 +159,7 @@ std::vector<ClientProfile> sample_profiles(std::size_t bulk_rows) {
                               "Des Plaines"};
         out.push_back(bulk);
     }
+    add_agency_clients(out, agency_clients, agency_tracking_dates);
     return out;
 }
 
@@ -169,6 +190,7 @@ public:
         : store_(store), c_(client), seed_(seed) {}
 
     void run(std::size_t bulk_rows) {
+        if (c_.keyword_count > 0) return agency_client();
         if (c_.id == kBulkClient) {
             bulk_keywords(bulk_rows);
         } else {
@@ -200,6 +222,21 @@ public:
     }
 
 private:
+    // Options::agency_clients: the resources an account manager's overview and triage read
+    // (rankings, audits, articles, backlinks, citations, locations and reviews); the others
+    // stay empty, so that 40 clients are made in a moment.
+    void agency_client() {
+        keywords();
+        seo_reports();
+        blog_taxonomy();
+        blogs();
+        geo_articles();
+        backlinks();
+        citations();
+        locations();
+        reviews();
+    }
+
     Rng rng(std::string_view resource) const { return Rng(mix_seed(seed_, c_.id, resource)); }
 
     // Stores rows oldest first (by created_at) and returns their ids in that order.
@@ -277,14 +314,29 @@ private:
                int every = 1) {
         const Days first = kDataEnd - days{(dates - 1) * every};
         std::size_t seq = 0;
+        // Options::keyword_url_switches draws from its own stream: positions stay as without it.
+        UrlSwitches switches(store_.options.keyword_url_switches, rng("url-switches"),
+                             keywords.size());
         for (int d = 0; d < dates; ++d) {
             const std::string tracked = iso_date(first + days{d * every});
-            for (auto& k : keywords) {
+            for (std::size_t i = 0; i < keywords.size(); ++i) {
+                auto& k = keywords[i];
                 if (seq == max_rows) return;
                 if (d > 0) {
                     // A slow random walk, drifting towards better ranks.
                     const int step = r.between(-3, 2);
                     k.position = std::clamp(k.position + step, 1, 100);
+                }
+                const UrlSwitches::Day day = switches.next(i);
+                if (day.alternate_only || day.both) {
+                    const std::string other = page_url("/blog/" + slugify(k.keyword) + "-guide");
+                    if (day.both)
+                        keyword_row(++seq, k.keyword, k.position, k.url, k.volume, k.difficulty,
+                                    k.created, tracked, k.paused);
+                    if (seq == max_rows) return;
+                    keyword_row(++seq, k.keyword, std::min(100, k.position + day.behind), other,
+                                k.volume, k.difficulty, k.created, tracked, k.paused);
+                    continue;
                 }
                 keyword_row(++seq, k.keyword, k.position, k.url, k.volume, k.difficulty, k.created,
                             tracked, k.paused);
@@ -292,7 +344,58 @@ private:
         }
     }
 
+    // Which page ranks for a keyword on a date, under Options::keyword_url_switches: every third
+    // keyword sometimes ranks with a second page instead of its own, and sometimes with both.
+    class UrlSwitches {
+    public:
+        UrlSwitches(bool on, Rng rng, std::size_t keywords)
+            : on_(on), rng_(std::move(rng)), alternate_(keywords, false) {}
+        struct Day {
+            bool alternate_only = false;  // the second page ranks instead
+            bool both = false;            // both rank; the second `behind` positions lower
+            int behind = 0;
+        };
+        Day next(std::size_t keyword) {
+            if (!on_ || keyword % 3 != 0) return {};
+            if (rng_.chance(0.15)) alternate_[keyword] = !alternate_[keyword];
+            Day day;
+            day.both = rng_.chance(0.2);
+            day.alternate_only = !day.both && alternate_[keyword];
+            day.behind = day.both ? rng_.between(2, 12) : 0;
+            return day;
+        }
+
+    private:
+        bool on_;
+        Rng rng_;
+        std::vector<bool> alternate_;
+    };
+
+    // Options::agency_clients: keyword_count keywords (services in the nearby cities), tracked
+    // every tracking_every days on tracking_dates dates.
+    void agency_keywords() {
+        auto r = rng("keywords");
+        const int dates = c_.tracking_dates, every = c_.tracking_every;
+        std::vector<TrackedKeyword> list;
+        const std::size_t combos = c_.services.size() * c_.nearby_cities.size();
+        for (int i = 0; i < c_.keyword_count; ++i) {
+            const auto n = static_cast<std::size_t>(i);
+            const auto& service = c_.services[n % c_.services.size()];
+            const auto& town = c_.nearby_cities[(n / c_.services.size()) % c_.nearby_cities.size()];
+            // Every keyword its own words: past the service-town pairs, "best ..." and "... cost".
+            std::string keyword = service + " " + lower(town);
+            if (const std::size_t round = n / combos; round == 1)
+                keyword = "best " + keyword;
+            else if (round >= 2)
+                keyword += " cost" + (round == 2 ? std::string() : " " + std::to_string(round));
+            list.push_back(tracked_keyword(std::move(keyword), service_url(service),
+                                           kDataEnd - days{(dates - 1) * every}, r));
+        }
+        track(list, dates, std::size_t(-1), r, every);
+    }
+
     void keywords() {
+        if (c_.keyword_count > 0) return agency_keywords();
         // Summit Law Group is tracked weekly (26 dates), the others daily (60 dates).
         const int every = c_.id == "demo-law" ? 7 : 1;
         const int kDates = every == 1 ? 60 : 26;
@@ -1417,6 +1520,35 @@ ojson client_row(const ClientProfile& c, Rng& r) {
             {"updated_at", iso_time(later(created, r))}};
 }
 
+// Options::other_member_names: each row of `resource` rewritten by `rename` (member order kept).
+template <typename Rename>
+void rewrite_rows(Store& store, const std::string& resource, Rename rename) {
+    for (const auto& [id, profile] : store.clients) {
+        Table* table = store.find_table(resource, id) ? &store.table(resource, id) : nullptr;
+        if (!table) continue;
+        for (std::size_t i = 0; i < table->size(); ++i) {
+            ojson out = ojson::object();
+            const ojson row = table->parsed(i);
+            for (const auto& [key, value] : row.items()) rename(out, key, value);
+            table->replace(i, make_row(out));
+        }
+    }
+}
+
+void rename_members(Store& store) {
+    rewrite_rows(store, "backlinks", [](ojson& out, const std::string& key, const ojson& value) {
+        if (key == "domain_authority")
+            out["authority_score"] = value;
+        else if (key == "status")
+            out["lost"] = value == "lost";
+        else
+            out[key] = value;
+    });
+    rewrite_rows(store, "citations", [](ojson& out, const std::string& key, const ojson& value) {
+        out[key == "accuracy" ? "accuracy_status" : key] = value;
+    });
+}
+
 }  // namespace
 
 std::string append_with_id(Store& store, const std::string& resource, const std::string& client_id,
@@ -1430,7 +1562,8 @@ std::string append_with_id(Store& store, const std::string& resource, const std:
 }
 
 void generate_sample_data(Store& store, const Options& options) {
-    for (auto& profile : sample_profiles(options.bulk_keyword_rows)) {
+    for (auto& profile : sample_profiles(options.bulk_keyword_rows, options.agency_clients,
+                                         options.agency_tracking_dates)) {
         Rng r(mix_seed(options.seed, profile.id, "clients"));
         store.client_rows.append(make_row(client_row(profile, r)));
         const std::string id = profile.id;
@@ -1439,6 +1572,7 @@ void generate_sample_data(Store& store, const Options& options) {
     for (const auto& [id, profile] : store.clients) {
         Generator(store, profile, options.seed).run(options.bulk_keyword_rows);
     }
+    if (options.other_member_names) rename_members(store);
     plant_hidden_instructions(store);
     if (options.planted_lines) plant_forged_lines(store);
     if (options.phishing_article) plant_phishing_article(store);

@@ -80,6 +80,19 @@ struct Options {
     // one whose description hides text; demo-law's client record gains a `confirmation_id`
     // member and an id member holding U+2028 and U+2029.
     bool planted_lines = false;
+    // An agency's client list (issue 46): this many more clients, "agency-01" to "agency-NN"
+    // (after the sample's own, made from them in turn), each tracked weekly: 50 keywords on
+    // agency_tracking_dates dates (50: 2,500 ranking rows), with the resources an overview and
+    // a triage read (rankings, audits, articles, backlinks, citations, locations, reviews).
+    std::size_t agency_clients = 0;
+    int agency_tracking_dates = 50;
+    // Several urls per keyword (issue 46, cannibalization): every third keyword also ranks with
+    // a second page of the site, on some dates instead of its own page and on some beside it.
+    bool keyword_url_switches = false;
+    // Members named as another deployment names them, where the spec fixes no name: backlinks
+    // carry `authority_score` for domain_authority and `lost` (true or false) for status, and
+    // citations `accuracy_status` for accuracy.
+    bool other_member_names = false;
 };
 
 // The names and description Options::planted_lines adds to discovery.

@@ -173,6 +173,11 @@ struct ClientProfile {
     std::vector<std::string> competitor_nouns;
     std::vector<std::string> nearby_cities;
     bool auto_deploy = false;
+    // Keyword tracking other than the sample's own (Options::agency_clients): this many
+    // keywords, every `tracking_every` days on `tracking_dates` dates (0: the sample's rule).
+    int keyword_count = 0;
+    int tracking_every = 0;
+    int tracking_dates = 0;
     std::string website() const { return "https://" + host; }
 };
 

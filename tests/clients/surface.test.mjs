@@ -91,9 +91,11 @@ async function exerciseSurface(client) {
   // Prompts.
   const { prompts } = await client.listPrompts();
   assert.deepEqual(prompts.map((p) => p.name),
-    ['monthly_client_report', 'audit_triage', 'content_plan', 'backlink_outreach']);
+    ['monthly_client_report', 'audit_triage', 'content_plan', 'backlink_outreach',
+     'weekly_client_report', 'agency_week']);
   for (const p of prompts) {
     assert.ok(p.description && p.title);
+    if (p.name === 'agency_week') continue;  // every client the caller reaches
     assert.deepEqual(p.arguments[0], { name: 'client_id', required: true,
       description: 'The client\'s id (string; list_clients gives them).' });
   }
@@ -297,7 +299,7 @@ test('Inspector CLI lists resources and prompts', async () => {
   const resources = await run([bin, 'serve', '--method', 'resources/list']);
   assert.ok(resources.resources.some((r) => r.uri === 'agency://server/usage'));
   const prompts = await run([bin, 'serve', '--method', 'prompts/list']);
-  assert.equal(prompts.prompts.length, 4);
+  assert.equal(prompts.prompts.length, 6);
   const { url, child } = await startHttpServer([], stateEnv());
   try {
     const viaHttp = await run([url, '--transport', 'http', '--method', 'resources/templates/list']);
