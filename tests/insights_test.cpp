@@ -484,6 +484,39 @@ TEST_F(Insights, TriageOfAScopedKeyReadsOnlyItsClients) {
     EXPECT_EQ(read, (std::set<std::string>{"agency-03", "agency-07"}));
 }
 
+// A budget too short for every client: the answer is partial and names each client it did not
+// read, and every client is either triaged or named.
+TEST_F(Insights, TriagePastItsBudgetIsPartialAndNamesTheClientsMissing) {
+    agency::sample::Options options;
+    options.agency_clients = 21;
+    options.agency_tracking_dates = 8;
+    ToolHarness h(options, {}, register_insights, [](agency::gateway::Config& c) {
+        c.call_timeout = std::chrono::milliseconds(1500);
+        c.read_timeout = std::chrono::milliseconds(1500);
+    });
+    ASSERT_EQ(h.gw->rows("clients", "").size(), 24u);
+    agency::sample::Fault slow;
+    slow.target = "keywords";
+    slow.mode = agency::sample::FaultMode::slow;
+    slow.delay_ms = 1000;
+    slow.percent = 100;
+    slow.count = 0;
+    h.gw->inject(slow);
+    const ToolReply reply = h.call("triage_clients", {{"limit", 50}});
+    ASSERT_FALSE(reply.is_error()) << reply.response.dump().substr(0, 600);
+    const json& s = reply.structured();
+    EXPECT_EQ(s["partial"], true);
+    ASSERT_TRUE(s.contains("missing")) << s.dump().substr(0, 800);
+    std::set<std::string> seen;
+    for (const json& m : s["missing"]) {
+        seen.insert(m["client_id"].get<std::string>());
+        EXPECT_NE(m["reason"].get<std::string>().find("budget"), std::string::npos) << m;
+    }
+    for (const json& c : s["clients"]) seen.insert(c["client_id"].get<std::string>());
+    EXPECT_EQ(seen.size(), 24u);
+    EXPECT_EQ(s["triaged"].get<std::size_t>() + s["missing"].size(), 24u);
+}
+
 TEST_F(Insights, ClientOverviewIsATool) {
     ToolHarness h({}, {}, register_insights);
     const ToolReply reply = ok(h, "get_client_overview", {{"client_id", "demo-law"}});
