@@ -147,10 +147,11 @@ TEST_F(Insights, QuickWinsAreTheNewestRowsInRangeByClicksGained) {
             EXPECT_EQ(got["estimated_clicks_gain"].get<double>(), std::round(want[i].gain));
             EXPECT_EQ(got["url"], best[want[i].keyword].row["url"]);
             EXPECT_EQ(got["search_volume"], best[want[i].keyword].row["search_volume"]);
-            if (want[i].change)
+            if (want[i].change) {
                 EXPECT_EQ(got["position_change"].get<double>(), *want[i].change);
-            else
+            } else {
                 EXPECT_TRUE(got["position_change"].is_null());
+            }
         }
     }
     // as_of picks an older tracking date; a range without candidates says so with zero rows.
@@ -459,7 +460,9 @@ TEST_F(Insights, TriageRanksFortyClientsByTheStatedScoring) {
     }
     // The ids in order, where urgencies do not tie within rounding.
     for (std::size_t i = 0; i + 1 < 10; ++i)
-        if (want[i].urgency - want[i + 1].urgency > 0.2) EXPECT_EQ(s["clients"][i]["client_id"], want[i].id);
+        if (want[i].urgency - want[i + 1].urgency > 0.2) {
+            EXPECT_EQ(s["clients"][i]["client_id"], want[i].id);
+        }
 }
 
 TEST_F(Insights, TriageOfAScopedKeyReadsOnlyItsClients) {
