@@ -469,7 +469,10 @@ TEST_F(Insights, TriageOfAScopedKeyReadsOnlyItsClients) {
     agency::sample::Options options;
     options.agency_clients = 8;
     options.agency_tracking_dates = 12;
-    ToolHarness h(options, {}, register_insights);
+    // "Today" months after the data: no review falls in the window.
+    static const agency::testing::ManualClock later(std::chrono::sys_days{
+        std::chrono::year{2027} / 6 / 1});
+    ToolHarness h(options, fixed_today(later), register_insights);
     agency::mcp::Principal scoped;
     scoped.name = "contractor";
     scoped.scopes = {"read"};
@@ -478,7 +481,11 @@ TEST_F(Insights, TriageOfAScopedKeyReadsOnlyItsClients) {
     const ToolReply reply = h.call_as(scoped, "triage_clients", {{"limit", 5}});
     ASSERT_FALSE(reply.is_error()) << reply.response.dump();
     std::set<std::string> listed;
-    for (const json& c : reply.structured()["clients"]) listed.insert(c["client_id"].get<std::string>());
+    for (const json& c : reply.structured()["clients"]) {
+        listed.insert(c["client_id"].get<std::string>());
+        // Rows that carry a sentiment, none recent: 0 negative reviews, not "cannot tell".
+        EXPECT_EQ(c["facts"]["negative_reviews"], 0) << c.dump();
+    }
     EXPECT_EQ(listed, (std::set<std::string>{"agency-03", "agency-07"}));
     EXPECT_EQ(reply.structured()["clients_reached"], 2);
     std::set<std::string> read;

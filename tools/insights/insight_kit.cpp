@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "base/untrusted_text.hpp"
+#include "gateway/row_cut.hpp"
 #include "tools/untrusted_results.hpp"
 
 namespace agency::tools::insights {
@@ -26,16 +27,6 @@ ojson click_model() {
             {"ctr", kClickRates}};
 }
 
-std::optional<double> number_of(const nlohmann::json& value) {
-    if (value.is_number()) return value.get<double>();
-    if (!value.is_string()) return std::nullopt;
-    const std::string text = value.get<std::string>().substr(0, 32);
-    char* end = nullptr;
-    const double v = std::strtod(text.c_str(), &end);
-    if (end == text.c_str() || *end != '\0' || !std::isfinite(v)) return std::nullopt;
-    return v;
-}
-
 ojson rounded(double value) {
     const double tenth = std::round(value * 10) / 10;
     if (tenth == std::floor(tenth) && std::fabs(tenth) < 1e15)
@@ -46,10 +37,7 @@ ojson rounded(double value) {
 std::string text_of(std::string_view gateway_text) {
     std::string out = base::clean_untrusted_text(gateway_text);
     if (out.size() <= kMaxText) return out;
-    std::size_t cut = kMaxText;
-    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
-    out.resize(cut);
-    return out + "...";
+    return std::string(gateway::utf8_prefix(out, kMaxText)) + "...";
 }
 
 void Provenance::used(std::string_view resource) {

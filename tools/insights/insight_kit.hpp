@@ -42,10 +42,8 @@ ojson click_model();
 
 // ---- values ---------------------------------------------------------------------------------
 
-// A number as the gateway sent it, 12 or "12" (a row's field: tools/range_tools.hpp; a
-// record's member); nullopt for null, absent or other text.
+// A row field's number, 12 or "12" (tools/range_tools.hpp).
 using agency::tools::number_of;
-std::optional<double> number_of(const nlohmann::json& value);
 // A value for an answer: whole numbers as integers, others to one decimal.
 ojson rounded(double value);
 // Gateway text for an answer: cleaned (base/untrusted_text.hpp) and at most kMaxText bytes

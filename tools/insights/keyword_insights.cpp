@@ -175,8 +175,12 @@ struct UrlRanked {
     double last_position = 0;  // on `last`
 };
 
+// Urls held per keyword: a gateway that names a new page on every row ends there.
+constexpr std::size_t kMaxUrlsHeld = 32;
+
 struct KeywordUrls {
     std::vector<UrlRanked> urls;
+    bool more_urls = false;  // a url past kMaxUrlsHeld was met
     std::optional<double> volume;
     // The best-placed url of the date being read, and of the date read before it (newer).
     std::string date, url, newer_url;
@@ -196,6 +200,10 @@ struct KeywordUrls {
         auto it = std::find_if(urls.begin(), urls.end(),
                                [&](const UrlRanked& u) { return u.url == k.url; });
         if (it == urls.end()) {
+            if (urls.size() == kMaxUrlsHeld) {
+                more_urls = true;
+                return;
+            }
             urls.push_back({.url = std::string(k.url), .last = std::string(k.date),
                             .last_position = *k.position});
             it = urls.end() - 1;
@@ -232,6 +240,7 @@ ojson cannibal_json(const std::string& keyword, KeywordUrls& k) {
                  {"switches", k.switches},
                  {"urls", std::move(urls)}};
     if (k.urls.size() > kUrlsShown) out["urls_total"] = k.urls.size();
+    if (k.more_urls) out["more_urls"] = true;  // past the urls held: urls_total is a floor
     return out;
 }
 
@@ -388,6 +397,7 @@ mcp::ToolResult find_declining_pages(Toolbox& box, const json& args, mcp::Reques
                "newest `weeks` weeks (after) and the `weeks` weeks before them (before); "
                "clicks = the model's monthly clicks, averaged over each window's tracking dates";
     std::unordered_map<std::string, PageWindows> pages;
+    std::size_t pairs = 0;  // (page, keyword) entries held across pages
     WindowDates before, after;
     std::string newest, split, oldest;
     bool capped = false, any_volume = false;
@@ -407,9 +417,13 @@ mcp::ToolResult find_declining_pages(Toolbox& box, const json& args, mcp::Reques
             it = pages.emplace(std::string(k.url), PageWindows{}).first;
         }
         PageWindows& page = it->second;
-        if (page.keywords.size() >= kMaxEntries && !page.keywords.contains(std::string(k.keyword)))
-            return capped = true, true;
-        auto& kw = page.keywords[std::string(k.keyword)];
+        auto kw_it = page.keywords.find(std::string(k.keyword));
+        if (kw_it == page.keywords.end()) {
+            if (pairs >= kMaxEntries) return capped = true, true;
+            ++pairs;
+            kw_it = page.keywords.emplace(std::string(k.keyword), std::pair<Sums, Sums>{}).first;
+        }
+        auto& kw = kw_it->second;
         (is_after ? page.after : page.before).add(k);
         (is_after ? kw.second : kw.first).add(k);
         any_volume = any_volume || k.search_volume.has_value();

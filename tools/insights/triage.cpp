@@ -24,6 +24,8 @@ namespace {
 
 // Clients read at once.
 constexpr std::size_t kClientsAtOnce = 8;
+// Clients triaged in one call: an agency's list, not a gateway's endless one.
+constexpr std::size_t kMaxClients = 5000;
 // A keyword counts as dropped (or improved) when it moved this many positions or more.
 constexpr double kMoved = 3;
 
@@ -140,17 +142,15 @@ void review_facts(Toolbox& box, Facts& f, const std::string& since, mcp::Request
     walk_rows(box, {"reviews", f.id, "created_at"}, kReviewFieldNames, ctx, f.read,
               [&](const Row& row) {
         ++f.rows_with_data;
-        const RowField& created = row.fields[kReviewCreated];
-        if (created.is_string && created.text.substr(0, 10) < since) return false;
         const RowField& sentiment = row.fields[kSentiment];
         const auto rating = number_of(row.fields[kRating]);
-        if (sentiment.is_string) {
-            marked = true;
-            if (base::iequals(sentiment.text, "negative")) ++count;
-        } else if (rating) {
-            marked = true;
-            if (*rating <= 2) ++count;
-        }
+        // The first row older than the window still says whether rows carry a sentiment: a
+        // client without recent reviews has 0 negative ones, not an unknown number.
+        marked = marked || sentiment.is_string || rating.has_value();
+        const RowField& created = row.fields[kReviewCreated];
+        if (created.is_string && created.text.substr(0, 10) < since) return false;
+        if (sentiment.is_string ? base::iequals(sentiment.text, "negative") : rating && *rating <= 2)
+            ++count;
         return true;
     });
     if (marked) f.negative_reviews = count;
@@ -285,8 +285,7 @@ ojson client_json(const Facts& f, double urgency, const std::vector<Points>& poi
     if (f.rows_with_data == 0 && f.unread.empty())
         notes.push_back("no data: no keyword, audit, citation, review or backlink rows");
     else if (f.keywords.any_rows && f.keywords.compared == 0)
-        notes.push_back("keywords: no tracking date " + std::string("to compare with before ") +
-                        f.keywords.newest);
+        notes.push_back("keywords: no tracking date to compare with before " + f.keywords.newest);
     for (const std::string& u : f.unread) notes.push_back("not read: " + u);
     if (!notes.empty()) out["note"] = base::join(notes, "; ");
     return out;
@@ -301,11 +300,14 @@ struct ClientName {
 enum ClientField : std::size_t { kId, kName, kBrand, kClientFields };
 constexpr std::array<std::string_view, kClientFields> kClientFieldNames{"id", "name", "brand_name"};
 
-std::vector<ClientName> reachable_clients(Toolbox& box, mcp::RequestContext& ctx, Provenance& p) {
+// The clients the caller reaches, at most kMaxClients (`capped` says there were more).
+std::vector<ClientName> reachable_clients(Toolbox& box, mcp::RequestContext& ctx, Provenance& p,
+                                          bool& capped) {
     std::vector<ClientName> out;
     walk_rows(box, {"clients", "", ""}, kClientFieldNames, ctx, p, [&](const Row& row) {
         const std::span<const RowField> f = row.fields;
         if (!f[kId].is_string || !ctx.principal.reaches_client(f[kId].text)) return true;
+        if (out.size() == kMaxClients) return !(capped = true);
         const RowField& name = f[kName].is_string ? f[kName] : f[kBrand];
         out.push_back({std::string(f[kId].text), name.is_string ? std::string(name.text) : ""});
         return true;
@@ -357,7 +359,8 @@ mcp::ToolResult triage_clients(Toolbox& box, const json& args, mcp::RequestConte
     p.method = "per client: keyword positions on the newest tracking date against the newest "
                "date " + std::to_string(weeks) + " weeks before it; the two newest audits; "
                "every citation and backlink row; reviews since the window's start";
-    const std::vector<ClientName> clients = reachable_clients(box, ctx, p);
+    bool capped = false;
+    const std::vector<ClientName> clients = reachable_clients(box, ctx, p, capped);
     const std::string today = today_of(box.clock());
     const std::string since = days_before(today, 7 * weeks);
     std::vector<Facts> all(clients.size());
@@ -399,10 +402,13 @@ mcp::ToolResult triage_clients(Toolbox& box, const json& args, mcp::RequestConte
                   {"returned", rows.size()}, {"clients", std::move(rows)}};
     const bool some_unread = std::any_of(all.begin(), all.end(),
                                          [](const Facts& f) { return !f.unread.empty(); });
-    if (!missing.empty() || some_unread) body["partial"] = true;
+    if (!missing.empty() || some_unread || capped) body["partial"] = true;
     if (!missing.empty()) body["missing"] = std::move(missing);
     body["scoring"] = scoring();
     if (clients.empty()) body["note"] = "this caller reaches no client";
+    if (capped)
+        body["note"] = "more than " + std::to_string(kMaxClients) + " clients: the first " +
+                       std::to_string(kMaxClients) + " listed were triaged";
     p.from = since, p.to = today;
     return answer(std::move(body), p);
 }
