@@ -149,6 +149,15 @@ def tool_call():
         write("tool_call", name, name + "\n" + json.dumps(args))
     write("tool_call", "unknown-tool", "no_such_tool\n{}")
     write("tool_call", "list_keywords-bad-type", "list_keywords\n{\"client_id\":5,\"limit\":\"x\"}")
+    # where / order_by (issue 46): pushed down, applied by the server, ranked, refused.
+    write("tool_call", "list_backlinks-where-order", "list_backlinks\n" + json.dumps(
+        {"client_id": C, "where": {"domain_authority": {"gt": 50}, "source_type": "forum",
+                                   "anchor": {"contains": "law"}, "status": {"in": ["active", 1, True]}},
+         "order_by": "domain_authority", "direction": "asc", "limit": 3}))
+    write("tool_call", "list_calls-where-range", "list_calls\n" + json.dumps(
+        {"client_id": C, "from": "2026-01-01", "where": {"created_at": {"lte": "2026-06-30"},
+                                                          "duration_seconds": {"ne": 0}},
+         "order_by": "duration_seconds"}))
 
 
 def sealed():

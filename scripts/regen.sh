@@ -22,5 +22,8 @@ SECTION=$section awk -v start="$start" -v end="$end" '
 mv README.md.regen README.md
 
 UPDATE_TOOL_SNAPSHOTS=1 "$tests" --gtest_filter='ToolSnapshots.*' >/dev/null
-git status --short -- docs/tools.md README.md tests/snapshots
-echo "regen: docs/tools.md, the README's tool section and tests/snapshots/ are current (the changes above, if any)"
+# The tools/list budget table (docs/tool-budget.md), counted with the pinned tokenizer.
+(cd tests/clients && TOOL_BUDGET_WRITE=1 AGENCY_MCP_BIN="$(cd ../.. && realpath "$mcp")" \
+    node --test tool_search.test.mjs >/dev/null)
+git status --short -- docs/tools.md docs/tool-budget.md README.md tests/snapshots
+echo "regen: docs/tools.md, docs/tool-budget.md, the README's tool section and tests/snapshots/ are current (the changes above, if any)"

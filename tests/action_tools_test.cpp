@@ -281,14 +281,24 @@ TEST(ActionTools, LimiterBoundsInFlightPerClient) {
 
 TEST(ActionTools, AuditIsQueuedThenSucceeds) {
     Actions a;
-    const std::string url = "https://www.brightsmile.example/new-services";
+    const std::string url = "https://www.brightsmiledental.example/new-services";
     const auto started = std::chrono::steady_clock::now();
     json queued = a.ok("run_seo_audit", {{"client_id", kDental}, {"url", url}});
     EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
     ASSERT_TRUE(queued.is_object());
     EXPECT_EQ(queued["status"], "queued");
+    // The client's own site (its website, www. or not): nothing to flag.
+    EXPECT_FALSE(queued.contains("warning")) << queued.dump();
     const std::string audit_id = queued.value("audit_id", "");
     ASSERT_FALSE(audit_id.empty());
+
+    // Another site's page: queued as asked, and flagged, naming both hosts.
+    json other_site = a.ok("run_seo_audit", {{"client_id", kDental},
+                                             {"url", "https://competitor-dentist.example/"}});
+    ASSERT_TRUE(other_site.is_object());
+    const std::string warning = other_site.value("warning", "");
+    EXPECT_NE(warning.find("competitor-dentist.example"), std::string::npos) << other_site.dump();
+    EXPECT_NE(warning.find("brightsmiledental.example"), std::string::npos) << other_site.dump();
 
     json status = a.await_audit(kDental, audit_id);
     ASSERT_EQ(status["status"], "succeeded") << status.dump();

@@ -122,6 +122,9 @@ TEST(DataNotes, ACountsOnlyGatewayPointsToItsSeoTasks) {
     EXPECT_TRUE(has(note, "issues_found: " + report["issues_found"].dump())) << note;
     EXPECT_TRUE(has(note, "read_resource with resource \"seo_tasks\" and client_id \"demo-plumbing\""))
         << note;
+    // The sample's tasks name no report: the note says they are not this report's issues.
+    ASSERT_FALSE(h.gw->rows("seo_tasks", kPlumbing).at(0).contains("report_id"));
+    EXPECT_TRUE(has(note, "Those rows name no audit report")) << note;
     // Where it points answers with per-page rows.
     const ToolReply tasks =
         h.call("read_resource", {{"resource", "seo_tasks"}, {"client_id", kPlumbing}, {"limit", 5}});

@@ -195,6 +195,17 @@ TEST(ToolSnapshots, DefinitionsFollowTheRules) {
 
         ASSERT_TRUE(tool.contains("inputSchema"));
         const json& input = tool["inputSchema"];
+        // A read that pages (limit, max_bytes) declares its answer cap to Claude Code, which
+        // otherwise swaps a result over its own threshold for a file and a 2 KB preview.
+        const json& props = input.value("properties", json::object());
+        if (tool["annotations"].value("readOnlyHint", false) &&
+            (props.contains("limit") || props.contains("max_bytes"))) {
+            const json cap = tool.value("_meta", json::object())
+                                 .value("anthropic/maxResultSizeChars", json());
+            ASSERT_TRUE(cap.is_number_integer()) << "needs _meta anthropic/maxResultSizeChars";
+            EXPECT_GE(cap.get<int>(), 100000) << "below the answer cap (page_budget_bytes)";
+            EXPECT_LE(cap.get<int>(), 500000) << "Claude Code accepts at most 500,000";
+        }
         EXPECT_EQ(input.value("type", ""), "object");
         EXPECT_EQ(input.value("additionalProperties", json()), json(false))
             << "inputSchema needs additionalProperties: false (typos must be refused)";

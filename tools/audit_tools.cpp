@@ -1,5 +1,6 @@
 // Audit tools: run_seo_audit queues a durable audit job (as an MCP task, the task follows the
 // job to its end); get_audit_status reads the job table.
+#include <cctype>
 #include <chrono>
 
 #include "tools/action_internal.hpp"
@@ -23,6 +24,42 @@ json audit_status_json(const Job& job) {
 }
 
 namespace {
+
+// A URL's host, lower case, without "www." or a port; "" when it has none.
+std::string host_of(std::string_view url) {
+    if (const auto scheme = url.find("://"); scheme != std::string_view::npos)
+        url.remove_prefix(scheme + 3);
+    url = url.substr(0, url.find_first_of("/?#"));
+    if (const auto at = url.rfind('@'); at != std::string_view::npos) url.remove_prefix(at + 1);
+    url = url.substr(0, url.find(':'));
+    std::string host(url);
+    for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (host.starts_with("www.")) host.erase(0, 4);
+    return host;
+}
+
+// A warning when `url` lies outside the client's website (another site's audit would land in
+// this client's reports); "" when it is the site or one of its subdomains, or the client's
+// record names no website. A read that fails flags nothing: the audit goes ahead as asked.
+std::string outside_site_warning(Toolbox& box, const std::string& client_id,
+                                 const std::string& url, std::stop_token stop) {
+    json client;
+    try {
+        client = client_record(box, client_id, stop);
+    } catch (const Refused&) {
+        return "";
+    } catch (const gateway::Error&) {
+        return "";
+    }
+    const json site = first_text(client, {"website", "domain"});
+    if (!site.is_string()) return "";
+    const std::string home = host_of(site.get<std::string>());
+    const std::string host = host_of(url);
+    if (home.empty() || host.empty() || host == home || host.ends_with("." + home)) return "";
+    return "the url's host " + host.substr(0, 120) + " is not the client's website (" +
+           home.substr(0, 120) + "): this audit of another site is queued as asked and its "
+           "report will be filed under client " + client_id;
+}
 
 // A task's wait for its audit job: progress as the job moves, its final status as the result.
 mcp::ToolResult await_audit(ActionRuntime& rt, const std::string& audit_id,
@@ -66,12 +103,15 @@ std::vector<ToolSpec> audit_tools(const std::shared_ptr<Toolbox>& box,
         .box = box,  // a key known to lack write is refused here, never queued
         .record_field = "audit_id",
         .spends_credits = false,
-        .execute = [rt](const json& args, const Preview&, mcp::RequestContext& ctx) {
+        .execute = [rt, box](const json& args, const Preview&, mcp::RequestContext& ctx) {
             const std::string client_id = args.at("client_id").get<std::string>();
             const std::string url = args.at("url").get<std::string>();
+            const std::string warning = outside_site_warning(*box, client_id, url, ctx.stop);
             const Job job = rt->audits().submit(client_id, principal_of(ctx), url);
-            return json{{"ok", true}, {"client_id", client_id},
-                        {"audit_id", job.id}, {"status", "queued"}, {"url", url}};
+            json out{{"ok", true}, {"client_id", client_id},
+                     {"audit_id", job.id}, {"status", "queued"}, {"url", url}};
+            if (!warning.empty()) out["warning"] = warning;
+            return out;
         }});
     auto submit_audit = [rt, submit](const json& args, mcp::RequestContext& ctx) {
         return run_action(*rt, *submit, args, ctx);
@@ -81,7 +121,8 @@ std::vector<ToolSpec> audit_tools(const std::shared_ptr<Toolbox>& box,
               .title = "Run SEO audit",
               .description = "Queues a site audit of url and returns an audit_id at once; poll "
                         "get_audit_status (or call it as an MCP task, which ends with the audit). "
-                        "Repeating it for the same url updates the same report.",
+                        "Repeating it for the same url updates the same report. A url outside "
+                        "the client's website is flagged (warning).",
               .read_only = false,
               .destructive = false,
               .idempotent = true,
@@ -125,7 +166,7 @@ std::vector<ToolSpec> audit_tools(const std::shared_ptr<Toolbox>& box,
     tools.push_back(
              {.name = "get_audit_status", .toolset = "audits",
               .title = "Get SEO audit status",
-              .description = "Status of an audit you started with run_seo_audit: queued, "
+              .description = "Gets the status of an audit you started with run_seo_audit: queued, "
                              "running, succeeded (score, issues found, report_id for "
                              "get_audit_issues, the report's date; note says when the report "
                              "is much older than the audit), failed (the gateway's error) or "

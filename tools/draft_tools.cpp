@@ -167,9 +167,10 @@ ActionEntry deploy_article(const std::shared_ptr<Toolbox>& box) {
     return {.spec = {.name = "deploy_article", .toolset = "content",
                   .title = "Deploy article",
                   .description =
-                      "Publishes a drafted article on the client's site once a person confirms, shown "
-                        "its title, an excerpt and where: by elicitation, else a preview and a "
-                        "confirmation_id to pass back with the same arguments.",
+                      "Publishes a draft article (generate_article) live on the client's site "
+                      "once a person confirms, shown its title, an excerpt and where: by "
+                      "elicitation, else a preview and a confirmation_id to pass back with the "
+                      "same arguments.",
                   .destructive = true,
                   .idempotent = false,
                   .gateway_action = "deploy_blog",
@@ -232,10 +233,9 @@ ActionEntry send_prospect_email(const std::shared_ptr<Toolbox>& box, const std::
     return {.spec = {.name = "send_prospect_email", .toolset = "outreach",
                   .title = "Send outreach email",
                   .description =
-                      "Sends a draft from generate_outreach_email once. recipient, subject and body "
-                        "replace the draft's own (needed where it has none). A person confirms first, "
-                        "shown what is sent: by elicitation, else a preview and a confirmation_id to "
-                        "pass back with the same arguments.",
+                      "Sends a generate_outreach_email draft once. A person confirms first, "
+                      "shown what is sent: by elicitation, else a preview and a confirmation_id "
+                      "to pass back with the same arguments.",
                   .destructive = true,
                   .idempotent = false,
                   .gateway_action = "send_prospect_email",

@@ -31,8 +31,8 @@ ActionEntry refresh_backlinks() {
     return {.spec = {.name = "refresh_backlinks", .toolset = "backlinks",
                      .title = "Refresh backlinks",
                      .description = "Refreshes a client's backlink profile from the data "
-                                    "provider; repeating it creates nothing new. Read the "
-                                    "result with list_backlinks.",
+                                    "provider (profile_id); repeating it adds no duplicate. Read "
+                                    "it with list_backlinks.",
                      .idempotent = true,
                      .gateway_action = "fetch_backlinks",
                      .mapping = "POST action=fetch_backlinks (no fields)"},
@@ -45,7 +45,7 @@ ActionEntry generate_keyword_ideas() {
     return {.spec = {.name = "generate_keyword_ideas", .toolset = "rankings",
                      .title = "Generate keyword ideas",
                      .description = "Generates keyword ideas with live volume and difficulty "
-                                    "from a seed (default: the client's main service). Spends "
+                                    "from a seed; returns batch_id. See list_keywords. Spends "
                                     "credits.",
                      .idempotent = false,
                      .gateway_action = "generate_keywords",
@@ -62,8 +62,8 @@ ActionEntry generate_keyword_ideas() {
 ActionEntry generate_topical_map() {
     return {.spec = {.name = "generate_topical_map", .toolset = "content",
                      .title = "Generate topical map",
-                     .description = "Builds a topical authority map (pillars and clusters) for "
-                                    "a topic. Spends credits.",
+                     .description = "Builds a topical authority map (pillars and clusters) for a "
+                                    "topic; returns map_id. Spends credits.",
                      .idempotent = false,
                      .gateway_action = "generate_topical_map",
                      .mapping = "POST action=generate_topical_map {topic}"},
@@ -100,9 +100,9 @@ ActionEntry generate_article(const std::shared_ptr<Toolbox>& box) {
     return {.spec = {.name = "generate_article", .toolset = "content",
                      .title = "Generate article",
                      .description =
-                         "Drafts a blog article for a keyword; returns article_id, title, word count. "
-                        "Spends credits. Where the client has auto-deploy on it goes live at once, so a "
-                        "person confirms first.",
+                         "Drafts a blog article (post) for a target keyword; returns article_id, "
+                         "title, word count. Spends credits. With auto-deploy on it goes live at "
+                         "once, so a person confirms first; else see deploy_article.",
                      .idempotent = false,
                      .gateway_action = "generate_blog",
                      .mapping = "POST action=generate_blog {keyword}; article_id = data.id, "
@@ -155,7 +155,8 @@ ActionEntry optimize_page() {
     return {.spec = {.name = "optimize_page", .toolset = "audits",
                      .title = "Optimize page",
                      .description = "Generates on-page optimisation recommendations for a URL "
-                                    "(optionally one keyword) as an SEO task. Spends credits.",
+                                    "(optionally one keyword) as an SEO task; returns task_id. "
+                                    "See find_declining_pages. Spends credits.",
                      .idempotent = false,
                      .gateway_action = "optimize_page",
                      .mapping = "POST action=optimize_page {url, keyword?}; task_id = the "
@@ -176,8 +177,8 @@ ActionEntry optimize_page() {
 ActionEntry index_url() {
     return {.spec = {.name = "index_url", .toolset = "audits",
                      .title = "Submit URL for indexing",
-                     .description = "Submits a URL to search engines for indexing (recorded as "
-                                    "an SEO task).",
+                     .description = "Submits a URL to search engines for indexing (as an SEO "
+                                    "task); returns task_id.",
                      .idempotent = false,
                      .gateway_action = "index_url",
                      .mapping = "POST action=index_url {url}; task_id = the seo_tasks record"},
@@ -191,8 +192,8 @@ ActionEntry index_url() {
 ActionEntry generate_press_release() {
     return {.spec = {.name = "generate_press_release", .toolset = "content",
                      .title = "Generate press release",
-                     .description = "Drafts a press release about a topic (the topic becomes "
-                                    "its headline). Spends credits.",
+                     .description = "Drafts a press release with the topic as headline; returns "
+                                    "press_release_id. Spends credits.",
                      .idempotent = false,
                      .gateway_action = "generate_press_release",
                      .mapping = "POST action=generate_press_release {headline: topic}"},
@@ -210,8 +211,8 @@ ActionEntry generate_press_release() {
 ActionEntry generate_gbp_post() {
     return {.spec = {.name = "generate_gbp_post", .toolset = "local",
                      .title = "Generate business-profile post",
-                     .description = "Drafts a Google Business Profile post about a topic. "
-                                    "Spends credits.",
+                     .description = "Drafts a Google Business Profile post about a topic; "
+                                    "returns post_id. Spends credits.",
                      .idempotent = false,
                      .gateway_action = "generate_gbp_post",
                      .mapping = "POST action=generate_gbp_post {topic}"},
@@ -229,9 +230,9 @@ ActionEntry generate_gbp_post() {
 ActionEntry run_local_grid_scan() {
     return {.spec = {.name = "run_local_grid_scan", .toolset = "local",
                      .title = "Run local grid scan",
-                     .description = "Runs a local rank grid for a keyword around the client's "
-                                    "location (lat/lng from the client record, location_id "
-                                    "or given). Spends credits.",
+                     .description = "Runs a local grid scan: a keyword's local (map) rank at "
+                                    "points around the client's location; returns scan_id. "
+                                    "Spends credits.",
                      .idempotent = false,
                      .gateway_action = "run_grid_search",
                      .mapping = "POST action=run_grid_search {keyword, lat, lng}; lat/lng from "
@@ -285,9 +286,11 @@ ActionEntry run_local_grid_scan() {
 ActionEntry analyze_llm_visibility() {
     return {.spec = {.name = "analyze_llm_visibility", .toolset = "reports",
                      .title = "Analyze AI answer visibility",
-                     .description = "Checks whether AI answer engines mention the client "
-                                    "(brand_name from its record; the default prompt asks for the "
-                                    "best providers of its industry in its city). Spends credits.",
+                     .description = "Checks LLM visibility: whether AI answer engines (ChatGPT, "
+                                    "Gemini, ...) mention the client (brand_name from its "
+                                    "record; the default prompt asks for the best providers of "
+                                    "its industry in its city); returns report_id. Spends "
+                                    "credits.",
                      .idempotent = false,
                      .gateway_action = "run_llm_visibility",
                      .mapping = "POST action=run_llm_visibility {prompt, brand_name}; brand_name "
@@ -324,9 +327,10 @@ ActionEntry analyze_llm_visibility() {
 ActionEntry generate_outreach_email(const std::shared_ptr<Toolbox>& box) {
     return {.spec = {.name = "generate_outreach_email", .toolset = "outreach",
                      .title = "Draft outreach email",
-                     .description = "Drafts and stores a backlink outreach email to a prospect site; returns "
-                        "email_id, recipient, subject and body text (null when the gateway's draft has "
-                        "none: send_prospect_email can set them). Never sends. Spends credits.",
+                     .description = "Drafts and stores a link-building outreach email (pitch) to "
+                                    "a prospect site; returns email_id, recipient, subject, body "
+                                    "(null if the draft lacks them). Never sends: see "
+                                    "send_prospect_email. Spends credits.",
                      .idempotent = false,
                      .gateway_action = "generate_outreach_email",
                      .mapping = "POST action=generate_outreach_email {prospectUrl: prospect}; "

@@ -15,7 +15,8 @@ using mcp::json;
 
 namespace {
 
-constexpr std::array kServerBounds = {"maxLength", "minLength", "maxItems", "pattern"};
+constexpr std::array kServerBounds = {"maxLength", "minLength", "maxItems", "maxProperties",
+                                     "pattern"};
 
 // Schemas nest at most a few levels (schemas/): recursion is bounded by our own files.
 void strip(json& schema, bool output) {

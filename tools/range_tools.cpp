@@ -14,6 +14,7 @@
 
 #include "base/text.hpp"
 #include "gateway/page_reader.hpp"
+#include "tools/list_query.hpp"
 
 namespace agency::tools {
 
@@ -53,7 +54,11 @@ bool walk_newest_first(Toolbox& box, const HistoryQuery& query, std::int64_t off
                                .client_id = query.client_id,
                                .limit = kScanPageRows,
                                .order = query.order_field,
-                               .direction = query.order_field.empty() ? "" : "desc"},
+                               .direction = query.order_field.empty() ? ""
+                                            : query.direction.empty() ? "desc"
+                                                                      : query.direction,
+                               .filter_field = query.filter_field,
+                               .filter_value = query.filter_value},
                               ctx.stop);
     std::optional<std::int64_t> total;  // the gateway's total, once a page has said it
     std::string first_rows;  // how the previous page's rows began, as the page held them
@@ -169,6 +174,34 @@ mcp::ToolResult scan_page(Toolbox& box, const ScanSpec& spec, const json& args,
     const std::string match =
         spec.match_field.empty() ? "" : string_arg(args, spec.match_field.c_str());
     const std::string client_id = args.at("client_id").get<std::string>();
+    std::string bad;
+    const ListQuery list_query = parse_list_query(args, bad);
+    if (!bad.empty()) return tool_error("validation", bad);
+    if (list_query.active()) {
+        // The range and the match are the tool's own test of each row; newest first, a dated
+        // row older than `from` ends the rows.
+        QueryTool tool{.tool = spec.tool,
+                       .label = spec.resource,
+                       .client_id = client_id,
+                       .sources = {{.resource = spec.resource,
+                                    .order = spec.order_field,
+                                    .direction = "desc"}},
+                       .own_fields = {spec.order_field, spec.fallback_field,
+                                      spec.match_field.empty() ? spec.order_field
+                                                               : spec.match_field},
+                       .count_all = false};  // total on the last page, as without a query
+        tool.own_test = [&](std::span<const RowField> f) {
+            const std::string_view date = row_date(f[0], f[1]);
+            if (!from.empty() && f[0].present() && !date.empty() && date < from)
+                return OwnVerdict::end_of_source;
+            if ((!from.empty() || !to.empty()) && date.empty()) return OwnVerdict::skip;
+            if (!to.empty() && date > to) return OwnVerdict::skip;
+            if (!match.empty() && !(f[2].is_string && base::iequals(f[2].text, match)))
+                return OwnVerdict::skip;
+            return OwnVerdict::keep;
+        };
+        return query_page(box, tool, list_query, args, ctx);
+    }
     const json filters = filter_arguments(args);
     const std::string principal = principal_of(ctx);
     const CursorBinding binding{spec.tool, client_id, principal, &filters};

@@ -25,6 +25,8 @@ struct HistoryQuery {
     std::string resource;
     std::string client_id;
     std::string order_field;
+    std::string direction{};  // "" = desc when order_field is set
+    std::string filter_field{}, filter_value{};  // "" = no gateway filter
 };
 
 // Walks the rows of `query` from `offset` in pages of 1000 (the next pages fetched while one

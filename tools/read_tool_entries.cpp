@@ -66,15 +66,16 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
     std::vector<ReadEntry> tools;
     tools.push_back(list_entry(box, {.name = "list_clients", .toolset = "clients",
                .title = "List clients",
-               .description = "Clients this agency can reach, with their ids. Start here: every "
-                              "other tool takes a client_id.",
+               .description = "Lists the clients this agency can reach (id, name); every other "
+                              "tool takes a client_id. See triage_clients.",
                .mapping = "GET resource=clients (limit, offset from the cursor)"},
               {.resource = "clients", .per_client = false}));
 
     tools.push_back({ToolSpec{.name = "get_client", .toolset = "clients",
                       .title = "Get client",
-                      .description = "One client's record by id: name, website, location, "
-                                     "industry, auto-deploy setting and deployment target.",
+                      .description = "Gets one client's record: name, website, location, "
+                                     "industry, auto-deploy, deployment target. See "
+                                     "get_client_overview.",
                       .mapping = "GET resource=clients, filter_field=id (not_found when absent)",
                       .handler = [box](const json& args, mcp::RequestContext& ctx) {
                           return get_client(*box, args, ctx);
@@ -84,17 +85,16 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
 
     tools.push_back(list_entry(box, {.name = "list_keywords", .toolset = "rankings",
                .title = "List tracked keywords",
-               .description = "Tracked keyword rankings of a client (keyword, position, url, "
-                              "search volume, difficulty, tracking date), newest first. Pages "
-                              "with limit and cursor.",
+               .description = "Lists a client's tracked keyword rows (every tracking date), "
+                              "newest first: keyword, position, url, search volume, difficulty, "
+                              "tracking date. See latest_rankings, generate_keyword_ideas.",
                .mapping = "GET resource=keywords, order=tracked_at desc"},
               {.resource = "keywords", .order = "tracked_at", .direction = "desc"}));
 
     tools.push_back(scan_entry(box, {.name = "list_rankings", .toolset = "rankings",
                .title = "Keyword ranking history",
-               .description = "Ranking rows of a client's tracked keywords tracked between from "
-                              "and to (inclusive), newest first, optionally for one keyword "
-                              "(exact, any case). total appears on the last page.",
+               .description = "Lists a client's ranking history: every row between two dates, "
+                              "newest first: keyword, position, url, date. See latest_rankings.",
                .mapping = "GET resource=keywords, order=tracked_at desc, limit=1000 pages; "
                           "keyword and date range filtered by the tool, stops past `from`",
                .view = kRankingsView},
@@ -106,10 +106,10 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
     tools.push_back({ToolSpec{.name = "ranking_changes", .toolset = "rankings",
                       .title = "Ranking changes over a date range",
                       .description =
-                          "Which keywords moved most between two dates, in one call: each keyword's "
-                        "position on the nearest tracking dates on or before from and to, change = "
-                        "from_position - to_position (negative: dropped), biggest first; with "
-                        "search_volume, and from_url when another page ranked.",
+                          "Compares keyword positions on two dates: which rose or fell most, "
+                          "biggest first; from_position, to_position, change (negative: "
+                          "dropped), search_volume, from_url if another page ranked. See "
+                          "list_rankings.",
                       .mapping = "GET resource=keywords, order=tracked_at desc, limit=1000 pages "
                                  "from the newest; stops past the tracking date on or before "
                                  "`from`; one entry per keyword held. The note names the "
@@ -123,9 +123,8 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
     tools.push_back({ToolSpec{.name = "latest_rankings", .toolset = "rankings",
                       .title = "Latest position of each keyword",
                       .description =
-                          "Each tracked keyword's newest ranking row (optionally as of a date, "
-                          "and for keywords or urls containing some text), best position first. "
-                          "total is the number of keywords.",
+                          "Gets each tracked keyword's current position: one row per keyword "
+                          "(newest, or as of a date), best first. See list_rankings.",
                       .mapping = "GET resource=keywords, order=tracked_at desc, limit=1000 pages "
                                  "through the history; the first row of each keyword kept. "
                                  "The note says how old the positions are against as_of, and "
@@ -149,9 +148,8 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
 
     tools.push_back(merged_entry(box, {.name = "list_audits", .toolset = "audits",
                  .title = "List SEO audits",
-                 .description = "SEO audit reports of a client, newest first: url, score, issue "
-                                "counts, date and share link. Issues of one audit: "
-                                "get_audit_issues.",
+                 .description = "Lists a client's SEO audit reports, newest first: url, score, "
+                                "issue counts, date, share link. See get_audit_issues.",
                  .mapping = "GET resource=seo_reports, order=created_at desc (every member "
                             "passed through but the issue list)"},
                 {.label = "seo_reports",
@@ -159,10 +157,9 @@ std::vector<ReadEntry> client_and_audit_tools(const std::shared_ptr<Toolbox>& bo
 
     tools.push_back({ToolSpec{.name = "get_audit_issues", .toolset = "audits",
                       .title = "Get audit issues",
-                      .description = "Issues found by one SEO audit report (severity, page, "
-                                     "recommendation), optionally of one severity. report_id: "
-                                     "a list_audits row's id (audit_id, the old name, still "
-                                     "works). A gateway that gives counts only: note says so.",
+                      .description = "Gets the issues one SEO audit report found: severity, "
+                                     "page, recommendation. If the gateway gives counts only, "
+                                     "note says so. See list_audits.",
                       .mapping = "GET resource=seo_reports, filter_field=id (the row's issues, "
                                  "paged by the tool); a report with counts only points to "
                                  "resource=seo_tasks through read_resource when discovery lists "
@@ -182,24 +179,24 @@ std::vector<ReadEntry> content_tools(const std::shared_ptr<Toolbox>& box) {
 
     tools.push_back(list_entry(box, {.name = "list_backlinks", .toolset = "backlinks",
                .title = "List backlinks",
-               .description = "Backlinks of a client, strongest sources first: source url and "
-                              "domain, anchor, target page, domain authority, first-seen date, "
-                              "status.",
+               .description = "Lists a client's backlinks, strongest first: source url and "
+                              "domain, anchor, target page, domain authority, first seen, "
+                              "status. See find_lost_backlinks.",
                .mapping = "GET resource=backlinks, order=linking_domains desc"},
               {.resource = "backlinks", .order = "linking_domains", .direction = "desc"}));
 
     tools.push_back(list_entry(box, {.name = "list_citations", .toolset = "local",
                .title = "List citations",
-               .description = "Directory listings (citations) of a client: directory, listing "
-                              "status, NAP accuracy and issues, listing url.",
+               .description = "Lists a client's directory listings (citations): directory, "
+                              "listing status, NAP accuracy and issues, listing url.",
                .mapping = "GET resource=citations, order=created_at desc"},
               {.resource = "citations", .order = "created_at", .direction = "desc"}));
 
     tools.push_back(merged_entry(box, {.name = "list_articles", .toolset = "content",
                  .title = "List articles",
-                 .description = "Blog articles, then geo-targeted articles, of a client, newest "
-                                "first: title, keyword, status, url, deployment target. "
-                                "Optionally one status (e.g. draft, published).",
+                 .description = "Lists a client's published and draft articles (blog, then "
+                                "geo-targeted), newest first: title, keyword, status, url, "
+                                "deployment target, publish date. See generate_article.",
                  .mapping = "GET resource=blogs, then resource=geo_articles; order=created_at "
                             "desc, filter_field=status when given (every member passed through but the "
                             "body; post_title named title)"},
@@ -212,10 +209,9 @@ std::vector<ReadEntry> content_tools(const std::shared_ptr<Toolbox>& box) {
 
     tools.push_back(scan_entry(box, {.name = "list_calls", .toolset = "calls",
                .title = "List calls",
-               .description = "Tracked phone calls of a client between from and to (inclusive, "
-                              "UTC dates), newest first: caller, source, duration(_seconds), "
-                              "status, lead_grade if graded (else call_scores via read_resource), "
-                              "transcript. total on the last page.",
+               .description = "Lists a client's tracked phone calls between two dates, newest "
+                              "first: caller, source, duration, status, lead_grade if graded "
+                              "(else call_scores via read_resource), transcript.",
                .mapping = "GET resource=call_tracking_calls, order=created_at desc, limit=1000 "
                           "pages; date range filtered by the tool, stops past `from`"},
               {.resource = "call_tracking_calls",
@@ -224,8 +220,9 @@ std::vector<ReadEntry> content_tools(const std::shared_ptr<Toolbox>& box) {
 
     tools.push_back(merged_entry(box, {.name = "list_reports", .toolset = "reports",
                  .title = "List shareable reports",
-                 .description = "Reports of a client with their share links: SEO audits, then "
-                                "answer-engine (LLM) visibility reports, newest first.",
+                 .description = "Lists a client's reports with share links, newest first: SEO "
+                                "audits (score, issues found), then LLM visibility (score, "
+                                "mention count).",
                  .mapping = "GET resource=seo_reports (order=created_at desc), then "
                             "resource=llm_reports (order=scored_at desc); seo_reports without the "
                             "issue list, llm_reports' visibility_score named score"},
@@ -343,9 +340,9 @@ ToolCatalog register_read_tools(mcp::Server& server, const std::shared_ptr<Toolb
     add(
              {.name = "read_resource", .toolset = "datasets",
               .title = "Read any resource",
-              .description = "Rows of another gateway resource (reviews, competitors, call_scores, ...), "
-                        "with optional order, direction and exact-match filter (the parameters list "
-                        "useful values). Prefer a dedicated list tool where one exists.",
+              .description = "Reads rows of another gateway resource (reviews, competitors, "
+                             "call_scores, ...), optionally ordered and filtered. Prefer a "
+                             "dedicated list tool where one exists.",
               .input_schema_patch = read_resource_patch(resources),
               .mapping = "GET resource=<resource> with order, direction, filter_field, "
                          "filter_value passed through",

@@ -3,10 +3,12 @@
 // gateway page is parsed into a DOM.
 #include "tools/read_tools.hpp"
 #include "tools/client_scope.hpp"
+#include "tools/list_query.hpp"
 
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <tuple>
 
 #include "base/text.hpp"
 #include "gateway/page_reader.hpp"
@@ -89,10 +91,53 @@ json filter_arguments(const json& args) {
 
 // --- one resource ----------------------------------------------------------------------------
 
+namespace {
+
+// The gateway filter a list tool asks for itself: {field, value}, or {"", ""}.
+std::pair<std::string, std::string> own_filter(const ListSpec& spec, const json& args) {
+    if (spec.filter_field.empty()) return {};
+    if (spec.filter_argument.empty()) return {spec.filter_field, spec.filter_value};
+    auto f = args.find(spec.filter_argument);
+    if (f == args.end()) return {};
+    return {spec.filter_field, f->is_string() ? f->get<std::string>() : f->dump()};
+}
+
+// list_clients under a key limited to some clients: only their rows.
+void keep_scope(QueryTool& tool, const std::vector<std::string>& scope) {
+    tool.own_fields = {"id", "client_id"};
+    tool.binding_extra = scope;
+    tool.own_test = [&scope](std::span<const RowField> f) {
+        const RowField& id = f[0].present() ? f[0] : f[1];
+        const std::string text(id.is_string ? id.text : id.raw);
+        return std::find(scope.begin(), scope.end(), text) != scope.end() ? OwnVerdict::keep
+                                                                          : OwnVerdict::skip;
+    };
+}
+
+}  // namespace
+
 mcp::ToolResult list_page(Toolbox& box, const ListSpec& spec, const json& args,
                           mcp::RequestContext& ctx) {
-    if (!spec.per_client && spec.resource == "clients" && !ctx.principal.clients.empty())
-        return scoped_clients_page(box, spec, args, ctx);
+    std::string bad;
+    const ListQuery list_query = parse_list_query(args, bad);
+    if (!bad.empty()) return tool_error("validation", bad);
+    const bool scoped =
+        !spec.per_client && spec.resource == "clients" && !ctx.principal.clients.empty();
+    if (list_query.active()) {
+        const auto [field, value] = own_filter(spec, args);
+        QueryTool tool{.tool = spec.tool,
+                       .label = spec.resource,
+                       .client_id = spec.per_client ? args.at("client_id").get<std::string>() : "",
+                       .sources = {{.resource = spec.resource,
+                                    .order = spec.order,
+                                    .direction = spec.direction,
+                                    .filter_field = field,
+                                    .filter_value = value}},
+                       .default_limit = spec.default_limit};
+        if (scoped) keep_scope(tool, ctx.principal.clients);
+        return query_page(box, tool, list_query, args, ctx);
+    }
+    if (scoped) return scoped_clients_page(box, spec, args, ctx);
     const std::string client_id = spec.per_client ? args.at("client_id").get<std::string>() : "";
     const json filters = filter_arguments(args);
     const std::string principal = principal_of(ctx);
@@ -106,19 +151,7 @@ mcp::ToolResult list_page(Toolbox& box, const ListSpec& spec, const json& args,
     query.offset = offset;
     query.order = spec.order;
     query.direction = spec.direction;
-    if (!spec.filter_field.empty()) {
-        query.filter_field = spec.filter_field;
-        if (!spec.filter_argument.empty()) {
-            auto f = args.find(spec.filter_argument);
-            if (f == args.end()) {
-                query.filter_field.clear();
-            } else {
-                query.filter_value = f->is_string() ? f->get<std::string>() : f->dump();
-            }
-        } else {
-            query.filter_value = spec.filter_value;
-        }
-    }
+    std::tie(query.filter_field, query.filter_value) = own_filter(spec, args);
     // Rows and pagination in one parse of the page.
     gateway::Page page = box.gateway().read_body(query, ctx.stop);
 
@@ -146,6 +179,30 @@ mcp::ToolResult list_page(Toolbox& box, const ListSpec& spec, const json& args,
 mcp::ToolResult merged_page(Toolbox& box, const MergedSpec& spec, const json& args,
                             mcp::RequestContext& ctx) {
     const std::string client_id = args.at("client_id").get<std::string>();
+    std::string bad;
+    ListQuery list_query = parse_list_query(args, bad);
+    if (!bad.empty()) return tool_error("validation", bad);
+    std::string value = spec.filter_argument.empty() ? "" : string_arg(args, spec.filter_argument);
+    if (spec.filter_field == "status" && (value == "draft" || value == "drafted")) {
+        // One word for one state: the gateway's rows say draft, the planned tools' results
+        // say drafted (the spec's word); either finds the rows saying either.
+        list_query.where.push_back({"status", WhereOp::in, json::array({"draft", "drafted"})});
+        if (list_query.member_index("status") == list_query.members.size())
+            list_query.members.push_back("status");
+        value.clear();
+    }
+    if (list_query.active()) {
+        QueryTool tool{.tool = spec.tool, .label = spec.label, .client_id = client_id};
+        for (const Source& source : spec.sources)
+            tool.sources.push_back({.resource = source.resource,
+                                    .order = source.order,
+                                    .direction = "desc",
+                                    .shape = source.shape,
+                                    .filter_field = value.empty() ? "" : spec.filter_field,
+                                    .filter_value = value,
+                                    .tag = spec.tag_rows ? source.resource : ""});
+        return query_page(box, tool, list_query, args, ctx);
+    }
     const json filters = filter_arguments(args);
     const std::string principal = principal_of(ctx);
     const CursorBinding binding{spec.tool, client_id, principal, &filters};
@@ -268,17 +325,40 @@ std::string counts_only_note(std::span<const RowField> f) {
 
 // Where a gateway whose reports lack the issue list keeps per-page detail: its seo_tasks (one
 // row per page and fix), read through read_resource, when its discovery lists them; else "".
+// One row read says whether the tasks name their report: then the pointer filters by it;
+// otherwise the note says the tasks are not linked to this report.
 std::string issue_detail_pointer(Toolbox& box, const std::string& client_id,
-                                 mcp::RequestContext& ctx) {
+                                 const std::string& report_id, mcp::RequestContext& ctx) {
     try {
         if (!box.gateway().discovery(ctx.stop)->has_resource("seo_tasks")) return "";
     } catch (const gateway::Error&) {
         return "";  // discovery unreachable: point nowhere rather than guess
     }
-    return "; per-page issues and their fixes may be in this gateway's seo_tasks (each row "
-           "names a page url, a task and its priority): read_resource with resource "
-           "\"seo_tasks\" and client_id \"" + client_id + "\" (filter_field status or "
-           "category_id narrows it)";
+    static constexpr std::array<std::string_view, 3> kLinks{"report_id", "seo_report_id",
+                                                            "audit_id"};
+    std::string link;     // the member naming a task's report, when the rows have one
+    bool looked = false;  // a task row was read
+    try {
+        gateway::Page page = box.gateway().read_body(
+            {.resource = "seo_tasks", .client_id = client_id, .limit = 1}, ctx.stop);
+        box.gateway().walk(page, {.fields = kLinks}, [&](const Row& row) {
+            looked = true;
+            for (std::size_t i = 0; i < kLinks.size() && link.empty(); ++i)
+                if (row.fields[i].present() && row.fields[i].raw != "null") link = kLinks[i];
+            return false;
+        });
+    } catch (const gateway::Error&) {
+        // Unread: point at the tasks without saying how they link.
+    }
+    std::string out = "; per-page issues and their fixes may be in this gateway's seo_tasks "
+                      "(each row names a page url, a task and its priority): read_resource with "
+                      "resource \"seo_tasks\" and client_id \"" + client_id + "\"";
+    if (!link.empty())
+        return out + " and where {\"" + link + "\": \"" + report_id + "\"} (this report's tasks)";
+    out += " (filter_field status or category_id narrows it)";
+    if (!looked) return out;
+    return out + ". Those rows name no audit report: they are the client's tasks from every "
+                 "audit, not this report's issues";
 }
 
 }  // namespace
@@ -348,7 +428,7 @@ mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestCon
         });
     }
     if (!counts_note.empty()) {
-        writer.set_note(counts_note + issue_detail_pointer(box, client_id, ctx));
+        writer.set_note(counts_note + issue_detail_pointer(box, client_id, report_id, ctx));
         // Inside "audit": the report says it has no issue detail.
         const bool bare = audit.ends_with("{}");
         audit.insert(audit.size() - 1, bare ? R"("detail_available":false)"

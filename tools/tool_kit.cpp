@@ -202,6 +202,14 @@ ToolDoc add_tool(mcp::Server& server, ToolSpec spec) {
         if (spec.app_only) def.ui["visibility"] = json::array({"app"});
     }
     if (spec.billable) def.meta = {{"billable", true}};
+    // A read whose answer can be large (it takes limit or max_bytes) declares the answer cap,
+    // so Claude Code shows a page whole instead of swapping it for a file and a preview.
+    const json& input = spec.input_schema_patch.is_null() ? embedded_input : def.input_schema;
+    if (spec.read_only && !spec.app_only && input.contains("properties")) {
+        const json& props = input["properties"];
+        if (props.contains("limit") || props.contains("max_bytes"))
+            def.meta["anthropic/maxResultSizeChars"] = Settings{}.page_budget_bytes;
+    }
     if (spec.app_only && def.ui.is_null()) return doc;  // no view in this build: no tool
     server.add_tool(std::move(def));
     return doc;

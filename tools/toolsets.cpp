@@ -55,7 +55,8 @@ std::string server_instructions(const std::vector<const mcp::ToolDef*>& enabled,
     if (has("triage_clients"))
         text += " For status and trends prefer the insights (get_client_overview, "
                 "triage_clients, find_*): one call each.";
-    text += " Lists page with next_cursor; answers are cut to a size budget (max_bytes).";
+    text += " Lists page with next_cursor, filter with where and sort with order_by; answers "
+            "are cut to a size budget (max_bytes).";
     if (has("deploy_article") || has("send_prospect_email"))
         text += " Deploying an article or sending an email waits for a person's confirmation.";
     if (has("run_seo_audit")) text += " run_seo_audit queues an audit: poll get_audit_status.";

@@ -208,6 +208,15 @@ test('rankings: one point per returned row with a position, position 1 at the to
   const historyDrawn = await points();
   assert.deepEqual(historyDrawn.map((p) => `${p.date}|${p.position}`).sort(), expected.map((p) => `${p.date}|${p.position}`).sort());
   assertTopDown(historyDrawn);
+  // Above the chart, in words: the newest position and the change since the first date shown,
+  // computed here from the points the tool returned.
+  const byDate = expected.slice().sort((a, b) => (a.date < b.date ? -1 : 1));
+  const newest = byDate.at(-1).position;
+  const change = byDate[0].position - newest;
+  const summary = await textOf(frame, 'chart-summary');
+  assert.ok(summary.includes(`ranks ${newest} on`), `${summary}: newest position ${newest}`);
+  if (change !== 0) assert.ok(summary.includes(`${change > 0 ? 'up' : 'down'} ${Math.abs(change)} since`), `${summary}: change ${change}`);
+  else if (byDate.length > 1) assert.ok(summary.includes('the same as on'), summary);
 
   // Movers since a chosen date: ranking_changes through the host, one row per change.
   const since = '2026-10-01';

@@ -41,41 +41,43 @@ ToolCatalog register_insight_tools(mcp::Server& server, const std::shared_ptr<To
     std::vector<ToolSpec> specs;
     specs.push_back(insight(
         box, "get_client_overview", "A client's overview",
-        "One client at a glance: profile, keyword coverage and dates, latest audit, articles "
-        "by status.",
+        "Summarises one client at a glance: profile, keyword coverage and dates, latest audit, "
+        "articles by status. See get_client.",
         "GET clients (filter id), keywords (newest page and oldest row), seo_reports (newest), "
         "blogs and geo_articles (counts, published): 7 reads at once",
         client_overview_tool));
     specs.push_back(insight(
         box, "find_quick_wins", "Quick wins",
-        "Keywords ranked min_position-max_position (default 4-20) on the newest tracking date, "
-        "most estimated clicks gained at position 3 first; with position_change vs 4 tracking "
-        "dates earlier (+ = improved).",
+        "Finds quick wins (low-hanging fruit): keywords ranked 4-20 (min_position, max_position; "
+        "page 2: 11-20) on the newest tracking date, most estimated clicks gained at position 3 "
+        "first; position_change vs 4 tracking dates earlier (+ = improved).",
         "GET keywords, order=tracked_at desc, pages of 1000 until 5 tracking dates are read",
         find_quick_wins));
     specs.push_back(insight(
         box, "find_cannibalization", "Cannibalization",
-        "Keywords two or more of the client's urls ranked for (default: the newest 90 days): "
-        "per url its dates, best and last position; switches = how often the top url changed.",
+        "Finds keyword cannibalization: keywords two or more of the client's pages (urls) ranked "
+        "for; per url its dates, best and last position; switches: how often the top url "
+        "changed.",
         "GET keywords, order=tracked_at desc, pages of 1000 back to `from`",
         find_cannibalization));
     specs.push_back(insight(
         box, "find_declining_pages", "Declining pages",
-        "Pages losing rankings: volume-weighted position over the newest `weeks` weeks vs the "
-        "weeks before, estimated monthly clicks lost, the keywords that fell most.",
+        "Finds pages losing rankings: volume-weighted position over the newest `weeks` weeks vs "
+        "the weeks before, estimated monthly clicks lost, keywords that fell most. See "
+        "optimize_page.",
         "GET keywords, order=tracked_at desc, pages of 1000 back 2 x weeks weeks",
         find_declining_pages));
     specs.push_back(insight(
         box, "find_lost_backlinks", "Lost backlinks",
-        "Backlinks the gateway marks lost, highest authority first, with total_lost and "
-        "total_backlinks.",
+        "Finds backlinks the gateway marks lost, highest authority first, with total_lost and "
+        "total_backlinks. See list_backlinks.",
         "GET backlinks, pages of 1000 through every row; the top `limit` lost rows held",
         find_lost_backlinks));
     specs.push_back(insight(
         box, "triage_clients", "Client triage",
-        "Every client this caller reaches, most urgent first, with reasons and facts: "
+        "Ranks every client this caller reaches, most urgent first, with reasons and facts: "
         "keywords down 3+ over `weeks`, clicks change, audit score and change, inaccurate "
-        "citations, negative reviews, lost backlinks.",
+        "citations, negative reviews, lost backlinks. See get_client_overview.",
         "GET clients, then per client (8 at once, one call budget): keywords (newest dates), "
         "seo_reports (2 newest), citations, reviews (the window), backlinks",
         triage_clients));

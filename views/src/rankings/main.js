@@ -66,13 +66,14 @@ function render() {
   const controls = h("div", { class: "controls" },
     h("label", { for: "kw" }, "Keyword"), els.picker,
     h("span", { class: "range" }, "Dates ", els.range = h("span", { "data-testid": "date-range" }, "—")));
+  els.summary = h("p", { class: "summary", "data-testid": "chart-summary" });
   els.chartBox = h("div", { class: "chart-box" });
   els.readout = h("div", { class: "readout", "aria-live": "polite" }, "\u00a0");
   els.notes = h("div", { class: "notes" });
   els.legend = h("div", { class: "legend" });
   els.table = h("div");
   els.movers = h("div");
-  show(title, h("section", { class: "card" }, controls, els.readout, els.chartBox, els.legend, els.notes, els.table),
+  show(title, h("section", { class: "card" }, controls, els.summary, els.readout, els.chartBox, els.legend, els.notes, els.table),
     h("section", { class: "card" }, moversHead(), els.movers));
   renderChart();
   renderMovers();
@@ -83,6 +84,7 @@ function renderChart() {
   const days = points.map((p) => p.date).sort();
   els.range.textContent = days.length ? (days[0] === days[days.length - 1] ? fmtDay(days[0]) : `${fmtDay(days[0])} – ${fmtDay(days[days.length - 1])}`) : "—";
   els.readout.textContent = "\u00a0";
+  els.summary.textContent = summaryOf(points);
   const hist = st.picked ? st.history : null;
   if (hist && hist.loading) els.chartBox.replaceChildren(empty(`Loading the history of “${st.picked}”…`));
   else if (hist && hist.error) els.chartBox.replaceChildren(errorBox(hist.error, `Could not load the history of “${st.picked}”`));
@@ -107,6 +109,43 @@ function renderChart() {
   if (!st.picked && st.serverNote) notes.push(`Note from the server: ${st.serverNote}.`);
   els.notes.replaceChildren(...notes.map((n) => h("p", { class: "muted small", "data-testid": "chart-note" }, n)));
   els.table.replaceChildren(points.length ? dataTable(points, !st.picked && new Set(points.map((p) => p.date)).size === 1) : "");
+}
+
+// The chart in words, above it: the newest position and the change since the first date shown
+// (one keyword), or how many keywords went up and down (several). Lower is better.
+function summaryOf(points) {
+  if (!points.length) return "";
+  const byKw = new Map();
+  for (const p of points) {
+    if (!byKw.has(p.keyword)) byKw.set(p.keyword, []);
+    byKw.get(p.keyword).push(p);
+  }
+  const ends = [...byKw.entries()].map(([keyword, list]) => {
+    const sorted = list.slice().sort((a, b) => (a.date < b.date ? -1 : a.date > b.date ? 1 : 0));
+    return { keyword, first: sorted[0], last: sorted[sorted.length - 1] };
+  });
+  const moved = (e) => e.first.position - e.last.position; // > 0: up (a smaller number)
+  if (ends.length === 1) {
+    const { keyword, first, last } = ends[0];
+    let s = `${keyword ? `“${keyword}”` : "This keyword"} ranks ${last.position} on ${fmtDay(last.date)}`;
+    if (first.date !== last.date) {
+      const d = moved(ends[0]);
+      s += d === 0 ? `, the same as on ${fmtDay(first.date)}` : `, ${d > 0 ? "up" : "down"} ${Math.abs(d)} since ${fmtDay(first.date)} (position ${first.position})`;
+    }
+    return `${s}. A lower position is better.`;
+  }
+  const newest = ends.reduce((m, e) => (e.last.date > m ? e.last.date : m), "");
+  const now = ends.filter((e) => e.last.date === newest);
+  const best = now.reduce((b, e) => (!b || e.last.position < b.last.position ? e : b), null);
+  const avg = now.reduce((t, e) => t + e.last.position, 0) / now.length;
+  let s = `${ends.length} keywords. On ${fmtDay(newest)}: ${now.length} ranked, average position ${avg.toFixed(1)}, best ${best.last.position}${best.keyword ? ` (“${best.keyword}”)` : ""}`;
+  const spans = ends.filter((e) => e.first.date !== e.last.date);
+  if (spans.length) {
+    const up = spans.filter((e) => moved(e) > 0).length;
+    const down = spans.filter((e) => moved(e) < 0).length;
+    s += `; since each one's first date shown: ${up} up, ${down} down, ${spans.length - up - down} unchanged`;
+  }
+  return `${s}. A lower position is better.`;
 }
 
 function dataTable(points, open) {
