@@ -357,6 +357,14 @@ void CommandLine::add_answer_options() {
                      "no rows). Default auto")
         ->envname("AGENCY_STRUCTURED_TEXT")
         ->check(CLI::IsMember({"auto", "full", "compact", "summary"}));
+    serve_cmd_
+        ->add_option("--structured-content", serve.structured_content,
+                     "What a tool's structuredContent holds: auto (lean for the hosts known to "
+                     "show their model structuredContent alone: Claude Code, Copilot CLI, "
+                     "opencode, Codex, by clientInfo.name; full for others), lean (rows as "
+                     "columns and arrays, no nulls: ~60% of the bytes) or full. Default auto")
+        ->envname("AGENCY_STRUCTURED_CONTENT")
+        ->check(CLI::IsMember({"auto", "full", "lean"}));
 }
 
 // Which tools the server offers (docs/tools.md, "Toolsets"); names are checked at start.

@@ -76,6 +76,7 @@ struct ServeArgs {
     std::uint64_t gateway_max_response_bytes = std::uint64_t{16} << 20;
     // The text block beside structuredContent: "auto", "full" or "summary".
     std::string structured_text = "auto";
+    std::string structured_content = "auto";
     // --toolsets, --tools, --exclude-tools (tools/toolsets.hpp).
     mcp::ToolSelection selection;
     // Tool calls per principal (server/rate_limit.hpp): "off", "N" or "N/minute", "N/second";

@@ -101,6 +101,7 @@ struct ToolServerSetup {
     std::size_t read_connections = gateway::Config{}.read_connections;
     std::size_t action_connections = gateway::Config{}.action_connections;
     mcp::StructuredText structured_text = mcp::StructuredText::automatic;
+    mcp::StructuredContent structured_content = mcp::StructuredContent::automatic;
     bool views = true;  // MCP Apps views linked for clients that render them (--no-ui: false)
     bool mark_sample_data = true;  // false for tools-doc: the reference is not an answer
     mcp::ToolSelection selection;  // the server's (--toolsets, --tools, --exclude-tools)
@@ -180,6 +181,7 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
         options.task_lease_ms = setup.actions->settings().sharing.lease.count();
     }
     options.structured_text = setup.structured_text;
+    options.structured_content = setup.structured_content;
     options.views = setup.views;
     options.rate_limit = setup.rate_limit;
     if (sample_data && setup.mark_sample_data) mark_sample_data(options);
@@ -320,6 +322,9 @@ int run_serve(const ServeArgs& args) {
                             : args.structured_text == "compact" ? mcp::StructuredText::compact
                             : args.structured_text == "summary" ? mcp::StructuredText::summary
                                                                 : mcp::StructuredText::automatic;
+    setup.structured_content = args.structured_content == "full"   ? mcp::StructuredContent::full
+                               : args.structured_content == "lean" ? mcp::StructuredContent::lean
+                                                                   : mcp::StructuredContent::automatic;
 
     ReadinessChecks checks{.store = action_settings.store,
                            .discovery_period = setup.discovery_refresh,

@@ -315,12 +315,18 @@ struct ServerInfo {
 // their model structuredContent. Tool errors keep their text either way.
 enum class StructuredText { automatic, full, compact, summary };
 
+// What structuredContent holds (server/lean_answer.hpp). automatic: lean for the hosts known to
+// hand their model structuredContent alone (Claude Code, Copilot CLI, opencode, Codex, by
+// clientInfo.name), full for everyone else; lean or full: that for every client.
+enum class StructuredContent { automatic, full, lean };
+
 struct ServerOptions {
     ServerInfo info;
     // Merged into the _meta of every tools/call result (success or tool error, tasks' too) and
     // resources/read result; e.g. a flag saying the answers are sample data. Null: none.
     json result_meta;
     StructuredText structured_text = StructuredText::automatic;
+    StructuredContent structured_content = StructuredContent::automatic;
     // What stamps and expires tasks, sessions and requestStates; null: base::Clock::system().
     // Must outlive the server.
     const base::Clock* clock = nullptr;

@@ -3,6 +3,7 @@
 #include "base/log.hpp"
 
 #include "base/progress_notes.hpp"
+#include "server/lean_answer.hpp"
 #include "server/server_impl.hpp"
 #include "server/telemetry.hpp"
 
@@ -74,6 +75,14 @@ void refuse_unless_offered(const Server& server, const ToolDef& tool, const Requ
                        "unknown tool: " + tool.name + " (a tool of this server's MCP Apps views, "
                        "offered only to clients that declare the io.modelcontextprotocol/ui "
                        "extension; tools/list shows the available tools)");
+}
+
+// The text beside structuredContent (what the frameworks read), then structuredContent lean
+// for a host that shows its model nothing else.
+void shape_answer(ToolResult& result, const ServerOptions& options, const RequestContext& ctx) {
+    summarize_structured_text(result, options, ctx.era);
+    if (!result.is_error && !result.structured_text.empty() && lean_answer_for(options, ctx))
+        result.structured_text = lean_structured(result.structured_text);
 }
 
 }  // namespace
@@ -175,7 +184,7 @@ std::optional<Reply> Server::call_tool(const json& id, const json& params,
     if (!modern && ctx.stop.stop_requested() && ctx.session) return std::nullopt;
 
     if (result.is_error) RequestObserver::tool_outcome("tool_error");
-    summarize_structured_text(result, impl_->options, ctx.era);
+    shape_answer(result, impl_->options, ctx);
     // Reserved once: the answer carries the structured text twice (once escaped), and growing
     // a ~50 KB string on the way copies it.
     const bool text_copy = result.content.empty() && !result.structured_text.empty();

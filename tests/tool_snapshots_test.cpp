@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <functional>
+
 #include <gtest/gtest.h>
 
 #include "gateway/client.hpp"
@@ -210,6 +212,16 @@ TEST(ToolSnapshots, DefinitionsFollowTheRules) {
         EXPECT_EQ(input.value("additionalProperties", json()), json(false))
             << "inputSchema needs additionalProperties: false (typos must be refused)";
         ASSERT_TRUE(tool.contains("outputSchema")) << "needs an outputSchema";
+        // No keyword holds null (clients' validators, Ajv among them, refuse such a schema and
+        // with it every tool of the server).
+        std::function<bool(const json&)> has_null = [&](const json& j) {
+            if (j.is_null()) return true;
+            if (j.is_structured())
+                for (const auto& v : j) if (has_null(v)) return true;
+            return false;
+        };
+        EXPECT_FALSE(has_null(input)) << "inputSchema holds a null";
+        EXPECT_FALSE(has_null(tool["outputSchema"])) << "outputSchema holds a null";
         EXPECT_EQ(tool["outputSchema"].value("type", ""), "object");
         // Several clients reject or mangle top-level combinators.
         for (const char* combinator : {"anyOf", "oneOf", "allOf"}) {

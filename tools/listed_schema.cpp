@@ -88,6 +88,16 @@ json listed_output(const json& schema) {
     json out = schema;
     strip(out, true);
     keep_top_fields(out);
+    // A lean answer (server/lean_answer.hpp) carries its rows as arrays under "columns".
+    if (auto props = out.find("properties"); props != out.end()) {
+        auto rows = props->find("rows");
+        if (rows != props->end() && rows->is_object()) {
+            auto items = rows->find("items");
+            if (items != rows->end() && items->is_object() &&
+                items->value("type", json()) == "object")
+                (*items)["type"] = json::array({"object", "array"});
+        }
+    }
     return out;
 }
 

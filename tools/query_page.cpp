@@ -5,6 +5,8 @@
 #include "tools/list_query.hpp"
 
 #include <algorithm>
+#include <array>
+#include <optional>
 
 #include "tools/range_tools.hpp"
 
@@ -15,7 +17,31 @@ namespace {
 struct Walked {
     std::int64_t scanned = 0;
     std::vector<char> present;  // per query member: some row read has it (not null)
+    std::vector<std::int64_t> rows_of_source;
     MembersSeen seen;
+};
+
+// The fields a walk reads: the tool's own, then each query member it does not already read
+// (a walk reads a name once), and where each test and the order find theirs.
+struct FieldMap {
+    std::vector<std::string_view> names;
+    std::size_t own = 0;                   // names[0, own): the tool's own fields
+    std::vector<std::size_t> member_field;  // per query member, its index in names
+    std::vector<std::size_t> test_field;    // per where test
+    std::size_t order_field = 0;
+
+    FieldMap(const QueryTool& tool, const ListQuery& query)
+        : names(tool.own_fields.begin(), tool.own_fields.end()), own(names.size()) {
+        for (const std::string& m : query.members) {
+            const auto at = std::find(names.begin(), names.end(), m);
+            member_field.push_back(static_cast<std::size_t>(at - names.begin()));
+            if (at == names.end()) names.push_back(m);
+        }
+        for (const WhereTest& t : query.where)
+            test_field.push_back(member_field[query.member_index(t.member)]);
+        if (!query.order_by.empty())
+            order_field = member_field[query.member_index(query.order_by)];
+    }
 };
 
 // A where test the gateway applied found no row: whether the resource's rows lack the member
@@ -44,6 +70,25 @@ mcp::ToolResult member_refusal(const QueryTool& tool, const std::string& member,
             std::to_string(walked.scanned) + " rows read)" +
             (members.empty() ? "" : "; the rows' members: " + members) +
             ". Name one of those in where or order_by.");
+}
+
+// A member no row read has: refused, naming what the rows do have. A where test the gateway
+// applied that found nothing (on an empty first page) reads one more row to tell.
+std::optional<mcp::ToolResult> absent_member(Toolbox& box, const QueryTool& tool,
+                                             const ListQuery& query,
+                                             const std::vector<Pushdown>& plans, Walked& walked,
+                                             bool empty_first_page, mcp::RequestContext& ctx) {
+    for (std::size_t i = 0; i < query.members.size(); ++i)
+        if (!walked.present[i] && walked.scanned > 0)
+            return member_refusal(tool, query.members[i], walked);
+    if (!empty_first_page) return std::nullopt;
+    for (std::size_t s = 0; s < tool.sources.size(); ++s)
+        if (plans[s].filter_test && walked.rows_of_source[s] == 0) {
+            const std::string& member = query.where[*plans[s].filter_test].member;
+            if (!absent_pushed_member(box, tool, tool.sources[s], member, walked, ctx).empty())
+                return member_refusal(tool, member, walked);
+        }
+    return std::nullopt;
 }
 
 }  // namespace
@@ -78,30 +123,15 @@ mcp::ToolResult query_page(Toolbox& box, const QueryTool& tool, const ListQuery&
     const std::int64_t earlier = resumed ? start.extra.value("n", std::int64_t{0}) : 0;
     const std::size_t first_source = resumed ? start.extra.value("s", std::size_t{0}) : 0;
 
-    // The walk reads the tool's own fields, then each query member it does not already read
-    // (a walk reads a name once).
-    std::vector<std::string_view> names(tool.own_fields.begin(), tool.own_fields.end());
-    const std::size_t q0 = names.size();
-    std::vector<std::size_t> member_field;  // per query member, its index in names
-    for (const std::string& m : query.members) {
-        const auto at = std::find(names.begin(), names.end(), m);
-        member_field.push_back(static_cast<std::size_t>(at - names.begin()));
-        if (at == names.end()) names.push_back(m);
-    }
-    std::vector<std::size_t> test_field;
-    for (const WhereTest& t : query.where)
-        test_field.push_back(member_field[query.member_index(t.member)]);
-    const std::size_t order_field =
-        query.order_by.empty() ? 0 : member_field[query.member_index(query.order_by)];
-
+    const FieldMap fields(tool, query);
     Walked walked;
     walked.present.assign(query.members.size(), 0);
+    walked.rows_of_source.assign(tool.sources.size(), 0);
     RowWriter writer(tool.client_id, tool.label, answer_budget(box.settings(), args));
     TopRows top(ranked ? static_cast<std::size_t>(rank_start + limit) : 0, query.descending);
     std::int64_t matched = 0;
     std::string cursor;
     std::string scratch;
-    std::vector<std::int64_t> rows_of_source(tool.sources.size(), 0);
     for (std::size_t s = first_source;
          s < tool.sources.size() && (cursor.empty() || tool.count_all); ++s) {
         const QuerySource& src = tool.sources[s];
@@ -115,27 +145,29 @@ mcp::ToolResult query_page(Toolbox& box, const QueryTool& tool, const ListQuery&
                                 own_filter ? src.filter_value : plan.filter_value};
         const RowSelect select(&src.shape, args);
         const std::int64_t offset = resumed && s == first_source ? start.offset : 0;
-        walk_newest_first(box, read, offset, {.fields = names, .select = select.selection()},
+        walk_newest_first(box, read, offset,
+                          {.fields = fields.names, .select = select.selection()},
                           ctx, [&](const Row& row, std::int64_t at) {
             ++walked.scanned;
-            ++rows_of_source[s];
+            ++walked.rows_of_source[s];
             walked.seen.see(row.json);
             for (std::size_t i = 0; i < query.members.size(); ++i) {
-                const RowField& f = row.fields[member_field[i]];
+                const RowField& f = row.fields[fields.member_field[i]];
                 if (f.present() && f.raw != "null") walked.present[i] = 1;
             }
             if (tool.own_test) {
-                const OwnVerdict verdict = tool.own_test(row.fields.first(q0));
+                const OwnVerdict verdict = tool.own_test(row.fields.first(fields.own));
                 if (verdict == OwnVerdict::end_of_source) return false;
                 if (verdict == OwnVerdict::skip) return true;
             }
             for (std::size_t i = 0; i < query.where.size(); ++i)
-                if (plan.filter_test != i && !passes(query.where[i], row.fields[test_field[i]]))
+                if (plan.filter_test != i &&
+                    !passes(query.where[i], row.fields[fields.test_field[i]]))
                     return true;
             const std::string_view text = select.row(row, src.tag, scratch);
             if (ranked) {
                 ++matched;
-                top.offer(sort_key(row.fields[order_field]), text, row.members_left_out);
+                top.offer(sort_key(row.fields[fields.order_field]), text, row.members_left_out);
                 return true;
             }
             ++matched;
@@ -163,22 +195,11 @@ mcp::ToolResult query_page(Toolbox& box, const QueryTool& tool, const ListQuery&
         total = earlier + matched;  // every matching row from the cursor on was counted
     }
 
-    // A member no row read has: refused, naming what the rows do have. Once the scan ended
-    // (no cursor, or counted to the end) every row was read; a where test the gateway applied
-    // read one more row.
-    if (cursor.empty() || tool.count_all) {
-        for (std::size_t i = 0; i < query.members.size(); ++i)
-            if (!walked.present[i] && walked.scanned > 0)
-                return member_refusal(tool, query.members[i], walked);
-        if (writer.count() == 0 && start.offset == 0)
-            for (std::size_t s = 0; s < tool.sources.size(); ++s)
-                if (plans[s].filter_test && rows_of_source[s] == 0) {
-                    const std::string& member = query.where[*plans[s].filter_test].member;
-                    if (!absent_pushed_member(box, tool, tool.sources[s], member, walked, ctx)
-                             .empty())
-                        return member_refusal(tool, member, walked);
-                }
-    }
+    // Once the scan ended (no cursor, or counted to the end) every row was read.
+    if (cursor.empty() || tool.count_all)
+        if (auto refused = absent_member(box, tool, query, plans, walked,
+                                         writer.count() == 0 && start.offset == 0, ctx))
+            return std::move(*refused);
     if (writer.count() == 0 && ranked && rank_start > 0 && rank_start >= matched)
         writer.set_note(empty_note(tool.client_id, tool.label, "", matched, rank_start));
     else if (writer.count() == 0)
