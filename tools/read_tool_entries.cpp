@@ -179,7 +179,8 @@ std::vector<ReadEntry> content_tools(const std::shared_ptr<Toolbox>& box) {
 
     tools.push_back(list_entry(box, {.name = "list_backlinks", .toolset = "backlinks",
                .title = "List backlinks",
-               .description = "Lists a client's backlinks, strongest first: source url and "
+               .description = "Lists a client's backlinks, most linking domains first "
+                              "(order_by domain_authority for the strongest): source url and "
                               "domain, anchor, target page, domain authority, first seen, "
                               "status. See find_lost_backlinks.",
                .mapping = "GET resource=backlinks, order=linking_domains desc"},
@@ -187,8 +188,9 @@ std::vector<ReadEntry> content_tools(const std::shared_ptr<Toolbox>& box) {
 
     tools.push_back(list_entry(box, {.name = "list_citations", .toolset = "local",
                .title = "List citations",
-               .description = "Lists a client's directory listings (citations): directory, "
-                              "listing status, NAP accuracy and issues, listing url.",
+               .description = "Lists a client's directory listings (citations), newest "
+                              "first: directory, listing status, NAP accuracy and issues, "
+                              "listing url.",
                .mapping = "GET resource=citations, order=created_at desc"},
               {.resource = "citations", .order = "created_at", .direction = "desc"}));
 
