@@ -114,6 +114,19 @@ TEST(LeanAnswer, ClaudeCodeReadsTheDefaultKeywordPageInUnderTwoThirdsOfTheBytes)
     const json error = call_as_host(h, "claude-code", "get_client", {{"client_id", "nobody"}});
     EXPECT_TRUE(error.value("isError", false)) << error.dump().substr(0, 300);
     EXPECT_NE(error["content"][0].value("text", "").find("list_clients"), std::string::npos);
+    // The text is complete on its own (Claude Code shows an error's text and drops the rest):
+    // the reason, the message and what to do next, for each kind of error a model meets.
+    for (const auto& [name, arguments] : std::vector<std::pair<std::string, json>>{
+             {"get_client", {{"client_id", "nobody"}}},
+             {"list_keywords", {{"client_id", "demo-law"}, {"where", {{"x", {{"between", 1}}}}}}},
+             {"list_rankings", {{"client_id", "demo-law"}, {"from", "2026-02-01"},
+                                {"to", "2026-01-01"}}}}) {
+        const json r = call_as_host(h, "claude-code", name, arguments);
+        ASSERT_TRUE(r.value("isError", false)) << name << ": " << r.dump().substr(0, 300);
+        const json text = json::parse(r["content"][0].value("text", "{}"));
+        for (const char* part : {"reason", "message", "next"})
+            EXPECT_FALSE(text["error"].value(part, "").empty()) << name << " lacks " << part;
+    }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 #include <variant>
 
 #include "base/text.hpp"
@@ -19,11 +20,39 @@ namespace agency::tools {
 
 // --- errors ----------------------------------------------------------------------------------
 
+namespace {
+
+// What to do next after an error of `reason`, for the text a model reads (some hosts drop
+// everything but the text of an error): "" for a reason whose message says it all.
+std::string_view next_step(std::string_view reason) {
+    static constexpr std::pair<std::string_view, std::string_view> kNext[] = {
+        {"validation", "correct the arguments as the message says, then call again"},
+        {"not_found", "check the id: the list tools (list_clients first) give the valid "
+                      "ones"},
+        {"scope", "this key may not do it: use a read tool, or ask the operator for the scope"},
+        {"rate_limited", "wait (retry_after_seconds when given), then call again"},
+        {"unavailable", "the gateway is unreachable: try again in a minute"},
+        {"upstream", "the gateway failed: try again later, and tell the operator if it persists"},
+        {"gateway", "the gateway failed: try again later, and tell the operator if it persists"},
+        {"outcome_unknown", "do not repeat it blindly: check whether it ran, as the message "
+                            "says, first"},
+        {"cancelled", "call again if it is still wanted"},
+        {"auth", "the operator must fix the server's gateway key"},
+    };
+    for (const auto& [name, next] : kNext)
+        if (name == reason) return next;
+    return {};
+}
+
+}  // namespace
+
 mcp::ToolResult tool_error(std::string_view reason, const std::string& message,
                            const json& details) {
     json error = {{"reason", reason}, {"message", message}};
     if (details.is_object())
         for (const auto& [k, v] : details.items()) error[k] = v;
+    if (const std::string_view next = next_step(reason); !next.empty() && !error.contains("next"))
+        error["next"] = next;
     return mcp::ToolResult::text(json{{"error", std::move(error)}}.dump(), true);
 }
 
