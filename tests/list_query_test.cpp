@@ -231,7 +231,10 @@ TEST(ListQuery, BadQueriesAreRefusedBeforeAnyRead) {
                               json{{"position", json::object()}},
                               json{{"status", {{"in", json::array()}}}},
                               json{{"status", {{"contains", 5}}}},
-                              json{{"status", json::array({"a"})}}}) {
+                              json{{"status", json::array({"a"})}},
+                              json{{"status", std::string(1025, 'a')}},
+                              json{{"keyword", {{"contains", std::string(1025, 'a')}}}},
+                              json{{"status", {{"in", {"a", std::string(1025, 'a')}}}}}}) {
         const ToolReply r = h.call("list_keywords", {{"client_id", "demo-law"}, {"where", where}});
         ASSERT_TRUE(r.is_error() || r.rpc_error != 0) << where.dump();
         if (r.is_error()) EXPECT_EQ(r.reason(), "validation") << where.dump();

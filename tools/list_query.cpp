@@ -37,7 +37,11 @@ bool plain_member_name(std::string_view name) {
     });
 }
 
-bool is_scalar_value(const json& v) { return v.is_string() || v.is_number() || v.is_boolean(); }
+// A string (of at most kMaxWhereText bytes), number or boolean.
+bool is_scalar_value(const json& v) {
+    return (v.is_string() && v.get_ref<const std::string&>().size() <= kMaxWhereText) ||
+           v.is_number() || v.is_boolean();
+}
 
 // "YYYY-MM-DD": a day, against which a timestamp compares by its first ten characters.
 bool is_day_text(std::string_view s) {
@@ -95,12 +99,15 @@ void add_test(ListQuery& q, const std::string& member, std::string_view op_name,
         if (!v.is_array() || v.empty() || v.size() > kMaxInValues ||
             !std::all_of(v.begin(), v.end(), is_scalar_value)) {
             error = "where." + member + ".in takes a list of 1 to " +
-                    std::to_string(kMaxInValues) + " strings, numbers or booleans";
+                    std::to_string(kMaxInValues) + " strings (of at most " +
+                    std::to_string(kMaxWhereText) + " bytes), numbers or booleans";
             return;
         }
-    } else if (op->op == WhereOp::contains ? !v.is_string() : !is_scalar_value(v)) {
+    } else if (op->op == WhereOp::contains ? !(v.is_string() && is_scalar_value(v))
+                                           : !is_scalar_value(v)) {
         error = "where." + member + "." + std::string(op_name) +
-                (op->op == WhereOp::contains ? " takes text" : " takes a string, number or boolean");
+                (op->op == WhereOp::contains ? " takes text" : " takes a string, number or boolean") +
+                " (text of at most " + std::to_string(kMaxWhereText) + " bytes)";
         return;
     }
     q.where.push_back({member, op->op, v});
@@ -158,8 +165,9 @@ ListQuery parse_list_query(const json& args, std::string& error) {
             } else if (is_scalar_value(v)) {
                 q.where.push_back({member, WhereOp::eq, v});
             } else {
-                error = "where." + member + ": give a string, number or boolean to match, or an "
-                        "operator object such as {\"in\": [\"a\", \"b\"]}";
+                error = "where." + member + ": give a string (at most " +
+                        std::to_string(kMaxWhereText) + " bytes), number or boolean to match, "
+                        "or an operator object such as {\"in\": [\"a\", \"b\"]}";
                 return q;
             }
         }

@@ -38,9 +38,12 @@ struct ListQuery {
     std::string describe() const;
 };
 
-// Limits on what a caller may ask: a where of at most 8 members, an `in` of at most 100 values.
+// Limits on what a caller may ask: a where of at most 8 members, an `in` of at most 100 values,
+// no text value longer than 1 KiB.
 inline constexpr std::size_t kMaxWhereMembers = 8;
 inline constexpr std::size_t kMaxInValues = 100;
+// A text value (to match, compare or look for) is at most this many bytes.
+inline constexpr std::size_t kMaxWhereText = 1024;
 // An order the server applies holds the rows up to the page asked for: cursors end there.
 inline constexpr std::int64_t kMaxRankedRows = 10'000;
 

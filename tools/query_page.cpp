@@ -160,10 +160,10 @@ mcp::ToolResult query_page(Toolbox& box, const QueryTool& tool, const ListQuery&
                 if (verdict == OwnVerdict::end_of_source) return false;
                 if (verdict == OwnVerdict::skip) return true;
             }
+            // Every test, the one the gateway applied too: a gateway that ignores
+            // filter_field (or matches more loosely) still answers only matching rows.
             for (std::size_t i = 0; i < query.where.size(); ++i)
-                if (plan.filter_test != i &&
-                    !passes(query.where[i], row.fields[fields.test_field[i]]))
-                    return true;
+                if (!passes(query.where[i], row.fields[fields.test_field[i]])) return true;
             const std::string_view text = select.row(row, src.tag, scratch);
             if (ranked) {
                 ++matched;
