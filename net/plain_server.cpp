@@ -2,6 +2,7 @@
 #include "net/socket_stream.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/epoll.h>
@@ -177,6 +178,9 @@ public:
     }
 
     void admit(int sock) {
+        // Not into a child process this one starts (httplib accepts without SOCK_CLOEXEC): a
+        // child holding the socket would keep the connection open after it is closed here.
+        ::fcntl(sock, F_SETFD, ::fcntl(sock, F_GETFD) | FD_CLOEXEC);
         sockaddr_storage addr{};
         socklen_t len = sizeof addr;
         std::string peer;
@@ -234,6 +238,10 @@ private:
     // hold its address), its serving thread otherwise.
     void close_locked(Conn* c, const char* last_word) {
         const int sock = c->sock;
+        // Out of the epoll set before the close: closing the descriptor alone leaves an armed
+        // entry behind while another reference to the socket lives (a child process between
+        // fork and exec holds one), and its next event would carry the freed connection.
+        ::epoll_ctl(epoll_, EPOLL_CTL_DEL, sock, nullptr);
         if (c->evicted) --evicted_;
         buffered_bodies_ -= c->reserved;
         forget_locked(c->peer);

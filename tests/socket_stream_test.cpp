@@ -2,11 +2,15 @@
 // to send it with the body) on a loopback port, driven by httplib's own client and by a raw
 // socket: answers of every shape on one kept-alive connection, request bodies larger than the
 // read buffer, a body a handler left unread, SSE events that must go out while the handler
-// still runs, and stop() with an idle connection open.
+// still runs, stop() with an idle connection open, and an idle connection closed while a child
+// process holds its socket.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -177,6 +181,63 @@ TEST(PlainServer, StopDoesNotWaitForIdleConnections) {
     const auto started = std::chrono::steady_clock::now();
     server.reset();
     EXPECT_LT(std::chrono::steady_clock::now() - started, 1s);
+}
+
+// A process that starts a child (the tests start agency-mcp, the server starts nothing yet, an
+// operator's hook might) shares every socket with it between fork and exec. The sweep that
+// closes an idle connection then leaves the socket alive in the child: its epoll entry must go
+// with the connection, or the hang-up it just caused comes back carrying the freed connection
+// (AddressSanitizer: heap-use-after-free in on_readable, met in ServeCli's tests).
+TEST(PlainServer, AnIdleConnectionClosedWhileAChildHoldsItsSocketIsForgotten) {
+    struct Short : agency::testing::LoopbackServer<agency::net::PlainServer> {
+        Short() {
+            http.set_keep_alive_timeout(1);
+            http.Get("/small", [](const httplib::Request&, httplib::Response& res) {
+                res.set_content(R"({"ok":true})", "application/json");
+            });
+            start();
+        }
+    } server;
+    const int sock = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(server.port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const std::string request = "GET /small HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    ASSERT_EQ(::send(sock, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+    char buffer[4096];
+    const ssize_t got = ::recv(sock, buffer, sizeof buffer, 0);
+    ASSERT_GT(got, 0);
+    EXPECT_EQ(std::string(buffer, static_cast<std::size_t>(got)).rfind("HTTP/1.1 200", 0), 0u);
+
+    // The connection is parked: a child now holds every descriptor, the server's side too.
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        // Gone with this process, or after 10 s, and holding no pipe a runner waits on.
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        ::close(STDOUT_FILENO);
+        ::close(STDERR_FILENO);
+        ::alarm(10);
+        ::pause();
+        ::_exit(0);
+    }
+    // Past the 1 s keep-alive the sweep closes the connection: the client reads its end.
+    pollfd pfd{sock, POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, 5000);
+    ssize_t end = -1;
+    if (ready == 1) end = ::recv(sock, buffer, sizeof buffer, 0);
+    // The server goes on: a second connection is answered (the epoll thread is alive).
+    httplib::Client client("127.0.0.1", server.port);
+    const auto answer = client.Get("/small");
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    ::close(sock);
+    EXPECT_EQ(ready, 1) << "the idle connection was not closed within 5 s";
+    EXPECT_EQ(end, 0) << "the idle connection ends with a close, not an error";
+    ASSERT_TRUE(answer);
+    EXPECT_EQ(answer->status, 200);
 }
 
 }  // namespace
