@@ -282,10 +282,13 @@ TEST(ReadAnswers, LatestRankingsGiveEachKeywordsNewestRow) {
     for (const auto& row : then["rows"]) EXPECT_EQ(date_of(row), as_of);
 }
 
+// docs/tools.md (the whole schema) names the useful order and filter values per resource;
+// tools/list, in every model's context, keeps the short descriptions: `where` and `order_by`
+// push those values to the gateway without being told.
 TEST(ReadAnswers, ReadResourceDescribesDirectionAndUsefulValues) {
-    for (const auto& tool : h().tools()) {
-        if (tool["name"] != "read_resource") continue;
-        const json& props = tool["inputSchema"]["properties"];
+    for (const agency::mcp::ToolDef* tool : h().server->visible_tools({})) {
+        if (tool->name != "read_resource") continue;
+        const json& props = tool->input()["properties"];
         const std::string order = props["order"]["description"];
         const std::string filter = props["filter_field"]["description"];
         EXPECT_NE(props["direction"]["description"].get<std::string>().find("asc: oldest"),
@@ -294,9 +297,16 @@ TEST(ReadAnswers, ReadResourceDescribesDirectionAndUsefulValues) {
         EXPECT_NE(filter.find("sentiment (reviews)"), std::string::npos) << filter;
         EXPECT_NE(filter.find("lead_grade, quality_grade (call_scores, call_transcriptions)"),
                   std::string::npos) << filter;
+        const json& listed = tool->listed_input()["properties"];
+        EXPECT_EQ(listed["order"]["description"], "Field to order by");
+        EXPECT_EQ(listed["filter_field"]["description"],
+                  "Exact-match filter field (needs filter_value)");
+        EXPECT_FALSE(listed["direction"].contains("description"));
+        EXPECT_FALSE(listed["direction"].contains("x-listed"));
+        EXPECT_EQ(listed["resource"]["enum"], props["resource"]["enum"]);
         return;
     }
-    ADD_FAILURE() << "read_resource is not listed";
+    ADD_FAILURE() << "read_resource is not registered";
 }
 
 }  // namespace

@@ -237,12 +237,9 @@ TEST(ToolSnapshots, ListAnswerSize) {
     std::cout << "tools/list: " << r.tools.size() << " tools, " << r.answer_bytes << " bytes in "
               << r.pages << " page(s)" << std::endl;
     ::testing::Test::RecordProperty("tools_list_bytes", std::to_string(r.answer_bytes));
-    // Every client loads the whole list into the model's context on connect: with every
-    // toolset it stays within 40 KB (issue 18 set 32 KB; issue 29's four explicit annotations
-    // on every tool cost ~1.3 KB, which hosts that review tools need; issue 46's six insight
-    // tools ~5.4 KB, their rows and provenance published by type alone; tools/listed_schema.hpp
-    // says what is left out of the published schemas), and toolsets are how a deployment
-    // sends fewer. An alarm for growth, not a target: issue 47 sets the budget (32 KiB with
-    // every toolset, counted in tokens per toolset).
-    EXPECT_LE(r.answer_bytes, 40u * 1024u) << "the tools/list answer grew past 40 KB";
+    // Every client loads the whole list into the model's context on connect. Issue 47's
+    // budget is 32 KiB with every toolset and views (Views.TheToolListOfAClientThatRenders-
+    // ViewsStaysWithinItsBudget); without views the list is smaller still, and an alarm 1 KiB
+    // under that budget leaves the views' links and tools their room.
+    EXPECT_LE(r.answer_bytes, 31u * 1024u) << "the tools/list answer grew past 31 KiB";
 }

@@ -121,8 +121,7 @@ std::vector<ToolSpec> audit_tools(const std::shared_ptr<Toolbox>& box,
               .title = "Run SEO audit",
               .description = "Queues a site audit of url and returns an audit_id at once; poll "
                         "get_audit_status (or call it as an MCP task, which ends with the audit). "
-                        "Repeating it for the same url updates the same report. A url outside "
-                        "the client's website is flagged (warning).",
+                        "Repeating it for the same url updates the same report.",
               .read_only = false,
               .destructive = false,
               .idempotent = true,
@@ -168,9 +167,8 @@ std::vector<ToolSpec> audit_tools(const std::shared_ptr<Toolbox>& box,
               .title = "Get SEO audit status",
               .description = "Gets the status of an audit you started with run_seo_audit: queued, "
                              "running, succeeded (score, issues found, report_id for "
-                             "get_audit_issues, the report's date; note says when the report "
-                             "is much older than the audit), failed (the gateway's error) or "
-                             "cancelled.",
+                             "get_audit_issues, the report's date), failed (the gateway's "
+                             "error) or cancelled.",
               .open_world = false,
               .mapping = "the server's job table (no gateway request)",
               .handler = [rt](const json& args, mcp::RequestContext& ctx) {

@@ -19,60 +19,49 @@ constexpr std::array kServerBounds = {"maxLength", "minLength", "maxItems", "max
                                      "pattern"};
 
 // Schemas nest at most a few levels (schemas/): recursion is bounded by our own files.
-void strip(json& schema, bool output) {
+void strip(json& schema) {
     if (schema.is_array()) {
-        for (auto& item : schema) strip(item, output);
+        for (auto& item : schema) strip(item);
         return;
     }
     if (!schema.is_object()) return;
-    if (output && schema.value("x-passthrough", false)) {
-        schema = {{"type", "object"}};
-        return;
-    }
-    // "x-brief": a part of an answer a client reads rather than validates (an insight's rows,
-    // its provenance and model) is published by its type alone; docs/tools.md has the rest.
-    if (output && schema.value("x-brief", false)) {
-        schema = {{"type", schema.value("type", json("object"))}};
-        return;
-    }
-    schema.erase("x-passthrough");
-    schema.erase("x-brief");
-    if (output) {
-        schema.erase("description");
-    } else {
-        for (const char* key : kServerBounds) schema.erase(key);
+    for (const char* key : kServerBounds) schema.erase(key);
+    // "x-listed": what tools/list says instead of the description docs/tools.md renders
+    // (empty: nothing).
+    if (auto listed = schema.find("x-listed"); listed != schema.end()) {
+        if (listed->is_string() && !listed->get<std::string>().empty())
+            schema["description"] = *listed;
+        else
+            schema.erase("description");
+        schema.erase("x-listed");
     }
     // "properties" maps names to schemas: a property named like a keyword is not one.
     for (auto& [key, value] : schema.items()) {
         if (key == "properties" && value.is_object()) {
-            for (auto& [name, property] : value.items()) strip(property, output);
+            for (auto& [name, property] : value.items()) strip(property);
         } else if (key != "enum" && key != "required" && key != "default" && key != "const") {
-            strip(value, output);
+            strip(value);
         }
     }
 }
 
-// At the top of an output: what repeats the call (client_id, resource) or counts the rows
-// (returned) is left out, and of the rest what every answer has (required) and what leads to
-// the next call; docs/tools.md lists every field.
+// What repeats the call (client_id, resource) or counts the rows (returned) is not a promise
+// worth a line of every model's context.
 const std::set<std::string, std::less<>> kRepeated = {"client_id", "resource", "returned"};
-const std::set<std::string, std::less<>> kNextStep = {"rows", "next_cursor", "truncated",
-                                                      "note", "preview", "confirmation_id"};
 
-void keep_top_fields(json& output) {
-    auto props = output.find("properties");
-    if (props == output.end() || !props->is_object()) return;
-    std::set<std::string, std::less<>> required;
-    if (auto r = output.find("required"); r != output.end() && r->is_array()) {
-        for (const auto& name : *r)
-            if (name.is_string() && !kRepeated.contains(name.get<std::string>()))
-                required.insert(name.get<std::string>());
-        *r = json(std::vector<std::string>(required.begin(), required.end()));
-    }
-    for (auto it = props->begin(); it != props->end();) {
-        const bool keep = !kRepeated.contains(it.key()) &&
-                          (required.contains(it.key()) || kNextStep.contains(it.key()));
-        it = keep ? std::next(it) : props->erase(it);
+// Arguments many tools share, with one meaning everywhere: tools/list gives their type (and a
+// limit's range), docs/tools.md ("Arguments many tools share") and the server's instructions
+// describe them once instead of in every tool. max_bytes's range only guards the server.
+const std::set<std::string, std::less<>> kSharedArguments = {"cursor", "fields", "limit",
+                                                             "max_bytes", "idempotency_key"};
+
+void describe_shared_once(json& input) {
+    auto props = input.find("properties");
+    if (props == input.end() || !props->is_object()) return;
+    for (auto& [name, property] : props->items()) {
+        if (!kSharedArguments.contains(name) || !property.is_object()) continue;
+        property.erase("description");
+        if (name == "max_bytes") property.erase("minimum"), property.erase("maximum");
     }
 }
 
@@ -80,24 +69,21 @@ void keep_top_fields(json& output) {
 
 json listed_input(const json& schema) {
     json out = schema;
-    strip(out, false);
+    strip(out);
+    describe_shared_once(out);
     return out;
 }
 
 json listed_output(const json& schema) {
-    json out = schema;
-    strip(out, true);
-    keep_top_fields(out);
-    // A lean answer (server/lean_answer.hpp) carries its rows as arrays under "columns".
-    if (auto props = out.find("properties"); props != out.end()) {
-        auto rows = props->find("rows");
-        if (rows != props->end() && rows->is_object()) {
-            auto items = rows->find("items");
-            if (items != rows->end() && items->is_object() &&
-                items->value("type", json()) == "object")
-                (*items)["type"] = json::array({"object", "array"});
-        }
-    }
+    // An answer whose members the gateway writes ("x-passthrough") promises none of them.
+    json out = {{"type", "object"}};
+    if (schema.value("x-passthrough", false)) return out;
+    std::set<std::string, std::less<>> required;
+    if (auto r = schema.find("required"); r != schema.end() && r->is_array())
+        for (const auto& name : *r)
+            if (name.is_string() && !kRepeated.contains(name.get<std::string>()))
+                required.insert(name.get<std::string>());
+    if (!required.empty()) out["required"] = std::vector<std::string>(required.begin(), required.end());
     return out;
 }
 

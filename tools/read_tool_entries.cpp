@@ -299,16 +299,21 @@ std::string useful_values(const json& resources, bool order) {
 }
 
 json read_resource_patch(const json& resources) {
+    // The useful values are the spec's pushdown table: `where` and `order_by` use it without
+    // being told, so tools/list leaves the lists out ("x-listed") and docs/tools.md keeps them.
     return {{"properties",
              {{"resource", {{"enum", resources}}},
               {"order",
-               {{"description", "Field to order by. Useful: " + useful_values(resources, true)}}},
+               {{"description", "Field to order by. Useful: " + useful_values(resources, true)},
+                {"x-listed", "Field to order by"}}},
               {"direction",
                {{"description", "asc: oldest or smallest first; desc (default): newest or "
-                                "largest first"}}},
+                                "largest first"},
+                {"x-listed", ""}}},
               {"filter_field",
                {{"description", "Exact-match filter field (needs filter_value). Useful: " +
-                                    useful_values(resources, false)}}}}}};
+                                    useful_values(resources, false)},
+                {"x-listed", "Exact-match filter field (needs filter_value)"}}}}}};
 }
 
 }  // namespace

@@ -283,11 +283,30 @@ std::string tools_markdown(const mcp::Server& server, const mcp::Principal& prin
                cell(doc ? prose(doc->mapping) : "") + " |\n";
     }
     out += "\n";
-    out += "tools/list publishes each input schema without the bounds that only guard the server "
-           "(`maxLength`, `minLength`, `maxItems`, `pattern`; the tables below give them, and a "
-           "value past one is refused naming it), and each output schema without descriptions, "
-           "its gateway rows as plain objects (every member the gateway sends passes through, so "
-           "their types are the gateway's: the tables give the spec's).\n\n";
+    // What tools/list leaves to this page (tools/listed_schema.hpp).
+    out += "tools/list is in every model's context on connect, so it publishes less than the "
+           "tables below (within 32 KiB with every toolset; docs/tool-budget.md). An input "
+           "schema leaves out the bounds that only guard the server (`maxLength`, `minLength`, "
+           "`maxItems`, `maxProperties`, `pattern`, the range of `max_bytes`: a value past one "
+           "is refused naming it), the long per-resource hints of `read_resource`, and the "
+           "descriptions of the arguments below, which mean the same on every tool. An output "
+           "schema names the members every answer has (`required`); their types and the members "
+           "only some answers have (`next_cursor`, `note`, `preview`, ...) are in the tables. "
+           "Gateway rows pass every member the gateway sends through, so their types are the "
+           "gateway's: the tables give the spec's.\n\n";
+    out += "## Arguments many tools share\n\n| argument | meaning |\n|---|---|\n"
+           "| `limit` | Rows a page (a list tool), or rows in the answer (a ranking or insight "
+           "tool: the top of its order). |\n"
+           "| `cursor` | The `next_cursor` of the answer before, passed back unchanged with the "
+           "same other arguments, for the next page. |\n"
+           "| `fields` | Row members to keep; the others are left out of every row. |\n"
+           "| `max_bytes` | The answer's size cap in bytes (2,000 to 2,000,000); rows past it wait "
+           "for the next page and `truncated` says so. |\n"
+           "| `where` | `{member: value}` or `{member: {op: value}}` with `gt`, `gte`, `lt`, "
+           "`lte`, `ne`, `in`, `contains`: every test must hold. |\n"
+           "| `order_by`, `direction` | A member to sort by, `asc` or `desc`. |\n"
+           "| `idempotency_key` | An action repeated with the same key returns the first result "
+           "instead of running again. |\n\n";
     for (const auto* tool : tools) tool_section(*tool, doc_of(catalog, tool->name), out);
     out += surface_markdown();  // resources, templates and prompts (tools/completion.cpp)
     // One trailing newline, as editors save files.

@@ -51,14 +51,17 @@ std::string server_instructions(const std::vector<const mcp::ToolDef*>& enabled,
                        (sets.empty() ? std::string("none") : sets) + ").";
     if (read_only) text += " Read-only: no action tools.";
     if (has("list_clients"))
-        text += " Start with list_clients to find a client_id; every other tool takes one.";
+        text += " list_clients gives the client_id every other tool takes.";
     if (has("triage_clients"))
         text += " For status and trends prefer the insights (get_client_overview, "
                 "triage_clients, find_*): one call each.";
-    text += " Lists page with next_cursor, filter with where and sort with order_by; answers "
-            "are cut to a size budget (max_bytes).";
+    // The shared arguments tools/list leaves undescribed (tools/listed_schema.hpp).
+    text += " Lists page by limit and cursor (= next_cursor), keep fields, filter by where, "
+            "sort by order_by; max_bytes caps answers.";
+    if (has("generate_article"))
+        text += " A repeated idempotency_key returns the first result.";
     if (has("deploy_article") || has("send_prospect_email"))
-        text += " Deploying an article or sending an email waits for a person's confirmation.";
+        text += " Deploys and sends wait for a person's confirmation.";
     if (has("run_seo_audit")) text += " run_seo_audit queues an audit: poll get_audit_status.";
     return text;
 }
