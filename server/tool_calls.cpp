@@ -1,5 +1,6 @@
 // tools/call: the checks before a tool runs (scope, client capabilities, task support), the
 // run itself (inline, as a task, or a modern round), and the CallToolResult's text.
+#include "base/answer_form.hpp"
 #include "base/log.hpp"
 
 #include "base/progress_notes.hpp"
@@ -166,6 +167,10 @@ std::optional<Reply> Server::call_tool(const json& id, const json& params,
             };
         }
         const base::ProgressNotes::Scope notes(listener);
+        // max_bytes is counted on the form this host's model reads (lean or full).
+        const base::AnswerForms::Scope form(lean_answer_for(impl_->options, ctx)
+                                                ? base::AnswerForm::lean
+                                                : base::AnswerForm::full);
         try {
             result = tool.handler(arguments, ctx);
         } catch (const InputRequired& question) {

@@ -73,15 +73,21 @@ TEST(LeanAnswer, ClaudeCodeReadsTheDefaultKeywordPageInUnderTwoThirdsOfTheBytes)
     ASSERT_TRUE(lean.contains("structuredContent")) << lean.dump().substr(0, 300);
     const json& f = full["structuredContent"];
     const json& l = lean["structuredContent"];
+    // The same rows lean, against full: the bytes the model reads for them.
     const std::size_t full_bytes = f.dump().size();
-    const std::size_t lean_bytes = l.dump().size();
-    std::cout << "list_keywords default page: full " << full_bytes << " B, lean " << lean_bytes
-              << " B (" << (100 * lean_bytes / full_bytes) << "%)" << std::endl;
-    EXPECT_LE(lean_bytes * 100, full_bytes * 65);
+    const std::size_t same_rows_bytes = agency::mcp::lean_structured(f.dump()).size();
+    std::cout << "list_keywords default page: full " << f["rows"].size() << " rows, " << full_bytes
+              << " B; the same rows lean " << same_rows_bytes << " B ("
+              << (100 * same_rows_bytes / full_bytes) << "%); the lean host's page "
+              << l["rows"].size() << " rows, " << l.dump().size() << " B" << std::endl;
+    EXPECT_LE(same_rows_bytes * 100, full_bytes * 65);
+    // The default budget, counted on the lean form, holds more of the page's 100 rows.
+    ASSERT_TRUE(f["rows"].is_array());
+    EXPECT_LT(f["rows"].size(), 100u) << "the full default page is no longer cut by its budget";
+    EXPECT_EQ(l["rows"].size(), 100u);
+    EXPECT_LE(l.dump().size(), 24'000u);
 
     // Every row's id, keyword and position, in order, and the cursor.
-    ASSERT_TRUE(f["rows"].is_array());
-    ASSERT_EQ(l["rows"].size(), f["rows"].size());
     const std::vector<std::string> columns = l["columns"].get<std::vector<std::string>>();
     auto column = [&](const std::string& name) {
         const auto at = std::find(columns.begin(), columns.end(), name);
@@ -92,7 +98,7 @@ TEST(LeanAnswer, ClaudeCodeReadsTheDefaultKeywordPageInUnderTwoThirdsOfTheBytes)
         for (const char* member : {"id", "keyword", "position"})
             EXPECT_EQ(l["rows"][i][column(member)], f["rows"][i][member]) << i << " " << member;
     EXPECT_FALSE(f.value("next_cursor", "").empty());
-    EXPECT_EQ(l["next_cursor"].get<std::string>().size(), f["next_cursor"].get<std::string>().size());
+    EXPECT_FALSE(l.value("next_cursor", "").empty());
     EXPECT_EQ(l["total"], f["total"]);
 
     // The published output schema holds both shapes (an SDK client validates it).
@@ -102,14 +108,12 @@ TEST(LeanAnswer, ClaudeCodeReadsTheDefaultKeywordPageInUnderTwoThirdsOfTheBytes)
     const agency::tools::InputValidator validator(schema);
     EXPECT_EQ(validator.validate(l), "");
     EXPECT_EQ(validator.validate(f), "");
-    // The text beside it, for the others, is the full answer's either way.
-    // (Each answer's cursor is its own, sealed with its own nonce: the text up to it.)
-    const auto before_cursor = [](const json& result) {
-        const std::string text = result["content"][0].value("text", "");
-        return text.substr(0, text.find("next_cursor:"));
-    };
-    EXPECT_TRUE(before_cursor(lean) == before_cursor(full));
-    EXPECT_NE(before_cursor(lean).find("kw-plumbing-"), std::string::npos);
+    // The text beside it, for the others, is made from the full rows of the same page: the
+    // lean host's text names every row of its page, the last one too.
+    const std::string text = lean["content"][0].value("text", "");
+    const std::string last_id = l["rows"].back()[column("id")];
+    EXPECT_NE(text.find(last_id), std::string::npos) << last_id;
+    EXPECT_NE(text.find("kw-plumbing-"), std::string::npos);
     // Errors keep their whole text and no lean rewrite.
     const json error = call_as_host(h, "claude-code", "get_client", {{"client_id", "nobody"}});
     EXPECT_TRUE(error.value("isError", false)) << error.dump().substr(0, 300);
@@ -123,10 +127,82 @@ TEST(LeanAnswer, ClaudeCodeReadsTheDefaultKeywordPageInUnderTwoThirdsOfTheBytes)
                                 {"to", "2026-01-01"}}}}) {
         const json r = call_as_host(h, "claude-code", name, arguments);
         ASSERT_TRUE(r.value("isError", false)) << name << ": " << r.dump().substr(0, 300);
-        const json text = json::parse(r["content"][0].value("text", "{}"));
+        const json error_text = json::parse(r["content"][0].value("text", "{}"));
         for (const char* part : {"reason", "message", "next"})
-            EXPECT_FALSE(text["error"].value(part, "").empty()) << name << " lacks " << part;
+            EXPECT_FALSE(error_text["error"].value(part, "").empty()) << name << " lacks " << part;
     }
 }
 
 }  // namespace
+
+namespace {
+
+// A lean host's rows as objects again (columns and arrays back to members, nulls left out).
+std::vector<json> lean_rows_as_objects(const json& lean) {
+    std::vector<json> out;
+    const json& columns = lean["columns"];
+    for (const auto& row : lean["rows"]) {
+        json object = json::object();
+        for (std::size_t i = 0; i < columns.size(); ++i)
+            if (!row[i].is_null()) object[columns[i].get<std::string>()] = row[i];
+        out.push_back(object);
+    }
+    return out;
+}
+
+std::vector<json> without_nulls(const json& rows) {
+    std::vector<json> out;
+    for (const auto& row : rows) {
+        json object = json::object();
+        for (const auto& [key, value] : row.items())
+            if (!value.is_null()) object[key] = value;
+        out.push_back(object);
+    }
+    return out;
+}
+
+}  // namespace
+
+// max_bytes is counted on what the host's model reads: a lean host's page holds more rows within
+// the same cap, never more bytes than it, and pages on from where it stopped. list_articles
+// merges blog and geo-targeted rows (members some rows lack: nulls in their arrays).
+TEST(LeanAnswer, MaxBytesIsCountedOnTheFormTheHostReads) {
+    ToolHarness h;
+    for (const auto& [tool, client] : std::vector<std::pair<std::string, std::string>>{
+             {"list_keywords", "demo-plumbing"}, {"list_articles", "demo-law"}}) {
+        SCOPED_TRACE(tool);
+        // Every row, in order, from one page with room for all of them.
+        const json everything = call_as_host(
+            h, "", tool, {{"client_id", client}, {"limit", 1000}, {"max_bytes", 2'000'000}});
+        const json& all = everything["structuredContent"]["rows"];
+        ASSERT_GE(all.size(), 20u) << everything.dump().substr(0, 300);
+        for (const int max_bytes : {5000, 7000}) {
+            SCOPED_TRACE(max_bytes);
+            const json args = {{"client_id", client}, {"limit", 1000}, {"max_bytes", max_bytes}};
+            const json full = call_as_host(h, "", tool, args);
+            const json lean = call_as_host(h, "claude-code", tool, args);
+            const json& f = full["structuredContent"];
+            const json& l = lean["structuredContent"];
+            ASSERT_TRUE(l.contains("columns")) << l.dump().substr(0, 300);
+            EXPECT_LE(f.dump().size(), static_cast<std::size_t>(max_bytes));
+            EXPECT_LE(l.dump().size(), static_cast<std::size_t>(max_bytes));
+            EXPECT_EQ(l["truncated"], true);
+            std::cout << tool << " max_bytes " << max_bytes << ": full " << f["rows"].size()
+                      << " rows (" << f.dump().size() << " B), lean " << l["rows"].size()
+                      << " rows (" << l.dump().size() << " B) of " << all.size() << std::endl;
+            EXPECT_GT(l["rows"].size(), f["rows"].size() * 5 / 4);
+            // The page is the first rows, and the next page starts where it stopped.
+            const std::vector<json> first = lean_rows_as_objects(l);
+            const std::vector<json> expected = without_nulls(all);
+            ASSERT_LE(first.size(), expected.size());
+            for (std::size_t i = 0; i < first.size(); ++i)
+                EXPECT_EQ(first[i], expected[i]) << "row " << i;
+            json more = args;
+            more["cursor"] = l["next_cursor"];
+            const json next = call_as_host(h, "claude-code", tool, more);
+            const std::vector<json> second = lean_rows_as_objects(next["structuredContent"]);
+            ASSERT_FALSE(second.empty()) << next.dump().substr(0, 300);
+            EXPECT_EQ(second.front(), expected[first.size()]);
+        }
+    }
+}

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "base/answer_form.hpp"
 #include "base/untrusted_text.hpp"
 #include "tools/tool_kit.hpp"
 
@@ -13,13 +14,15 @@ namespace agency::tools {
 // What closes an answer (returned, total, truncated, a next_cursor of ~300 bytes, a note) is
 // kept inside the budget too, so a 24,000-byte budget is a 24,000-byte answer.
 RowWriter::RowWriter(std::string_view client_id, std::string_view resource, std::size_t budget)
-    : budget_(budget > 4096 ? budget - 768 : budget * 3 / 4) {
+    : budget_(budget > 4096 ? budget - 768 : budget * 3 / 4),
+      lean_(base::AnswerForms::current() == base::AnswerForm::lean) {
     out_.reserve(std::min<std::size_t>(budget, 64 * 1024) + 256);
     out_ += R"({"client_id":)";
     mcp::append_json_string(out_, client_id);
     out_ += R"(,"resource":)";
     mcp::append_json_string(out_, resource);
     out_ += R"(,"rows":[)";
+    lean_used_ = out_.size() + std::string_view(R"("columns":[],)").size();
 }
 
 namespace row_writer_detail {
@@ -43,29 +46,79 @@ std::string names_text(const std::vector<std::string>& names, std::size_t count)
 
 }  // namespace row_writer_detail
 
+// A lean answer's row is an array of the values: the row's bytes less its keys, a null for each
+// column it lacks, and for each column it adds, its name once and a null in every row before.
+// Past kMaxLeanColumns columns a row costs what it does in full (never less than it will).
+std::size_t RowWriter::cost_of(std::string_view row) {
+    constexpr std::size_t kMaxLeanColumns = 256;
+    new_columns_.clear();
+    if (!lean_) return row.size();
+    std::size_t key_bytes = 0, members = 0, added = 0;
+    int depth = 0;
+    std::size_t string_at = 0;
+    bool in_string = false;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+        const char ch = row[i];
+        if (in_string) {
+            if (ch == '\\') {
+                ++i;
+            } else if (ch == '"') {
+                in_string = false;
+                if (depth != 1 || i + 1 >= row.size() || row[i + 1] != ':') continue;
+                const std::string_view key = row.substr(string_at, i + 1 - string_at);
+                key_bytes += key.size() + 1;
+                ++members;
+                if (columns_.contains(key)) continue;
+                if (columns_.size() + new_columns_.size() >= kMaxLeanColumns) {
+                    new_columns_.clear();
+                    return row.size();
+                }
+                new_columns_.emplace_back(key);
+                added += key.size() + 1 + 5 * count_;
+            }
+        } else if (ch == '"') {
+            in_string = true;
+            string_at = i;
+        } else if (ch == '{' || ch == '[') {
+            ++depth;
+        } else if (ch == '}' || ch == ']') {
+            --depth;
+        }
+    }
+    const std::size_t known = columns_.size() + new_columns_.size();
+    const std::size_t lacking = known > members ? known - members : 0;
+    return (row.size() > key_bytes ? row.size() - key_bytes : 0) + 5 * lacking + added;
+}
+
 bool RowWriter::add(std::string_view row, std::size_t members_left_out) {
     using namespace row_writer_detail;
     row = cleaner_.clean(row);
-    if (count_ > 0 && out_.size() + row.size() + 1 > budget_) {
+    const std::size_t cost = cost_of(row);
+    const std::size_t used = lean_ ? lean_used_ : out_.size();
+    if (count_ > 0 && used + cost + 1 > budget_) {
         truncated_ = true;
         return false;
     }
     if (count_ > 0) out_.push_back(',');
-    if (count_ == 0 && out_.size() + row.size() > budget_) {
+    if (count_ == 0 && used + cost > budget_) {
         // max_bytes holds for a single row too: it goes in cut to the room there is.
-        const std::size_t used = out_.size() + kCutNoteRoom;
+        const std::size_t used_full = out_.size() + kCutNoteRoom;
         const gateway::RowCut cut =
-            gateway::cut_row(row, budget_ > used ? budget_ - used : 2, cut_scratch_);
+            gateway::cut_row(row, budget_ > used_full ? budget_ - used_full : 2, cut_scratch_);
         out_.append(cut_scratch_);
         truncated_ = true;
         note_cut(cut, members_left_out);
+        lean_used_ = out_.size();  // a cut row is weighed in full
     } else {
         out_.append(row);
+        lean_used_ += cost + (count_ > 0 ? 1 : 0);
         if (members_left_out != 0) {
             truncated_ = true;
             note_cut({}, members_left_out);
         }
     }
+    for (auto& name : new_columns_) columns_.insert(std::move(name));
+    new_columns_.clear();
     ++count_;
     return true;
 }

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -172,10 +173,10 @@ public:
     // answer then says truncated. A first row bigger than the budget goes in cut to fit
     // (gateway/row_cut.hpp), and the answer says truncated and, in its note, what was cut;
     // `members_left_out` (Row::members_left_out) is said there too.
+    // The budget is counted on the form the caller's model reads (base/answer_form.hpp): for a
+    // lean answer, a row's values, a null for each column it lacks and each column's name once.
     bool add(std::string_view row_json, std::size_t members_left_out = 0);
     std::size_t count() const { return count_; }
-    // Whether a row of `size` bytes would still fit (always true before the first row).
-    bool fits(std::size_t size) const { return count_ == 0 || out_.size() + size + 1 <= budget_; }
     // The budget cut the page (set by add; a caller whose own loop stops at the budget says so).
     bool truncated() const { return truncated_; }
     void set_truncated() { truncated_ = true; }
@@ -192,6 +193,10 @@ private:
     std::string out_;
     std::size_t budget_;
     std::size_t count_ = 0;
+    bool lean_;
+    std::size_t lean_used_ = 0;                 // the lean answer's bytes so far
+    std::set<std::string, std::less<>> columns_;  // a lean answer's columns
+    std::vector<std::string> new_columns_;        // the weighed row's columns not yet there
     bool truncated_ = false;
     std::string note_;
     std::string cut_note_;  // what was cut of which rows, said after note_
@@ -200,6 +205,8 @@ private:
     base::UntrustedJsonCleaner cleaner_;
 
     void note_cut(const gateway::RowCut& cut, std::size_t members_left_out);
+    // What adding `row` costs the answer in the caller's form (new_columns_ says which).
+    std::size_t cost_of(std::string_view row);
 };
 
 // A single record (a JSON object's text) for an answer of at most `budget` bytes: as it is when
