@@ -134,6 +134,11 @@ void CommandLine::add_serve() {
         ->envname("AGENCY_METRICS_LISTEN");
     serve_cmd_->add_flag("--read-only", serve.read_only, "Hide and refuse every action tool")
         ->envname("AGENCY_READ_ONLY");
+    serve_cmd_
+        ->add_flag("--require-gateway", serve.require_gateway,
+                   "Exit when the gateway cannot be reached at start (by default the server "
+                   "starts, its tools say why, and it keeps trying in the background)")
+        ->envname("AGENCY_REQUIRE_GATEWAY");
     serve_cmd_->add_option("--gateway-url", serve.gateway_url,
                            "Gateway base URL (default: $AGENCY_GATEWAY_URL; none: the built-in "
                            "sample gateway)");

@@ -45,6 +45,7 @@ struct OAuthArgs {
 struct ServeArgs {
     bool http = false;
     bool read_only = false;
+    bool require_gateway = false;  // --require-gateway: exit when the gateway is away at start
     std::string listen = "127.0.0.1:8787";
     std::string metrics_listen;  // HOST:PORT of a /metrics-only listener; "" = none
     std::string gateway_url;

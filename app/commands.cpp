@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -38,9 +40,27 @@ std::chrono::milliseconds seconds_env(const char* name, std::chrono::millisecond
     return std::chrono::seconds(whole_env(name, 1, 3600, 0, "seconds"));
 }
 
+// The spec's catalog as the built-in sample gateway's discovery tells it: what tools/list offers
+// while a gateway that could not be reached at start has not answered yet.
+std::shared_ptr<const gateway::Discovery> spec_discovery() {
+    sample::Server sample(std::make_shared<sample::Gateway>());
+    sample.start("127.0.0.1", 0);
+    gateway::Config config;
+    config.base_url = sample.base_url();
+    return gateway::Client(config).discovery();
+}
+
+// Why the gateway could not be reached at start ("" when it answered, or when it cannot be
+// waited for: the server then exits with the error).
+struct GatewayAway {
+    std::string why;
+};
+
 // The gateway client, checked: an unreachable host or a rejected key fails here with one clear
-// line, before the retry warnings of a normal read could bury it.
-std::shared_ptr<gateway::Client> connect_gateway(gateway::Config config) {
+// line, before the retry warnings of a normal read could bury it. An unreachable gateway (a
+// laptop before its VPN, a gateway restarting) is waited for unless `require`: `away` says why.
+std::shared_ptr<gateway::Client> connect_gateway(gateway::Config config, bool require,
+                                                 GatewayAway& away) {
     // Waits for the gateway's answers (the spec suggests 10-30 s for generation actions).
     config.read_timeout = seconds_env("AGENCY_GATEWAY_READ_TIMEOUT_S", config.read_timeout);
     config.action_timeout = seconds_env("AGENCY_GATEWAY_ACTION_TIMEOUT_S", config.action_timeout);
@@ -49,6 +69,11 @@ std::shared_ptr<gateway::Client> connect_gateway(gateway::Config config) {
     log::set_level(log::Level::critical);
     try {
         client->check();
+    } catch (const gateway::Error& e) {
+        log::set_level(level);
+        if (require || e.reason() != gateway::ErrorReason::unavailable) throw;
+        away.why = e.what();
+        return client;
     } catch (...) {
         log::set_level(level);
         throw;
@@ -106,6 +131,7 @@ struct ToolServerSetup {
     bool mark_sample_data = true;  // false for tools-doc: the reference is not an answer
     mcp::ToolSelection selection;  // the server's (--toolsets, --tools, --exclude-tools)
     bool read_only = false;
+    bool require_gateway = false;  // exit when the gateway is away at start (else wait for it)
     mcp::RateLimit rate_limit;  // tool calls per principal (off for tools-doc)
 };
 
@@ -163,8 +189,25 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
     config.max_response_bytes = setup.max_response_bytes;
     config.read_connections = setup.read_connections;
     config.action_connections = setup.action_connections;
-    auto gateway = connect_gateway(std::move(config));
-    log_gateway_answered(*gateway, setup.gateway_url, sample_data);
+    GatewayAway away;
+    auto gateway = connect_gateway(std::move(config), setup.require_gateway || sample_data, away);
+    // Tools are listed from the spec's catalog meanwhile; once the gateway answers, clients
+    // hear that the list changed (the hook is set when the server exists).
+    struct AnswerHook {
+        std::mutex mu;
+        std::function<void()> fn;
+    };
+    auto hook = std::make_shared<AnswerHook>();
+    if (away.why.empty()) {
+        log_gateway_answered(*gateway, setup.gateway_url, sample_data);
+    } else {
+        log::warn("{}; serving anyway: the tools say so until it answers, and the server keeps "
+                  "trying (--require-gateway exits instead)", away.why);
+        gateway->serve_while_away(away.why, spec_discovery(), std::chrono::seconds(30), [hook] {
+            std::lock_guard lock(hook->mu);
+            if (hook->fn) hook->fn();
+        });
+    }
     if (setup.gateway) *setup.gateway = gateway;
 
     mcp::ServerOptions options;
@@ -195,6 +238,13 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
     select_tools(*server, setup.selection, setup.read_only,
                  sample_data && setup.mark_sample_data);
     tools::watch_discovery(*server, toolbox, setup.discovery_refresh);
+    if (!away.why.empty()) {
+        {
+            std::lock_guard lock(hook->mu);
+            hook->fn = [s = server.get()] { s->notify_tools_changed(); };
+        }
+        server->on_shutdown([gateway] { gateway->stop_discovery_refresh(); });
+    }
     server->on_begin_work([s = server.get()] { s->resume_tasks(); });
     return server;
 }
@@ -307,6 +357,7 @@ int run_serve(const ServeArgs& args) {
     setup.max_response_bytes = static_cast<std::size_t>(args.gateway_max_response_bytes);
     setup.selection = args.selection;
     setup.read_only = args.read_only;
+    setup.require_gateway = args.require_gateway;
     const std::string rate = !args.rate_limit.empty() ? args.rate_limit
                              : args.http              ? std::string(kHttpRateLimit)
                                                       : std::string("off");
@@ -377,6 +428,7 @@ int run_tools_doc(bool readme) {
     tools::ToolCatalog catalog;
     setup.catalog = &catalog;
     setup.mark_sample_data = false;
+    setup.require_gateway = true;  // the reference is the gateway's, not the spec's catalog
     std::unique_ptr<sample::Server> sample_server;
     auto server = make_tool_server(std::move(setup), sample_server);
     std::cout << (readme ? tools::readme_markdown(catalog)

@@ -64,7 +64,8 @@ Client::Client(Config config, const base::Clock& clock) {
     impl_ = std::make_unique<Impl>(std::move(config), std::move(url), clock);
 }
 
-Client::~Client() = default;
+// The background threads first: they use the rest.
+Client::~Client() { stop_discovery_refresh(); }
 
 const Config& Client::config() const {
     return impl_->config;
@@ -134,6 +135,7 @@ void Client::start_discovery_refresh(std::chrono::milliseconds period,
     impl->refresher =
         std::jthread([impl, period, on_change = std::move(on_change)](std::stop_token stop) {
             while (sleep_for(period, stop)) {
+                if (impl->away.load()) continue;  // the reconnecter is at it
                 try {
                     const bool changed = impl->store_discovery(
                         impl->fetch_discovery(stop, impl->config.max_attempts));
@@ -161,16 +163,17 @@ Client::DiscoveryHealth Client::discovery_health() const {
 void Client::stop_discovery_refresh() {
     std::lock_guard lock(impl_->refresher_mu);
     impl_->refresher = std::jthread();
+    impl_->reconnecter = std::jthread();
 }
 
-void Client::check() {
+void Client::check(std::stop_token stop) {
     auto& impl = *impl_;
     const auto& at = impl.url.display;
     const int attempts = std::min(impl.config.max_attempts, 2);  // fail fast at start-up
     const auto started = impl.clock.steady();
     try {
         const DeadlineScope deadline(impl.clock, impl.config.call_timeout);
-        impl.store_discovery(impl.fetch_discovery({}, attempts));
+        impl.store_discovery(impl.fetch_discovery(stop, attempts));
     } catch (const Error& e) {
         const auto text = e.gateway_error().empty() ? std::string{} : ": " + e.gateway_error();
         const auto http = " (HTTP " + std::to_string(e.http_status()) + text + ")";
@@ -227,6 +230,80 @@ void Client::check() {
             default: throw;
         }
     }
+}
+
+namespace {
+
+std::string away_text(const std::string& why, std::chrono::milliseconds wait) {
+    return why + "; the server started without it and keeps trying (next in " + ms_text(wait) +
+           "): the tools work once it answers. Try again shortly, or check the gateway URL "
+           "(AGENCY_GATEWAY_URL) and the network (a VPN not up yet?)";
+}
+
+}  // namespace
+
+void Client::Impl::fail_if_away() {
+    if (!away.load(std::memory_order_acquire) || internal::t_reconnecting) return;
+    std::string why;
+    {
+        std::lock_guard lock(discovery_mu);
+        why = away_reason;
+    }
+    if (!why.empty()) throw error(ErrorReason::unavailable, why);
+}
+
+bool Client::away() const { return impl_->away.load(std::memory_order_acquire); }
+
+void Client::serve_while_away(const std::string& why, std::shared_ptr<const Discovery> provisional,
+                              std::chrono::milliseconds max_wait,
+                              std::function<void()> on_answer) {
+    Impl* impl = impl_.get();
+    const std::chrono::milliseconds first{1000};
+    {
+        std::lock_guard lock(impl->discovery_mu);
+        impl->discovery = std::move(provisional);
+        impl->discovery_at = impl->clock.steady();
+        impl->discovery_failure = why;
+        impl->away_reason = away_text(why, first);
+    }
+    impl->away.store(true, std::memory_order_release);
+    std::lock_guard threads(impl->refresher_mu);
+    impl->reconnecter = std::jthread([this, impl, why, first, max_wait,
+                                      on_answer = std::move(on_answer)](std::stop_token stop) {
+        std::string said = why.substr(0, why.rfind(" ("));
+        for (auto wait = first; sleep_for(wait, stop);) {
+            wait = std::min(wait * 2, std::max(max_wait, first));
+            try {
+                internal::t_reconnecting = true;
+                check(stop);  // stores the gateway's discovery, clears the failure
+                internal::t_reconnecting = false;
+            } catch (const Error& e) {
+                internal::t_reconnecting = false;
+                if (e.reason() == ErrorReason::cancelled) return;
+                {
+                    std::lock_guard lock(impl->discovery_mu);
+                    impl->discovery_failure = e.what();
+                    impl->away_reason = away_text(e.what(), wait);
+                }
+                // One line per new reason (its figures, "(2 attempts, ...)", aside).
+                const std::string text = e.what();
+                const std::string reason = text.substr(0, text.rfind(" ("));
+                if (said != reason) {
+                    said = reason;
+                    log::warn("{}; retrying every {} at most", text, ms_text(max_wait));
+                }
+                continue;
+            }
+            {
+                std::lock_guard lock(impl->discovery_mu);
+                impl->away_reason.clear();
+            }
+            impl->away.store(false, std::memory_order_release);
+            log::info("the gateway at {} answered: the tools reach it now", impl->url.display);
+            if (on_answer) on_answer();
+            return;
+        }
+    });
 }
 
 }  // namespace agency::gateway

@@ -237,8 +237,20 @@ public:
     void on_write_denied(std::function<void()> listener);
 
     // Start-up check: fetches discovery and turns any failure into one clear Error{config or
-    // unavailable or auth} message naming the URL (never the key).
-    void check();
+    // unavailable or auth} message naming the URL (never the key). `stop` ends it early
+    // (Error{cancelled}).
+    void check(std::stop_token stop = {});
+
+    // For a server that starts before its gateway can be reached (a laptop before its VPN):
+    // `provisional` stands for discovery, every request fails at once with Error{unavailable}
+    // saying `why` and that the server keeps trying, and a background thread runs check()
+    // with backoff (1 s doubling to `max_wait`) until it passes; then discovery is the
+    // gateway's, requests go through, and on_answer runs (on that thread). discovery_health()
+    // reports the failure meanwhile. Stopped by the destructor.
+    void serve_while_away(const std::string& why, std::shared_ptr<const Discovery> provisional,
+                          std::chrono::milliseconds max_wait, std::function<void()> on_answer);
+    // Whether serve_while_away's gateway has not answered yet.
+    bool away() const;
 
 private:
     struct Impl;

@@ -41,6 +41,11 @@ inline constexpr int kMaxScanPages = 1000;  // pages one for_each_row reads at m
 inline constexpr int kVerifyLimit = 20;    // newest rows read to find a created record
 inline constexpr std::size_t kMaxClaimed = 512;
 
+// Set on the thread of Client::serve_while_away's reconnecter: its requests pass the gate that
+// fails every other request while the gateway is away, and log nothing (the reconnecter logs
+// one line per new reason instead of each attempt's).
+inline thread_local bool t_reconnecting = false;
+
 // The outcome of one HTTP exchange; the body lands in the caller's buffer.
 struct Exchange {
     int status = 0;  // 0: no HTTP answer
@@ -55,6 +60,9 @@ struct Exchange {
     std::string over_limit;
     // The call's deadline ended the exchange with the answer still coming (timed_out is set).
     bool deadline_hit = false;
+    // OpenSSL's verify result when the server's certificate was refused (X509_V_OK: the chain
+    // was trusted, so httplib's host name check refused it).
+    long verify_result = 0;
 
     bool ok() const { return status >= 200 && status < 300; }
 };
@@ -233,8 +241,15 @@ struct Client::Impl {
     std::mutex write_denied_mu;
     std::function<void()> on_write_denied;
 
+    // Started while the gateway could not be reached (Client::serve_while_away): every request
+    // fails at once with `away_reason` until the reconnecter's check answers.
+    std::atomic<bool> away{false};
+    std::string away_reason;  // under discovery_mu
+    void fail_if_away();
+
     std::mutex refresher_mu;
-    std::jthread refresher;  // last member: stopped and joined before the rest goes away
+    std::jthread reconnecter;  // stopped and joined before the rest goes away
+    std::jthread refresher;    // last member: stopped and joined before the rest goes away
 
     Impl(Config c, detail::BaseUrl u, const base::Clock& clock);
 
@@ -246,6 +261,7 @@ struct Client::Impl {
     std::string safe(std::string text) const;
     template <typename... Args>
     void log_line(log::Level level, fmt::format_string<Args...> format, Args&&... args) const {
+        if (internal::t_reconnecting) return;
         log::write(level, safe(log::format(format, std::forward<Args>(args)...)));
     }
     Error error(ErrorReason reason, std::string message, int http_status = 0,

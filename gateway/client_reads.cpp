@@ -379,7 +379,9 @@ void Client::Impl::tell_discovery_left_out() {
 
 std::shared_ptr<const Discovery> Client::Impl::cached_discovery() {
     std::lock_guard lock(discovery_mu);
-    if (discovery && clock.steady() - discovery_at < config.discovery_ttl) return discovery;
+    // While away, the provisional discovery stands however old (a fetch would fail at once).
+    if (discovery && (away.load() || clock.steady() - discovery_at < config.discovery_ttl))
+        return discovery;
     return nullptr;
 }
 

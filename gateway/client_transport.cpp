@@ -2,6 +2,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <openssl/x509_vfy.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -110,6 +111,29 @@ ErrorReason reason_for_status(int status) {
 }
 
 
+namespace {
+
+// Why the server's certificate was refused: a trusted chain for another name (httplib checks
+// the name after OpenSSL trusted the chain), an issuer not trusted here, or OpenSSL's reason.
+std::string describe_certificate_refusal(long verify_result) {
+    if (verify_result == X509_V_OK)
+        return "the server's TLS certificate is for another host name than the gateway URL's "
+               "(check the host in the URL, or the name the certificate was made for)";
+    const std::string reason = X509_verify_cert_error_string(verify_result);
+    switch (verify_result) {
+        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+        case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+        case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+            return "the server's TLS certificate is not signed by a CA this machine trusts (" +
+                   reason + "; a private CA? name its certificate in SSL_CERT_FILE, or a "
+                   "directory of them in SSL_CERT_DIR)";
+        default: return "the server's TLS certificate was refused (" + reason + ")";
+    }
+}
+
+}  // namespace
+
 std::string describe_network_failure(const Exchange& ex, milliseconds timeout,
                                      milliseconds connect_timeout) {
     // The timeout the attempt really had (cut to the call's deadline), not the nominal one.
@@ -128,9 +152,7 @@ std::string describe_network_failure(const Exchange& ex, milliseconds timeout,
             return "the TLS CA certificates could not be loaded (check SSL_CERT_FILE and "
                    "SSL_CERT_DIR)";
         case httplib::Error::SSLServerVerification:
-            return "the server's TLS certificate could not be verified (signed by a private "
-                   "CA? name its certificate in SSL_CERT_FILE, or a directory of them in "
-                   "SSL_CERT_DIR)";
+            return describe_certificate_refusal(ex.verify_result);
         case httplib::Error::Canceled: return "the transfer was cancelled";
         default: return "network error (" + httplib::to_string(ex.error) + ")";
     }
@@ -361,6 +383,7 @@ Error Client::Impl::out_of_time(const std::string& what, const Retry& retry,
 void Client::Impl::with_retries(int max_attempts, const std::string& what,
                                 const std::stop_token& stop,
                                 const std::function<std::optional<Retry>(int, bool)>& attempt) {
+    fail_if_away();  // at once, with why, while a server started without its gateway
     // A request outside any public call (none should be) still gets the call's budget.
     std::optional<DeadlineScope> own;
     if (DeadlineScope::current() == nullptr) own.emplace(clock, config.call_timeout);
@@ -470,6 +493,9 @@ Exchange Client::Impl::perform(const char* method, const std::string& target, co
     } else {
         if (err == httplib::Error::Success) err = httplib::Error::Canceled;
         ex.error = err;
+        if (err == httplib::Error::SSLServerVerification)
+            if (const auto* tls = dynamic_cast<const httplib::SSLClient*>(&client))
+                ex.verify_result = tls->get_openssl_verify_result();
         ex.maybe_sent = internal::request_may_have_arrived(err);
         ex.timed_out = err == httplib::Error::Read && ex.elapsed + milliseconds(50) >= timeout;
         receiving.finish(ex);

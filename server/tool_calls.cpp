@@ -86,6 +86,11 @@ void shape_answer(ToolResult& result, const ServerOptions& options, const Reques
         result.structured_text = lean_structured(result.structured_text);
 }
 
+// The form this host's model reads, on which max_bytes is counted (lean or full).
+base::AnswerForm answer_form(const ServerOptions& options, const RequestContext& ctx) {
+    return lean_answer_for(options, ctx) ? base::AnswerForm::lean : base::AnswerForm::full;
+}
+
 }  // namespace
 
 std::optional<Reply> Server::call_tool(const json& id, const json& params,
@@ -167,10 +172,7 @@ std::optional<Reply> Server::call_tool(const json& id, const json& params,
             };
         }
         const base::ProgressNotes::Scope notes(listener);
-        // max_bytes is counted on the form this host's model reads (lean or full).
-        const base::AnswerForms::Scope form(lean_answer_for(impl_->options, ctx)
-                                                ? base::AnswerForm::lean
-                                                : base::AnswerForm::full);
+        const base::AnswerForms::Scope form(answer_form(impl_->options, ctx));
         try {
             result = tool.handler(arguments, ctx);
         } catch (const InputRequired& question) {

@@ -23,6 +23,7 @@
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "net/server_thread.hpp"
+#include "tests/support/test_ca.hpp"
 #include "loopback_server.hpp"
 
 namespace {
@@ -246,18 +247,7 @@ TEST(HostileAnswers, AnHttpsGatewaysHeadIsCountedOnItsRecords) {
     namespace fs = std::filesystem;
     const fs::path dir =
         fs::temp_directory_path() / ("agency-hostile-tls-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    const std::string script =
-        "cd '" + dir.string() +
-        "' && "
-        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj '/CN=agency test CA' "
-        "-keyout ca.key -out ca.pem >/dev/null 2>&1 && "
-        "openssl req -newkey rsa:2048 -nodes -subj '/CN=127.0.0.1' -keyout server.key "
-        "-out server.csr >/dev/null 2>&1 && "
-        "printf 'subjectAltName=IP:127.0.0.1\\n' > ext.cnf && "
-        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
-        "-extfile ext.cnf -out server.pem >/dev/null 2>&1";
-    ASSERT_EQ(std::system(script.c_str()), 0) << "openssl could not make the test CA";
+    ASSERT_TRUE(agency::testing::make_test_ca(dir, "IP:127.0.0.1")) << "openssl failed";
     httplib::SSLServer http((dir / "server.pem").c_str(), (dir / "server.key").c_str());
     http.Get("/api", [](const httplib::Request&, httplib::Response& res) {
         for (int i = 0; i < 60; ++i)

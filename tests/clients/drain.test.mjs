@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { bin, startHttpServer } from './helpers.mjs';
@@ -238,3 +239,71 @@ async function stdioStop(stop) {
 
 test('stdio: SIGTERM answers the call in flight and exits 0', () => stdioStop((c) => c.kill('SIGTERM')));
 test('stdio: end of input answers the call in flight and exits 0', () => stdioStop((c) => c.stdin.end()));
+
+// Issue 48: a desktop client started before the gateway is reachable (a laptop before its VPN)
+// gets a working server: tools listed, each call answering at once with why, /readyz 503, and
+// the same calls working once the gateway answers, without a restart.
+test('a server started before its gateway answers says why at once and works once it answers', async () => {
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+  const port = await new Promise((resolve) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port: free } = probe.address();
+      probe.close(() => resolve(free));
+    });
+  });
+  const gatewayUrl = `http://127.0.0.1:${port}/api`;
+  const state = tempState();
+  const env = { ...state.env, AGENCY_GATEWAY_URL: gatewayUrl };
+  const { url, child } = await startHttpServer([], env);
+  const transport = new StdioClientTransport({ command: bin, args: ['serve', '--state-db', ':memory:'],
+    env: { ...process.env, AGENCY_GATEWAY_URL: gatewayUrl }, stderr: 'pipe' });
+  const client = new Client({ name: 'claude-ai', version: '0' });
+  let gateway;
+  try {
+    await client.connect(transport);
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    for (const name of ['list_clients', 'list_keywords', 'generate_article', 'deploy_article'])
+      assert.ok(names.includes(name), `${name} is listed while the gateway is away: ${names}`);
+    const away = await client.callTool({ name: 'list_clients', arguments: {} });
+    assert.equal(away.isError, true, JSON.stringify(away));
+    const text = away.content[0].text;
+    assert.ok(text.includes(`cannot reach the gateway at ${gatewayUrl}`), text);
+    assert.match(text, /keeps trying/);
+    assert.match(text, /AGENCY_GATEWAY_URL/);
+    const notReady = await get(url, '/readyz');
+    assert.equal(notReady.status, 503, JSON.stringify(notReady.body));
+    assert.deepEqual(notReady.body.failed, ['gateway']);
+
+    gateway = spawn(bin, ['sample-gateway', '--listen', `127.0.0.1:${port}`], { stdio: 'ignore' });
+    // The gateway's own clients, read from it directly.
+    let expected;
+    for (let i = 0; i < 100 && !expected; i++) {
+      try {
+        const r = await fetch(`${gatewayUrl}?resource=clients`);
+        if (r.ok) expected = (await r.json()).data.map((c) => c.id).sort();
+      } catch { await new Promise((r) => setTimeout(r, 100)); }
+    }
+    assert.ok(expected?.length > 0, 'the sample gateway did not start');
+    let answer;
+    for (let i = 0; i < 60; i++) {  // retries back off 1, 2, 4, 8 s: within 20 s
+      answer = await client.callTool({ name: 'list_clients', arguments: {} });
+      if (!answer.isError) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    assert.notEqual(answer.isError, true, JSON.stringify(answer));
+    assert.deepEqual(answer.structuredContent.rows.map((r) => r.id).sort(), expected);
+    let ready;
+    for (let i = 0; i < 60; i++) {
+      ready = await get(url, '/readyz');
+      if (ready.status === 200) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    assert.equal(ready.status, 200, JSON.stringify(ready.body));
+  } finally {
+    await client.close().catch(() => {});
+    child.kill('SIGKILL');
+    gateway?.kill('SIGKILL');
+    fs.rmSync(state.dir, { recursive: true, force: true });
+  }
+});
