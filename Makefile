@@ -7,7 +7,7 @@ JOBS ?= 2
 PORT ?= 8787
 
 .PHONY: deps test-deps build run test run-unit-asan npm-deps clean-root bench bench-scale bench-store bench-day bench-insights soak clean fuzz-build fuzz fuzz-replay \
-	fuzz-known test-asan test-tsan check-sizes package test-package regen
+	fuzz-known test-asan test-tsan check-sizes package test-package regen dist
 
 deps:
 	@scripts/install-deps.sh
@@ -54,6 +54,12 @@ package: deps $(BUILD_DIR)/CMakeCache.txt
 	@scripts/install-deps.sh dpkg-dev help2man
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 	cmake --build $(BUILD_DIR) --target package
+
+# The release archive for machines without Debian's packages (issue 48):
+# dist/agency-mcp-VERSION-linux-x86_64.tar.gz and its .sha256, from the built binary.
+dist: build
+	@scripts/install-deps.sh help2man
+	scripts/make-dist.sh $(BUILD_DIR) dist
 
 # Installs that package with apt into a fresh Debian 12 root and runs it (root only; `make test`
 # runs it too). The debootstrap root is cached in $(BUILD_DIR)/package-test.

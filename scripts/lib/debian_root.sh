@@ -1,16 +1,19 @@
-# A fresh Debian 12 root (debootstrap --variant=minbase bookworm) for the checks that must not
-# see this machine's packages: the clean-root check (scripts/check-clean-root.sh) and the
-# package test (tests/package/test_package.sh). Sourced; needs root.
+# A fresh Debian root (debootstrap --variant=minbase; Debian 12 "bookworm" unless told) for the
+# checks that must not see this machine's packages: the clean-root check
+# (scripts/check-clean-root.sh), the package test (tests/package/test_package.sh) and the
+# release archive's (tests/package/test_dist.sh, in Debian 12 and 13). Sourced; needs root.
 #
-#   debian_root_make DIR   unpacks the cached minimal root into DIR (the first time: debootstrap,
-#                          then kept as a tarball), sets its apt sources, mounts /proc, keeps
-#                          downloaded .debs in the cache, and starts no service
+#   debian_root_make DIR [RELEASE]
+#                          unpacks the cached minimal root of RELEASE (bookworm, trixie) into
+#                          DIR (the first time: debootstrap, then kept as a tarball), sets its apt
+#                          sources, mounts /proc, keeps downloaded .debs in the cache (those of
+#                          bookworm only: one archive cache), and starts no service
 #   debian_root_remove DIR unmounts everything under it and removes it (never across a mount)
 #   in_root DIR CMD...     runs CMD inside, with a clean environment
 #
 # The cache is $AGENCY_CACHE_DIR (default /var/cache/agency-mcp), outside any clone, so a later
 # run on the same machine (CI in a fresh clone, too) finds it: the minimal root
-# (bookworm-minbase.tar.gz, ~40 s of debootstrap when missing) and the .debs apt fetched
+# (RELEASE-minbase.tar.gz, ~40 s of debootstrap when missing) and the .debs apt fetched
 # (apt-archives/). AGENCY_DEBIAN_MIRROR and AGENCY_DEBIAN_SECURITY_MIRROR override the mirrors.
 
 debian_root_cache=${AGENCY_CACHE_DIR:-/var/cache/agency-mcp}
@@ -18,12 +21,13 @@ debian_root_mirror=${AGENCY_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 debian_root_security=${AGENCY_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 
 debian_root_make() {
-  local root=$1 tarball=$debian_root_cache/bookworm-minbase.tar.gz
+  local root=$1 release=${2:-bookworm}
+  local tarball=$debian_root_cache/$release-minbase.tar.gz
   command -v debootstrap >/dev/null || { echo "missing debootstrap: run scripts/install-test-deps.sh"; return 1; }
   mkdir -p "$debian_root_cache/apt-archives/partial" "$root"
   if [ ! -s "$tarball" ]; then
     local start=$SECONDS
-    debootstrap --variant=minbase bookworm "$root" "$debian_root_mirror" \
+    debootstrap --variant=minbase "$release" "$root" "$debian_root_mirror" \
       >"$debian_root_cache/debootstrap.log" 2>&1 ||
       { tail -30 "$debian_root_cache/debootstrap.log"; return 1; }
     tar -C "$root" -czf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
@@ -32,9 +36,9 @@ debian_root_make() {
     tar -C "$root" -xzf "$tarball"
   fi
   cat >"$root/etc/apt/sources.list" <<SOURCES
-deb $debian_root_mirror bookworm main
-deb $debian_root_mirror bookworm-updates main
-deb $debian_root_security bookworm-security main
+deb $debian_root_mirror $release main
+deb $debian_root_mirror $release-updates main
+deb $debian_root_security $release-security main
 SOURCES
   cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
   # The network may reach the registries through a proxy that signs with a CA of its own: the
@@ -50,6 +54,7 @@ SOURCES
   # Keep what apt downloads for the next root.
   echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' >"$root/etc/apt/apt.conf.d/99keep"
   mount -t proc proc "$root/proc" 2>/dev/null || echo "(no /proc in the root: mount refused)"
+  [ "$release" = bookworm ] || return 0
   mount --bind "$debian_root_cache/apt-archives" "$root/var/cache/apt/archives" ||
     echo "(apt's downloads are not kept: bind mount refused)"
 }
