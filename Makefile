@@ -7,7 +7,7 @@ JOBS ?= 2
 PORT ?= 8787
 
 .PHONY: deps test-deps build run test run-unit-asan npm-deps clean-root bench bench-scale bench-store bench-day bench-insights soak clean fuzz-build fuzz fuzz-replay \
-	fuzz-known test-asan test-tsan check-sizes package test-package regen dist
+	fuzz-known test-asan test-tsan check-sizes package test-package regen dist image
 
 deps:
 	@scripts/install-deps.sh
@@ -35,7 +35,7 @@ npm-deps:
 # the product's own tests, the real MCP clients, conformance and the Debian package, which run
 # against the plain build (build/: agency-mcp, the conformance fixture, the benchmark driver,
 # and the one memory-bound test that needs an unsanitized build). ctest labels pick each set.
-PLAIN_LABELS = ^(product|clients|conformance|package|memory)$$
+PLAIN_LABELS = ^(product|clients|conformance|package|image|memory)$$
 test: deps test-deps npm-deps $(BUILD_DIR)/CMakeCache.txt $(FUZZ_DIR)/CMakeCache.txt
 	cmake -S . -B $(BUILD_DIR) -DAGENCY_UNIT_TESTS=OFF >/dev/null
 	cmake --build $(BUILD_DIR) -j$(JOBS)
@@ -60,6 +60,12 @@ package: deps $(BUILD_DIR)/CMakeCache.txt
 dist: build
 	@scripts/install-deps.sh help2man
 	scripts/make-dist.sh $(BUILD_DIR) dist
+
+# The container image (issue 48): dist/agency-mcp-VERSION-oci.tar (`podman load -i` or
+# `docker load -i`), assembled with umoci from Debian's files, no registry.
+image: build
+	@scripts/install-deps.sh help2man umoci
+	scripts/make-image.sh $(BUILD_DIR) dist
 
 # Installs that package with apt into a fresh Debian 12 root and runs it (root only; `make test`
 # runs it too). The debootstrap root is cached in $(BUILD_DIR)/package-test.
