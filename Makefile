@@ -7,7 +7,7 @@ JOBS ?= 2
 PORT ?= 8787
 
 .PHONY: deps test-deps build run test run-unit-asan npm-deps clean-root bench bench-scale bench-store bench-day bench-insights soak clean fuzz-build fuzz fuzz-replay \
-	fuzz-known test-asan test-tsan check-sizes package test-package regen dist image
+	fuzz-known test-asan test-tsan check-sizes package test-package regen dist image mcpb
 
 deps:
 	@scripts/install-deps.sh
@@ -66,6 +66,12 @@ dist: build
 image: build
 	@scripts/install-deps.sh help2man umoci
 	scripts/make-image.sh $(BUILD_DIR) dist
+
+# The MCP bundle (issue 48): dist/agency-mcp-VERSION-linux-x86_64.mcpb, validated and packed
+# by the pinned @anthropic-ai/mcpb.
+mcpb: build npm-deps
+	@scripts/install-deps.sh help2man
+	scripts/make-mcpb.sh $(BUILD_DIR) dist
 
 # Installs that package with apt into a fresh Debian 12 root and runs it (root only; `make test`
 # runs it too). The debootstrap root is cached in $(BUILD_DIR)/package-test.

@@ -8,6 +8,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -16,8 +18,9 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <string>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -28,9 +31,22 @@
 
 namespace agency::app {
 
+namespace {
+
+// A host that fills `${user_config.x}` in a bundle's environment (.mcpb) passes an optional
+// value the person left empty as that literal text: a whole `${...}` is no value.
+bool unfilled_placeholder(std::string_view value) {
+    if (value.size() < 4 || !value.starts_with("${") || !value.ends_with('}')) return false;
+    return std::all_of(value.begin() + 2, value.end() - 1, [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.';
+    });
+}
+
+}  // namespace
+
 std::string env_or(const char* name, std::string fallback) {
     const char* v = std::getenv(name);
-    return v && *v ? std::string(v) : fallback;
+    return v && *v && !unfilled_placeholder(v) ? std::string(v) : fallback;
 }
 
 long long whole_env(const char* name, long long low, long long high, long long fallback,

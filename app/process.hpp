@@ -8,6 +8,8 @@
 namespace agency::app {
 
 // The variable's value, or `fallback` when it is unset or empty.
+// (A value that is a whole unfilled `${placeholder}`, as a bundle's host passes an optional
+// setting left empty, is unset.)
 std::string env_or(const char* name, std::string fallback = {});
 // The whole number in variable `name`, from `low` to `high`; `fallback` when unset. Throws
 // std::runtime_error naming the variable, the range and `unit` when it is anything else.
