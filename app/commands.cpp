@@ -71,7 +71,9 @@ std::shared_ptr<gateway::Client> connect_gateway(gateway::Config config, bool re
         client->check();
     } catch (const gateway::Error& e) {
         log::set_level(level);
-        if (require || e.reason() != gateway::ErrorReason::unavailable) throw;
+        // Waiting mends a gateway away, not a certificate refused (nor a key, nor a URL).
+        const bool refused = e.data().is_object() && e.data().value("certificate_refused", false);
+        if (require || refused || e.reason() != gateway::ErrorReason::unavailable) throw;
         away.why = e.what();
         return client;
     } catch (...) {

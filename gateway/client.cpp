@@ -198,7 +198,8 @@ void Client::check(std::stop_token stop) {
                 throw impl.error(ErrorReason::unavailable,
                                  "cannot reach the gateway at " + at + ": " + why + " (" +
                                      std::to_string(made) + (made == 1 ? " attempt" : " attempts") +
-                                     ", " + ms_text(waited) + " in all)");
+                                     ", " + ms_text(waited) + " in all)",
+                                 0, {}, std::nullopt, data);
             }
             case ErrorReason::auth:
                 throw answered(

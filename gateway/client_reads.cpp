@@ -247,6 +247,7 @@ Exchange Client::Impl::get(const std::string& target, const std::string& what, s
                 message += " (gateway at " + url.display + ")";
                 data = {{"failure", failure},
                         {"connect_failed", ex.error == httplib::Error::Connection},
+                        {"certificate_refused", ex.error == httplib::Error::SSLServerVerification},
                         {"attempts", attempt + 1},
                         {"elapsed_ms", elapsed.count()}};
             }
