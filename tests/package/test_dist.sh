@@ -8,6 +8,7 @@
 set -euo pipefail
 build=$(cd "$1" && pwd)
 src=$(cd "$(dirname "$0")/../.." && pwd)
+checks=$src/tests/package/mcp_checks.py
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIPPED: the archive test needs root (chroot); CI runs it as root"
   exit 77
@@ -47,53 +48,17 @@ for release in bookworm trixie; do
   grep -q '^\.TH AGENCY-MCP' <<<"$page" || { echo "FAIL: no manual page"; exit 1; }
 
   echo "== stdio in $release"
-  printf '%s\n' \
-    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"dist-test","version":"1"}}}' \
-    '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
-    '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' \
-    '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_clients","arguments":{}}}' \
-    >"$root/tmp/in.jsonl"
+  python3 "$checks" stdio-input >"$root/tmp/in.jsonl"
   in_root "$root" sh -c "$cmd serve --state-db /tmp/state.db </tmp/in.jsonl" >"$work/stdio.$release.out" \
     2>"$work/stdio.$release.err" || { cat "$work/stdio.$release.err"; exit 1; }
-  python3 - "$work/stdio.$release.out" <<'PY'
-import json, sys
-replies = {m["id"]: m for m in map(json.loads, open(sys.argv[1])) if "id" in m}
-assert replies[1]["result"]["serverInfo"]["name"] == "agency-mcp", replies[1]
-names = {t["name"] for t in replies[2]["result"]["tools"]}
-assert {"list_clients", "list_keywords", "generate_article"} <= names, names
-rows = replies[3]["result"]["structuredContent"]["rows"]
-assert len(rows) > 0 and all("id" in r for r in rows), replies[3]
-print(f"stdio: {len(names)} tools, list_clients {len(rows)} rows")
-PY
+  python3 "$checks" stdio "$work/stdio.$release.out"
 
   echo "== serve --http in $release"
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+  port=$(python3 "$checks" free-port)
   in_root "$root" "$cmd" serve --http --listen "127.0.0.1:$port" --state-db /tmp/http.db \
     >"$work/http.$release.log" 2>&1 &
   server_pid=$!
-  python3 - "$port" <<'PY'
-import json, sys, time, urllib.request
-base = f"http://127.0.0.1:{sys.argv[1]}"
-for _ in range(100):
-    try:
-        with urllib.request.urlopen(base + "/readyz", timeout=2) as r:
-            ready = json.load(r); break
-    except OSError:
-        time.sleep(0.1)
-else:
-    sys.exit("no /readyz answer")
-assert ready["status"] == "ready", ready
-body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "dist-test", "version": "1"}}})
-req = urllib.request.Request(base + "/mcp", data=body.encode(), method="POST", headers={
-    "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
-with urllib.request.urlopen(req, timeout=10) as r:
-    text = r.read().decode()
-line = [l for l in text.splitlines() if l.startswith("data: ")] or [text]
-answer = json.loads(line[-1].removeprefix("data: "))
-assert answer["result"]["serverInfo"]["name"] == "agency-mcp", answer
-print("http: /readyz ready, initialize answered")
-PY
+  python3 "$checks" http "$port"
   kill "$server_pid" 2>/dev/null || true
   wait "$server_pid" 2>/dev/null || true
   server_pid=""
