@@ -7,7 +7,7 @@ JOBS ?= 2
 PORT ?= 8787
 
 .PHONY: deps test-deps build run test run-unit-asan npm-deps clean-root bench bench-scale bench-store bench-day bench-insights soak clean fuzz-build fuzz fuzz-replay \
-	fuzz-known test-asan test-tsan check-sizes package test-package regen dist image mcpb
+	fuzz-known test-asan test-tsan check-sizes package test-package regen dist image mcpb release
 
 deps:
 	@scripts/install-deps.sh
@@ -72,6 +72,12 @@ image: build
 mcpb: build npm-deps
 	@scripts/install-deps.sh help2man
 	scripts/make-mcpb.sh $(BUILD_DIR) dist
+
+# The release step: the archive, the image and the bundle in dist/, and dist/server.json
+# listing the image and the bundle (with its SHA-256) exactly as made.
+release: build npm-deps
+	@scripts/install-deps.sh help2man umoci
+	scripts/make-release.sh $(BUILD_DIR) dist
 
 # Installs that package with apt into a fresh Debian 12 root and runs it (root only; `make test`
 # runs it too). The debootstrap root is cached in $(BUILD_DIR)/package-test.
