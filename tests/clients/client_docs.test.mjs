@@ -161,12 +161,19 @@ before(async () => {
 
 after(() => {
   gateway?.child.kill('SIGTERM');
+  if (imageLoaded) {
+    const version = execFileSync(bin, ['--version']).toString().trim().split(' ').pop();
+    try {
+      execFileSync('podman', ['--runtime', 'runc', '--cgroup-manager=cgroupfs', 'rmi', '-f',
+        `localhost/agency-mcp:${version}`], { stdio: 'ignore' });
+    } catch { /* already gone */ }
+  }
   rmSync(dir, { recursive: true, force: true });
 });
 
 test('every client has a stdio and an HTTP snippet, and nothing else is tagged', () => {
   const want = ['claude-desktop', 'claude-code', 'vscode', 'cursor', 'inspector']
-    .flatMap((c) => [`${c}/stdio`, `${c}/http`]);
+    .flatMap((c) => [`${c}/stdio`, `${c}/http`]).concat(['claude-desktop/docker', 'claude-code/docker']);
   assert.deepEqual([...blocks.keys()].sort(), want.sort());
 });
 
@@ -280,4 +287,50 @@ test('inspector over HTTP: the Inspector CLI lists the tools with the key header
   } finally {
     server.child.kill('SIGTERM');
   }
+});
+
+// The container image's snippets (issue 48): the image built from this tree, loaded with
+// podman, run with the snippet's arguments. docker becomes podman with what these machines
+// need (runc, cgroupfs, ulimits) and the host's network (the sample gateway is on its loopback).
+// Needs root, podman and umoci (make test installs them): skipped, saying so, otherwise.
+function imageRunnable() {
+  if (process.getuid() !== 0) return 'the image needs root';
+  for (const tool of ['podman', 'umoci']) {
+    try { execFileSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' }); } catch { return `no ${tool}`; }
+  }
+  return '';
+}
+let imageLoaded = false;
+function loadImage() {
+  if (imageLoaded) return;
+  const out = path.join(dir, 'image');
+  execFileSync(path.join(here, '../../scripts/make-image.sh'), [path.dirname(bin), out], { stdio: 'ignore' });
+  const version = execFileSync(bin, ['--version']).toString().trim().split(' ').pop();
+  execFileSync('podman', ['--runtime', 'runc', '--cgroup-manager=cgroupfs', 'load', '-q', '-i',
+    path.join(out, `agency-mcp-${version}-oci.tar`)], { stdio: 'ignore' });
+  imageLoaded = true;
+}
+async function overDocker({ command, args, env }) {
+  assert.equal(command, 'docker');
+  assert.deepEqual(args.slice(0, 3), ['run', '-i', '--rm']);
+  const version = execFileSync(bin, ['--version']).toString().trim().split(' ').pop();
+  assert.equal(args[args.length - 1], `agency-mcp:${version}`, 'the snippet names this version\'s image');
+  for (const name of Object.keys(env)) assert.ok(args.includes(name), `-e ${name} hands the container ${name}`);
+  loadImage();
+  await overStdio({ command: 'podman', env, args: ['--runtime', 'runc', '--cgroup-manager=cgroupfs', 'run',
+    '--network', 'host', '--ulimit', 'nofile=4096:4096', '--ulimit', 'nproc=4096:4096', ...args.slice(1)] });
+}
+
+test('claude-desktop with the image: docker run -i --rm starts the server', async (t) => {
+  const why = imageRunnable();
+  if (why) return t.skip(why);
+  await overDocker(json('claude-desktop/docker').mcpServers.agency);
+});
+
+test('claude-code with the image: claude mcp add ... -- docker run -i --rm', async (t) => {
+  const why = imageRunnable();
+  if (why) return t.skip(why);
+  const p = claudeMcpAdd('claude-code/docker');
+  assert.equal(p.transport, 'stdio');
+  await overDocker({ command: p.command[0], args: p.command.slice(1), env: p.env });
 });
