@@ -173,7 +173,7 @@ after(() => {
 
 test('every client has a stdio and an HTTP snippet, and nothing else is tagged', () => {
   const want = ['claude-desktop', 'claude-code', 'vscode', 'cursor', 'inspector']
-    .flatMap((c) => [`${c}/stdio`, `${c}/http`]).concat(['claude-desktop/docker', 'claude-code/docker']);
+    .flatMap((c) => [`${c}/stdio`, `${c}/http`]).concat(['claude-desktop', 'claude-code', 'vscode', 'cursor'].map((c) => `${c}/docker`));
   assert.deepEqual([...blocks.keys()].sort(), want.sort());
 });
 
@@ -333,4 +333,22 @@ test('claude-code with the image: claude mcp add ... -- docker run -i --rm', asy
   const p = claudeMcpAdd('claude-code/docker');
   assert.equal(p.transport, 'stdio');
   await overDocker({ command: p.command[0], args: p.command.slice(1), env: p.env });
+});
+
+test('vscode with the image: servers.agency (type stdio) runs docker', async (t) => {
+  const why = imageRunnable();
+  if (why) return t.skip(why);
+  const config = json('vscode/docker');
+  const entry = config.servers.agency;
+  assert.equal(entry.type, 'stdio');
+  for (const ref of JSON.stringify(entry).matchAll(/\$\{input:([\w-]+)\}/g))
+    assert.ok(config.inputs.some((i) => i.id === ref[1] && i.password), `input ${ref[1]} is declared secret`);
+  await overDocker({ ...entry, env: Object.fromEntries(Object.entries(entry.env).map(([k, v]) => [k, fill(v)])) });
+});
+
+test('cursor with the image: mcpServers.agency runs docker', async (t) => {
+  const why = imageRunnable();
+  if (why) return t.skip(why);
+  const entry = json('cursor/docker').mcpServers.agency;
+  await overDocker({ ...entry, env: Object.fromEntries(Object.entries(entry.env).map(([k, v]) => [k, fill(v)])) });
 });
