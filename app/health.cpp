@@ -43,7 +43,7 @@ std::string Health::check_store() {
                                   ", this agency-mcp needs " +
                                   std::to_string(state::kSchemaVersion);
     } catch (const std::exception& e) {
-        log::warn("readiness: the state store did not answer: {}", e.what());
+        say_store_failure(std::string("readiness: the state store did not answer: ") + e.what());
         store_result_ = "not answering (see the server log)";
     }
     // Answering is not enough: on a full disk (or a read-only file, or a PostgreSQL that went
@@ -52,12 +52,24 @@ std::string Health::check_store() {
         try {
             checks_.store->probe_write();
         } catch (const std::exception& e) {
-            log::warn("readiness: the state store cannot write: {}", e.what());
+            say_store_failure(std::string("readiness: the state store cannot write: ") + e.what());
             store_result_ = "cannot write (see the server log)";
         }
     }
+    if (store_result_ == kOk && !store_said_.empty()) {
+        log::info("readiness: the state store answers and writes again");
+        store_said_.clear();
+    }
     store_checked_ms_ = checks_.clock->steady_ms();
     return store_result_;
+}
+
+// A failure is logged when it begins or changes, not at every probe: a balancer probing every
+// 2 s would write 1,800 lines an hour of an outage (issue 49). Under store_mutex_.
+void Health::say_store_failure(const std::string& line) {
+    if (line == store_said_) return;
+    log::warn("{}", line);
+    store_said_ = line;
 }
 
 // Whether the gateway's discovery answered at its last fetch, and recently enough.

@@ -60,6 +60,8 @@ private:
     std::mutex store_mutex_;
     std::int64_t store_checked_ms_ = -1;
     std::string store_result_;
+    std::string store_said_;  // the store's last failure logged ("" once it answers and writes)
+    void say_store_failure(const std::string& line);
     // Logged when readiness changes, not at every probe.
     std::mutex log_mutex_;
     std::string last_logged_;

@@ -28,6 +28,7 @@
 #include "gateway/retry.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "loopback_server.hpp"
+#include "tests/support/log_capture.hpp"
 #include "tests/support/manual_clock.hpp"
 
 namespace {
@@ -93,22 +94,7 @@ int closed_port() {
     return ntohs(addr.sin_port);
 }
 
-// Captures the default logger's output for the lifetime of the object.
-class LogCapture {
-public:
-    LogCapture() : previous_(spdlog::default_logger()) {
-        auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
-        spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
-    }
-    ~LogCapture() { spdlog::set_default_logger(previous_); }
-    LogCapture(const LogCapture&) = delete;
-    LogCapture& operator=(const LogCapture&) = delete;
-    std::string text() const { return out_.str(); }
-
-private:
-    std::ostringstream out_;
-    std::shared_ptr<spdlog::logger> previous_;
-};
+using agency::testing::LogCapture;
 
 ReadQuery blogs_query(std::string client = "demo-dental") {
     ReadQuery q;

@@ -20,6 +20,7 @@
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "state/sqlite_store.hpp"
+#include "tests/support/log_capture.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "transport/http_drain.hpp"
 
@@ -161,7 +162,13 @@ TEST(Health, StoreThatCannotWriteIsNotReady) {
     capped.rlim_cur = static_cast<rlim_t>(std::filesystem::file_size(wal));
     ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &capped), 0);
     f.clock.advance(2s);  // past the store check's one-second cache
+    agency::testing::LogCapture logs;
     const auto full = health.readiness();
+    // A balancer keeps probing: the failure is logged once, not at every probe (issue 49).
+    for (int probe = 0; probe < 5; ++probe) {
+        f.clock.advance(2s);
+        EXPECT_FALSE(health.readiness().ready);
+    }
     bool write_failed = false;
     try {
         f.store->create_confirmation("alice", "deploy_blog", "digest", std::chrono::seconds(60));
@@ -176,6 +183,12 @@ TEST(Health, StoreThatCannotWriteIsNotReady) {
     EXPECT_EQ(full.body["checks"]["store"], "cannot write (see the server log)");
     f.clock.advance(2s);
     EXPECT_TRUE(health.readiness().ready) << "writes go through again";
+    const std::string text = logs.text();
+    std::size_t said = 0;
+    for (auto at = text.find("cannot write"); at != std::string::npos; at = text.find("cannot write", at + 1))
+        ++said;
+    EXPECT_EQ(said, 2u) << text;  // the store's line, and the readiness summary's
+    EXPECT_NE(text.find("answers and writes again"), std::string::npos) << text;
 }
 
 TEST(Health, ReadyzRouteRefusesAnUnknownExclusionAndHealthzTouchesNothing) {
