@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -18,23 +19,29 @@ bool all_objects(const ordered& rows) {
            std::all_of(rows.begin(), rows.end(), [](const ordered& r) { return r.is_object(); });
 }
 
-// The columns of `rows`: every key in the order first seen, but those null or absent in all.
-std::vector<std::string> columns_of(const ordered& rows) {
+// The columns of `rows`: every key in the order first seen, but those null or absent in all;
+// `index` maps each kept one to its place. One pass over the members: the rows come from the
+// gateway, which decides how many members they have.
+std::vector<std::string> columns_of(const ordered& rows,
+                                    std::unordered_map<std::string, std::size_t>& index) {
     std::vector<std::string> columns;
     std::vector<bool> valued;
     for (const ordered& row : rows)
         for (const auto& [key, value] : row.items()) {
-            auto at = std::find(columns.begin(), columns.end(), key);
-            if (at == columns.end()) {
+            const auto [at, added] = index.try_emplace(key, columns.size());
+            if (added) {
                 columns.push_back(key);
                 valued.push_back(false);
-                at = columns.end() - 1;
             }
-            if (!value.is_null()) valued[static_cast<std::size_t>(at - columns.begin())] = true;
+            if (!value.is_null()) valued[at->second] = true;
         }
     std::vector<std::string> kept;
+    index.clear();
     for (std::size_t i = 0; i < columns.size(); ++i)
-        if (valued[i]) kept.push_back(columns[i]);
+        if (valued[i]) {
+            index.emplace(columns[i], kept.size());
+            kept.push_back(std::move(columns[i]));
+        }
     return kept;
 }
 
@@ -50,14 +57,15 @@ std::string lean_structured(std::string_view structured) {
             out[key] = std::move(value);
             continue;
         }
-        const std::vector<std::string> columns = columns_of(value);
+        std::unordered_map<std::string, std::size_t> index;
+        const std::vector<std::string> columns = columns_of(value, index);
         ordered table = ordered::array();
         for (ordered& row : value) {
-            ordered cells = ordered::array();
-            for (const std::string& column : columns) {
-                auto it = row.find(column);
-                cells.push_back(it == row.end() ? ordered() : std::move(*it));
-            }
+            ordered cells(ordered::value_t::array);
+            cells.get_ref<ordered::array_t&>().resize(columns.size());
+            for (auto& [member, cell] : row.items())
+                if (auto at = index.find(member); at != index.end())
+                    cells[at->second] = std::move(cell);
             table.push_back(std::move(cells));
         }
         out["columns"] = columns;

@@ -78,17 +78,14 @@ void refuse_unless_offered(const Server& server, const ToolDef& tool, const Requ
                        "extension; tools/list shows the available tools)");
 }
 
-// The text beside structuredContent (what the frameworks read), then structuredContent lean
-// for a host that shows its model nothing else.
-void shape_answer(ToolResult& result, const ServerOptions& options, const RequestContext& ctx) {
-    summarize_structured_text(result, options, ctx.era);
-    if (!result.is_error && !result.structured_text.empty() && lean_answer_for(options, ctx))
-        result.structured_text = lean_structured(result.structured_text);
-}
+using base::AnswerForm;
 
-// The form this host's model reads, on which max_bytes is counted (lean or full).
-base::AnswerForm answer_form(const ServerOptions& options, const RequestContext& ctx) {
-    return lean_answer_for(options, ctx) ? base::AnswerForm::lean : base::AnswerForm::full;
+// The text beside structuredContent (what the frameworks read), then structuredContent in the
+// form the host's model reads (lean for a host that shows it nothing else).
+void shape_answer(ToolResult& result, const ServerOptions& options, Era era, AnswerForm form) {
+    summarize_structured_text(result, options, era);
+    if (!result.is_error && !result.structured_text.empty() && form == AnswerForm::lean)
+        result.structured_text = lean_structured(result.structured_text);
 }
 
 }  // namespace
@@ -162,6 +159,7 @@ std::optional<Reply> Server::call_tool(const json& id, const json& params,
         return started;
     }
 
+    const auto form = lean_answer_for(impl_->options, ctx) ? AnswerForm::lean : AnswerForm::full;
     if (!done) {
         // A caller that asked for progress hears how the work below goes (the gateway's
         // retries), each note one step further.
@@ -172,7 +170,7 @@ std::optional<Reply> Server::call_tool(const json& id, const json& params,
             };
         }
         const base::ProgressNotes::Scope notes(listener);
-        const base::AnswerForms::Scope form(answer_form(impl_->options, ctx));
+        const base::AnswerForms::Scope form_scope(form);  // max_bytes counts in that form
         try {
             result = tool.handler(arguments, ctx);
         } catch (const InputRequired& question) {
@@ -191,7 +189,7 @@ std::optional<Reply> Server::call_tool(const json& id, const json& params,
     if (!modern && ctx.stop.stop_requested() && ctx.session) return std::nullopt;
 
     if (result.is_error) RequestObserver::tool_outcome("tool_error");
-    shape_answer(result, impl_->options, ctx);
+    shape_answer(result, impl_->options, ctx.era, form);
     // Reserved once: the answer carries the structured text twice (once escaped), and growing
     // a ~50 KB string on the way copies it.
     const bool text_copy = result.content.empty() && !result.structured_text.empty();

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/answer_form.hpp"
 #include "server/lean_answer.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/tool_kit.hpp"
@@ -205,4 +206,27 @@ TEST(LeanAnswer, MaxBytesIsCountedOnTheFormTheHostReads) {
             EXPECT_EQ(second.front(), expected[first.size()]);
         }
     }
+}
+
+// Rows whose members differ (a gateway's sparse records): each new column puts a null in every
+// row before it, and the lean answer is within the cap however many columns the rows bring.
+TEST(LeanAnswer, ASparsePageStaysWithinItsCap) {
+    const agency::base::AnswerForms::Scope lean(agency::base::AnswerForm::lean);
+    constexpr std::size_t kBudget = 60000;
+    agency::tools::RowWriter writer("c", "records", kBudget);
+    std::size_t added = 0;
+    for (int r = 0; r < 200; ++r) {
+        json row = json::object();
+        for (int k = 0; k < 50; ++k) row["r" + std::to_string(r) + "_k" + std::to_string(k)] = k;
+        if (!writer.add(row.dump())) break;
+        ++added;
+    }
+    ASSERT_GT(added, 1u);
+    ASSERT_LT(added, 200u) << "the budget never stopped the page";
+    const std::string full = writer.finish(std::nullopt, "");
+    const std::string lean_text = agency::mcp::lean_structured(full);
+    const json shaped = json::parse(lean_text);
+    EXPECT_EQ(shaped["rows"].size(), added);
+    EXPECT_EQ(shaped["columns"].size(), added * 50);
+    EXPECT_LE(lean_text.size(), kBudget) << added << " rows, " << full.size() << " bytes in full";
 }

@@ -48,9 +48,9 @@ std::string names_text(const std::vector<std::string>& names, std::size_t count)
 
 // A lean answer's row is an array of the values: the row's bytes less its keys, a null for each
 // column it lacks, and for each column it adds, its name once and a null in every row before.
-// Past kMaxLeanColumns columns a row costs what it does in full (never less than it will).
+// Counted exactly however many columns the rows bring (server/lean_answer.hpp keeps them all),
+// so the nulls a sparse page adds are within the budget too.
 std::size_t RowWriter::cost_of(std::string_view row) {
-    constexpr std::size_t kMaxLeanColumns = 256;
     new_columns_.clear();
     if (!lean_) return row.size();
     std::size_t key_bytes = 0, members = 0, added = 0;
@@ -69,10 +69,6 @@ std::size_t RowWriter::cost_of(std::string_view row) {
                 key_bytes += key.size() + 1;
                 ++members;
                 if (columns_.contains(key)) continue;
-                if (columns_.size() + new_columns_.size() >= kMaxLeanColumns) {
-                    new_columns_.clear();
-                    return row.size();
-                }
                 new_columns_.emplace_back(key);
                 added += key.size() + 1 + 5 * count_;
             }
