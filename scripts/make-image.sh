@@ -56,6 +56,16 @@ umoci config --image "$work/oci:agency-mcp:$version" \
   --config.label "org.opencontainers.image.version=$version" \
   --config.label "org.opencontainers.image.title=agency-mcp"
 umoci gc --layout "$work/oci"
+# docker load (containerd's image store) names an image by this annotation; podman by the tag.
+python3 - "$work/oci/index.json" "$version" <<'PY'
+import json, sys
+path, version = sys.argv[1:]
+index = json.load(open(path))
+for manifest in index["manifests"]:
+    manifest.setdefault("annotations", {})["io.containerd.image.name"] = \
+        f"docker.io/library/agency-mcp:{version}"
+json.dump(index, open(path, "w"))
+PY
 mkdir -p "$out"
 image=$out/agency-mcp-$version-oci.tar
 tar -C "$work/oci" --owner=0 --group=0 --numeric-owner -cf "$image" .

@@ -165,7 +165,7 @@ after(() => {
     const version = execFileSync(bin, ['--version']).toString().trim().split(' ').pop();
     try {
       execFileSync('podman', ['--runtime', 'runc', '--cgroup-manager=cgroupfs', 'rmi', '-f',
-        `localhost/agency-mcp:${version}`], { stdio: 'ignore' });
+        `docker.io/library/agency-mcp:${version}`], { stdio: 'ignore' });
     } catch { /* already gone */ }
   }
   rmSync(dir, { recursive: true, force: true });

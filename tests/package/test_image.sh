@@ -20,7 +20,7 @@ work=$build/image-test
 rm -rf "$work"
 mkdir -p "$work"
 version=$("$build/agency-mcp" --version | awk '{print $NF}')
-image=localhost/agency-mcp:$version
+image=docker.io/library/agency-mcp:$version  # as docker and podman load name it
 name=agency-mcp-image-test-$$
 cleanup() {
   "${podman[@]}" rm -f "$name" >/dev/null 2>&1 || true
