@@ -52,7 +52,9 @@ run-unit-asan:
 # The Debian package (cmake/package.cmake): build/package/agency-mcp_<version>_<arch>.deb.
 package: deps $(BUILD_DIR)/CMakeCache.txt
 	@scripts/install-deps.sh dpkg-dev help2man
-	cmake --build $(BUILD_DIR) -j$(JOBS)
+	@# Configured again: help2man, installed just now, gives the tree its manual-page target.
+	cmake -S . -B $(BUILD_DIR) >/dev/null
+	cmake --build $(BUILD_DIR) -j$(JOBS) --target agency-mcp agency_man_page
 	cmake --build $(BUILD_DIR) --target package
 
 # The release archive for machines without Debian's packages (issue 48):

@@ -116,6 +116,7 @@ std::optional<Command> CommandLine::parse(int argc, char** argv) {
     if (*state_migrate_cmd_) return Command::state_migrate;
     if (*state_export_cmd_) return Command::state_export;
     if (*state_import_cmd_) return Command::state_import;
+    if (*state_backup_cmd_) return Command::state_backup;
     if (*write_log_prune_cmd_) return Command::write_log_prune;
     if (*write_log_cmd_) return Command::write_log;
     return Command::serve;
@@ -146,7 +147,8 @@ void CommandLine::add_serve() {
                            "File holding the gateway API key (default: $AGENCY_API_KEY)");
     serve_cmd_
         ->add_option("--keys-file", serve.keys_file,
-                     "HTTP callers' keys file (agency-mcp keys add); with keys, every HTTP "
+                     "HTTP callers' keys file (agency-mcp keys add; default: the one keys add "
+                     "writes, ~/.config/agency-mcp/keys.json, if it exists); with keys, every HTTP "
                      "request needs one")
         ->envname("AGENCY_KEYS_FILE");
     serve_cmd_->add_option("--max-body-bytes", serve.max_body,
@@ -458,7 +460,7 @@ void CommandLine::add_sample_gateway() {
 
 // state migrate | export | import: moving and upgrading the state store (docs/deploy.md).
 void CommandLine::add_state() {
-    state_cmd_ = app_->add_subcommand("state", "Upgrade, export or import the state store");
+    state_cmd_ = app_->add_subcommand("state", "Upgrade, back up, export or import the state store");
     state_cmd_->require_subcommand(1);
     state_migrate_cmd_ = state_cmd_->add_subcommand(
         "migrate", "Bring the store's schema up to this version (serve also does it at start)");
@@ -468,7 +470,12 @@ void CommandLine::add_state() {
     state_import_cmd_ = state_cmd_->add_subcommand(
         "import", "Read rows written by state export into the store (stdin, or --in FILE)");
     state_import_cmd_->add_option("--in", state.file, "File to read instead of stdin");
-    for (auto* cmd : {state_migrate_cmd_, state_export_cmd_, state_import_cmd_}) {
+    state_backup_cmd_ = state_cmd_->add_subcommand(
+        "backup", "Copy the SQLite state file, consistent while a server writes it, to a new "
+                  "FILE (mode 0600); PostgreSQL: pg_dump");
+    state_backup_cmd_->add_option("FILE", state.file, "The new file (never overwritten)")
+        ->required();
+    for (auto* cmd : {state_migrate_cmd_, state_export_cmd_, state_import_cmd_, state_backup_cmd_}) {
         cmd->add_option("--state-db", state.state_db,
                         "SQLite state file (default: the one serve uses)")
             ->envname("AGENCY_STATE_DB");

@@ -144,6 +144,7 @@ enum class Command {
     state_migrate,
     state_export,
     state_import,
+    state_backup,
     write_log,
     write_log_prune
 };
@@ -202,6 +203,7 @@ private:
     CLI::App* state_migrate_cmd_ = nullptr;
     CLI::App* state_export_cmd_ = nullptr;
     CLI::App* state_import_cmd_ = nullptr;
+    CLI::App* state_backup_cmd_ = nullptr;
     CLI::App* write_log_cmd_ = nullptr;
     CLI::App* write_log_prune_cmd_ = nullptr;
     // The HTTP limits as the options hold them (whole numbers), copied into serve.http_limits.

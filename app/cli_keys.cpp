@@ -1,5 +1,6 @@
 // The `keys` commands' options: add, update, list, remove and rotate (app/key_commands.cpp runs
-// them). A running `serve --http` sees each change at its next request.
+// them). A running `serve --http` that reads the file itself sees each change at its next
+// request; one reading a copy (a systemd credential) at its restart.
 #include "app/cli.hpp"
 
 #include <CLI/CLI.hpp>
@@ -46,7 +47,7 @@ void CommandLine::add_keys() {
             ->envname("AGENCY_KEYS_FILE");
 }
 
-// keys list, remove and rotate. A running `serve --http` sees each change at its next request.
+// keys list, remove and rotate.
 void CommandLine::add_key_commands(CLI::App& keys_cmd) {
     keys_list_cmd_ = keys_cmd.add_subcommand(
         "list",
@@ -67,13 +68,14 @@ void CommandLine::add_key_commands(CLI::App& keys_cmd) {
         ->envname("AGENCY_BUDGET_WINDOW")
         ->check(CLI::IsMember({"month", "week", "day"}));
     keys_remove_cmd_ = keys_cmd.add_subcommand(
-        "remove", "Remove a key; a running server refuses it from its next request on");
+        "remove", "Remove a key; a server reading the file refuses it from its next request on "
+                  "(one reading a systemd credential's copy, after a restart)");
     keys_remove_cmd_->add_option("--name", keys.name, "The key's name (see keys list)")
         ->required();
     keys_rotate_cmd_ = keys_cmd.add_subcommand(
         "rotate",
-        "Replace a key by a new one (same name and scopes), printed once; the old key stops "
-        "working at once");
+        "Replace a key by a new one (same name and scopes), printed once; a server reading the "
+        "file takes the new key and refuses the old from its next request on");
     keys_rotate_cmd_->add_option("--name", keys.name, "The key's name (see keys list)")
         ->required();
     keys_update_cmd_ = keys_cmd.add_subcommand(

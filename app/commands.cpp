@@ -274,7 +274,8 @@ int serve_http(mcp::Server& server, const ServeArgs& args, const mcp::Principal&
     options.allowed_origins = args.allowed_origins;
     options.anonymous = anonymous;
     options.max_connections = fit_connections_to_fd_limit(options.max_connections);
-    if (!args.keys_file.empty()) options.keys = open_keys_for_serving(args.keys_file);
+    if (const auto keys = serving_keys_path(args.keys_file); !keys.empty())
+        options.keys = open_keys_for_serving(keys);
     // --read-only holds for every HTTP caller: no key or token grants the write scope.
     options.authenticator = args.oauth.enabled()
                                 ? oauth_for_serving(args.oauth, options.keys, args.read_only)
@@ -290,6 +291,11 @@ int serve_http(mcp::Server& server, const ServeArgs& args, const mcp::Principal&
     transport.start();
     health.set_started();
     log::info("MCP over Streamable HTTP at {}", transport.url());
+    if (!options.authenticator->required())
+        log::info("HTTP callers are NOT authenticated (loopback only): no keys file "
+                  "(--keys-file or AGENCY_KEYS_FILE; `agency-mcp keys add` writes {} by default) "
+                  "and no OAuth",
+                  mcp::KeyStore::default_path());
     wait_for_signal();
     // Draining: /readyz says so (balancers stop sending), new calls get 503, the calls in
     // flight finish; jobs and task records stay in the store for the next start.
@@ -322,7 +328,7 @@ int run_serve(const ServeArgs& args) {
         require_shared_secret(env_or("AGENCY_SERVER_SECRET"));
         action_settings.sharing = {.instance_id = instance_name(), .lease = lease_from_env()};
     }
-    action_settings.store = open_state(args.state_url, args.state_db);
+    action_settings.store = open_state(args.state_url, args.state_db, state::SchemaUpgrade::migrate);
     action_settings.write_log_spool = state::WriteLogSpool::beside(args.state_url, args.state_db);
     action_settings.credits = args.credits;
     action_settings.elicitation_only = args.confirm == "elicitation-only";

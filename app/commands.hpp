@@ -23,13 +23,17 @@ int run_keys_rotate(const KeysArgs& args);
 int run_keys_update(const KeysArgs& args);
 // The keys file `serve --http` will use (throws when it cannot be used; see there).
 std::shared_ptr<const mcp::KeyStore> open_keys_for_serving(const std::string& path);
+// The keys file serve --http reads: the one named (--keys-file, AGENCY_KEYS_FILE), else the
+// default one `keys add` writes when it exists; "" for none.
+std::string serving_keys_path(const std::string& named);
 // `readme`: only the README's generated section.
 int run_tools_doc(bool readme);
 
 // app/state_commands.cpp: the state store by URL (PostgreSQL) or file (SQLite; default path
-// when both are empty), migrated on opening; throws StoreError saying why it cannot be used.
-std::shared_ptr<state::Store> open_state(const std::string& state_url,
-                                         const std::string& state_db);
+// when both are empty); throws StoreError saying why it cannot be used. Only serve and state
+// migrate pass SchemaUpgrade::migrate: every other command refuses an older schema.
+std::shared_ptr<state::Store> open_state(const std::string& state_url, const std::string& state_db,
+                                         state::SchemaUpgrade upgrade);
 // Throws unless `secret` can seal tokens for every instance of a shared store.
 void require_shared_secret(const std::string& secret);
 // This process among the instances of a shared store: host, pid and a random tail.
@@ -39,6 +43,7 @@ std::chrono::milliseconds lease_from_env();
 int run_state_migrate(const StateArgs& args);
 int run_state_export(const StateArgs& args);
 int run_state_import(const StateArgs& args);
+int run_state_backup(const StateArgs& args);
 // app/write_log_commands.cpp
 int run_write_log(const WriteLogArgs& args);
 int run_write_log_prune(const WriteLogArgs& args);

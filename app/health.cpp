@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "base/log.hpp"
+#include "base/metrics.hpp"
 #include "base/thread_set.hpp"
 
 namespace agency::app {
@@ -25,6 +26,28 @@ mcp::HttpReply json_reply(int status, const nlohmann::json& body) {
 
 Health::Health(ReadinessChecks checks) : checks_(std::move(checks)) {
     if (!checks_.clock) checks_.clock = &base::Clock::system();
+    metrics_hook_ = base::metrics::add_render_hook([this] { set_gauges(); });
+}
+
+Health::~Health() { base::metrics::remove_render_hook(metrics_hook_); }
+
+// What a dashboard or an alert reads without probing /readyz itself: readiness as a balancer
+// sees it, and when the gateway's discovery last answered (wall time, for `time() - x`).
+void Health::set_gauges() {
+    static auto* ready = new base::metrics::GaugeFamily(
+        "agency_mcp_ready", "1 while /readyz answers 200 (nothing excluded), else 0", {});
+    static auto* discovered = new base::metrics::GaugeFamily(
+        "agency_gateway_last_discovery_timestamp_seconds",
+        "Unix time at which the gateway's discovery last answered; 0 before the first", {});
+    ready->set({}, readiness().ready ? 1 : 0);
+    double at = 0;
+    if (checks_.gateway) {
+        const auto health = checks_.gateway->discovery_health();
+        if (health.since_answer)
+            at = static_cast<double>(checks_.clock->unix_ms() - health.since_answer->count()) /
+                 1000.0;
+    }
+    discovered->set({}, at);
 }
 
 // Whether the store answers at a schema this build reads, and can write. What went wrong goes

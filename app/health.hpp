@@ -33,7 +33,12 @@ struct ReadinessChecks {
 // and the server neither starting nor draining.
 class Health {
 public:
+    // Also sets, at each /metrics scrape, agency_mcp_ready (1 when readiness holds, nothing
+    // excluded) and agency_gateway_last_discovery_timestamp_seconds (0 before the first).
     explicit Health(ReadinessChecks checks);
+    ~Health();
+    Health(const Health&) = delete;
+    Health& operator=(const Health&) = delete;
     void set_started() { started_ = true; }
     void set_draining() { draining_ = true; }
 
@@ -65,6 +70,8 @@ private:
     // Logged when readiness changes, not at every probe.
     std::mutex log_mutex_;
     std::string last_logged_;
+    int metrics_hook_ = -1;
+    void set_gauges();
 };
 
 }  // namespace agency::app

@@ -112,7 +112,8 @@ std::function<std::optional<std::int64_t>(const std::string&)> budget_use(const 
         args.state_db.empty() ? state::SqliteStore::default_path() : args.state_db;
     if (args.state_url.empty() && !std::filesystem::exists(db)) return {};
     try {
-        auto store = open_state(args.state_url, db);
+        auto store = open_state(args.state_url, db, state::SchemaUpgrade::refuse);
+        store->schema_version();  // opened now: an older schema is said here, not mid-list
         const auto window = tools::parse_budget_window(args.budget_window)
                                 .value_or(tools::BudgetWindow::month);
         const std::int64_t start =
@@ -168,11 +169,16 @@ int run_keys_list(const KeysArgs& args) {
     return std::cout ? 0 : 1;
 }
 
+// What a change to the keys file does to a running server, true of every layout.
+constexpr const char* kFollowed =
+    "a server reading this file applies it from its next request; one reading a copy of it "
+    "(a systemd credential, LoadCredential=) only after its restart";
+
 int run_keys_remove(const KeysArgs& args) {
     const std::string path = keys_path(args);
     mcp::KeyStore::remove(path, args.name);
-    std::cerr << "removed key \"" << args.name << "\" from " << path
-              << "; a running server refuses it from its next request on" << std::endl;
+    std::cerr << "removed key \"" << args.name << "\" from " << path << "; " << kFollowed
+              << std::endl;
     return 0;
 }
 
@@ -181,13 +187,22 @@ int run_keys_rotate(const KeysArgs& args) {
     const std::string key = mcp::KeyStore::rotate(path, args.name);
     std::cout << key << std::endl;
     std::cerr << "rotated key \"" << args.name << "\" in " << path
-              << ": the new key is shown only this once; the old one no longer works" << std::endl;
+              << ": the new key is shown only this once. The old one stops working where the new "
+                 "one starts: " << kFollowed << std::endl;
     return 0;
+}
+
+std::string serving_keys_path(const std::string& named) {
+    if (!named.empty()) return named;
+    std::string fallback = mcp::KeyStore::default_path();
+    std::error_code ec;
+    return std::filesystem::exists(fallback, ec) ? fallback : std::string();
 }
 
 // A keys file named but missing (or holding no key) would mean no authentication at all: the
 // caller asked for keys, so that is refused rather than served open (a typo in a path must not
-// open the server). An existing file is followed while serving (removed keys stop working).
+// open the server). An existing file is followed while serving (removed keys stop working),
+// unless it is a copy: systemd's credentials (LoadCredential=) are copied as the service starts.
 std::shared_ptr<const mcp::KeyStore> open_keys_for_serving(const std::string& path) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0)
@@ -203,8 +218,21 @@ std::shared_ptr<const mcp::KeyStore> open_keys_for_serving(const std::string& pa
             " holds no key, so HTTP requests would NOT be authenticated; refusing to start. "
             "Add one with: agency-mcp keys add --name NAME --keys-file " + path);
     if (const auto why = exposure(st)) log::warn("the keys file {}: {}", path, *why);
-    log::info("HTTP callers need a key: {} key(s) in {} (changes apply without a restart)",
-              keys->size(), path);
+    const char* credentials = std::getenv("CREDENTIALS_DIRECTORY");
+    if (credentials && *credentials && path.rfind(std::string(credentials) + "/", 0) == 0) {
+        log::warn("HTTP callers need a key: {} key(s) in {}, a copy systemd made as the service "
+                  "started (LoadCredential=): a key added, rotated or removed in the original "
+                  "applies only after a restart. Name the file itself in AGENCY_KEYS_FILE, "
+                  "readable by the service's group, to follow changes at once (docs/deploy.md)",
+                  keys->size(), path);
+        return keys;
+    }
+    log::info("HTTP callers need a key: {} key(s) in {}{}; the file is followed (a key added, "
+              "rotated or removed applies from the next request)",
+              keys->size(), path,
+              path == mcp::KeyStore::default_path()
+                  ? " (the default keys file, the one `agency-mcp keys add` writes)"
+                  : "");
     return keys;
 }
 

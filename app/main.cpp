@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
             case Command::state_migrate: return run_state_migrate(cli.state);
             case Command::state_export: return run_state_export(cli.state);
             case Command::state_import: return run_state_import(cli.state);
+            case Command::state_backup: return run_state_backup(cli.state);
             case Command::write_log: return run_write_log(cli.write_log);
             case Command::write_log_prune: return run_write_log_prune(cli.write_log);
         }

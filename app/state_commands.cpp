@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/log.hpp"
@@ -14,14 +16,16 @@
 #include "base/crypto.hpp"
 #include "base/text.hpp"
 #include "state/open_store.hpp"
+#include "state/pg_store.hpp"
 #include "state/sqlite_store.hpp"
 
 namespace agency::app {
 
-std::shared_ptr<state::Store> open_state(const std::string& state_url,
-                                         const std::string& state_db) {
-    if (!state_url.empty()) return state::open_store(state_url);
-    return state::open_store(state_db.empty() ? state::SqliteStore::default_path() : state_db);
+std::shared_ptr<state::Store> open_state(const std::string& state_url, const std::string& state_db,
+                                         state::SchemaUpgrade upgrade) {
+    if (!state_url.empty()) return state::open_store(state_url, upgrade);
+    return state::open_store(state_db.empty() ? state::SqliteStore::default_path() : state_db,
+                             upgrade);
 }
 
 void require_shared_secret(const std::string& secret) {
@@ -48,7 +52,7 @@ std::chrono::milliseconds lease_from_env() {
 }
 
 int run_state_migrate(const StateArgs& args) {
-    auto store = open_state(args.state_url, args.state_db);  // opening migrates
+    auto store = open_state(args.state_url, args.state_db, state::SchemaUpgrade::migrate);
     const int version = store->schema_version();
     if (version == 0) {
         std::cout << "no state database at " << store->describe()
@@ -60,9 +64,17 @@ int run_state_migrate(const StateArgs& args) {
 }
 
 int run_state_export(const StateArgs& args) {
-    auto store = open_state(args.state_url, args.state_db);
+    auto store = open_state(args.state_url, args.state_db, state::SchemaUpgrade::refuse);
     std::ofstream file;
     if (!args.file.empty()) {
+        // 0600 whatever the umask (an existing file too): the rows hold drafts and the log.
+        const int fd = ::open(args.file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        if (fd < 0 || ::fchmod(fd, 0600) != 0) {
+            if (fd >= 0) ::close(fd);
+            throw std::runtime_error("cannot write " + args.file + ": " +
+                                     std::generic_category().message(errno));
+        }
+        ::close(fd);
         file.open(args.file, std::ios::trunc);
         if (!file) throw std::runtime_error("cannot write " + args.file);
     }
@@ -80,7 +92,7 @@ int run_state_export(const StateArgs& args) {
 }
 
 int run_state_import(const StateArgs& args) {
-    auto store = open_state(args.state_url, args.state_db);
+    auto store = open_state(args.state_url, args.state_db, state::SchemaUpgrade::refuse);
     std::ifstream file;
     if (!args.file.empty()) {
         file.open(args.file);
@@ -106,6 +118,21 @@ int run_state_import(const StateArgs& args) {
         ++rows;
     }
     log::info("imported {} row(s) into {}", rows, store->describe());
+    return 0;
+}
+
+int run_state_backup(const StateArgs& args) {
+    if (!args.state_url.empty())
+        throw std::runtime_error(
+            "state backup copies a SQLite state file; back up PostgreSQL with pg_dump: "
+            "pg_dump --format=custom --file=" + args.file + " '" +
+            state::PgStore::redact(args.state_url) +
+            "' (docs/operations.md, \"Backups and restores\")");
+    const std::string from = args.state_db.empty() ? state::SqliteStore::default_path()
+                                                   : args.state_db;
+    const auto made = state::SqliteStore::backup(from, args.file);
+    std::cout << "backed up " << from << " (schema version " << made.schema_version << ", "
+              << made.bytes << " bytes) to " << args.file << " (mode 0600)\n";
     return 0;
 }
 

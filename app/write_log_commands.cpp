@@ -94,7 +94,7 @@ int run_write_log(const WriteLogArgs& args) {
     state::WriteLogQuery query{.client_id = args.client_id, .tool = args.tool,
                                .principal = caller_principal(args.caller), .limit = args.limit};
     if (!args.since.empty()) query.since_ms = parse_when(args.since, "--since");
-    auto store = open_state(args.state_url, args.state_db);
+    auto store = open_state(args.state_url, args.state_db, state::SchemaUpgrade::refuse);
     // Rows a server kept while the store was unavailable go in first (issue 45), so that what
     // is shown is everything that happened.
     state::WriteLogSpool spool(state::WriteLogSpool::beside(args.state_url, args.state_db));
@@ -151,7 +151,7 @@ int run_write_log_prune(const WriteLogArgs& args) {
             (before > now ? " is in the future" : " is later than the start of today (UTC)") +
             ": that would delete rows written today; give a date up to today's (" +
             base::iso8601_ms(today).substr(0, 10) + ") or an age of at least 1d");
-    auto store = open_state(args.state_url, args.state_db);
+    auto store = open_state(args.state_url, args.state_db, state::SchemaUpgrade::refuse);
     // Who pruned: the operator's account (rows name callers; this names the person at the
     // shell).
     const char* user = std::getenv("USER");

@@ -53,6 +53,11 @@ if(NOT agency_written STREQUAL agency_instance_unit)  # unchanged: no new timest
 endif()
 install(FILES ${PROJECT_SOURCE_DIR}/deploy/haproxy.cfg ${agency_instance_example}
         DESTINATION share/doc/agency-mcp/examples)
+# Monitoring to load as shipped (docs/operations.md, "Dashboard and alerts"), checked by ctest
+# deploy.monitoring.
+install(FILES ${PROJECT_SOURCE_DIR}/deploy/grafana-dashboard.json
+              ${PROJECT_SOURCE_DIR}/deploy/prometheus-alerts.yml
+        DESTINATION share/agency-mcp)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME agency-mcp)

@@ -153,7 +153,8 @@ void Client::start_discovery_refresh(std::chrono::milliseconds period,
 Client::DiscoveryHealth Client::discovery_health() const {
     std::lock_guard lock(impl_->discovery_mu);
     DiscoveryHealth health;
-    if (impl_->discovery)
+    // While away, the discovery held is the provisional one: the gateway has not answered.
+    if (impl_->discovery && !impl_->away.load(std::memory_order_acquire))
         health.since_answer = std::chrono::duration_cast<std::chrono::milliseconds>(
             impl_->clock.steady() - impl_->discovery_at);
     health.failure = impl_->discovery_failure;

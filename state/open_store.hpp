@@ -10,6 +10,7 @@
 namespace agency::state {
 
 // Throws StoreError (naming the place, never a password) when it cannot be opened.
-std::shared_ptr<Store> open_store(const std::string& where);
+std::shared_ptr<Store> open_store(const std::string& where,
+                                  SchemaUpgrade upgrade = SchemaUpgrade::migrate);
 
 }  // namespace agency::state

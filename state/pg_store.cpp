@@ -6,6 +6,7 @@
 
 #include <poll.h>
 
+#include "base/log.hpp"
 #include "state/pg_internal.hpp"
 
 namespace agency::state {
@@ -281,12 +282,18 @@ void PgStore::apply_migrations(Conn& conn, bool migrate) {
                                  std::to_string(kSchemaVersion) +
                                  "): run a newer agency-mcp, or point --state-url elsewhere",
                              StoreError::Kind::other, StoreError::Backend::postgres);
-        if (version < kSchemaVersion && !migrate)
+        // A new database is created whatever `migrate` says: that upgrades nothing.
+        if (version > 0 && version < kSchemaVersion && !migrate)
             throw StoreError("its schema is at version " + std::to_string(version) +
                                  ", older than this agency-mcp needs (" +
                                  std::to_string(kSchemaVersion) +
-                                 "): run `agency-mcp state migrate`",
+                                 "); this command does not upgrade it: run `agency-mcp state "
+                                 "migrate` (or start `agency-mcp serve`), after a backup "
+                                 "(pg_dump), or use the agency-mcp that wrote it",
                              StoreError::Kind::other, StoreError::Backend::postgres);
+        if (version > 0 && version < kSchemaVersion)
+            log::info("state database {}: schema {} → {} (migrating)", described_, version,
+                      kSchemaVersion);
         for (const auto& step : pg_migrations()) {
             if (step.version <= version) continue;
             conn.exec("BEGIN");

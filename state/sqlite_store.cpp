@@ -12,12 +12,14 @@
 #include <filesystem>
 #include <system_error>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
 
 #include "base/clock.hpp"
 #include "base/crypto.hpp"
+#include "base/log.hpp"
 #include "state/sqlite_internal.hpp"
 
 namespace agency::state {
@@ -36,7 +38,8 @@ std::string SqliteStore::default_path() {
 }
 
 
-SqliteStore::SqliteStore(const std::string& path) : path_(path) {
+SqliteStore::SqliteStore(const std::string& path, SchemaUpgrade upgrade)
+    : path_(path), upgrade_(upgrade) {
     namespace fs = std::filesystem;
     if (path == ":memory:") {
         open();
@@ -82,6 +85,12 @@ void SqliteStore::open() {
 }
 
 void SqliteStore::open_once() {
+    // Created 0600 whatever the umask: the file holds drafts, confirmations and the write log
+    // (SQLite gives its -wal and -shm files the database file's mode).
+    if (path_ != ":memory:") {
+        const int fd = ::open(path_.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+        if (fd >= 0) ::close(fd);
+    }
     if (sqlite3_open_v2(path_.c_str(), &db_,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         nullptr) != SQLITE_OK) {
@@ -199,6 +208,15 @@ void SqliteStore::open_schema() {
                              std::to_string(kSchemaVersion) +
                              "): run a newer agency-mcp, or point --state-db elsewhere");
     }
+    // Version 1 wrote no version number: a file at 0 with tables is at 1.
+    const bool fresh = version == 0 && !has_tables();
+    const std::int64_t from = version == 0 ? 1 : version;
+    if (!fresh && version < kSchemaVersion && upgrade_ == SchemaUpgrade::refuse)
+        throw StoreError("its schema is at version " + std::to_string(from) +
+                         ", older than this agency-mcp needs (" + std::to_string(kSchemaVersion) +
+                         "); this command does not upgrade it: run `agency-mcp state migrate` "
+                         "(or start `agency-mcp serve`), after a backup (`agency-mcp state "
+                         "backup FILE`), or use the agency-mcp that wrote it");
     migrate_jobs_status();  // before the tables of this version: rebuilds an old jobs table
     // One transaction: a new database is written (and synced) once, not once per table.
     exec("BEGIN IMMEDIATE");
@@ -214,6 +232,13 @@ void SqliteStore::open_schema() {
         sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
         throw;
     }
+    if (!fresh && from < kSchemaVersion)
+        log::info("state database {}: schema {} → {} (migrated)", path_, from, kSchemaVersion);
+}
+
+bool SqliteStore::has_tables() {
+    Statement s(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table'");
+    return s.step() && s.integer(0) > 0;
 }
 
 // Version 1 (no user_version) had no leases and no shared credit counts: columns added.

@@ -19,11 +19,22 @@ public:
     // Opens an existing database (checking its schema) or, when there is none, makes sure one
     // can be created there: the file and its schema are created by the first call that needs
     // them (the directory now). ":memory:" is a private in-memory database. Throws StoreError
-    // naming the path.
-    explicit SqliteStore(const std::string& path);
+    // naming the path. The file it creates is 0600 (it holds drafts and the write log); an older
+    // schema is migrated, or with SchemaUpgrade::refuse refused when first opened.
+    explicit SqliteStore(const std::string& path, SchemaUpgrade upgrade = SchemaUpgrade::migrate);
     ~SqliteStore() override;
     SqliteStore(const SqliteStore&) = delete;
     SqliteStore& operator=(const SqliteStore&) = delete;
+
+    // `state backup`: a consistent copy of the database at `from` in a new file `to` (0600),
+    // taken with SQLite's online backup while a server may write; checked by quick_check.
+    // Throws StoreError (an existing `to` is never overwritten).
+    struct Backup {
+        int pages = 0;
+        int schema_version = 0;
+        std::int64_t bytes = 0;
+    };
+    static Backup backup(const std::string& from, const std::string& to);
 
     const std::string& path() const { return path_; }
     std::string describe() const override { return path_; }
@@ -117,6 +128,7 @@ private:
     bool exists_locked(std::unique_lock<std::mutex>& lock);
     void exec(const char* sql);
     void open_schema();
+    bool has_tables();
     void create_tables();
     void migrate_jobs_status();
     void migrate_to_leases();
@@ -137,6 +149,7 @@ private:
                          Params... params);
 
     std::string path_;
+    SchemaUpgrade upgrade_ = SchemaUpgrade::migrate;
     sqlite3* db_ = nullptr;
     std::mutex mutex_;
 };

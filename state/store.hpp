@@ -165,6 +165,12 @@ struct WriteLogQuery {
 // Version 7 adds the action budgets (`action_budgets`) and the write log's `caller_clients`.
 inline constexpr int kSchemaVersion = 7;
 
+// Whether opening may bring an older schema up to kSchemaVersion. Only `serve` and `state
+// migrate` migrate (logging "schema 6 → 7"); every other command (write-log, keys list, state
+// export, ...) refuses an older schema and names `state migrate`, so that running a report with
+// a new binary never upgrades a database that an older server may still need.
+enum class SchemaUpgrade { migrate, refuse };
+
 // Tables and their columns as `state export` writes them, identical for every backend:
 // {"table": "<name>", "row": {"<column>": value, ...}} per line (JSON values for JSON
 // columns, integers for integer/boolean columns, strings or null otherwise).

@@ -28,6 +28,7 @@
 #include "tests/metrics_text.hpp"
 #include "tests/support/free_port.hpp"
 #include "tests/support/paths.hpp"
+#include "tests/support/serve_process.hpp"
 
 namespace {
 
@@ -41,90 +42,12 @@ constexpr const char* kGatewayKey = "gw-secret-key-7f3a9c";
 
 using agency::testing::free_port;
 
-// `agency-mcp serve` on pipes: requests in, answers out, stderr into a file.
-class ServeProcess {
+// `agency-mcp serve` on pipes, with the gateway key in its environment.
+class ServeProcess : public agency::testing::ServeProcess {
 public:
-    ServeProcess(const fs::path& dir, const std::string& args) : err_(dir / "stderr.txt") {
-        int in[2], out[2];
-        if (::pipe(in) != 0 || ::pipe(out) != 0) throw std::runtime_error("pipe");
-        pid_ = ::fork();
-        if (pid_ == 0) {
-            ::dup2(in[0], 0);
-            ::dup2(out[1], 1);
-            const int err = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-            ::dup2(err, 2);
-            for (int fd : {in[0], in[1], out[0], out[1], err}) ::close(fd);
-            const std::string command =
-                std::string("exec env -u AGENCY_GATEWAY_URL AGENCY_API_KEY=") + kGatewayKey + " '" +
-                AGENCY_BINARY + "' " + args;
-            ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-            ::_exit(127);
-        }
-        ::close(in[0]);
-        ::close(out[1]);
-        in_ = in[1];
-        out_ = out[0];
-    }
-    ~ServeProcess() {
-        close_input();
-        if (pid_ > 0) {
-            ::kill(pid_, SIGKILL);
-            ::waitpid(pid_, nullptr, 0);
-        }
-        if (out_ >= 0) ::close(out_);
-    }
-
-    void send(const json& message) {
-        const std::string line = message.dump() + "\n";
-        ASSERT_EQ(::write(in_, line.data(), line.size()), static_cast<ssize_t>(line.size()));
-    }
-    // The answer to request `id` (other lines skipped), or null after 10 s.
-    json answer(int id) {
-        const auto deadline = std::chrono::steady_clock::now() + 10s;
-        while (std::chrono::steady_clock::now() < deadline) {
-            if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
-                const json message = json::parse(buffer_.substr(0, nl), nullptr, false);
-                buffer_.erase(0, nl + 1);
-                EXPECT_FALSE(message.is_discarded()) << "stdout carries only JSON-RPC";
-                if (message.is_object() && message.value("id", 0) == id) return message;
-                continue;
-            }
-            pollfd p{out_, POLLIN, 0};
-            if (::poll(&p, 1, 100) <= 0) continue;
-            char chunk[8192];
-            const ssize_t n = ::read(out_, chunk, sizeof chunk);
-            if (n <= 0) break;
-            buffer_.append(chunk, static_cast<std::size_t>(n));
-        }
-        return nullptr;
-    }
-    void close_input() {
-        if (in_ >= 0) ::close(in_);
-        in_ = -1;
-    }
-    // Closes stdin and waits for the exit code (-1 after 10 s).
-    int finish() {
-        close_input();
-        for (int i = 0; i < 1000; ++i) {
-            int status = 0;
-            if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-                pid_ = -1;
-                return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-            }
-            std::this_thread::sleep_for(10ms);
-        }
-        return -1;
-    }
-    std::string stderr_text() const {
-        std::ifstream in(err_);
-        return {std::istreambuf_iterator<char>(in), {}};
-    }
-
-private:
-    fs::path err_;
-    pid_t pid_ = -1;
-    int in_ = -1, out_ = -1;
-    std::string buffer_;
+    ServeProcess(const fs::path& dir, const std::string& args)
+        : agency::testing::ServeProcess(dir, args,
+                                        std::string("AGENCY_API_KEY=") + kGatewayKey) {}
 };
 
 json call(int id, const std::string& tool, const json& args) {
@@ -342,10 +265,35 @@ TEST(MetricsCli, HttpServeCountsRefusalsAnswersAndTheProcess) {
     EXPECT_NE(text.find("\nprocess_cpu_seconds_total "), std::string::npos);
     EXPECT_NE(text.find("# TYPE process_cpu_seconds_total counter"), std::string::npos);
     EXPECT_EQ(metric_value(text, "agency_build_info", {{"version", AGENCY_VERSION}}), 1);
+    // Readiness and the gateway's last discovery, for dashboards and alerts
+    // (deploy/prometheus-alerts.yml).
+    EXPECT_EQ(metric_value(text, "agency_mcp_ready", {}), 1) << client.Get("/readyz")->body;
+    const double discovered =
+        metric_value(text, "agency_gateway_last_discovery_timestamp_seconds", {});
+    EXPECT_GE(discovered, launched - 2);
+    EXPECT_LE(discovered, seconds_since_epoch() + 1);
 
     std::ofstream(dir / "http-metrics.txt") << text;
     const auto lint = agency::testing::promtool_check(dir / "http-metrics.txt");
     EXPECT_EQ(lint.first, 0) << lint.second;
     EXPECT_EQ(lint.second, "");
+    fs::remove_all(dir);
+}
+
+// A gateway that never answered: not ready, and no discovery time (0), as the alerts expect.
+TEST(MetricsCli, AServerWhoseGatewayNeverAnsweredSaysSoInItsGauges) {
+    const fs::path dir =
+        fs::temp_directory_path() / ("agency-metrics-away-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    HttpServe serve(dir, "--state-db :memory: --gateway-url http://127.0.0.1:" +
+                             std::to_string(free_port()) + "/api");
+    ASSERT_GT(serve.port, 0) << serve.stderr_text();
+    httplib::Client client("127.0.0.1", serve.port);
+    const auto scraped = client.Get("/metrics");
+    ASSERT_TRUE(scraped);
+    using agency::testing::metric_value;
+    EXPECT_EQ(metric_value(scraped->body, "agency_mcp_ready", {}), 0);
+    EXPECT_EQ(client.Get("/readyz")->status, 503);
+    EXPECT_EQ(metric_value(scraped->body, "agency_gateway_last_discovery_timestamp_seconds", {}), 0);
     fs::remove_all(dir);
 }

@@ -14,10 +14,11 @@ HttpTransport::~HttpTransport() { stop(); }
 // may reach the server (DNS rebinding).
 void HttpTransport::Impl::allow_hosts_and_origins() {
     if (!is_loopback_host(options.host) && !options.authenticator->required())
-        throw std::runtime_error("refusing to listen on " + options.host +
-                                 " without authentication: create a key with 'agency-mcp keys "
-                                 "add', configure OAuth (--oauth-issuer, --oauth-resource), or "
-                                 "listen on 127.0.0.1");
+        throw std::runtime_error(
+            "refusing to listen on " + options.host +
+            " without authentication: give a keys file (--keys-file FILE or AGENCY_KEYS_FILE; "
+            "create it with: agency-mcp keys add --keys-file FILE --name NAME), configure OAuth "
+            "(--oauth-issuer, --oauth-resource), or listen on 127.0.0.1");
     allowed_hosts = {"localhost", "127.0.0.1", "[::1]"};
     if (!is_loopback_host(options.host) && options.host != "0.0.0.0" && options.host != "::")
         allowed_hosts.push_back(base::ascii_lower(options.host));

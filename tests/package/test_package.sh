@@ -72,6 +72,12 @@ echo "  agency-mcp --version: $version"
 [ -s "$root/usr/share/man/man1/agency-mcp.1.gz" ] || fail "no manual page"
 grep -q 'drain-timeout' <<<"$(zcat "$root/usr/share/man/man1/agency-mcp.1.gz")" || fail "manual page lacks serve's options"
 [ -f "$root/lib/systemd/system/agency-mcp.service" ] || fail "no systemd unit"
+# docs/operations.md: a first install does not enable (or start) the unit.
+[ ! -e "$root/etc/systemd/system/multi-user.target.wants/agency-mcp.service" ] ||
+  fail "a first install enabled the unit: it would serve the sample data from the next boot"
+for f in grafana-dashboard.json prometheus-alerts.yml; do
+  [ -s "$root/usr/share/agency-mcp/$f" ] || fail "no /usr/share/agency-mcp/$f"
+done
 in_root "$root" getent passwd agency-mcp >/dev/null || fail "no agency-mcp user"
 state_mode=$(in_root "$root" stat -c '%U %a' /var/lib/agency-mcp)
 [ "$state_mode" = "agency-mcp 700" ] || fail "state directory: $state_mode"
@@ -149,4 +155,7 @@ in_root "$root" env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q agency-mc
 [ ! -e "$root/usr/bin/agency-mcp" ] || fail "binary left after purge"
 [ ! -e "$root/var/lib/agency-mcp" ] || fail "state left after purge"
 in_root "$root" getent passwd agency-mcp >/dev/null && fail "user left after purge"
+# The keys file the operator made stays, no longer owned by a group that is gone.
+kept=$(in_root "$root" stat -c '%U:%G %a' $keys) || fail "the operator's keys file went with the purge"
+[ "$kept" = "root:root 640" ] || fail "the kept keys file is $kept after purge"
 echo "PASS"
