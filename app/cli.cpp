@@ -108,6 +108,7 @@ std::optional<Command> CommandLine::parse(int argc, char** argv) {
     limits.worker_share = static_cast<std::size_t>(worker_share_);
     if (*sample_cmd_) return Command::sample_gateway;
     if (*keys_add_cmd_) return Command::keys_add;
+    if (*keys_import_cmd_) return Command::keys_import;
     if (*keys_list_cmd_) return Command::keys_list;
     if (*keys_remove_cmd_) return Command::keys_remove;
     if (*keys_rotate_cmd_) return Command::keys_rotate;

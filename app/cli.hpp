@@ -130,12 +130,15 @@ struct KeysArgs {
     std::string state_db;
     std::string state_url;
     std::string budget_window = "month";
+    std::string import_from;  // import: the CSV or JSON file ('-': stdin)
+    std::string out;          // import: where the new keys go (stdout when empty)
 };
 
 enum class Command {
     serve,
     sample_gateway,
     keys_add,
+    keys_import,
     keys_list,
     keys_remove,
     keys_rotate,
@@ -194,6 +197,7 @@ private:
     CLI::App* sample_cmd_ = nullptr;
     CLI::App* keys_cmd_ = nullptr;
     CLI::App* keys_add_cmd_ = nullptr;
+    CLI::App* keys_import_cmd_ = nullptr;
     CLI::App* keys_list_cmd_ = nullptr;
     CLI::App* keys_remove_cmd_ = nullptr;
     CLI::App* keys_rotate_cmd_ = nullptr;

@@ -38,8 +38,17 @@ void CommandLine::add_keys() {
             "Generation actions the key may run per budget window (0: none; default: the "
             "server's --monthly-actions)")
         ->check(non_negative_actions, "INT >= 0");
+    keys_import_cmd_ = keys_cmd_->add_subcommand(
+        "import",
+        "Create many keys at once from a CSV file (header: name,scopes,clients,monthly_actions) "
+        "or JSON; prints name,key for each, once; all or none");
+    keys_import_cmd_->add_option("FILE", keys.import_from, "The CSV or JSON file ('-': stdin)")
+        ->required();
+    keys_import_cmd_->add_option("--out", keys.out,
+                                 "Write name,key lines to this new file (mode 0600) instead of "
+                                 "stdout");
     add_key_commands(*keys_cmd_);
-    for (auto* cmd : {keys_add_cmd_, keys_list_cmd_, keys_remove_cmd_, keys_rotate_cmd_,
+    for (auto* cmd : {keys_add_cmd_, keys_import_cmd_, keys_list_cmd_, keys_remove_cmd_, keys_rotate_cmd_,
                       keys_update_cmd_})
         cmd->add_option("--keys-file", keys.keys_file,
                         "Keys file (default: $XDG_CONFIG_HOME/agency-mcp/keys.json or "

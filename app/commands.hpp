@@ -16,6 +16,7 @@ namespace agency::app {
 int run_serve(const ServeArgs& args);
 int run_sample_gateway(const SampleArgs& args);
 int run_keys_add(const KeysArgs& args);
+int run_keys_import(const KeysArgs& args);
 // app/key_commands.cpp
 int run_keys_list(const KeysArgs& args);
 int run_keys_remove(const KeysArgs& args);

@@ -1,5 +1,6 @@
 // keys add, update, list, remove and rotate, and the keys file as `serve --http` opens it.
 #include <algorithm>
+#include <fstream>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -7,6 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include <fcntl.h>
 #include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +20,7 @@
 #include "state/sqlite_store.hpp"
 #include "tools/budgets.hpp"
 #include "transport/keys.hpp"
+#include "transport/keys_import.hpp"
 
 namespace agency::app {
 
@@ -78,6 +81,61 @@ std::optional<std::string> exposure(const struct stat& st) {
 }
 
 }  // namespace
+
+// What a change to the keys file does to a running server, true of every layout.
+constexpr const char* kFollowed =
+    "a server reading this file applies it from its next request; one reading a copy of it "
+    "(a systemd credential, LoadCredential=) only after its restart";
+
+int run_keys_import(const KeysArgs& args) {
+    std::string text;
+    {
+        std::ifstream file;
+        if (args.import_from != "-") {
+            file.open(args.import_from, std::ios::binary);
+            if (!file) throw std::runtime_error("keys import: cannot read " + args.import_from);
+        }
+        std::istream& in = args.import_from == "-" ? std::cin : file;
+        text.resize(mcp::kMaxImportBytes + 1);
+        in.read(text.data(), static_cast<std::streamsize>(text.size()));
+        text.resize(static_cast<std::size_t>(in.gcount()));
+    }
+    const auto rows = mcp::parse_key_rows(text);
+    // The new keys' file first: a place they cannot be written to is found before any is made.
+    int fd = -1;
+    if (!args.out.empty()) {
+        fd = ::open(args.out.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+            throw std::runtime_error("keys import: cannot create " + args.out + ": " +
+                                     std::generic_category().message(errno) +
+                                     " (it must be a new file)");
+    }
+    const std::string path = keys_path(args);
+    std::vector<std::string> keys;
+    try {
+        keys = mcp::KeyStore::add_many(path, rows);
+    } catch (...) {
+        if (fd >= 0) {
+            ::close(fd);
+            ::unlink(args.out.c_str());
+        }
+        throw;
+    }
+    std::string listing = "name,key\n";
+    for (std::size_t i = 0; i < rows.size(); ++i) listing += rows[i].name + "," + keys[i] + "\n";
+    if (fd >= 0) {
+        const bool written = ::write(fd, listing.data(), listing.size()) ==
+                             static_cast<ssize_t>(listing.size());
+        ::close(fd);
+        if (!written) throw std::runtime_error("keys import: writing " + args.out + " failed");
+    } else {
+        std::cout << listing << std::flush;
+    }
+    std::cerr << "created " << rows.size() << " key(s) in " << path << "; each is shown only "
+              << "this once (" << (args.out.empty() ? "above" : args.out)
+              << "): hand each person theirs, then delete the list; " << kFollowed << std::endl;
+    return 0;
+}
 
 int run_keys_add(const KeysArgs& args) {
     const std::string path = keys_path(args);
@@ -168,11 +226,6 @@ int run_keys_list(const KeysArgs& args) {
     std::cout << std::flush;
     return std::cout ? 0 : 1;
 }
-
-// What a change to the keys file does to a running server, true of every layout.
-constexpr const char* kFollowed =
-    "a server reading this file applies it from its next request; one reading a copy of it "
-    "(a systemd credential, LoadCredential=) only after its restart";
 
 int run_keys_remove(const KeysArgs& args) {
     const std::string path = keys_path(args);

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
             case Command::serve: return run_serve(cli.serve);
             case Command::sample_gateway: return run_sample_gateway(cli.sample);
             case Command::keys_add: return run_keys_add(cli.keys);
+            case Command::keys_import: return run_keys_import(cli.keys);
             case Command::keys_list: return run_keys_list(cli.keys);
             case Command::keys_remove: return run_keys_remove(cli.keys);
             case Command::keys_rotate: return run_keys_rotate(cli.keys);

@@ -17,7 +17,7 @@ shift
 seconds=0
 if [ "$mode" != known ]; then seconds=${1:?seconds}; shift; fi
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(stdio_dispatch http_request tool_call sealed_tokens page_walk sample_query preview_text untrusted_text write_log traceparent oauth_token compact_text lean_answer)
+[ ${#targets[@]} -gt 0 ] || targets=(stdio_dispatch http_request tool_call sealed_tokens page_walk sample_query preview_text untrusted_text write_log traceparent oauth_token compact_text lean_answer keys_import)
 
 # Input size limits: a stdio session or an HTTP exchange of several messages; a page of rows.
 max_len() {

@@ -11,7 +11,9 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -28,6 +30,7 @@
 #include "run_binary.hpp"
 #include "tests/support/initialize_status.hpp"
 #include "tests/support/paths.hpp"
+#include "transport/keys.hpp"
 
 namespace {
 
@@ -428,3 +431,80 @@ TEST_F(KeysCli, KeysListShowsTheBudgetUsedThisWindow) {
     EXPECT_FALSE(fs::exists(none)) << "keys list created a state database";
 }
 
+
+namespace {
+
+// The name,key lines keys import prints: {name: key}.
+std::map<std::string, std::string> listed_keys(const std::string& text) {
+    std::map<std::string, std::string> out;
+    std::istringstream lines(text);
+    std::string line;
+    std::getline(lines, line);
+    EXPECT_EQ(line, "name,key");
+    while (std::getline(lines, line)) {
+        const auto comma = line.rfind(',');
+        if (comma != std::string::npos) out[line.substr(0, comma)] = line.substr(comma + 1);
+    }
+    return out;
+}
+
+}  // namespace
+
+// A team's keys from one CSV (issue 49): each printed once and each working as its own caller
+// with its own scopes, clients and budget; a file that would add a name twice, a bad scope or
+// an existing name imports nothing.
+TEST_F(KeysCli, ImportCreatesEveryKeyOfACsvOrNone) {
+    add("ops", "read");
+    const fs::path csv = dir / "team.csv";
+    std::ofstream(csv) << "\xEF\xBB\xBF" "name,scopes,clients,monthly_actions\r\n"
+                          "alice,read;write,,\r\n"
+                          "\"bob, contractor\",read,demo-law,3\r\n"
+                          "# a comment line\r\n"
+                          "carol,\"read,write\",demo-law;demo-dental,0\r\n";
+    const Outcome imported = run("keys import '" + csv.string() + "' --keys-file " + keys.string());
+    ASSERT_EQ(imported.exit_code, 0) << imported.err;
+    EXPECT_NE(imported.err.find("created 3 key(s)"), std::string::npos) << imported.err;
+    const auto made = listed_keys(imported.out);
+    ASSERT_EQ(made.size(), 3u) << imported.out;
+    const json doc = json::parse(slurp(keys));
+    ASSERT_EQ(doc["keys"].size(), 4u);
+    EXPECT_EQ(doc["keys"][1]["scopes"], json::array({"read", "write"}));
+    EXPECT_EQ(doc["keys"][2]["name"], "bob, contractor");
+    EXPECT_EQ(doc["keys"][2]["clients"], json::array({"demo-law"}));
+    EXPECT_EQ(doc["keys"][2]["monthly_actions"], 3);
+    EXPECT_EQ(doc["keys"][3]["clients"], json::array({"demo-law", "demo-dental"}));
+    EXPECT_EQ(doc["keys"][3]["monthly_actions"], 0);
+    EXPECT_EQ(slurp(keys).find(made.at("alice")), std::string::npos) << "only hashes are kept";
+    const auto store = agency::mcp::KeyStore::load(keys.string());
+    for (const auto& [name, key] : made) {
+        const auto who = store.authenticate(key);
+        ASSERT_TRUE(who.has_value()) << name;
+        EXPECT_EQ(who->name, "key:" + name);
+    }
+
+    const std::string before = slurp(keys);
+    for (const std::string bad : {"name,scopes\ndan,read\ndan,write\n", "name,scopes\ndan,admin\n",
+                                  "name\nalice\n", "name,colour\ndan,blue\n", "[{\"name\":1}]"}) {
+        std::ofstream(dir / "bad.csv") << bad;
+        const Outcome refused =
+            run("keys import '" + (dir / "bad.csv").string() + "' --keys-file " + keys.string());
+        EXPECT_NE(refused.exit_code, 0) << bad;
+        EXPECT_NE(refused.err.find("nothing was imported"), std::string::npos) << refused.err;
+        EXPECT_EQ(refused.out, "") << "no key is printed when none is made";
+        EXPECT_EQ(slurp(keys), before) << bad;
+    }
+
+    // JSON, its keys into a new 0600 file rather than the terminal.
+    const fs::path out = dir / "new-keys.csv";
+    const Outcome from_json =
+        run("keys import - --out '" + out.string() + "' --keys-file " + keys.string(), "",
+            R"({"keys": [{"name": "erin", "scopes": ["read"], "clients": ["demo-law"]}]})");
+    ASSERT_EQ(from_json.exit_code, 0) << from_json.err;
+    EXPECT_EQ(from_json.out, "");
+    struct stat st {};
+    ASSERT_EQ(::stat(out.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    const auto erin = listed_keys(slurp(out));
+    ASSERT_EQ(erin.count("erin"), 1u);
+    EXPECT_TRUE(agency::mcp::KeyStore::load(keys.string()).authenticate(erin.at("erin")));
+}

@@ -1,4 +1,5 @@
 #include "transport/keys.hpp"
+#include "transport/keys_import.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -404,6 +405,37 @@ std::string KeyStore::add(const std::string& path, const std::string& name,
         doc["keys"].push_back(std::move(entry));
     });
     return key;
+}
+
+std::vector<std::string> KeyStore::add_many(const std::string& path,
+                                           const std::vector<NewKey>& rows) {
+    for (const auto& row : rows) {
+        try {
+            check_scopes(row.scopes);
+            check_new_limits(row.clients, row.monthly_actions);
+        } catch (const std::exception& e) {
+            throw std::runtime_error("keys import: the key \"" + row.name + "\": " + e.what() +
+                                     " (nothing was imported)");
+        }
+    }
+    std::vector<std::string> keys;
+    for (std::size_t i = 0; i < rows.size(); ++i) keys.push_back(new_key());
+    rewrite(path, [&](json& doc) {
+        for (const auto& k : doc["keys"])
+            for (const auto& row : rows)
+                if (k.value("name", "") == row.name)
+                    throw std::runtime_error("keys import: a key named \"" + row.name +
+                                             "\" already exists in " + path +
+                                             " (nothing was imported)");
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            json entry = {{"name", rows[i].name}, {"hash", crypto::sha256_hex(keys[i])},
+                          {"scopes", rows[i].scopes}, {"created_at", now_utc()}};
+            if (!rows[i].clients.empty()) entry["clients"] = rows[i].clients;
+            if (rows[i].monthly_actions) entry["monthly_actions"] = *rows[i].monthly_actions;
+            doc["keys"].push_back(std::move(entry));
+        }
+    });
+    return keys;
 }
 
 KeyEntry KeyStore::update(const std::string& path, const std::string& name,

@@ -38,6 +38,8 @@ struct KeyLimits {
     std::optional<std::optional<std::int64_t>> monthly_actions;
 };
 
+struct NewKey;  // transport/keys_import.hpp
+
 class KeyStore {
 public:
     // Loads the file (a missing file holds no key); throws std::runtime_error with a clear
@@ -54,6 +56,11 @@ public:
                            const std::vector<std::string>& scopes,
                            const std::vector<std::string>& clients = {},
                            std::optional<std::int64_t> monthly_actions = std::nullopt);
+    // `keys import`: every key of `rows` (transport/keys_import.hpp) added in one rewrite, or
+    // none (a bad scope, client or budget, or a name the file already has, throws naming it);
+    // returns the keys in the rows' order.
+    static std::vector<std::string> add_many(const std::string& path,
+                                             const std::vector<NewKey>& rows);
     // Changes the clients and/or budget of the key named `name`; the key itself stays. A
     // running server applies it from its next request. Returns the entry as it is now.
     static KeyEntry update(const std::string& path, const std::string& name,
