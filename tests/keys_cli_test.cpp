@@ -321,6 +321,37 @@ TEST_F(KeysCli, ServeRefusesAKeysFileThatDoesNotExist) {
     EXPECT_NE(env.err.find("does not exist"), std::string::npos) << env.err;
 }
 
+// One default keys file for `keys` and `serve --http` (issue 49): beyond loopback without one,
+// the refusal names --keys-file; after `keys add` with no --keys-file, serve reads the file it
+// wrote; and the start line says whether HTTP callers are authenticated.
+TEST_F(KeysCli, ServeReadsTheDefaultKeysFileAndSaysWhetherCallersAreAuthenticated) {
+    const std::string home = "HOME=" + dir.string() + " XDG_CONFIG_HOME= ";
+    const std::string serve = "timeout -s TERM 2 '" + std::string(AGENCY_BINARY) +
+                              "' serve --http --state-db :memory: --gateway-url " +
+                              gateway_server.base_url();
+    const auto serve_for_a_while = [&](const std::string& listen) {
+        return agency::testing::run_command(dir, kClean + home + serve + " --listen " + listen);
+    };
+    const Outcome open = serve_for_a_while("127.0.0.1:0");
+    EXPECT_NE(open.err.find("HTTP callers are NOT authenticated"), std::string::npos) << open.err;
+    const Outcome refused = serve_for_a_while("0.0.0.0:0");
+    EXPECT_NE(refused.exit_code, 0);
+    EXPECT_NE(refused.err.find("--keys-file FILE or AGENCY_KEYS_FILE"), std::string::npos)
+        << refused.err;
+
+    const Outcome added = run("keys add --name alice", home);
+    ASSERT_EQ(added.exit_code, 0) << added.err;
+    const fs::path fallback = dir / ".config" / "agency-mcp" / "keys.json";
+    ASSERT_TRUE(fs::exists(fallback));
+    const Outcome keyed = serve_for_a_while("0.0.0.0:0");
+    EXPECT_EQ(keyed.err.find("refusing"), std::string::npos) << keyed.err;
+    EXPECT_NE(keyed.err.find("HTTP callers need a key: 1 key(s) in " + fallback.string() +
+                             " (the default keys file"),
+              std::string::npos)
+        << keyed.err;
+    EXPECT_EQ(keyed.err.find("NOT authenticated"), std::string::npos) << keyed.err;
+}
+
 // --- An https gateway signed by a private CA --------------------------------------------------
 
 bool make_ca_and_cert(const fs::path& d) {

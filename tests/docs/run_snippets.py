@@ -19,8 +19,9 @@ line), invisible when the page is rendered:
 
 Options of `run`, separated by `;` (so no `;` inside one; a WHY may hold any text):
   check budget N     when the block's first server is listening, call generate_article N+1
-                     times with the last key the block printed (keys add); the first N must
-                     run and the last be refused with reason "budget" and limit N
+                     times over HTTP with the last key the block printed (a line amcp_...,
+                     from keys add); the first N must run, the last be refused with reason
+                     "budget" and limit N
   expect REGEX       what the block printed (stdout, stderr and its servers' logs) matches
                      REGEX (Python re, multiline); may be given more than once
   status N           the block must exit with status N (default 0)
@@ -29,6 +30,9 @@ Options of `run`, separated by `;` (so no `;` inside one; a WHY may hold any tex
 Blocks tagged `clients-test=...` in their info string (docs/clients.md) are covered by ctest
 clients.client_docs, which runs them. A `<!-- snippet:` comment that is not just above a
 snippet, a marker that does not parse, and a covered-by test that does not exist all fail.
+So does a block to run (marked run, or unmarked) that uses sudo, systemctl, apt-get, make,
+docker, podman, PostgreSQL's or HAProxy's tools, or a path under /etc, /usr, /var, /lib, /opt
+or /run: it is not run (the test may run as root) and must be marked example or covered-by.
 
 How a block runs: in a fresh temporary folder that is both HOME and the working folder, with
 build/agency-mcp there (a link to AGENCY_BINARY; the README's lines) and agency-mcp on PATH,
@@ -43,6 +47,7 @@ and default paths fall in the folder), stdin empty (`serve` over stdio ends at o
 - console blocks: only the lines starting with "$ " are commands.
 A command that fails is reported with its own file:line. A block has 40 s.
 """
+import functools
 import json
 import os
 import re
@@ -67,7 +72,7 @@ HOST_PORT = re.compile(r"\b(?:127\.0\.0\.1|0\.0\.0\.0|localhost):(\d{2,5})\b")
 SYSTEM = re.compile(r"(?:^|[\s;&|(`])(sudo|sudoedit|systemctl|apt-get|apt|dpkg|adduser|deluser|"
                     r"delgroup|useradd|chroot|docker|podman|make|cmake|pg_dump|pg_restore|psql|"
                     r"haproxy|socat|promtool)(?=\s|$)"
-                    r"|(?:^|\s)(/(?:etc|usr|var|lib|opt|run)/\S*)", re.M)
+                    r"|(?:^|[\s='\"])(/(?:etc|usr|var|lib|opt|run)/[^\s'\"]*)", re.M)
 BLOCK_SECONDS = 40
 
 # Sourced as the first line of every block's script. Nothing here may fail under `set -e`
@@ -80,14 +85,15 @@ __stop_servers() {
   for p in "${__servers[@]}"; do wait "$p" 2>/dev/null || true; done
 }
 trap __stop_servers EXIT
-trap 'echo "snippet: exit status $? at line $((LINENO + SNIPPET_OFFSET))" >&2' ERR
+trap 'echo "snippet: exit status $? at $SNIPPET_FILE:$((LINENO + SNIPPET_OFFSET))" >&2' ERR
 __background() {  # a command that serves until stopped: started, then waited for until it listens
   local log="$SNIPPET_WORK/server-${#__servers[@]}.log" pid url="" i
   AGENCY_HTTP_LISTEN="${AGENCY_HTTP_LISTEN:-127.0.0.1:0}" env "$@" </dev/null >"$log" 2>&1 &
   pid=$!
   __servers+=("$pid")
+  local listening='s/.*(MCP over Streamable HTTP|sample gateway \(sample data[^)]*\)) at (http:[^ ]*).*/\2/p'
   for i in $(seq 1 400); do
-    url=$(sed -nE 's/.*(MCP over Streamable HTTP|sample gateway \(sample data[^)]*\)) at (http:[^ ]*).*/\2/p' "$log" | head -1) || true
+    url=$(sed -nE "$listening" "$log" | head -1) || true
     [ -z "$url" ] || break
     if ! kill -0 "$pid" 2>/dev/null; then
       { echo "snippet: the server exited before it listened: $*"; cat "$log"; } >&2
@@ -221,18 +227,21 @@ def parse_marker(text):
     return spec
 
 
-def test_exists(src, name):
-    """Whether ctest would have a test of this name: add_test(NAME ...), a client suite
-    (clients.X), or a GoogleTest case (Suite.Case)."""
-    cmake, cpp = "", ""
+@functools.lru_cache(maxsize=None)
+def test_sources(src):
+    """The text of every CMakeLists.txt and every .cpp file under tests/, as (cmake, cpp)."""
+    cmake, cpp = [], []
     for root, _, files in os.walk(os.path.join(src, "tests")):
         for n in files:
             if n == "CMakeLists.txt" or n.endswith(".cpp"):
-                with open(os.path.join(root, n), encoding="utf-8", errors="replace") as f:
-                    if n.endswith(".cpp"):
-                        cpp += f.read()
-                    else:
-                        cmake += f.read()
+                (cpp if n.endswith(".cpp") else cmake).append(read(os.path.join(root, n)))
+    return "\n".join(cmake), "\n".join(cpp)
+
+
+def test_exists(src, name):
+    """Whether ctest would have a test of this name: add_test(NAME ...), a client suite
+    (clients.X), or a GoogleTest case (Suite.Case)."""
+    cmake, cpp = test_sources(src)
     if re.search(r"\bNAME\s+" + re.escape(name) + r"\b", cmake):
         return True
     if name.startswith("clients.") and re.search(
@@ -290,13 +299,15 @@ def script_of(snippet, spec):
 
 
 def run_snippet(snippet, spec, binary, scratch):
-    """Runs one block; returns (ok, the line to print, details to show on failure)."""
+    """Runs one block; returns (ok, the line to print, details to show on failure, the
+    file:line of the failing command or else of the block)."""
     lines, skipped = script_of(snippet, spec)
     system = SYSTEM.search("\n".join(re.sub(r"(^|\s)#.*$", "", l) for l in lines))
     if system:
-        return False, (f"run: FAILED, not run: it uses {system.group(1) or system.group(2)}, which "
-                       "this test does not run (root, the system, a build, PostgreSQL, HAProxy, containers): "
-                       "mark it example: WHY, or covered-by TEST: WHY"), ""
+        return False, (f"run: FAILED, not run: it uses {system.group(1) or system.group(2)}, "
+                       "which this test does not run (root, the system, a build, PostgreSQL, "
+                       "HAProxy, containers): mark it example: WHY, or covered-by TEST: WHY"), \
+            "", snippet.where
     home = tempfile.mkdtemp(prefix="snippet-", dir=scratch)
     work = os.path.join(home, ".snippet")
     os.makedirs(os.path.join(home, "build"))
@@ -308,7 +319,8 @@ def run_snippet(snippet, spec, binary, scratch):
         f.write('source "$SNIPPET_WORK/prelude.sh"\n' + "\n".join(lines) + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENCY_", "XDG_"))}
     env.update(HOME=home, PATH=os.path.join(home, "build") + os.pathsep + env.get("PATH", ""),
-               PWD=home, SNIPPET_WORK=work, SNIPPET_OFFSET=str(snippet.line - 1),
+               PWD=home, SNIPPET_WORK=work, SNIPPET_FILE=snippet.path,
+               SNIPPET_OFFSET=str(snippet.line - 1),
                SNIPPET_PYTHON=sys.executable, SNIPPET_SELF=os.path.abspath(__file__),
                SNIPPET_CHECK=spec["checks"][0] if spec["checks"] else "")
     out_path, err_path = os.path.join(work, "stdout"), os.path.join(work, "stderr")
@@ -327,18 +339,19 @@ def run_snippet(snippet, spec, binary, scratch):
     printed = {n: read(os.path.join(work, n)) for n in sorted(os.listdir(work))
                if n in ("stdout", "stderr") or n.startswith("server-")}
     everything = "\n".join(printed.values())
-    problems = []
+    problems, where = [], snippet.where
     if status is None:
         problems.append(f"still running after {BLOCK_SECONDS} s")
     elif status != spec["status"]:
-        m = re.findall(r"snippet: exit status (\d+) at line (\d+)", printed["stderr"])
-        at = f" at {snippet.path}:{m[-1][1]}" if m else ""
-        problems.append(f"exit status {status}{at} (expected {spec['status']})")
-    for pattern in spec["expects"]:
-        if not re.search(pattern, everything, re.M):
-            problems.append(f"nothing printed matches: {pattern}")
-    if spec["checks"] and not os.path.exists(os.path.join(work, "checked")):
-        problems.append(f"check {spec['checks'][0]} did not run (no server started)")
+        at = re.findall(r"snippet: exit status \d+ at (\S+:\d+)", printed["stderr"])
+        where = at[-1] if at else where
+        problems.append(f"exit status {status} at {where} (expected {spec['status']})")
+    else:
+        for pattern in spec["expects"]:
+            if not re.search(pattern, everything, re.M):
+                problems.append(f"nothing printed matches: {pattern}")
+        if spec["checks"] and not os.path.exists(os.path.join(work, "checked")):
+            problems.append(f"check {spec['checks'][0]} did not run (no server started)")
     notes = [f"{took:.1f} s"]
     if os.path.exists(os.path.join(work, "checked")):
         notes.append(read(os.path.join(work, "checked")).strip())
@@ -352,7 +365,7 @@ def run_snippet(snippet, spec, binary, scratch):
                           for n, t in printed.items() if t.strip())
     shutil.rmtree(home, ignore_errors=True)
     result = "FAILED: " + "; ".join(problems) if problems else "ok"
-    return not problems, f"run: {result} ({', '.join(notes)})", details
+    return not problems, f"run: {result} ({', '.join(notes)})", details, where
 
 
 def stop_group(proc):
@@ -476,11 +489,11 @@ def main(binary, src):
                 if missing:
                     failures.append(s.where)
             else:
-                ok, line, details = run_snippet(s, spec, binary, scratch)
+                ok, line, details, where = run_snippet(s, spec, binary, scratch)
                 print(f"{s.where}: {line}", flush=True)
                 if not ok:
                     print(details, end="")
-                    failures.append(s.where)
+                    failures.append(where)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(f"{len(snippets)} snippet(s): {counts['run']} run, {counts['covered-by']} covered by "
