@@ -703,6 +703,7 @@ class Report:
             "",
             "## Command",
             "",
+            "<!-- snippet: example: a release build, then about 6 minutes of load (ctest bench.smoke runs the load driver briefly) -->",
             "```sh",
             "make bench     # release build, bench deps (apt), npm ci in bench/peer, every scenario, this page",
             "```",
