@@ -1,8 +1,10 @@
-// The one path every tool call takes. Stages, in the order they run:
-//   validate     arguments against the compiled input schema (every tool)
+// The one path every tool call takes. Stages, in the order they run (docs/design.md, "Tool
+// pipeline"):
 //   scope        the caller's write scope, checked by mcp::Server from
-//                ToolDef::required_scopes; then the gateway key's (run_action: a key known to
-//                lack it refuses every action, reason scope)
+//                ToolDef::required_scopes before the tool's handler runs
+//   validate     arguments against the compiled input schema (every tool)
+//   key scope    the gateway key's (run_action: a key known to lack the write scope refuses
+//                every action, reason scope)
 //   replay       a finished idempotency_key answers at once (actions)
 //   confirmation a person confirms first when the call's preview says so (confirmed actions)
 //   idempotency  the key is claimed, so a repeat never runs a second POST (actions)

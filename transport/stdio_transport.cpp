@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
 
 #include <poll.h>
 #include <sys/uio.h>
@@ -95,6 +98,46 @@ bool wait_for_input(int in_fd, int stop_fd) {
     }
 }
 
+// Newline-delimited framing with a bound per line: each complete line goes to `on_line`; a line
+// over the bound is dropped whole (its bytes up to its newline) and `on_too_large` runs once.
+class LineFramer {
+public:
+    LineFramer(std::size_t max_bytes, std::function<void()> on_too_large)
+        : max_bytes_(max_bytes), on_too_large_(std::move(on_too_large)) {}
+
+    template <typename OnLine>
+    void feed(std::string_view data, OnLine&& on_line) {
+        while (!data.empty()) {
+            const auto newline = data.find('\n');
+            const std::string_view piece = data.substr(0, newline);
+            if (!discarding_) {
+                if (buffer_.size() + piece.size() > max_bytes_) {
+                    discarding_ = true;
+                    buffer_.clear();
+                    on_too_large_();
+                } else {
+                    buffer_.append(piece);
+                }
+            }
+            if (newline == std::string_view::npos) return;
+            data.remove_prefix(newline + 1);
+            if (std::exchange(discarding_, false)) continue;
+            on_line(std::exchange(buffer_, std::string()));
+        }
+    }
+    // The input ended: a last line without its newline still counts.
+    template <typename OnLine>
+    void finish(OnLine&& on_line) {
+        if (!discarding_ && !buffer_.empty()) on_line(std::exchange(buffer_, std::string()));
+    }
+
+private:
+    std::size_t max_bytes_;
+    std::function<void()> on_too_large_;
+    std::string buffer_;
+    bool discarding_ = false;  // inside an oversized line: bytes dropped until its newline
+};
+
 }  // namespace
 
 int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_fd) {
@@ -115,9 +158,12 @@ int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_
 
     base::WorkQueue workers(options.workers);
     base::WorkQueue read_workers(options.read_workers);
-    std::string buffer;
-    std::string line;
-    bool discarding = false;  // inside an oversized line: drop bytes until its newline
+    LineFramer framer(options.max_message_bytes, [&] {
+        writer.write_line(make_error_text(nullptr, error_code::invalid_request,
+                                          "message too large: the limit is " +
+                                              std::to_string(options.max_message_bytes) +
+                                              " bytes per line"));
+    });
     char chunk[65536];
 
     // Calls waiting for a worker: a notifications/cancelled must reach them too, not only the
@@ -175,35 +221,9 @@ int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_
         ssize_t n = ::read(in_fd, chunk, sizeof chunk);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
-        std::string_view data(chunk, static_cast<std::size_t>(n));
-        while (!data.empty()) {
-            auto newline = data.find('\n');
-            std::string_view piece = data.substr(0, newline);
-            if (!discarding) {
-                if (buffer.size() + piece.size() > options.max_message_bytes) {
-                    discarding = true;
-                    buffer.clear();
-                    writer.write_line(make_error_text(
-                        nullptr, error_code::invalid_request,
-                        "message too large: the limit is " +
-                            std::to_string(options.max_message_bytes) + " bytes per line"));
-                } else {
-                    buffer.append(piece);
-                }
-            }
-            if (newline == std::string_view::npos) break;
-            data.remove_prefix(newline + 1);
-            if (discarding) {
-                discarding = false;
-                continue;
-            }
-            line.swap(buffer);
-            buffer.clear();
-            dispatch(std::move(line));
-            line.clear();
-        }
+        framer.feed(std::string_view(chunk, static_cast<std::size_t>(n)), dispatch);
     }
-    if (!discarding && !buffer.empty()) dispatch(std::move(buffer));
+    framer.finish(dispatch);
     // End of input: answer what is running (a piped script expects its replies), but do not
     // wait forever for calls that can no longer be answered by the client.
     const auto drain_until = std::chrono::steady_clock::now() + options.drain_timeout;
