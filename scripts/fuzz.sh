@@ -102,4 +102,22 @@ done
 echo
 echo "== fuzz $mode =="
 printf '%s\n' "${summary[@]}"
+# A crash's reason and input, last, where a CI log's tail shows them, and the input kept outside
+# the clone (CI's clone goes away): $AGENCY_CACHE_DIR/fuzz-crashes/<target>/.
+keep=${AGENCY_CACHE_DIR:-/var/cache/agency-mcp}/fuzz-crashes
+for t in "${targets[@]}"; do
+    log=$BUILD/fuzz-logs/$t.$mode.log.fuzz
+    grep -q 'CRASH' "$BUILD/fuzz-logs/$t.$mode.summary" 2>/dev/null || continue
+    artifact=$(grep -o "Test unit written to .*" "$log" | sed 's/Test unit written to //' | tail -1)
+    echo "== $t: why" >&2
+    grep -m 8 -E 'mismatch|ERROR: |runtime error|SUMMARY|deadly signal|==[0-9]+==' "$log" >&2 || true
+    if [ -n "$artifact" ] && [ -f "$artifact" ]; then
+        echo "== $t: the input, base64 (echo ... | base64 -d > input; build-fuzz/fuzz_$t input)" >&2
+        base64 -w0 "$artifact" | head -c 12000 >&2
+        echo >&2
+        if mkdir -p "$keep/$t" 2>/dev/null && cp "$artifact" "$keep/$t/" 2>/dev/null; then
+            echo "== $t: kept as $keep/$t/$(basename "$artifact")" >&2
+        fi
+    fi
+done
 exit $failed
