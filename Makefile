@@ -15,8 +15,10 @@ deps:
 test-deps:
 	@scripts/install-test-deps.sh
 
+# A configure that fails leaves no cache behind: the next make configures again instead of
+# building a tree that has none of its makefiles ("No rule to make target 'Makefile'").
 $(BUILD_DIR)/CMakeCache.txt:
-	cmake --preset relwithdebinfo >/dev/null
+	cmake --preset relwithdebinfo >/dev/null || { rm -f $@; exit 1; }
 
 # What `make run` needs and nothing else: the agency-mcp executable (no test, fixture or
 # benchmark target, and none of the test packages).
@@ -162,7 +164,7 @@ FUZZ_TARGETS ?=
 FUZZ_JOBS ?= $(JOBS)
 
 $(FUZZ_DIR)/CMakeCache.txt:
-	cmake --preset fuzz >/dev/null
+	cmake --preset fuzz >/dev/null || { rm -f $@; exit 1; }
 
 fuzz-build: deps test-deps $(FUZZ_DIR)/CMakeCache.txt
 	cmake --build $(FUZZ_DIR) -j$(JOBS) --target fuzz_targets
@@ -189,7 +191,7 @@ test-asan: deps test-deps $(FUZZ_DIR)/CMakeCache.txt
 # The concurrency tests under ThreadSanitizer (gcc, build-tsan/): the test files that run
 # threads against each other (tests/CMakeLists.txt lists them), every test in them.
 build-tsan/CMakeCache.txt:
-	cmake --preset tsan >/dev/null
+	cmake --preset tsan >/dev/null || { rm -f $@; exit 1; }
 
 test-tsan: deps test-deps build-tsan/CMakeCache.txt
 	cmake --build build-tsan -j$(JOBS) --target agency_tests
