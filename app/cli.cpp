@@ -523,7 +523,7 @@ void CommandLine::add_rate_limit() {
         ->add_option("--rate-limit", serve.rate_limit,
                      "Units per caller: N or N/minute, N/second, or off. A tool call costs a "
                      "unit; a resources/read, prompts/get or completion/complete one per "
-                     "gateway read it may make (at least one; a client overview 6). Over it a "
+                     "gateway read it may make (at least one; a client overview 7). Over it a "
                      "request is refused saying its cost and when to retry (HTTP 429), before "
                      "it reaches the gateway. Default: 600/minute with "
                      "--http; off over stdio, whose one caller is the user who started it "

@@ -26,8 +26,6 @@ namespace agency::state {
 
 using json = nlohmann::json;
 
-std::string args_digest(const json& args) { return crypto::sha256_hex(args.dump()); }
-
 std::string SqliteStore::default_path() {
     namespace fs = std::filesystem;
     const char* state = std::getenv("XDG_STATE_HOME");

@@ -21,8 +21,8 @@ What is checked, in each page (code blocks included):
   whole word in a .cpp or .hpp file of a production folder (the folders CMakeLists.txt builds
   its layers from: agency_layer(... DIR folder ...)) or, for the build's own functions
   (`agency_layer()`), in CMakeLists.txt or cmake/*.cmake. A test's helper is looked for in the
-  test files its line names (`tool_cases()` (tests/action_faults_test.cpp ...)), and only
-  there. Names of the C++ standard library (`std::...`) are not the project's and are skipped.
+  test files named on its line or the lines next to it (`tool_cases()`
+  (tests/action_faults_test.cpp ...)), and only there. Names of the C++ standard library (`std::...`) are not the project's and are skipped.
 
 A name that no longer exists is corrected in the page (to what exists now), or its sentence
 removed. ALLOWED below is for the few that are meant not to exist, each with its reason.
@@ -185,9 +185,10 @@ def check_page(src, page, tracked, words):
     for offset, span, last in code_names(blanked):
         n_names += 1
         number = next(i for i in range(len(starts), 0, -1) if starts[i - 1] <= offset)
+        near = lines[max(number - 2, 0):number + 1]  # a wrapped sentence: the lines around
         if span in ALLOWED or last in words or any(
                 last in words_of(os.path.join(src, p))
-                for p in paths_in(lines[number - 1]) if p.startswith("tests/")):
+                for line in near for p in paths_in(line) if p.startswith("tests/")):
             continue
         problems.append(f"{page}:{number}: `{span}`: no '{last}' in the production sources")
     return problems, n_paths, n_names

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Every shell snippet in README.md and docs/*.md runs here, or says why it cannot (issue 49,
-ctest docs.snippets). Python 3 standard library only.
+"""Every shell snippet in README.md, CONTRIBUTING.md and docs/*.md runs here, or says why it
+cannot (issues 49 and 50, ctest docs.snippets). Python 3 standard library only.
 
 Usage: run_snippets.py AGENCY_BINARY SOURCE_DIR
 Prints one line per snippet (file:line, what was done, the result); exits 0 when all pass, 1 when
@@ -128,9 +128,9 @@ class Snippet:
 
 
 def find_snippets(src):
-    """Every shell snippet of README.md and docs/*.md, and the problems found while looking:
-    markers that are not just above a snippet."""
-    pages = ["README.md"] + sorted("docs/" + n for n in os.listdir(os.path.join(src, "docs"))
+    """Every shell snippet of README.md, CONTRIBUTING.md and docs/*.md, and the problems found
+    while looking: markers that are not just above a snippet."""
+    pages = ["README.md", "CONTRIBUTING.md"] + sorted("docs/" + n for n in os.listdir(os.path.join(src, "docs"))
                                    if n.endswith(".md"))
     snippets, problems = [], []
     for page in pages:
