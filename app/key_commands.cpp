@@ -17,6 +17,7 @@
 
 #include "app/commands.hpp"
 #include "base/clock.hpp"
+#include "base/text.hpp"
 #include "state/sqlite_store.hpp"
 #include "tools/budgets.hpp"
 #include "transport/keys.hpp"
@@ -121,13 +122,19 @@ int run_keys_import(const KeysArgs& args) {
         }
         throw;
     }
+    // Names are printable (parse_key_rows), but may hold a comma or start like a formula.
     std::string listing = "name,key\n";
-    for (std::size_t i = 0; i < rows.size(); ++i) listing += rows[i].name + "," + keys[i] + "\n";
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        listing += base::csv_cell(rows[i].name) + "," + keys[i] + "\n";
     if (fd >= 0) {
         const bool written = ::write(fd, listing.data(), listing.size()) ==
                              static_cast<ssize_t>(listing.size());
         ::close(fd);
-        if (!written) throw std::runtime_error("keys import: writing " + args.out + " failed");
+        if (!written)
+            throw std::runtime_error("keys import: writing " + args.out + " failed after the " +
+                                     std::to_string(rows.size()) + " key(s) were added to " +
+                                     path + ": their values are lost; keys rotate --name NAME "
+                                     "gives each a new one");
     } else {
         std::cout << listing << std::flush;
     }

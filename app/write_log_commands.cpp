@@ -68,18 +68,7 @@ std::int64_t parse_when(const std::string& text, const char* option) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(at->time_since_epoch()).count();
 }
 
-// One CSV cell: always quoted, quotes doubled; a leading = + - @ tab or CR (a formula to a
-// spreadsheet) neutralised with a leading '. `text` is already terminal-safe.
-std::string csv_cell(const std::string& text) {
-    std::string out = "\"";
-    if (!text.empty() && std::string_view("=+-@\t\r").find(text.front()) != std::string::npos)
-        out += '\'';
-    for (char c : text) {
-        if (c == '"') out += '"';
-        out += c;
-    }
-    return out + '"';
-}
+using base::csv_cell;
 
 // The principal `--caller` names: as the log writes it when it has a kind ("key:", "oauth:",
 // "operator:"), "local" (stdio), else a key's name.

@@ -101,6 +101,17 @@ std::string terminal_safe_json(std::string_view json_text) {
     return terminal_escaped(json_text, false, [](std::string& out, unsigned) { out += "\\ufffd"; });
 }
 
+std::string csv_cell(std::string_view text) {
+    std::string out = "\"";
+    if (!text.empty() && std::string_view("=+-@\t\r").find(text.front()) != std::string::npos)
+        out += '\'';
+    for (char c : text) {
+        if (c == '"') out += '"';
+        out += c;
+    }
+    return out + '"';
+}
+
 std::string terminal_safe_text(std::string_view text) {
     return terminal_escaped(text, true, [](std::string& out, unsigned byte) {
         put_terminal_escape(out, "\\x%02X", byte);

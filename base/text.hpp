@@ -27,6 +27,10 @@ std::string terminal_safe_json(std::string_view json_text);
 // byte that is not UTF-8 as \xNN, so that nothing acts on a terminal and the escapes are
 // unambiguous.
 std::string terminal_safe_text(std::string_view text);
+// One CSV cell: always quoted, quotes doubled; a leading = + - @ tab or CR (a formula to a
+// spreadsheet) neutralised with a leading '. Make `text` terminal-safe first where it may hold
+// control characters.
+std::string csv_cell(std::string_view text);
 // A log message made one line that nothing in it can end or fake: \n, \r and \t as those
 // escapes, any other terminal_control character as \uXXXX and a byte that is not UTF-8 as
 // \xNN (backslashes stay single, so JSON in a message reads as it was). The text sink writes

@@ -30,6 +30,7 @@
 #include "run_binary.hpp"
 #include "tests/support/initialize_status.hpp"
 #include "tests/support/paths.hpp"
+#include "tests/support/tool_call.hpp"
 #include "transport/keys.hpp"
 
 namespace {
@@ -203,16 +204,7 @@ json call_tool(int port, const std::string& key, const std::string& tool, const 
                              {"Mcp-Method", "tools/call"},
                              {"Mcp-Name", tool},
                              {"X-API-Key", key}};
-    const json body = {
-        {"jsonrpc", "2.0"},
-        {"id", 1},
-        {"method", "tools/call"},
-        {"params",
-         {{"name", tool},
-          {"arguments", args},
-          {"_meta",
-           {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
-            {"io.modelcontextprotocol/clientCapabilities", json::object()}}}}}};
+    const json body = agency::testing::modern_tool_call(1, tool, args);
     auto res = client.Post("/mcp", headers, body.dump(), "application/json");
     if (!res) return nullptr;
     std::string text = res->body;
@@ -473,8 +465,13 @@ std::map<std::string, std::string> listed_keys(const std::string& text) {
     std::getline(lines, line);
     EXPECT_EQ(line, "name,key");
     while (std::getline(lines, line)) {
+        // "name" (quoted, quotes doubled),key
         const auto comma = line.rfind(',');
-        if (comma != std::string::npos) out[line.substr(0, comma)] = line.substr(comma + 1);
+        if (comma == std::string::npos || comma < 2 || line.front() != '"') continue;
+        std::string name = line.substr(1, comma - 2);
+        for (std::size_t at = name.find("\"\""); at != std::string::npos; at = name.find("\"\"", at + 1))
+            name.erase(at, 1);
+        out[name] = line.substr(comma + 1);
     }
     return out;
 }
@@ -497,6 +494,8 @@ TEST_F(KeysCli, ImportCreatesEveryKeyOfACsvOrNone) {
     EXPECT_NE(imported.err.find("created 3 key(s)"), std::string::npos) << imported.err;
     const auto made = listed_keys(imported.out);
     ASSERT_EQ(made.size(), 3u) << imported.out;
+    EXPECT_NE(imported.out.find("\n\"bob, contractor\",amcp_"), std::string::npos)
+        << "a name with a comma is one quoted cell: " << imported.out;
     const json doc = json::parse(slurp(keys));
     ASSERT_EQ(doc["keys"].size(), 4u);
     EXPECT_EQ(doc["keys"][1]["scopes"], json::array({"read", "write"}));

@@ -29,6 +29,7 @@
 #include "tests/support/free_port.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/serve_process.hpp"
+#include "tests/support/tool_call.hpp"
 
 namespace {
 
@@ -51,16 +52,9 @@ public:
 };
 
 json call(int id, const std::string& tool, const json& args) {
-    return {{"jsonrpc", "2.0"},
-            {"id", id},
-            {"method", "tools/call"},
-            {"params",
-             {{"name", tool},
-              {"arguments", args},
-              {"_meta",
-               {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
-                {"io.modelcontextprotocol/clientCapabilities", json::object()},
-                {"traceparent", kTraceparent}}}}}};
+    json request = agency::testing::modern_tool_call(id, tool, args);
+    request["params"]["_meta"]["traceparent"] = kTraceparent;
+    return request;
 }
 
 }  // namespace

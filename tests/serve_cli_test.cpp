@@ -16,6 +16,7 @@
 #include "base/crypto.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "tests/support/paths.hpp"
+#include "tests/support/tool_call.hpp"
 
 namespace {
 
@@ -32,16 +33,7 @@ struct Served {
 
 // A modern (2026-07-28) tools/call line: stdio needs no initialize for it.
 std::string call_line(int id, const std::string& tool, const json& args) {
-    return json{{"jsonrpc", "2.0"},
-                {"id", id},
-                {"method", "tools/call"},
-                {"params",
-                 {{"name", tool},
-                  {"arguments", args},
-                  {"_meta",
-                   {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
-                    {"io.modelcontextprotocol/clientCapabilities", json::object()}}}}}}
-        .dump();
+    return agency::testing::modern_tool_call(id, tool, args).dump();
 }
 
 class ServeCli : public ::testing::Test {

@@ -23,6 +23,7 @@
 #include "state/sqlite_store.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/serve_process.hpp"
+#include "tests/support/tool_call.hpp"
 
 namespace {
 
@@ -224,17 +225,7 @@ TEST_F(StateCli, ReportCommandsNeverMigrateAndAMigrationIsLogged) {
     EXPECT_EQ(pg_version(url), agency::state::kSchemaVersion);
 }
 
-json tool_call(int id, const std::string& tool, const json& args) {
-    return {{"jsonrpc", "2.0"},
-            {"id", id},
-            {"method", "tools/call"},
-            {"params",
-             {{"name", tool},
-              {"arguments", args},
-              {"_meta",
-               {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
-                {"io.modelcontextprotocol/clientCapabilities", json::object()}}}}}};
-}
+using agency::testing::modern_tool_call;
 
 // The steps of docs/operations.md, "Backups and restores": a backup of the store a server is
 // writing, and that backup put in place of the file, with the server stopped, serves again.
@@ -246,7 +237,7 @@ TEST_F(StateCli, BackupOfAServingStoreRestoresToTheSameRows) {
         agency::testing::ServeProcess serve(dir, "serve --state-db '" + live + "'");
         int id = 1;
         for (const char* client : {"demo-dental", "demo-law"}) {
-            serve.send(tool_call(id, "run_seo_audit",
+            serve.send(modern_tool_call(id, "run_seo_audit",
                                  {{"client_id", client}, {"url", "https://example.com/"}}));
             const json answer = serve.answer(id++);
             ASSERT_TRUE(answer.is_object()) << serve.stderr_text();
@@ -258,7 +249,7 @@ TEST_F(StateCli, BackupOfAServingStoreRestoresToTheSameRows) {
             std::string status;
             for (int tries = 0; tries < 300 && status != "succeeded" && status != "failed";
                  ++tries, ++id) {
-                serve.send(tool_call(id, "get_audit_status",
+                serve.send(modern_tool_call(id, "get_audit_status",
                                      {{"client_id", i == 0 ? "demo-dental" : "demo-law"},
                                       {"audit_id", audits[i]}}));
                 status = serve.answer(id)["result"]["structuredContent"].value("status", "");
@@ -298,7 +289,7 @@ TEST_F(StateCli, BackupOfAServingStoreRestoresToTheSameRows) {
     for (const char* tail : {"-wal", "-shm"}) fs::remove(live + tail);
     fs::copy_file(dir / "backup.db", live);
     agency::testing::ServeProcess restored(dir, "serve --state-db '" + live + "'");
-    restored.send(tool_call(1, "get_audit_status",
+    restored.send(modern_tool_call(1, "get_audit_status",
                             {{"client_id", "demo-dental"}, {"audit_id", audits[0]}}));
     const json status = restored.answer(1);
     ASSERT_TRUE(status.is_object()) << restored.stderr_text();
