@@ -29,6 +29,18 @@ function snippets() {
 }
 const blocks = snippets();
 
+// The README's copy of a tagged block is the one tested here, word for word.
+test('README.md\'s tagged blocks are docs/clients.md\'s', () => {
+  const readme = readFileSync(path.join(here, '../../README.md'), 'utf8');
+  const fence = /^```(\w+) clients-test=(\S+)\n([\s\S]*?)^```$/gm;
+  let n = 0;
+  for (const m of readme.matchAll(fence)) {
+    n++;
+    assert.equal(m[3], blocks.get(m[2])?.text, `README.md's ${m[2]} block as in docs/clients.md`);
+  }
+  assert.ok(n >= 1, 'README.md shows the image set-up for Claude Desktop');
+});
+
 // A command line as a POSIX shell splits it (quotes, no expansion: none is used).
 function words(line) {
   const out = [];
