@@ -11,31 +11,27 @@
 #include <limits>
 #include <stdexcept>
 
+#include "app/cli_validators.hpp"
 #include "app/process.hpp"
 #include "tools/toolsets.hpp"
 
 namespace agency::app {
 
-namespace {
-
-// A positive whole number for a count option (from the command line or the environment
-// variable `env`); anything else is refused with one clear message before the server starts.
-CLI::Validator positive_count(const std::string& env) {
+CLI::Validator positive_count() {
     return CLI::Validator(
-        [env](std::string& value) -> std::string {
+        [](std::string& value) -> std::string {
             int n = 0;
             const char* end = value.data() + value.size();
             auto [p, ec] = std::from_chars(value.data(), end, n);
             if (ec != std::errc() || p != end || n <= 0)
                 return "must be a positive whole number (at most " +
                        std::to_string(std::numeric_limits<int>::max()) + "), got \"" + value +
-                       "\" (from the option or $" + env + ")";
+                       "\"";
             return {};
         },
         "POSITIVE");
 }
 
-}  // namespace
 
 std::pair<std::string, int> parse_listen(const std::string& listen) {
     auto colon = listen.rfind(':');
@@ -62,6 +58,7 @@ CommandLine::CommandLine()
     add_global_options();
     add_serve();
     add_http_limits();
+    add_call_limits();
     add_oauth();
     add_sample_gateway();
     add_keys();
@@ -70,7 +67,10 @@ CommandLine::CommandLine()
     add_state();
     add_write_log();
     add_rate_limit();
+    add_tuning();
     add_serve_footer();
+    serve_cmd_->set_help_all_flag("--help-all",
+                                  "Print every option, the HTTP limits, OAuth and tuning too");
     tools_doc_cmd_ = app_->add_subcommand(
         "tools-doc",
         "Print the Markdown tool reference generated from the tool definitions "
@@ -78,6 +78,9 @@ CommandLine::CommandLine()
     tools_doc_cmd_->add_flag("--readme", readme_section,
                              "Print only the README's generated section (toolsets, resources, "
                              "prompts)");
+    tools_doc_cmd_->add_flag("--settings", settings_section,
+                             "Print only docs/operations.md's generated table of serve's options "
+                             "and variables");
 }
 
 CommandLine::~CommandLine() = default;
@@ -87,8 +90,17 @@ std::optional<Command> CommandLine::parse(int argc, char** argv) {
         exit_code_ = *refused;
         return std::nullopt;
     }
+    hide_groups_unless_help_all(argc, argv);
     try {
         app_->parse(argc, argv);
+    } catch (const CLI::ValidationError& e) {
+        // "--name: Value 0 not in range ...", and where the value came from when it was the
+        // option's variable (the operator may have set it in a settings file long ago).
+        std::string message = e.what();
+        if (const std::string from = value_source(message, argc, argv); !from.empty()) message += from;
+        std::fprintf(stderr, "%s\nRun with --help for more information.\n", message.c_str());
+        exit_code_ = e.get_exit_code();
+        return std::nullopt;
     } catch (const CLI::ParseError& e) {
         exit_code_ = app_->exit(e);
         return std::nullopt;
@@ -141,9 +153,16 @@ void CommandLine::add_serve() {
                    "Exit when the gateway cannot be reached at start (by default the server "
                    "starts, its tools say why, and it keeps trying in the background)")
         ->envname("AGENCY_REQUIRE_GATEWAY");
-    serve_cmd_->add_option("--gateway-url", serve.gateway_url,
-                           "Gateway base URL (default: $AGENCY_GATEWAY_URL; none: the built-in "
-                           "sample gateway)");
+    serve_cmd_
+        ->add_option("--gateway-url", serve.gateway_url,
+                     "Gateway base URL (none: the built-in sample gateway)")
+        ->envname("AGENCY_GATEWAY_URL")
+        ->transform(CLI::Validator(
+            [](std::string& url) {
+                if (unfilled_placeholder(url)) url.clear();  // a bundle's empty setting
+                return std::string();
+            },
+            ""));
     serve_cmd_->add_option("--api-key-file", serve.api_key_file,
                            "File holding the gateway API key (default: $AGENCY_API_KEY)");
     serve_cmd_
@@ -201,13 +220,13 @@ void CommandLine::add_serve() {
                      "Generation actions running at once for one client; more are refused "
                      "with reason rate_limited (default 2)")
         ->envname("AGENCY_MAX_ACTIONS_IN_FLIGHT")
-        ->check(positive_count("AGENCY_MAX_ACTIONS_IN_FLIGHT"));
+        ->check(positive_count());
     serve_cmd_
         ->add_option("--max-actions-per-minute-per-client", serve.credits.max_per_minute_per_client,
                      "Generation actions started per client per minute; more are refused with "
                      "reason rate_limited (default 20)")
         ->envname("AGENCY_MAX_ACTIONS_PER_MINUTE")
-        ->check(positive_count("AGENCY_MAX_ACTIONS_PER_MINUTE"));
+        ->check(positive_count());
     serve_cmd_
         ->add_option("--monthly-actions", serve.monthly_actions,
                      "Generation actions (those that spend credits) each caller may run per "
@@ -221,123 +240,6 @@ void CommandLine::add_serve() {
                      "or day")
         ->envname("AGENCY_BUDGET_WINDOW")
         ->check(CLI::IsMember({"month", "week", "day"}));
-}
-
-void CommandLine::add_http_limits() {
-    const mcp::HttpOptions defaults;
-    max_connections_ = static_cast<int>(defaults.max_connections);
-    max_connections_per_address_ = static_cast<int>(defaults.max_connections_per_peer);
-    head_timeout_s_ = static_cast<int>(defaults.head_timeout.count() / 1000);
-    idle_timeout_s_ = static_cast<int>(defaults.idle_timeout.count());
-    max_streams_ = static_cast<int>(defaults.max_streams);
-    max_streams_per_session_ = static_cast<int>(defaults.max_streams_per_session);
-    max_sessions_ = static_cast<int>(defaults.max_sessions);
-    max_sessions_per_caller_ = static_cast<int>(defaults.max_sessions_per_principal);
-    max_streams_per_caller_ = static_cast<int>(defaults.max_streams_per_principal);
-    workers_ = static_cast<int>(defaults.workers);
-    read_workers_ = static_cast<int>(defaults.read_workers);
-    worker_share_ = static_cast<int>(defaults.worker_share);
-    const mcp::ServerOptions server_defaults;
-    serve.max_waiting_on_clients = static_cast<int>(server_defaults.max_waiting_on_clients);
-    serve.max_waiting_per_caller = static_cast<int>(server_defaults.max_waiting_per_caller);
-    serve.max_tasks = static_cast<int>(server_defaults.max_live_tasks);
-    serve.max_tasks_per_caller = static_cast<int>(server_defaults.max_live_tasks_per_caller);
-    serve_cmd_
-        ->add_option("--http-max-connections", max_connections_,
-                     "Open HTTP connections in all; at the bound the longest-idle one is "
-                     "closed, or a new one gets 503 (default 4096)")
-        ->envname("AGENCY_HTTP_MAX_CONNECTIONS")
-        ->check(positive_count("AGENCY_HTTP_MAX_CONNECTIONS"));
-    serve_cmd_
-        ->add_option("--http-max-connections-per-address", max_connections_per_address_,
-                     "Open HTTP connections from one client address; more get 503 "
-                     "(default 256)")
-        ->envname("AGENCY_HTTP_MAX_CONNECTIONS_PER_ADDRESS")
-        ->check(positive_count("AGENCY_HTTP_MAX_CONNECTIONS_PER_ADDRESS"));
-    serve_cmd_
-        ->add_option("--http-head-timeout", head_timeout_s_,
-                     "Seconds a client has to send a whole request head once it has begun; "
-                     "then 408 and the connection is closed (default 10)")
-        ->envname("AGENCY_HTTP_HEAD_TIMEOUT_S")
-        ->check(CLI::Range(1, 3600));
-    serve_cmd_
-        ->add_option("--http-idle-timeout", idle_timeout_s_,
-                     "Seconds a kept-alive HTTP connection may wait for its next request "
-                     "(default 5)")
-        ->envname("AGENCY_HTTP_IDLE_TIMEOUT_S")
-        ->check(CLI::Range(1, 3600));
-    serve_cmd_
-        ->add_option("--http-max-streams", max_streams_,
-                     "Streamed (SSE) answers open at once; more get 503 (default 512)")
-        ->envname("AGENCY_HTTP_MAX_STREAMS")
-        ->check(positive_count("AGENCY_HTTP_MAX_STREAMS"));
-    serve_cmd_
-        ->add_option("--http-max-streams-per-session", max_streams_per_session_,
-                     "Streamed answers open at once on one legacy session (default 16)")
-        ->envname("AGENCY_HTTP_MAX_STREAMS_PER_SESSION")
-        ->check(positive_count("AGENCY_HTTP_MAX_STREAMS_PER_SESSION"));
-    serve_cmd_
-        ->add_option("--http-max-sessions", max_sessions_,
-                     "Legacy sessions open at once; initialize gets 503 beyond (default 4096)")
-        ->envname("AGENCY_HTTP_MAX_SESSIONS")
-        ->check(positive_count("AGENCY_HTTP_MAX_SESSIONS"));
-    serve_cmd_
-        ->add_option("--http-max-sessions-per-caller", max_sessions_per_caller_,
-                     "Legacy sessions one caller (key or OAuth subject) holds; its initialize "
-                     "beyond closes its least recently used one. When all are open, the caller "
-                     "holding the most gives one up (default 512)")
-        ->envname("AGENCY_HTTP_MAX_SESSIONS_PER_CALLER")
-        ->check(positive_count("AGENCY_HTTP_MAX_SESSIONS_PER_CALLER"));
-    serve_cmd_
-        ->add_option("--http-max-streams-per-caller", max_streams_per_caller_,
-                     "Streamed answers one caller holds open at once; more get 503 (default 64)")
-        ->envname("AGENCY_HTTP_MAX_STREAMS_PER_CALLER")
-        ->check(positive_count("AGENCY_HTTP_MAX_STREAMS_PER_CALLER"));
-    serve_cmd_
-        ->add_option("--http-workers", workers_,
-                     "Threads running calls that may wait long on the gateway or a person "
-                     "(actions, tasks/result): they mostly wait, so the lane is wide; more wait "
-                     "their turn (default 256)")
-        ->envname("AGENCY_HTTP_WORKERS")
-        ->check(positive_count("AGENCY_HTTP_WORKERS"));
-    serve_cmd_
-        ->add_option("--http-read-workers", read_workers_,
-                     "Threads running the other calls (reads): a lane of their own, so reads "
-                     "never queue behind slow actions (default 64)")
-        ->envname("AGENCY_HTTP_READ_WORKERS")
-        ->check(positive_count("AGENCY_HTTP_READ_WORKERS"));
-    serve_cmd_
-        ->add_option("--http-worker-share", worker_share_,
-                     "Calls one caller may run at once in each lane, with as many more waiting "
-                     "for a worker; beyond that its call is refused at once (429, Retry-After: "
-                     "1), so one caller's burst leaves the other workers to the others (default "
-                     "0: a quarter of each lane)")
-        ->envname("AGENCY_HTTP_WORKER_SHARE")
-        ->check(CLI::NonNegativeNumber);
-    serve_cmd_
-        ->add_option("--max-waiting-on-clients", serve.max_waiting_on_clients,
-                     "Calls that may wait at once for a client's answer (elicitation, "
-                     "sampling, roots); one more gets an error at once (default 64)")
-        ->envname("AGENCY_MAX_WAITING_ON_CLIENTS")
-        ->check(positive_count("AGENCY_MAX_WAITING_ON_CLIENTS"));
-    serve_cmd_
-        ->add_option("--max-waiting-on-clients-per-caller", serve.max_waiting_per_caller,
-                     "Of them, one caller's at once (default 16)")
-        ->envname("AGENCY_MAX_WAITING_ON_CLIENTS_PER_CALLER")
-        ->check(positive_count("AGENCY_MAX_WAITING_ON_CLIENTS_PER_CALLER"));
-    serve_cmd_
-        ->add_option("--max-tasks", serve.max_tasks,
-                     "MCP tasks running at once; each holds a thread, so it is lowered to fit "
-                     "the thread limit (ulimit -u). Near it, the caller holding the most is "
-                     "refused first (default 256)")
-        ->envname("AGENCY_MAX_TASKS")
-        ->check(positive_count("AGENCY_MAX_TASKS"));
-    serve_cmd_
-        ->add_option("--max-tasks-per-caller", serve.max_tasks_per_caller,
-                     "MCP tasks one caller (key or OAuth subject, all its sessions) runs at "
-                     "once (default 32)")
-        ->envname("AGENCY_MAX_TASKS_PER_CALLER")
-        ->check(positive_count("AGENCY_MAX_TASKS_PER_CALLER"));
 }
 
 // How long and in what form answers come back.

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -85,6 +86,12 @@ struct ServeArgs {
     std::string rate_limit;
     int rate_limit_burst = 120;
     OAuthArgs oauth;
+    // How long one attempt of a gateway read or action may wait for its answer (seconds;
+    // gateway::Config's read_timeout and action_timeout).
+    int gateway_read_timeout_s = 10;
+    int gateway_action_timeout_s = 20;
+    // With --state-url: how long an instance's claim on a job or task lasts unless renewed.
+    int state_lease_ms = 15'000;
 };
 
 // --rate-limit's default over HTTP. Over stdio there is none by default: the one caller is the
@@ -165,6 +172,10 @@ public:
 
     std::string log_level;
     bool readme_section = false;  // tools-doc --readme
+    bool settings_section = false;  // tools-doc --settings
+    // docs/operations.md's generated table: every option of serve (and the global ones), its
+    // variable, its group and what it does, from the definitions above (tools-doc --settings).
+    std::string settings_table() const;
     std::string log_file;  // empty: logs to stderr
     std::string log_format = "text";  // or "json"
     ServeArgs serve;
@@ -176,6 +187,7 @@ public:
 private:
     void add_serve();
     void add_http_limits();
+    void add_call_limits();
     void add_sample_gateway();
     void add_keys();
     void add_key_commands(CLI::App& keys_cmd);
@@ -190,6 +202,16 @@ private:
     void add_state();
     void add_write_log();
     void add_rate_limit();
+    void add_tuning();
+    // serve --help shows the options a first run needs; the groups below only with
+    // serve --help-all (and in docs/operations.md's table).
+    void hide_groups_unless_help_all(int argc, char** argv);
+    // " (from $VAR ...)" when the value CLI11 refused in `message` came from the variable of
+    // the option the message names; "" when it came from the command line.
+    std::string value_source(std::string_view message, int argc, char** argv) const;
+    static constexpr const char* kHttpLimits = "HTTP limits";
+    static constexpr const char* kOAuth = "OAuth";
+    static constexpr const char* kTuning = "Tuning";
 
     std::unique_ptr<CLI::App> app_;
     int exit_code_ = 0;

@@ -34,12 +34,6 @@ namespace agency::app {
 
 namespace {
 
-// A whole number of seconds from 1 to 3600 in the variable `name`, else `fallback`.
-std::chrono::milliseconds seconds_env(const char* name, std::chrono::milliseconds fallback) {
-    if (env_or(name).empty()) return fallback;
-    return std::chrono::seconds(whole_env(name, 1, 3600, 0, "seconds"));
-}
-
 // The spec's catalog as the built-in sample gateway's discovery tells it: what tools/list offers
 // while a gateway that could not be reached at start has not answered yet.
 std::shared_ptr<const gateway::Discovery> spec_discovery() {
@@ -62,8 +56,6 @@ struct GatewayAway {
 std::shared_ptr<gateway::Client> connect_gateway(gateway::Config config, bool require,
                                                  GatewayAway& away) {
     // Waits for the gateway's answers (the spec suggests 10-30 s for generation actions).
-    config.read_timeout = seconds_env("AGENCY_GATEWAY_READ_TIMEOUT_S", config.read_timeout);
-    config.action_timeout = seconds_env("AGENCY_GATEWAY_ACTION_TIMEOUT_S", config.action_timeout);
     auto client = std::make_shared<gateway::Client>(config);
     const auto level = log::current_level();
     log::set_level(log::Level::critical);
@@ -123,6 +115,9 @@ struct ToolServerSetup {
     tools::ToolCatalog* catalog = nullptr;  // when set, receives what was registered
     std::shared_ptr<gateway::Client>* gateway = nullptr;  // when set, receives the client
     std::chrono::milliseconds call_timeout = gateway::Config{}.call_timeout;
+    // One attempt's wait for the gateway's answer (the spec suggests 10-30 s for actions).
+    std::chrono::milliseconds read_timeout = gateway::Config{}.read_timeout;
+    std::chrono::milliseconds action_timeout = gateway::Config{}.action_timeout;
     std::size_t max_response_bytes = gateway::Config{}.max_response_bytes;
     // Gateway connections at once: as many as the calls that may run at once need.
     std::size_t read_connections = gateway::Config{}.read_connections;
@@ -188,6 +183,8 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
     config.base_url = setup.gateway_url;
     config.api_key = setup.api_key;
     config.call_timeout = setup.call_timeout;
+    config.read_timeout = setup.read_timeout;
+    config.action_timeout = setup.action_timeout;
     config.max_response_bytes = setup.max_response_bytes;
     config.read_connections = setup.read_connections;
     config.action_connections = setup.action_connections;
@@ -320,13 +317,14 @@ int run_serve(const ServeArgs& args) {
         throw std::invalid_argument("--oauth-issuer and --oauth-resource apply to serve --http");
     if (args.oauth.enabled()) check_oauth(args.oauth);
     ToolServerSetup setup;
-    setup.gateway_url = args.gateway_url.empty() ? env_or("AGENCY_GATEWAY_URL") : args.gateway_url;
+    setup.gateway_url = args.gateway_url;  // or $AGENCY_GATEWAY_URL (the parser's)
     setup.api_key =
         args.api_key_file.empty() ? env_or("AGENCY_API_KEY") : read_secret_file(args.api_key_file);
     tools::ActionSettings action_settings;
     if (!args.state_url.empty()) {
         require_shared_secret(env_or("AGENCY_SERVER_SECRET"));
-        action_settings.sharing = {.instance_id = instance_name(), .lease = lease_from_env()};
+        action_settings.sharing = {.instance_id = instance_name(),
+                                   .lease = std::chrono::milliseconds(args.state_lease_ms)};
     }
     action_settings.store = open_state(args.state_url, args.state_db, state::SchemaUpgrade::migrate);
     action_settings.write_log_spool = state::WriteLogSpool::beside(args.state_url, args.state_db);
@@ -356,6 +354,8 @@ int run_serve(const ServeArgs& args) {
                          args.http_limits.read_workers
                    : 0) + 48);
     setup.call_timeout = std::chrono::milliseconds(std::llround(args.call_timeout_s * 1000));
+    setup.read_timeout = std::chrono::seconds(args.gateway_read_timeout_s);
+    setup.action_timeout = std::chrono::seconds(args.gateway_action_timeout_s);
     // Every worker of a lane may hold a gateway connection; reads also read pages ahead, and
     // audit jobs and tasks read too.
     const mcp::StdioOptions stdio_lanes;

@@ -39,8 +39,6 @@ std::shared_ptr<state::Store> open_state(const std::string& state_url, const std
 void require_shared_secret(const std::string& secret);
 // This process among the instances of a shared store: host, pid and a random tail.
 std::string instance_name();
-// How long an instance's jobs and tasks stay its own without renewal (AGENCY_STATE_LEASE_MS).
-std::chrono::milliseconds lease_from_env();
 int run_state_migrate(const StateArgs& args);
 int run_state_export(const StateArgs& args);
 int run_state_import(const StateArgs& args);

@@ -46,7 +46,12 @@ int main(int argc, char** argv) {
             case Command::keys_remove: return run_keys_remove(cli.keys);
             case Command::keys_rotate: return run_keys_rotate(cli.keys);
             case Command::keys_update: return run_keys_update(cli.keys);
-            case Command::tools_doc: return run_tools_doc(cli.readme_section);
+            case Command::tools_doc:
+                if (cli.settings_section) {
+                    std::fputs(cli.settings_table().c_str(), stdout);
+                    return 0;
+                }
+                return run_tools_doc(cli.readme_section);
             case Command::state_migrate: return run_state_migrate(cli.state);
             case Command::state_export: return run_state_export(cli.state);
             case Command::state_import: return run_state_import(cli.state);

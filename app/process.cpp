@@ -31,8 +31,6 @@
 
 namespace agency::app {
 
-namespace {
-
 // A host that fills `${user_config.x}` in a bundle's environment (.mcpb) passes an optional
 // value the person left empty as that literal text: a whole `${...}` is no value.
 bool unfilled_placeholder(std::string_view value) {
@@ -42,29 +40,9 @@ bool unfilled_placeholder(std::string_view value) {
     });
 }
 
-}  // namespace
-
 std::string env_or(const char* name, std::string fallback) {
     const char* v = std::getenv(name);
     return v && *v && !unfilled_placeholder(v) ? std::string(v) : fallback;
-}
-
-long long whole_env(const char* name, long long low, long long high, long long fallback,
-                    const char* unit) {
-    const std::string text = env_or(name);
-    if (text.empty()) return fallback;
-    std::size_t used = 0;
-    long long value = 0;
-    try {
-        value = std::stoll(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != text.size() || value < low || value > high)
-        throw std::runtime_error(std::string(name) + " must be whole " + unit + " from " +
-                                 std::to_string(low) + " to " + std::to_string(high) +
-                                 " (got '" + text + "')");
-    return value;
 }
 
 std::string read_secret_file(const std::string& path) {

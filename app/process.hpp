@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <thread>
 
 namespace agency::app {
@@ -11,10 +12,9 @@ namespace agency::app {
 // (A value that is a whole unfilled `${placeholder}`, as a bundle's host passes an optional
 // setting left empty, is unset.)
 std::string env_or(const char* name, std::string fallback = {});
-// The whole number in variable `name`, from `low` to `high`; `fallback` when unset. Throws
-// std::runtime_error naming the variable, the range and `unit` when it is anything else.
-long long whole_env(const char* name, long long low, long long high, long long fallback,
-                    const char* unit);
+// A whole `${user_config.x}`: how a bundle's host (.mcpb) passes an optional setting the
+// person left empty. It is no value.
+bool unfilled_placeholder(std::string_view value);
 // The first line of a file holding a secret (trailing spaces and CR dropped).
 std::string read_secret_file(const std::string& path);
 // spdlog to stderr, or appended to `file` when one is named; never stdout, which carries

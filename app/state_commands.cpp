@@ -46,11 +46,6 @@ std::string instance_name() {
            crypto::random_hex(3);
 }
 
-std::chrono::milliseconds lease_from_env() {
-    return std::chrono::milliseconds(
-        whole_env("AGENCY_STATE_LEASE_MS", 300, 600'000, 15'000, "milliseconds"));
-}
-
 int run_state_migrate(const StateArgs& args) {
     auto store = open_state(args.state_url, args.state_db, state::SchemaUpgrade::migrate);
     const int version = store->schema_version();

@@ -23,7 +23,9 @@ as_roff() { sed -e 's/\\/\\e/g' -e 's/^\([.'"'"']\)/\\\&\1/'; }
         echo ".SS \"agency-mcp $command\""
         echo ".nf"
         # shellcheck disable=SC2086  # the subcommand's words
-        AGENCY_GATEWAY_URL= "$bin" $command --help 2>&1 | as_roff
+        help=--help
+        [ "$command" = serve ] && help=--help-all  # every group of serve's options
+        AGENCY_GATEWAY_URL= "$bin" $command $help 2>&1 | as_roff
         echo ".fi"
     done
     cat <<'ROFF'

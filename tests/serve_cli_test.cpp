@@ -29,6 +29,7 @@ struct Served {
     std::map<int, json> replies;  // by JSON-RPC id
     std::vector<json> notifications;
     std::string err;
+    std::string out;  // stdout as written
 };
 
 // A modern (2026-07-28) tools/call line: stdio needs no initialize for it.
@@ -83,6 +84,7 @@ protected:
         while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
         const int status = pclose(pipe);
         run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        run.out = out;
         std::istringstream replies(out);
         for (std::string line; std::getline(replies, line);) {
             json reply = json::parse(line, nullptr, false);
@@ -372,4 +374,76 @@ TEST_F(ServeCli, MonthlyActionsBudgetRefusesPastItWithoutAPost) {
             << refused_run.err;
     }
     EXPECT_EQ(gw->count_requests("POST", "generate_keywords"), 2u);
+}
+
+// Issue 50: `serve --help` shows what a first run needs (at most 35 options); the HTTP limits,
+// OAuth and tuning groups are in --help-all, which lists every option docs/operations.md's
+// generated table has; each option's variable is read by the parser and checked like the option.
+TEST_F(ServeCli, HelpShowsAFirstRunsOptionsAndHelpAllEveryGroup) {
+    const auto options_in = [](const std::string& help) {
+        std::vector<std::string> names;
+        std::istringstream lines(help);
+        for (std::string line; std::getline(lines, line);) {
+            const auto at = line.find_first_not_of(' ');
+            if (at == std::string::npos || at == 0 || line[at] != '-') continue;
+            const auto dashes = line.find("--", at);
+            if (dashes == std::string::npos) continue;
+            names.push_back(line.substr(dashes, line.find_first_of(" ,", dashes) - dashes));
+        }
+        return names;
+    };
+    const Served help = run_binary("", "--help", {});
+    ASSERT_EQ(help.exit_code, 0) << help.err;
+    const auto shown = options_in(help.out);
+    EXPECT_LE(shown.size(), 35u) << help.out;
+    for (const char* first_run : {"--gateway-url", "--api-key-file", "--listen", "--keys-file",
+                                  "--state-db", "--http", "--help-all"})
+        EXPECT_NE(std::find(shown.begin(), shown.end(), first_run), shown.end()) << first_run;
+    EXPECT_EQ(std::find(shown.begin(), shown.end(), "--http-max-connections"), shown.end());
+    EXPECT_NE(help.out.find("HTTP limits (16 options)"), std::string::npos) << help.out;
+
+    const Served all = run_binary("", "--help-all", {});
+    ASSERT_EQ(all.exit_code, 0) << all.err;
+    const auto every = options_in(all.out);
+    for (const char* heading : {"\nHTTP limits:\n", "\nOAuth:\n", "\nTuning:\n"})
+        EXPECT_NE(all.out.find(heading), std::string::npos) << heading;
+    FILE* pipe = popen(("'" + std::string(AGENCY_BINARY) + "' tools-doc --settings").c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    std::string table;
+    char buffer[4096];
+    while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) table.append(buffer, n);
+    ASSERT_EQ(pclose(pipe), 0);
+    std::size_t rows = 0;
+    std::istringstream lines(table);
+    for (std::string line; std::getline(lines, line);) {
+        if (!line.starts_with("| `--")) continue;
+        const std::string name = line.substr(3, line.find('`', 3) - 3);
+        if (name == "--version" || name.starts_with("--log-")) continue;  // global options
+        ++rows;
+        EXPECT_NE(std::find(every.begin(), every.end(), name), every.end()) << name;
+    }
+    EXPECT_EQ(rows + 2, every.size()) << "every serve option, and -h and --help-all";
+}
+
+// The tuning variables (once read beside the parser) are the parser's now: a bad value is
+// refused naming the option and its range, before the gateway is asked anything.
+TEST_F(ServeCli, TuningVariablesAreCheckedLikeTheirOptions) {
+    for (const auto& [env, option] :
+         std::vector<std::pair<std::string, std::string>>{
+             {"AGENCY_GATEWAY_READ_TIMEOUT_S=0", "--gateway-read-timeout"},
+             {"AGENCY_GATEWAY_ACTION_TIMEOUT_S=abc", "--gateway-action-timeout"},
+             {"AGENCY_STATE_LEASE_MS=5", "--state-lease-ms"}}) {
+        SCOPED_TRACE(env);
+        const Served run = serve(env, "", {call_line(1, "list_clients", json::object())});
+        EXPECT_NE(run.exit_code, 0);
+        EXPECT_TRUE(run.replies.empty());
+        EXPECT_NE(run.err.find(option + ": "), std::string::npos) << run.err;
+        EXPECT_NE(run.err.find("(from $" + env.substr(0, env.find('=')) + ";"), std::string::npos)
+            << run.err;
+    }
+    const Served given = serve("", "--gateway-read-timeout 0", {});
+    EXPECT_NE(given.exit_code, 0);
+    EXPECT_NE(given.err.find("--gateway-read-timeout: "), std::string::npos) << given.err;
+    EXPECT_EQ(given.err.find("(from $"), std::string::npos) << given.err;
+    EXPECT_TRUE(gw->request_log().empty()) << "nothing reached the gateway";
 }
