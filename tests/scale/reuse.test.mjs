@@ -70,9 +70,9 @@ test('many calls through HAProxy travel over a few kept-alive connections to the
 // would: measure how long HAProxy keeps idle ones after a burst, against the instances' idle
 // timeout from deploy/agency-mcp@.service (or the binary's default when the unit sets none).
 test('HAProxy ends its idle connections to an instance long before the instance would', async (t) => {
-  const help = spawnSync(cluster.bin, ['serve', '--help'], { encoding: 'utf8' }).stdout;
+  const help = spawnSync(cluster.bin, ['serve', '--help-all'], { encoding: 'utf8' }).stdout;
   const defaultIdle = Number(help.match(/--http-idle-timeout[\s\S]*?\(default (\d+)\)/)?.[1]);
-  assert.ok(defaultIdle > 0, 'serve --help names the default of --http-idle-timeout');
+  assert.ok(defaultIdle > 0, 'serve --help-all names the default of --http-idle-timeout');
   const idleS = Number(unitHttpEnvironment().AGENCY_HTTP_IDLE_TIMEOUT_S ?? defaultIdle);
 
   await calls(24, 24);  // 24 at once: HAProxy opens connections it will not need afterwards
