@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "gateway/actions.hpp"
+#include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"
@@ -202,18 +203,20 @@ TEST_P(ActionFaults, OneRecordPerCall) {
     json answer = reply.is_error() ? reply.tool_error() : reply.structured();
     if (c.tool == "run_seo_audit" && !reply.is_error()) {
         // The job runs in the background: its status is the answer.
-        for (int i = 0; i < 300; ++i) {
-            answer = ok("get_audit_status", {{"client_id", c.client}, {"audit_id", answer["audit_id"]}});
-            if (answer["status"] == "succeeded" || answer["status"] == "failed") break;
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
+        (void)agency::testing::eventually(
+            [&] {
+                answer = ok("get_audit_status",
+                            {{"client_id", c.client}, {"audit_id", answer["audit_id"]}});
+                return answer["status"] == "succeeded" || answer["status"] == "failed";
+            },
+            std::chrono::milliseconds(3000), std::chrono::milliseconds(10));
         EXPECT_TRUE(answer["status"] == "succeeded" || answer["status"] == "failed")
             << "the audit job did not finish: " << answer.dump();
     }
     // A slow request finishes its work at the gateway after the client gave up on it.
-    for (int i = 0; i < 300 && fault.mode == FaultMode::slow && slow_requests() == slow_before;
-         ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    (void)agency::testing::eventually(
+        [&] { return fault.mode != FaultMode::slow || slow_requests() != slow_before; },
+        std::chrono::milliseconds(3000), std::chrono::milliseconds(10));
     const std::size_t posts = h->gw->count_requests("POST", c.action) - posts_before;
 
     // Exactly one record, and no second POST unless the spec says repeats create nothing.

@@ -21,6 +21,7 @@
 
 #include "state/sqlite_store.hpp"
 #include "base/crypto.hpp"
+#include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"
@@ -96,12 +97,13 @@ struct Actions {
     // Polls get_audit_status until the audit is finished (or 5 s pass).
     json await_audit(const std::string& client, const std::string& audit_id) {
         json status;
-        for (int i = 0; i < 500; ++i) {
-            status = ok("get_audit_status", {{"client_id", client}, {"audit_id", audit_id}});
-            const std::string s = status.value("status", "");
-            if (s == "succeeded" || s == "failed") break;
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
+        (void)agency::testing::eventually(
+            [&] {
+                status = ok("get_audit_status", {{"client_id", client}, {"audit_id", audit_id}});
+                const std::string s = status.value("status", "");
+                return s == "succeeded" || s == "failed";
+            },
+            std::chrono::milliseconds(5000), std::chrono::milliseconds(10));
         return status;
     }
 };
@@ -345,11 +347,12 @@ TEST(ActionTools, RunningAuditIsCompletedAfterRestartWithoutDuplicate) {
     agency::tools::AuditJobs jobs(store, 1, {.instance_id = "i_test"});
     jobs.start(a.h->box);
     std::optional<agency::state::Job> job;
-    for (int i = 0; i < 500; ++i) {
-        job = store->job(job_id);
-        if (job && job->status == "succeeded") break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    (void)agency::testing::eventually(
+        [&] {
+            job = store->job(job_id);
+            return job && job->status == "succeeded";
+        },
+        std::chrono::milliseconds(5000), std::chrono::milliseconds(10));
     jobs.stop();
     ASSERT_TRUE(job);
     EXPECT_EQ(job->status, "succeeded") << job->error.dump();
@@ -766,11 +769,12 @@ template <typename Pred>
 std::optional<agency::state::Job> await_job(agency::tools::AuditJobs& jobs, const std::string& id,
                                             Pred pred) {
     std::optional<agency::state::Job> job;
-    for (int i = 0; i < 500; ++i) {
-        job = jobs.find(id);
-        if (job && pred(*job)) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    (void)agency::testing::eventually(
+        [&] {
+            job = jobs.find(id);
+            return job && pred(*job);
+        },
+        std::chrono::milliseconds(5000), std::chrono::milliseconds(10));
     return job;
 }
 
@@ -794,8 +798,9 @@ struct ChangeLog {
     // What was reported of `id`, once anything was (up to 5 s): a change is reported after the
     // store holds it, so a status read from the store may come first.
     std::vector<std::string> once_reported(const std::string& id) {
-        for (int i = 0; i < 500 && of(id).empty(); ++i)
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        (void)agency::testing::eventually([&] { return !of(id).empty(); },
+                                          std::chrono::milliseconds(5000),
+                                          std::chrono::milliseconds(10));
         return of(id);
     }
 };
@@ -888,14 +893,15 @@ struct NextProcess {
 // get_audit_status through the tool, as `principal`, until the audit is finished.
 json poll_status(ToolHarness& h, const std::string& audit_id, const std::string& principal) {
     json status;
-    for (int i = 0; i < 500; ++i) {
-        ToolReply r = h.call("get_audit_status", {{"client_id", kDental}, {"audit_id", audit_id}},
-                             principal);
-        status = r.is_error() ? r.tool_error() : r.structured();
-        const std::string s = status.value("status", "");
-        if (s == "succeeded" || s == "failed") break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    (void)agency::testing::eventually(
+        [&] {
+            ToolReply r = h.call("get_audit_status",
+                                 {{"client_id", kDental}, {"audit_id", audit_id}}, principal);
+            status = r.is_error() ? r.tool_error() : r.structured();
+            const std::string s = status.value("status", "");
+            return s == "succeeded" || s == "failed";
+        },
+        std::chrono::milliseconds(5000), std::chrono::milliseconds(10));
     return status;
 }
 
@@ -927,12 +933,14 @@ TEST(AuditRestart, RestartMidAuditReportsItOnceWithoutASecondPost) {
         ASSERT_EQ(running->status, "running");
         // "running" is set before the POST goes out: end the process once the gateway holds it.
         // (the POST itself: a read of the job's may be in flight first)
-        for (int i = 0; i < 500 && h.gw->posts_in_flight() == 0; ++i)
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        (void)agency::testing::eventually([&] { return h.gw->posts_in_flight() != 0; },
+                                          std::chrono::milliseconds(5000),
+                                          std::chrono::milliseconds(10));
         ASSERT_EQ(h.gw->posts_in_flight(), 1u) << "the POST is at the gateway";
     }  // the process ends mid-flight: the job stays running in the file
-    for (int i = 0; i < 300 && h.gw->count_requests("POST", "seo_audit") == 0; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    (void)agency::testing::eventually(
+        [&] { return h.gw->count_requests("POST", "seo_audit") != 0; },
+        std::chrono::milliseconds(3000), std::chrono::milliseconds(10));
     ASSERT_EQ(h.gw->count_requests("POST", "seo_audit"), 1u) << "the first POST ran";
     ASSERT_EQ(agency::state::SqliteStore(db.path).job(audit_id)->status, "running");
 

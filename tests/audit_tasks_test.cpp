@@ -12,6 +12,7 @@
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "server/mcp_server.hpp"
+#include "tests/support/wait.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"
 #include "tools/tool_kit.hpp"
@@ -24,15 +25,7 @@ using namespace std::chrono_literals;
 
 constexpr const char* kDental = "demo-dental";
 
-// Polls `pred` until it holds or 5 s pass; whether it held.
-template <typename Pred>
-bool eventually(Pred pred) {
-    for (int i = 0; i < 1000; ++i) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(5ms);
-    }
-    return pred();
-}
+using agency::testing::eventually;
 
 // One generation of the server process: runtime over the state file, MCP server, tools.
 struct Generation {
@@ -81,12 +74,13 @@ struct Generation {
     }
     json await_task(const std::string& task_id) {
         json r;
-        for (int i = 0; i < 500; ++i) {
-            r = request("tasks/get", {{"taskId", task_id}})["result"];
-            const std::string s = r.value("status", "");
-            if (s == "completed" || s == "failed" || s == "cancelled") break;
-            std::this_thread::sleep_for(10ms);
-        }
+        (void)eventually(
+            [&] {
+                r = request("tasks/get", {{"taskId", task_id}})["result"];
+                const std::string s = r.value("status", "");
+                return s == "completed" || s == "failed" || s == "cancelled";
+            },
+            5000ms, 10ms);
         return r;
     }
 };

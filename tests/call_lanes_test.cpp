@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"
@@ -73,9 +74,8 @@ void expect_read_at_once(std::size_t workers, int actions, std::size_t held, int
         });
     // Queued actions follow the first ones as they end, so the lane stays full; a loaded
     // machine may start the callers late.
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (h.gw->requests_in_flight() < held && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(5ms);
+    (void)agency::testing::eventually([&] { return h.gw->requests_in_flight() >= held; }, 10000ms,
+                                      5ms);
     EXPECT_EQ(h.gw->requests_in_flight(), held) << "held at the gateway at once";
 
     const std::string read =

@@ -12,6 +12,7 @@
 
 #include "base/crypto.hpp"
 #include "tests/support/action_tool_harness.hpp"
+#include "tests/support/wait.hpp"
 #include "tools/client_scope.hpp"
 
 namespace {
@@ -267,12 +268,13 @@ TEST_F(ClientScopes, AnotherCallersAuditJobAndTaskIdsReadAsUnknown) {
 TEST_F(ClientScopes, TasksForAnotherClientAreRefusedAsForAnUnknownOneAndOthersStayHidden) {
     const auto finished = [&](const agency::mcp::Principal& who, const std::string& id) {
         json r;
-        for (int i = 0; i < 500; ++i) {
-            r = task_request(who, "tasks/get", {{"taskId", id}});
-            const std::string s = r["result"].value("status", "");
-            if (s == "completed" || s == "failed" || s == "cancelled") break;
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
+        (void)agency::testing::eventually(
+            [&] {
+                r = task_request(who, "tasks/get", {{"taskId", id}});
+                const std::string s = r["result"].value("status", "");
+                return s == "completed" || s == "failed" || s == "cancelled";
+            },
+            std::chrono::milliseconds(5000), std::chrono::milliseconds(10));
         return r;
     };
     const std::size_t before = h.requests();
@@ -394,12 +396,14 @@ TEST_F(ClientScopes, ATaskOfAClientTheKeyNoLongerReachesReadsAsUnknown) {
 
     // Widened again, the key reads its task as before.
     EXPECT_FALSE(legacy(wide, "tasks/get", {{"taskId", theirs}}).contains("error"));
-    for (int i = 0; i < 500; ++i) {  // let the modern task end before the harness goes
-        const std::string s =
-            task_request(wide, "tasks/get", {{"taskId", modern_id}})["result"].value("status", "");
-        if (s == "completed" || s == "failed" || s == "cancelled") break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    // Let the modern task end before the harness goes.
+    (void)agency::testing::eventually(
+        [&] {
+            const std::string s = task_request(wide, "tasks/get", {{"taskId", modern_id}})["result"]
+                                      .value("status", "");
+            return s == "completed" || s == "failed" || s == "cancelled";
+        },
+        std::chrono::milliseconds(5000), std::chrono::milliseconds(10));
 }
 
 }  // namespace

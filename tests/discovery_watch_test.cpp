@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"
@@ -52,7 +53,7 @@ TEST(DiscoveryWatch, WithdrawnActionHidesItsToolAndTellsLegacySessions) {
 
     ASSERT_TRUE(tool_names(h).count("run_local_grid_scan"));
     h.gw->set_action_offered("run_grid_search", false);
-    for (int i = 0; i < 300 && heard_count() == 0; ++i) std::this_thread::sleep_for(10ms);
+    (void)agency::testing::eventually([&] { return heard_count() != 0; }, 3000ms, 10ms);
     EXPECT_EQ(heard_count(), 1);
     EXPECT_FALSE(tool_names(h).count("run_local_grid_scan"));
     EXPECT_TRUE(tool_names(h).count("generate_article")) << "only the withdrawn action's tool hides";
@@ -61,7 +62,7 @@ TEST(DiscoveryWatch, WithdrawnActionHidesItsToolAndTellsLegacySessions) {
     EXPECT_EQ(h.gw->count_requests("POST", "run_grid_search"), 0u);
 
     h.gw->set_action_offered("run_grid_search", true);
-    for (int i = 0; i < 300 && heard_count() < 2; ++i) std::this_thread::sleep_for(10ms);
+    (void)agency::testing::eventually([&] { return heard_count() >= 2; }, 3000ms, 10ms);
     EXPECT_EQ(heard_count(), 2);
     EXPECT_TRUE(tool_names(h).count("run_local_grid_scan"));
     h.server.reset();  // stops the refresher before the session and gateway go

@@ -25,6 +25,7 @@
 #include "gateway/sample/sample_gateway.hpp"
 #include "tests/support/oauth_issuer.hpp"
 #include "tests/support/paths.hpp"
+#include "tests/support/wait.hpp"
 #include "transport/keys.hpp"
 
 namespace flood_cli {
@@ -81,15 +82,16 @@ protected:
             _exit(127);
         }
         const std::regex url(R"(MCP over Streamable HTTP at http://127\.0\.0\.1:(\d+)/mcp)");
-        for (int i = 0; i < 300; ++i) {
-            std::smatch m;
-            const std::string text = slurp(err);
-            if (std::regex_search(text, m, url)) {
+        const bool started = agency::testing::eventually(
+            [&] {
+                std::smatch m;
+                const std::string text = slurp(err);
+                if (!std::regex_search(text, m, url)) return false;
                 port = std::stoi(m[1]);
-                return;
-            }
-            std::this_thread::sleep_for(50ms);
-        }
+                return true;
+            },
+            15000ms, 50ms);
+        if (started) return;
         ADD_FAILURE() << "the server did not start: " << slurp(err);
     }
     // Stops the server (SIGTERM: it drains and exits) and returns its stderr.

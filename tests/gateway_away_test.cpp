@@ -21,6 +21,7 @@
 #include "net/server_thread.hpp"
 #include "tests/support/free_port.hpp"
 #include "tests/support/test_ca.hpp"
+#include "tests/support/wait.hpp"
 
 namespace {
 
@@ -73,7 +74,7 @@ TEST(GatewayAway, RequestsFailAtOnceWithWhyUntilTheGatewayAnswersThenGoThrough) 
     auto gateway = std::make_shared<agency::sample::Gateway>();
     agency::sample::Server server(gateway);
     ASSERT_EQ(server.start("127.0.0.1", port), port);
-    for (int i = 0; i < 200 && answered.load() == 0; ++i) std::this_thread::sleep_for(50ms);
+    (void)agency::testing::eventually([&] { return answered.load() != 0; }, 10000ms, 50ms);
     ASSERT_EQ(answered.load(), 1) << "the gateway's answer was not noticed within 10 s";
     EXPECT_FALSE(client.away());
     EXPECT_TRUE(client.discovery_health().failure.empty());

@@ -35,6 +35,7 @@
 #include "tests/support/free_port.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/sanitized.hpp"
+#include "tests/support/wait.hpp"
 
 namespace {
 
@@ -86,13 +87,20 @@ public:
 
     // The first match of `pattern`'s group 1 in the file, waiting up to 15 s for it.
     std::string wait_for(const std::regex& pattern, bool in_stdout) const {
-        for (int i = 0; i < 300; ++i) {
-            std::smatch m;
-            const std::string text = slurp(in_stdout ? out_ : err_);
-            if (std::regex_search(text, m, pattern)) return m[1];
-            if (!alive()) break;
-            std::this_thread::sleep_for(50ms);
-        }
+        std::string match;
+        bool found = false;
+        (void)agency::testing::eventually(
+            [&] {
+                std::smatch m;
+                const std::string text = slurp(in_stdout ? out_ : err_);
+                if (std::regex_search(text, m, pattern)) {
+                    match = m[1].str();
+                    found = true;
+                }
+                return found || !alive();
+            },
+            15000ms, 50ms);
+        if (found) return match;
         ADD_FAILURE() << "no match; stderr: " << slurp(err_);
         return {};
     }

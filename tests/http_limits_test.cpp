@@ -29,6 +29,7 @@
 
 #include "base/crypto.hpp"
 #include "server/mcp_server.hpp"
+#include "tests/support/wait.hpp"
 #include "transport/http_transport.hpp"
 #include "transport/keys.hpp"
 
@@ -389,8 +390,7 @@ TEST_F(HttpLimits, IdleAndSlowHeadConnectionsDoNotStarveANormalClient) {
     EXPECT_FALSE(res->get_header_value("Mcp-Session-Id").empty());
 
     // Slow heads are cut off at the head timeout (2 s), long before the head would be done.
-    const auto give_up = clock_type::now() + 10s;
-    while (cut_off < 40 && clock_type::now() < give_up) std::this_thread::sleep_for(50ms);
+    (void)agency::testing::eventually([&] { return cut_off.load() >= 40; }, 10000ms, 50ms);
     done = true;
     trickle.join();
     EXPECT_EQ(cut_off.load(), 40);
@@ -470,12 +470,13 @@ TEST_F(HttpLimits, ABurstsThreadsLeaveOnceIdle) {
     for (auto& t : calls) t.join();
     EXPECT_EQ(answered.load(), 60);
     EXPECT_GT(peak, threads_before + 60) << "the burst did start threads";
-    std::size_t now = process_threads();
-    const auto give_up = clock_type::now() + 20s;
-    while (now > threads_before + 6 && clock_type::now() < give_up) {
-        std::this_thread::sleep_for(100ms);
-        now = process_threads();
-    }
+    std::size_t now = 0;
+    (void)agency::testing::eventually(
+        [&] {
+            now = process_threads();
+            return now <= threads_before + 6;
+        },
+        20000ms, 100ms);
     EXPECT_LE(now, threads_before + 6) << "peak " << peak << ", before " << threads_before;
 }
 
@@ -690,8 +691,7 @@ TEST_F(HttpLimits, CallsWaitingOnAClientAreBounded) {
         });
     }
     // The ones over the bound are answered at once; then a call on a worker is still served.
-    const auto give_up = clock_type::now() + 10s;
-    while (refused < 6 && clock_type::now() < give_up) std::this_thread::sleep_for(20ms);
+    (void)agency::testing::eventually([&] { return refused.load() >= 6; }, 10000ms, 20ms);
     const auto started = clock_type::now();
     auto res = modern_echo("still here");
     const auto took = clock_type::now() - started;

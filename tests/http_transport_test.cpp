@@ -26,6 +26,7 @@
 #include "base/crypto.hpp"
 #include "server/mcp_server.hpp"
 #include "tests/support/manual_clock.hpp"
+#include "tests/support/wait.hpp"
 #include "transport/http_transport.hpp"
 #include "transport/keys.hpp"
 
@@ -893,7 +894,7 @@ TEST_F(HttpTransport, ModernClosedStreamCancelsTheCall) {
     json params = {{"name", "loop"}, {"arguments", json::object()}, {"_meta", modern_meta()}};
     ASSERT_TRUE(send_and_hang_up(port_, rpc(7, "tools/call", params), modern_headers("tools/call", "loop")));
     EXPECT_TRUE(started.load());
-    for (int i = 0; i < 200 && !stopped; ++i) std::this_thread::sleep_for(10ms);
+    (void)agency::testing::eventually([&] { return stopped.load(); }, 2000ms, 10ms);
     EXPECT_TRUE(stopped.load()) << "the call kept running after its stream was closed";
 }
 

@@ -31,6 +31,7 @@
 #include "tests/support/initialize_status.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/tool_call.hpp"
+#include "tests/support/wait.hpp"
 #include "transport/keys.hpp"
 
 namespace {
@@ -96,12 +97,16 @@ protected:
             _exit(127);
         }
         const std::regex url(R"(MCP over Streamable HTTP at http://127\.0\.0\.1:(\d+)/mcp)");
-        for (int i = 0; i < 300; ++i) {
-            std::smatch m;
-            const std::string text = slurp(err);
-            if (std::regex_search(text, m, url)) return std::stoi(m[1]);
-            std::this_thread::sleep_for(50ms);
-        }
+        int port = 0;
+        const bool started = agency::testing::eventually(
+            [&] {
+                std::smatch m;
+                const std::string text = slurp(err);
+                if (std::regex_search(text, m, url)) port = std::stoi(m[1]);
+                return port != 0;
+            },
+            15000ms, 50ms);
+        if (started) return port;
         ADD_FAILURE() << "the server did not start: " << slurp(err);
         return 0;
     }

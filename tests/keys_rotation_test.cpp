@@ -26,6 +26,7 @@
 #include "run_binary.hpp"
 #include "tests/support/initialize_status.hpp"
 #include "tests/support/paths.hpp"
+#include "tests/support/wait.hpp"
 
 namespace keys_layout {  // named: a unity batch holds other tests' helpers of the same names
 
@@ -126,17 +127,23 @@ protected:
             _exit(127);
         }
         const std::regex url(R"(MCP over Streamable HTTP at http://127\.0\.0\.1:(\d+)/mcp)");
-        for (int i = 0; i < 300; ++i) {
-            std::smatch m;
-            const std::string text = file_text(server_log);
-            if (std::regex_search(text, m, url)) return std::stoi(m[1]);
-            if (waitpid(server_pid, nullptr, WNOHANG) == server_pid) {
-                server_pid = -1;
-                return 0;
-            }
-            std::this_thread::sleep_for(20ms);
-        }
-        return 0;
+        int port = 0;
+        (void)agency::testing::eventually(
+            [&] {
+                std::smatch m;
+                const std::string text = file_text(server_log);
+                if (std::regex_search(text, m, url)) {
+                    port = std::stoi(m[1]);
+                    return true;
+                }
+                if (waitpid(server_pid, nullptr, WNOHANG) == server_pid) {
+                    server_pid = -1;  // it exited: no port
+                    return true;
+                }
+                return false;
+            },
+            6000ms, 20ms);
+        return port;
     }
     void stop_server() {
         if (server_pid <= 0) return;

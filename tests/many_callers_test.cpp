@@ -27,6 +27,7 @@
 #include "base/crypto.hpp"
 #include "run_binary.hpp"
 #include "tests/support/paths.hpp"
+#include "tests/support/wait.hpp"
 
 namespace {
 
@@ -122,10 +123,12 @@ protected:
         gateway_pid = spawn("exec " + kClean + "'" + std::string(AGENCY_BINARY) +
                             "' sample-gateway --listen 127.0.0.1:0 --fault seo_audit:slow:100:60000"
                             " < /dev/null > '" + out.string() + "' 2> '" + (dir / "gateway.err").string() + "'");
-        for (int i = 0; i < 200 && gateway_url.empty(); ++i) {
-            gateway_url = trimmed(slurp(out));
-            if (gateway_url.empty()) std::this_thread::sleep_for(25ms);
-        }
+        (void)agency::testing::eventually(
+            [&] {
+                gateway_url = trimmed(slurp(out));
+                return !gateway_url.empty();
+            },
+            5000ms, 25ms);
         ASSERT_FALSE(gateway_url.empty()) << slurp(dir / "gateway.err");
     }
     void TearDown() override {
@@ -155,12 +158,15 @@ protected:
         server_pid = spawn("exec " + wrap + serve + " < /dev/null > /dev/null 2> '" +
                            err.string() + "'");
         const std::regex url(R"(MCP over Streamable HTTP at http://127\.0\.0\.1:(\d+)/mcp)");
-        for (int i = 0; i < 400 && port == 0 && alive(server_pid); ++i) {
-            std::smatch m;
-            const std::string text = slurp(err);
-            if (std::regex_search(text, m, url)) port = std::stoi(m[1]);
-            else std::this_thread::sleep_for(25ms);
-        }
+        (void)agency::testing::eventually(
+            [&] {
+                if (!alive(server_pid)) return true;
+                std::smatch m;
+                const std::string text = slurp(err);
+                if (std::regex_search(text, m, url)) port = std::stoi(m[1]);
+                return port != 0;
+            },
+            10000ms, 25ms);
         ASSERT_NE(port, 0) << "the server did not start: " << slurp(err);
     }
 
@@ -309,7 +315,7 @@ TEST_F(ManyCallers, ThreadLimitRefusesTasksCleanly) {
     const long fill = limit - threads_of_uid(uid) + 8;
     pid_t filler = spawn("exec setsid " + as_uid + "bash -c 'for i in $(seq " +
                          std::to_string(fill) + "); do sleep 600 & done; wait' 2> /dev/null");
-    for (int i = 0; i < 400 && threads_of_uid(uid) < limit; ++i) std::this_thread::sleep_for(10ms);
+    (void)agency::testing::eventually([&] { return threads_of_uid(uid) >= limit; }, 4000ms, 10ms);
     ASSERT_GE(threads_of_uid(uid), limit);
     const Reply init = initialize(key_b);
     ASSERT_TRUE(init.ok()) << init.status << " " << init.body.dump();
@@ -325,8 +331,8 @@ TEST_F(ManyCallers, ThreadLimitRefusesTasksCleanly) {
     kill(-filler, SIGKILL);  // setsid: the filler leads a group of its own
     int status = 0;
     waitpid(filler, &status, 0);
-    for (int i = 0; i < 400 && threads_of_uid(uid) >= limit - 4; ++i)
-        std::this_thread::sleep_for(10ms);
+    (void)agency::testing::eventually([&] { return threads_of_uid(uid) < limit - 4; }, 4000ms,
+                                      10ms);
     // The refused task's record did not stay running; a new task starts again.
     const Reply tasks = post(key_b, init.session,
                              {{"jsonrpc", "2.0"}, {"id", 3}, {"method", "tasks/list"}});

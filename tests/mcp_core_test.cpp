@@ -19,6 +19,7 @@
 #include "server/mcp_server.hpp"
 #include "stdio_harness.hpp"
 #include "tests/support/manual_clock.hpp"
+#include "tests/support/wait.hpp"
 #include "transport/stdio_transport.hpp"
 
 namespace {
@@ -128,9 +129,7 @@ json initialize_params(const std::string& version = "2025-11-25") {
 }
 
 bool wait_until(const std::atomic<bool>& flag, std::chrono::milliseconds limit = 2000ms) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!flag && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
-    return flag;
+    return agency::testing::eventually([&] { return flag.load(); }, limit, 1ms);
 }
 
 // --- McpCore: Server::handle with a stdio-like Inbound --------------------------------------

@@ -30,6 +30,7 @@
 #include "tests/support/paths.hpp"
 #include "tests/support/serve_process.hpp"
 #include "tests/support/tool_call.hpp"
+#include "tests/support/wait.hpp"
 
 namespace {
 
@@ -81,14 +82,20 @@ TEST(MetricsCli, StdioServesMetricsOnItsOwnAddressAndLogsJsonLines) {
     const std::string audit_id = audit["result"]["structuredContent"].value("audit_id", "");
     ASSERT_FALSE(audit_id.empty()) << audit.dump().substr(0, 400);
     std::string status;
-    for (int i = 0; i < 200 && status != "succeeded" && status != "failed"; ++i) {
-        serve.send(call(3 + i, "get_audit_status",
-                        {{"client_id", "demo-dental"}, {"audit_id", audit_id}}));
-        const json got = serve.answer(3 + i);
-        ASSERT_TRUE(got.is_object());
-        status = got["result"]["structuredContent"].value("status", "");
-        if (status != "succeeded") std::this_thread::sleep_for(20ms);
-    }
+    bool answered = true;
+    int next_id = 3;
+    (void)agency::testing::eventually(
+        [&] {
+            serve.send(call(next_id, "get_audit_status",
+                            {{"client_id", "demo-dental"}, {"audit_id", audit_id}}));
+            const json got = serve.answer(next_id++);
+            answered = got.is_object();
+            if (!answered) return true;
+            status = got["result"]["structuredContent"].value("status", "");
+            return status == "succeeded" || status == "failed";
+        },
+        4000ms, 20ms);
+    ASSERT_TRUE(answered);
     EXPECT_EQ(status, "succeeded");
 
     httplib::Client metrics("127.0.0.1", port);
@@ -154,13 +161,14 @@ public:
             ::_exit(127);
         }
         const std::string marker = "MCP over Streamable HTTP at http://127.0.0.1:";
-        for (int i = 0; i < 500 && port == 0; ++i) {
-            const std::string text = stderr_text();
-            if (const auto at = text.find(marker); at != std::string::npos)
-                port = std::atoi(text.c_str() + at + marker.size());
-            else
-                std::this_thread::sleep_for(20ms);
-        }
+        (void)agency::testing::eventually(
+            [&] {
+                const std::string text = stderr_text();
+                if (const auto at = text.find(marker); at != std::string::npos)
+                    port = std::atoi(text.c_str() + at + marker.size());
+                return port != 0;
+            },
+            10000ms, 20ms);
     }
     ~HttpServe() {
         if (pid_ > 0) {
@@ -222,16 +230,20 @@ TEST(MetricsCli, HttpServeCountsRefusalsAnswersAndTheProcess) {
     // An answer is counted once written, on its connection's thread: the client can hear an
     // answer before its count lands, so the scrape waits until every one has.
     std::string text;
-    for (int i = 0; i < 200; ++i) {
-        auto scraped = client.Get("/metrics");
-        ASSERT_TRUE(scraped);
-        ASSERT_EQ(scraped->status, 200);
-        text = scraped->body;
-        if (answers(text, "POST", "/mcp", "200") >= 1 && answers(text, "POST", "/mcp", "429") >= 1 &&
-            answers(text, "GET", "/healthz", "200") >= 1 && answers(text, "GET", "other", "404") >= 1)
-            break;
-        std::this_thread::sleep_for(10ms);
-    }
+    bool scraped_ok = true;
+    (void)agency::testing::eventually(
+        [&] {
+            auto scraped = client.Get("/metrics");
+            scraped_ok = scraped && scraped->status == 200;
+            if (!scraped_ok) return true;  // the scrape failed: nothing to wait for
+            text = scraped->body;
+            return answers(text, "POST", "/mcp", "200") >= 1 &&
+                   answers(text, "POST", "/mcp", "429") >= 1 &&
+                   answers(text, "GET", "/healthz", "200") >= 1 &&
+                   answers(text, "GET", "other", "404") >= 1;
+        },
+        2000ms, 10ms);
+    ASSERT_TRUE(scraped_ok) << "GET /metrics did not answer 200";
     EXPECT_EQ(metric_value(text, "agency_mcp_tool_calls_total",
                            {{"gen_ai_tool_name", "list_clients"}, {"outcome", "rate_limited"}}),
               1);

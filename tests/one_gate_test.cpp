@@ -22,6 +22,7 @@
 #include "state/open_store.hpp"
 #include "state/store.hpp"
 #include "tests/pg_cluster.hpp"
+#include "tests/support/wait.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"
 #include "tools/tool_kit.hpp"
@@ -187,8 +188,8 @@ TEST_P(OneGate, AGiveUpAfterThePostKeepsTheKeyAndItsOutcome) {
     const json args = {{"client_id", kDental}, {"seed", "implants"}, {"idempotency_key", "k-1"}};
     std::stop_source give_up;
     std::jthread watcher([&] {
-        for (int i = 0; i < 1000 && posts("generate_keywords") == 0; ++i)
-            std::this_thread::sleep_for(2ms);
+        (void)agency::testing::eventually([&] { return posts("generate_keywords") != 0; }, 2000ms,
+                                          2ms);
         give_up.request_stop();
     });
     a->call(who, "generate_keyword_ideas", args, {}, {}, give_up.get_token());
@@ -213,8 +214,8 @@ TEST_P(OneGate, GivingUpNeverSpendsPastTheBudget) {
         gw->inject(Fault{.target = "generate_keywords", .mode = FaultMode::slow, .delay_ms = 300});
         std::stop_source give_up;
         std::jthread watcher([&] {
-            for (int n = 0; n < 250 && posts("generate_keywords") == before; ++n)
-                std::this_thread::sleep_for(2ms);
+            (void)agency::testing::eventually(
+                [&] { return posts("generate_keywords") != before; }, 500ms, 2ms);
             give_up.request_stop();
         });
         const json r = a->call(who, "generate_keyword_ideas",
@@ -326,7 +327,7 @@ TEST_P(OneGate, AnActionThatRanWhileTheStoreWasDownIsInTheWriteLogOnce) {
     json reply;
     std::jthread call([&] { reply = a->call(who, "generate_article", args); });
     // Its POST held at the gateway (not a read before it): the store goes down then.
-    for (int i = 0; i < 2000 && gw->posts_in_flight() == 0; ++i) std::this_thread::sleep_for(2ms);
+    (void)agency::testing::eventually([&] { return gw->posts_in_flight() != 0; }, 4000ms, 2ms);
     ASSERT_EQ(gw->posts_in_flight(), 1u);
     agency::testing::pg_allow_connections(where, false);
     call.join();

@@ -19,6 +19,7 @@
 #include "server/json_rpc.hpp"
 #include "tests/metrics_text.hpp"
 #include "tests/support/manual_clock.hpp"
+#include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"
@@ -40,11 +41,13 @@ double now_counted(const std::string& name, const Labels& labels) {
 // HTTP answers are counted once written, on the server's thread, a moment after the client
 // has read them: waits (bounded) until `name` reaches `want`, and returns what it holds.
 double counted_at_least(const std::string& name, const Labels& labels, double want) {
-    double got = now_counted(name, labels);
-    for (int i = 0; i < 500 && got < want; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        got = now_counted(name, labels);
-    }
+    double got = 0;
+    (void)agency::testing::eventually(
+        [&] {
+            got = now_counted(name, labels);
+            return got >= want;
+        },
+        std::chrono::milliseconds(1000), std::chrono::milliseconds(2));
     return got;
 }
 

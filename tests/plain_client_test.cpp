@@ -12,6 +12,7 @@
 
 #include "gateway/plain_client.hpp"
 #include "loopback_server.hpp"
+#include "tests/support/wait.hpp"
 
 namespace {
 
@@ -238,9 +239,7 @@ TEST(PlainClient, StopAbortsATransferInFlight) {
     std::atomic<bool> receiving{false};
     std::thread stopper([&] {
         // Bounded, so a transfer that fails before its first bytes cannot hang the test.
-        const auto give_up = std::chrono::steady_clock::now() + 5s;
-        while (!receiving && std::chrono::steady_clock::now() < give_up)
-            std::this_thread::sleep_for(1ms);
+        (void)agency::testing::eventually([&] { return receiving.load(); }, 5000ms, 1ms);
         client.stop();
     });
     std::size_t got = 0;

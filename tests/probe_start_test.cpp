@@ -19,6 +19,7 @@
 #include "gateway/sample/sample_gateway.hpp"
 #include "state/sqlite_store.hpp"
 #include "support/paths.hpp"
+#include "tests/support/wait.hpp"
 
 namespace {
 
@@ -132,10 +133,8 @@ TEST_F(ProbeStart, TwoProbesAtOnceTouchNothingAndTheSessionPicksUpTheWork) {
                          {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
                           {"io.modelcontextprotocol/clientCapabilities", json::object()}}}}}}
                      .dump());
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (gw->count_requests("POST", "seo_audit") == 0 &&
-           std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    (void)agency::testing::eventually([&] { return gw->count_requests("POST", "seo_audit") != 0; },
+                                      std::chrono::seconds(20), std::chrono::milliseconds(20));
     EXPECT_EQ(pclose(session), 0);
     EXPECT_EQ(gw->count_requests("POST", "seo_audit"), 1u) << log("session");
     EXPECT_NE(log("session").find("audit job " + job_id), std::string::npos) << log("session");

@@ -3,6 +3,7 @@
 // and the per-client credit limit counts every instance's calls.
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <variant>
@@ -11,6 +12,7 @@
 
 #include "pg_cluster.hpp"
 #include "state/pg_store.hpp"
+#include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/jobs.hpp"
 
@@ -31,11 +33,13 @@ std::shared_ptr<agency::state::PgStore> instance_store(const std::string& url) {
 // The stored job once `pred` holds (or after ~8 s).
 template <typename Pred>
 agency::state::Job await_job(agency::state::Store& store, const std::string& id, Pred pred) {
-    auto job = store.job(id);
-    for (int i = 0; i < 800 && !(job && pred(*job)); ++i) {
-        std::this_thread::sleep_for(10ms);
-        job = store.job(id);
-    }
+    std::optional<agency::state::Job> job;
+    (void)agency::testing::eventually(
+        [&] {
+            job = store.job(id);
+            return job && pred(*job);
+        },
+        8000ms, 10ms);
     return job.value_or(agency::state::Job{});
 }
 
@@ -47,8 +51,7 @@ TEST(SharedAudits, ALiveInstanceKeepsItsJobWhileItsPostIsOut) {
     one.start(h.box);
     const std::string id =
         one.submit(kDental, "alice", "https://www.brightsmile.example/live").id;
-    for (int i = 0; i < 500 && h.gw->posts_in_flight() == 0; ++i)
-        std::this_thread::sleep_for(10ms);
+    (void)agency::testing::eventually([&] { return h.gw->posts_in_flight() != 0; }, 5000ms, 10ms);
     ASSERT_EQ(h.gw->posts_in_flight(), 1u);
     auto other = instance_store(url);
     AuditJobs two(other, 1, {.instance_id = "i_two", .lease = 600ms});
@@ -70,8 +73,8 @@ TEST(SharedAudits, ADeadInstancesJobIsTakenOverWithoutASecondPost) {
         AuditJobs one(instance_store(url), 1, {.instance_id = "i_one", .lease = 1500ms});
         one.start(h.box);
         id = one.submit(kDental, "alice", page).id;
-        for (int i = 0; i < 500 && h.gw->posts_in_flight() == 0; ++i)
-            std::this_thread::sleep_for(10ms);
+        (void)agency::testing::eventually([&] { return h.gw->posts_in_flight() != 0; }, 5000ms,
+                                          10ms);
         ASSERT_EQ(h.gw->posts_in_flight(), 1u) << "the POST is at the gateway";
     }  // instance one dies with its POST out; the gateway still finishes the audit
     auto other = instance_store(url);

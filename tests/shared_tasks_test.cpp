@@ -14,6 +14,7 @@
 #include "pg_cluster.hpp"
 #include "server/mcp_server.hpp"
 #include "state/pg_store.hpp"
+#include "tests/support/wait.hpp"
 
 namespace {
 
@@ -96,7 +97,12 @@ struct Instance {
 // Polls `get` until it returns `want` or ~5 s pass; returns the last value.
 std::string await(const std::function<std::string()>& get, const std::string& want) {
     std::string seen;
-    for (int i = 0; i < 500 && (seen = get()) != want; ++i) std::this_thread::sleep_for(10ms);
+    (void)agency::testing::eventually(
+        [&] {
+            seen = get();
+            return seen == want;
+        },
+        5000ms, 10ms);
     return seen;
 }
 
@@ -127,7 +133,7 @@ TEST_F(SharedTasks, ACancelOnOneInstanceStopsTheWorkOnAnother) {
     ASSERT_EQ(await([&] { return std::to_string(probe_.runs.load()); }, "1"), "1");
     const auto asked = std::chrono::steady_clock::now();
     EXPECT_FALSE(two.modern("tasks/cancel", {{"taskId", id}}).contains("error"));
-    for (int i = 0; i < 300 && !probe_.saw_stop; ++i) std::this_thread::sleep_for(10ms);
+    (void)agency::testing::eventually([&] { return probe_.saw_stop.load(); }, 3000ms, 10ms);
     EXPECT_TRUE(probe_.saw_stop) << "the work on instance one was stopped";
     // LISTEN/NOTIFY carries it at once, well before the next lease renewal would.
     EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::milliseconds(kLeaseMs / 3 * 2));

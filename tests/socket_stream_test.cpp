@@ -23,6 +23,7 @@
 
 #include "loopback_server.hpp"
 #include "net/socket_stream.hpp"
+#include "tests/support/wait.hpp"
 
 namespace {
 
@@ -70,9 +71,8 @@ struct Server : agency::testing::LoopbackServer<agency::net::PlainServer> {
             res.set_chunked_content_provider("text/event-stream", [this](std::size_t offset,
                                                                          httplib::DataSink& sink) {
                 if (offset == 0) return sink.write("data: one\n\n", 11);
-                const auto give_up = std::chrono::steady_clock::now() + 3s;
-                while (!event_seen && std::chrono::steady_clock::now() < give_up)
-                    std::this_thread::sleep_for(1ms);
+                (void)agency::testing::eventually([this] { return event_seen.load(); }, 3000ms,
+                                                  1ms);
                 handler_saw_event_read = event_seen.load();
                 sink.write("data: two\n\n", 11);
                 sink.done();

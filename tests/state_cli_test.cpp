@@ -24,6 +24,7 @@
 #include "tests/support/paths.hpp"
 #include "tests/support/serve_process.hpp"
 #include "tests/support/tool_call.hpp"
+#include "tests/support/wait.hpp"
 
 namespace {
 
@@ -247,14 +248,15 @@ TEST_F(StateCli, BackupOfAServingStoreRestoresToTheSameRows) {
         // The audits finish on the server's workers: waited for, so that no row changes after.
         for (std::size_t i = 0; i < audits.size(); ++i) {
             std::string status;
-            for (int tries = 0; tries < 300 && status != "succeeded" && status != "failed";
-                 ++tries, ++id) {
-                serve.send(modern_tool_call(id, "get_audit_status",
-                                     {{"client_id", i == 0 ? "demo-dental" : "demo-law"},
-                                      {"audit_id", audits[i]}}));
-                status = serve.answer(id)["result"]["structuredContent"].value("status", "");
-                if (status != "succeeded") std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            }
+            (void)agency::testing::eventually(
+                [&] {
+                    serve.send(modern_tool_call(id, "get_audit_status",
+                                                {{"client_id", i == 0 ? "demo-dental" : "demo-law"},
+                                                 {"audit_id", audits[i]}}));
+                    status = serve.answer(id++)["result"]["structuredContent"].value("status", "");
+                    return status == "succeeded" || status == "failed";
+                },
+                std::chrono::milliseconds(6000), std::chrono::milliseconds(20));
             ASSERT_EQ(status, "succeeded") << serve.stderr_text();
         }
         EXPECT_EQ(mode_of(live), 0600u) << "the state file holds drafts and the write log";

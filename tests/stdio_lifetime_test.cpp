@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "server/mcp_server.hpp"
+#include "tests/support/wait.hpp"
 #include "transport/stdio_transport.hpp"
 
 namespace {
@@ -80,7 +81,7 @@ TEST(StdioLifetime, TaskReportsAfterTheSessionEndedAreDropped) {
 
     // The task reports progress and finishes after serve_stdio returned: nothing more arrives.
     release = true;
-    for (int i = 0; i < 500 && !finished; ++i) std::this_thread::sleep_for(2ms);
+    (void)agency::testing::eventually([&] { return finished.load(); }, 1000ms, 2ms);
     ASSERT_TRUE(finished.load());
     std::this_thread::sleep_for(100ms);  // its last status change is published after the result
     const ssize_t late = ::read(out[0], buf, sizeof buf);

@@ -21,6 +21,7 @@
 #include "server/mcp_server.hpp"
 #include "state/pg_store.hpp"
 #include "state/sqlite_store.hpp"
+#include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/action_tools.hpp"
 
@@ -261,11 +262,12 @@ TEST_P(TaskBinding, AKeysModernTaskIsTheKeysOnEveryInstanceAndStaysInItsEra) {
     EXPECT_TRUE(b.legacy(session, kAlice, "tasks/list", json::object())["result"]["tasks"].empty());
     probe_.release = true;
     json got;
-    for (int i = 0; i < 300; ++i) {
-        got = b.modern(kAlice, "tasks/get", {{"taskId", id}})["result"];
-        if (got.value("status", "") == "completed") break;
-        std::this_thread::sleep_for(10ms);
-    }
+    (void)agency::testing::eventually(
+        [&] {
+            got = b.modern(kAlice, "tasks/get", {{"taskId", id}})["result"];
+            return got.value("status", "") == "completed";
+        },
+        3000ms, 10ms);
     EXPECT_EQ(got["result"]["content"][0]["text"], "done") << got;
 }
 

@@ -16,6 +16,7 @@
 #include "base/crypto.hpp"
 #include "base/sealed_token.hpp"
 #include "server/mcp_server.hpp"
+#include "tests/support/wait.hpp"
 
 namespace {
 
@@ -182,21 +183,25 @@ protected:
     // Polls tasks/get (modern) until the task asks for input; returns the last result seen.
     json await_input_required(const std::string& task_id) {
         json asking;
-        for (int i = 0; i < 200; ++i) {
-            asking = modern("tasks/get", {{"taskId", task_id}})["result"];
-            if (asking["status"] == "input_required") break;
-            std::this_thread::sleep_for(5ms);
-        }
+        (void)agency::testing::eventually(
+            [&] {
+                asking = modern("tasks/get", {{"taskId", task_id}})["result"];
+                return asking["status"] == "input_required";
+            },
+            1000ms);
         return asking;
     }
     // Polls tasks/get until the status is terminal.
     json settle(const std::string& task_id, const std::function<json()>& get) {
-        for (int i = 0; i < 400; ++i) {
-            json r = get();
-            std::string status = r["result"].value("status", "");
-            if (status == "completed" || status == "failed" || status == "cancelled") return r;
-            std::this_thread::sleep_for(10ms);
-        }
+        json r;
+        const bool terminal = agency::testing::eventually(
+            [&] {
+                r = get();
+                std::string status = r["result"].value("status", "");
+                return status == "completed" || status == "failed" || status == "cancelled";
+            },
+            4000ms, 10ms);
+        if (terminal) return r;
         ADD_FAILURE() << "task " << task_id << " did not finish";
         return {};
     }
@@ -309,7 +314,7 @@ TEST_F(Tasks, LegacyCancelStopsTheWorkAndKeepsCancelled) {
         call("tools/call", {{"name", "wait_job"}, {"task", json::object()}}, in)["result"]["task"]["taskId"];
     json cancelled = call("tasks/cancel", {{"taskId", id}}, in)["result"];
     EXPECT_EQ(cancelled["status"], "cancelled");
-    for (int i = 0; i < 200 && !probe_.saw_stop; ++i) std::this_thread::sleep_for(5ms);
+    (void)agency::testing::eventually([&] { return probe_.saw_stop.load(); }, 1000ms);
     EXPECT_TRUE(probe_.saw_stop) << "the work must see the stop";
     std::this_thread::sleep_for(20ms);
     EXPECT_EQ(call("tasks/get", {{"taskId", id}}, in)["result"]["status"], "cancelled");
@@ -348,8 +353,12 @@ TEST_F(Tasks, LegacyInputTravelsOnTheTasksResultStream) {
         return call("tasks/result", {{"taskId", id}}, wait_in);
     });
     std::optional<json> request;
-    for (int i = 0; i < 200 && !(request = waiter.first_request()); ++i)
-        std::this_thread::sleep_for(5ms);
+    (void)agency::testing::eventually(
+        [&] {
+            request = waiter.first_request();
+            return request.has_value();
+        },
+        1000ms);
     ASSERT_TRUE(request) << "the elicitation must reach the tasks/result stream";
     EXPECT_EQ((*request)["method"], "elicitation/create");
     EXPECT_EQ((*request)["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id);
@@ -366,11 +375,12 @@ TEST_F(Tasks, ModernTasksAreFlatAndInlineTheirResult) {
     EXPECT_TRUE(created.contains("ttlMs"));
     const std::string id = created["taskId"];
     json working;
-    for (int i = 0; i < 200; ++i) {
-        working = modern("tasks/get", {{"taskId", id}})["result"];
-        if (working.contains("statusMessage")) break;
-        std::this_thread::sleep_for(5ms);
-    }
+    (void)agency::testing::eventually(
+        [&] {
+            working = modern("tasks/get", {{"taskId", id}})["result"];
+            return working.contains("statusMessage");
+        },
+        1000ms);
     EXPECT_EQ(working["resultType"], "complete");
     EXPECT_EQ(working["status"], "working");
     EXPECT_EQ(working["statusMessage"], "half way") << "progress shows as the status message";
@@ -429,14 +439,14 @@ TEST_F(Tasks, ARestartPicksUpTasksThatSavedAResumePoint) {
     const std::string id = call("tools/call",
                                 {{"name", "wait_job"}, {"arguments", {{"label", "r"}}}, {"task", json::object()}},
                                 in)["result"]["task"]["taskId"];
-    for (int i = 0; i < 200 && store_->get(id)->resume.is_null(); ++i) std::this_thread::sleep_for(5ms);
+    (void)agency::testing::eventually([&] { return !store_->get(id)->resume.is_null(); }, 1000ms);
     // The server shuts down mid-task: the record stays working in the (shared) store.
     server_.reset();
     ASSERT_EQ(store_->get(id)->status, agency::mcp::TaskStatus::working);
     sessions_.clear();
     start();  // resume_tasks()
-    for (int i = 0; i < 200 && store_->get(id)->status == agency::mcp::TaskStatus::working; ++i)
-        std::this_thread::sleep_for(5ms);
+    (void)agency::testing::eventually(
+        [&] { return store_->get(id)->status != agency::mcp::TaskStatus::working; }, 1000ms);
     auto record = store_->get(id);
     EXPECT_EQ(record->status, agency::mcp::TaskStatus::completed);
     EXPECT_NE(record->result.find("resumed at step 1 for r"), std::string::npos) << record->result;

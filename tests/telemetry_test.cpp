@@ -22,6 +22,7 @@
 #include "gateway/client.hpp"
 #include "loopback_server.hpp"
 #include "tests/metrics_text.hpp"
+#include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"
@@ -62,8 +63,8 @@ ToolReply traced_call(ToolHarness& h, const std::string& tool, const json& args,
 // Waits until the sample gateway has logged every request it received (it logs a request
 // after answering it, so a call's answer can come back first).
 void settle(const ToolHarness& h) {
-    for (int i = 0; i < 400 && h.gw->requests_in_flight() > 0; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    (void)agency::testing::eventually([&] { return h.gw->requests_in_flight() == 0; },
+                                      std::chrono::milliseconds(2000));
 }
 
 // The requests the sample gateway has logged, once it has logged all it received.
@@ -395,16 +396,20 @@ TEST(Telemetry, AuditJobCarriesItsCallsTraceToTheGateway) {
                     {{"client_id", "demo-dental"}, {"url", "https://example.com/"}}, kTraceparent);
     ASSERT_FALSE(r.is_error() || r.rpc_error) << r.response.dump().substr(0, 400);
     std::string header;
-    for (int i = 0; i < 500 && header.empty(); ++i) {
-        for (const auto& entry : a.h->gw->request_log())
-            if (entry.method == "POST" && entry.target == "seo_audit") header = entry.traceparent;
-        if (header.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    (void)agency::testing::eventually(
+        [&] {
+            for (const auto& entry : a.h->gw->request_log())
+                if (entry.method == "POST" && entry.target == "seo_audit")
+                    header = entry.traceparent;
+            return !header.empty();
+        },
+        std::chrono::milliseconds(5000), std::chrono::milliseconds(10));
     const auto parsed = agency::base::parse_traceparent(header);
     ASSERT_TRUE(parsed) << "'" << header << "'";
     EXPECT_EQ(parsed->trace_id_hex(), kTrace);
     EXPECT_EQ(counted(j, {{"status", "queued"}}), queued0 + 1);
-    for (int i = 0; i < 500 && counted(j, {{"status", "succeeded"}}) == done0; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    (void)agency::testing::eventually(
+        [&] { return counted(j, {{"status", "succeeded"}}) != done0; },
+        std::chrono::milliseconds(5000), std::chrono::milliseconds(10));
     EXPECT_EQ(counted(j, {{"status", "succeeded"}}), done0 + 1);
 }
