@@ -23,9 +23,11 @@ namespace agency::app {
 
 std::shared_ptr<state::Store> open_state(const std::string& state_url, const std::string& state_db,
                                          state::SchemaUpgrade upgrade) {
-    if (!state_url.empty()) return state::open_store(state_url, upgrade);
+    // The process's clock, given here where the process starts (a test gives its own).
+    const base::Clock* clock = &base::Clock::system();
+    if (!state_url.empty()) return state::open_store(state_url, upgrade, clock);
     return state::open_store(state_db.empty() ? state::SqliteStore::default_path() : state_db,
-                             upgrade);
+                             upgrade, clock);
 }
 
 void require_shared_secret(const std::string& secret) {

@@ -124,7 +124,7 @@ struct TokenValidator::Impl {
     log::RepeatedLines introspection_failures{clock};  // per token: summarised
 
     explicit Impl(ValidatorOptions o)
-        : options(std::move(o)), clock(options.clock ? *options.clock : base::Clock::system()) {
+        : options(std::move(o)), clock(base::Clock::or_system(options.clock)) {
         // jansson (under libcjose) seeds its hash function on first use; seeding here, before
         // requests arrive on many threads, keeps that first use out of a race.
         json_object_seed(0);

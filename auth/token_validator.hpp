@@ -29,7 +29,7 @@ struct ValidatorOptions {
     std::string introspection_client_secret;
     // The clients an access token reaches and its action budget, from its claims (issue 35).
     ClientClaimRules client_claims;
-    const base::Clock* clock = nullptr;  // null: base::Clock::system()
+    const base::Clock* clock = nullptr;  // null: the process's (base::Clock::or_system)
 };
 
 class TokenValidator {

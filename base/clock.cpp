@@ -1,6 +1,8 @@
 #include "base/clock.hpp"
 
 #include <array>
+#include <condition_variable>
+#include <mutex>
 #include <cstdio>
 #include <ctime>
 
@@ -51,6 +53,16 @@ std::int64_t Clock::unix_s() const {
 std::int64_t Clock::steady_ms() const {
     return std::chrono::duration_cast<std::chrono::milliseconds>(steady().time_since_epoch())
         .count();
+}
+
+bool Clock::sleep_for(std::chrono::milliseconds duration, const std::stop_token& stop) const {
+    if (duration.count() > 0) {
+        std::mutex mu;
+        std::condition_variable_any cv;
+        std::unique_lock lock(mu);
+        cv.wait_for(lock, stop, duration, [] { return false; });
+    }
+    return !stop.stop_requested();
 }
 
 const Clock& Clock::system() {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -18,6 +19,16 @@ public:
     virtual std::chrono::system_clock::time_point wall() const = 0;
     // Monotonic time: deadlines and intervals inside this process.
     virtual std::chrono::steady_clock::time_point steady() const = 0;
+
+    // Waits `duration`, or less when `stop` is requested; false when it was. The real clock
+    // blocks; a test's clock (tests/support/manual_clock.hpp) moves itself on instead, so that a
+    // backoff waited on it costs no real time. Waits that tests step go through here (issue 50).
+    virtual bool sleep_for(std::chrono::milliseconds duration,
+                           const std::stop_token& stop = {}) const;
+
+    // The clock a part was given, or the process's when it was given none (tests give a
+    // ManualClock; only app/ and base/ name the system's clock itself).
+    static const Clock& or_system(const Clock* given) { return given ? *given : system(); }
 
     std::int64_t unix_ms() const;
     std::int64_t unix_s() const;

@@ -59,7 +59,8 @@ detail::BaseUrl validate(const Config& config) {
 
 }  // namespace
 
-Client::Client(Config config, const base::Clock& clock) {
+Client::Client(Config config, const base::Clock* clock_or_none) {
+    const base::Clock& clock = base::Clock::or_system(clock_or_none);
     auto url = validate(config);
     impl_ = std::make_unique<Impl>(std::move(config), std::move(url), clock);
 }

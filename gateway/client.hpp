@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <stop_token>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -158,7 +159,9 @@ public:
     // Validates the configuration (throws Error{config} with one clear message for a
     // malformed URL); does not touch the network. `clock` stamps the actions' send times and
     // ages cached discovery and idle connections.
-    explicit Client(Config config, const base::Clock& clock = base::Clock::system());
+    // Without a clock: the process's.
+    explicit Client(Config config, const base::Clock* clock = nullptr);
+    Client(Config config, const base::Clock& clock) : Client(std::move(config), &clock) {}
     ~Client();
     Client(const Client&) = delete;
     Client& operator=(const Client&) = delete;

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <condition_variable>
-#include <mutex>
 #include <random>
 #include <stdexcept>
 
@@ -87,13 +85,7 @@ std::optional<milliseconds> retry_after_delay(std::string_view header, milliseco
 }
 
 bool sleep_for(milliseconds delay, const std::stop_token& stop) {
-    if (delay.count() > 0) {
-        std::mutex mu;
-        std::condition_variable_any cv;
-        std::unique_lock lock(mu);
-        cv.wait_for(lock, stop, delay, [] { return false; });
-    }
-    return !stop.stop_requested();
+    return base::Clock::system().sleep_for(delay, stop);
 }
 
 std::string ms_text(milliseconds delay) {
@@ -108,9 +100,10 @@ void run_with_retries(const RetrySchedule& schedule, std::string_view what,
                       const std::function<std::optional<Retry>(int attempt, bool last)>& attempt,
                       const RetryHooks& hooks) {
     const DeadlineScope* deadline = schedule.deadline;
-    const auto now = [&] {
-        return deadline != nullptr ? deadline->clock().steady() : std::chrono::steady_clock::now();
-    };
+    // The deadline's clock, for reading the time and for the backoff (a test's clock steps).
+    const base::Clock& clock =
+        base::Clock::or_system(deadline != nullptr ? &deadline->clock() : nullptr);
+    const auto now = [&] { return clock.steady(); };
     const auto started = now();
     for (int n = 0;; ++n) {
         if (stop.stop_requested()) cancel(hooks);
@@ -138,7 +131,7 @@ void run_with_retries(const RetrySchedule& schedule, std::string_view what,
             hooks.on_retry(log::format("{}; attempt {} of {} in {}", retry_note(*retry), n + 2,
                                        schedule.max_attempts, ms_text(delay)));
         }
-        if (!sleep_for(delay, stop)) cancel(hooks);
+        if (!clock.sleep_for(delay, stop)) cancel(hooks);
     }
 }
 

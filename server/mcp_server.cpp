@@ -81,7 +81,7 @@ ToolResult ToolResult::structured(std::string json_text) {
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     impl_->options = std::move(options);
-    if (impl_->options.clock) impl_->clock = impl_->options.clock;
+    impl_->clock = &base::Clock::or_system(impl_->options.clock);
     impl_->server_info_meta = {{"name", impl_->options.info.name},
                                {"version", impl_->options.info.version}};
     // One secret for both sealers: a random one (tokens then end with the process) when unset.

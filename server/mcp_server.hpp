@@ -327,7 +327,7 @@ struct ServerOptions {
     json result_meta;
     StructuredText structured_text = StructuredText::automatic;
     StructuredContent structured_content = StructuredContent::automatic;
-    // What stamps and expires tasks, sessions and requestStates; null: base::Clock::system().
+    // What stamps and expires tasks, sessions and requestStates; null: the process's (base::Clock::or_system).
     // Must outlive the server.
     const base::Clock* clock = nullptr;
     std::string state_secret;  // HMAC key for sealed requestState; random when empty

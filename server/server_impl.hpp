@@ -43,7 +43,7 @@ struct LiveTask {
     std::deque<std::string> outbox;        // requests to the client waiting for a waiter
     std::unique_ptr<Channel> channel;      // what the work's RequestContext talks through
     std::shared_ptr<TaskStore> store;
-    const base::Clock* clock = &base::Clock::system();  // stamps record.updated_ms
+    const base::Clock* clock = nullptr;  // stamps record.updated_ms: the server's (set at start)
     std::atomic<bool> finished{false};
     std::atomic<bool> shutting_down{false};  // the server stops: leave the record to resume
 };
@@ -133,7 +133,7 @@ RpcError client_error(const json& error);
 
 struct Server::Impl {
     ServerOptions options;
-    const base::Clock* clock = &base::Clock::system();  // options.clock, or the system's
+    const base::Clock* clock = nullptr;  // options.clock, or the process's (set at construction)
     // requestState ("request-state": bound to the call, its caller and arguments; single use)
     // and tasks/list cursors ("tasks-cursor": bound to the tasks' owner).
     std::optional<base::TokenSealer> state_sealer;

@@ -5,11 +5,16 @@
 
 namespace agency::state {
 
-std::shared_ptr<Store> open_store(const std::string& where, SchemaUpgrade upgrade) {
+std::shared_ptr<Store> open_store(const std::string& where, SchemaUpgrade upgrade,
+                                  const base::Clock* clock) {
+    std::shared_ptr<Store> store;
     if (PgStore::is_url(where))
-        return std::make_shared<PgStore>(
+        store = std::make_shared<PgStore>(
             where, PgStore::Options{.migrate = upgrade == SchemaUpgrade::migrate});
-    return std::make_shared<SqliteStore>(where, upgrade);
+    else
+        store = std::make_shared<SqliteStore>(where, upgrade);
+    if (clock) store->use_clock(*clock);
+    return store;
 }
 
 }  // namespace agency::state

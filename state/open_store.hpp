@@ -9,8 +9,10 @@
 
 namespace agency::state {
 
-// Throws StoreError (naming the place, never a password) when it cannot be opened.
+// Throws StoreError (naming the place, never a password) when it cannot be opened. `clock`
+// (which must outlive the store) stamps its rows and decides expiry.
 std::shared_ptr<Store> open_store(const std::string& where,
-                                  SchemaUpgrade upgrade = SchemaUpgrade::migrate);
+                                  SchemaUpgrade upgrade = SchemaUpgrade::migrate,
+                                  const base::Clock* clock = nullptr);
 
 }  // namespace agency::state

@@ -11,8 +11,6 @@ namespace agency::state {
 using json = nlohmann::json;
 
 namespace {
-std::int64_t now_s() { return base::Clock::system().unix_s(); }
-std::int64_t now_ms() { return base::Clock::system().unix_ms(); }
 
 std::vector<Job> jobs_from(const PgResult& r) {
     std::vector<Job> out;
@@ -25,7 +23,7 @@ std::vector<Job> jobs_from(const PgResult& r) {
 
 Job PgStore::create_job(std::string_view kind, std::string_view client_id,
                         std::string_view principal, const json& args) {
-    const Job job = new_job(kind, client_id, principal, args);
+    const Job job = new_job(kind, client_id, principal, args, clock().unix_s());
     acquire()->run("job_create",
                    {job.id, job.kind, job.client_id, job.principal, args.dump(), job.created_at});
     return job;
@@ -39,7 +37,7 @@ std::optional<Job> PgStore::job(std::string_view id) {
 
 std::optional<Job> PgStore::claim_job(std::string_view id, std::string_view owner,
                                       std::chrono::milliseconds lease, bool force) {
-    const std::int64_t now = now_ms();
+    const std::int64_t now = clock().unix_ms();
     const auto r = acquire()->run(
         "job_claim", {id, owner, now + lease.count(), PgParam::boolean(force), now, now / 1000});
     if (r.rows() == 0) return std::nullopt;
@@ -47,21 +45,21 @@ std::optional<Job> PgStore::claim_job(std::string_view id, std::string_view owne
 }
 
 void PgStore::renew_job_leases(std::string_view owner, std::chrono::milliseconds lease) {
-    acquire()->run("job_renew", {owner, now_ms() + lease.count()});
+    acquire()->run("job_renew", {owner, clock().unix_ms() + lease.count()});
 }
 
 std::vector<Job> PgStore::orphaned_jobs(std::size_t limit) {
-    return jobs_from(acquire()->run("job_orphaned", {now_ms(), static_cast<std::int64_t>(limit)}));
+    return jobs_from(acquire()->run("job_orphaned", {clock().unix_ms(), static_cast<std::int64_t>(limit)}));
 }
 
 void PgStore::finish_job(std::string_view id, bool succeeded, const json& result,
                          const json& error) {
     acquire()->run("job_finish", {id, succeeded ? "succeeded" : "failed", PgParam::json(result),
-                                  PgParam::json(error), now_s()});
+                                  PgParam::json(error), clock().unix_s()});
 }
 
 std::optional<std::string> PgStore::cancel_job(std::string_view id) {
-    const auto r = acquire()->run("job_cancel", {id, now_s()});
+    const auto r = acquire()->run("job_cancel", {id, clock().unix_s()});
     if (r.rows() == 0) return std::nullopt;
     return r.text(0, 0);
 }
@@ -91,7 +89,7 @@ std::optional<IdempotencyRecord> PgStore::claim_idempotency(std::string_view pri
                                                             std::chrono::seconds stale_after) {
     // A record released between the steps below is claimed afresh on the next round.
     for (int round = 0; round < 5; ++round) {
-        const std::int64_t now = now_s();
+        const std::int64_t now = clock().unix_s();
         {
             auto conn = acquire();
             if (conn->run("idem_insert", {principal, tool, key, digest, now}).rows() > 0)
@@ -123,7 +121,7 @@ void PgStore::release_idempotency(std::string_view principal, std::string_view t
 Draft PgStore::create_draft(Draft draft) {
     draft.id = "em_" + crypto::random_hex(8);
     draft.status = "draft";
-    draft.created_at = now_s();
+    draft.created_at = clock().unix_s();
     acquire()->run("draft_create",
                    {draft.id, draft.client_id, draft.recipient, draft.subject, draft.html,
                     draft.gateway_id, draft.prospect_url, draft.created_at, draft.principal});
@@ -154,7 +152,7 @@ bool PgStore::mark_draft_sent(std::string_view id) {
 
 Confirmation PgStore::create_confirmation(std::string_view principal, std::string_view tool,
                                           std::string_view digest, std::chrono::seconds ttl) {
-    const Confirmation c = new_confirmation(principal, tool, digest, ttl);
+    const Confirmation c = new_confirmation(principal, tool, digest, ttl, clock().unix_s());
     acquire()->run("confirm_create", {c.id, c.principal, c.tool, c.args_digest, c.expires_at});
     return c;
 }
@@ -163,7 +161,7 @@ ConfirmOutcome PgStore::consume_confirmation(std::string_view id, std::string_vi
                                              std::string_view tool, std::string_view digest) {
     // One call: consumed, or refused with why (agency_consume_confirmation).
     const auto why =
-        acquire()->run("confirm_consume", {id, principal, tool, digest, now_s()}).text(0, 0);
+        acquire()->run("confirm_consume", {id, principal, tool, digest, clock().unix_s()}).text(0, 0);
     if (why == "accepted") return ConfirmOutcome::accepted;
     if (why == "unknown") return ConfirmOutcome::unknown;
     if (why == "mismatch") return ConfirmOutcome::mismatch;

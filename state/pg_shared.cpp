@@ -28,7 +28,7 @@ void PgStore::probe_write() {
 // the counts they write against; the lock is held for that one exchange.
 CreditSlot PgStore::acquire_credit(std::string_view client_id, int max_in_flight,
                                    int max_per_minute, std::chrono::seconds hold_limit) {
-    const std::int64_t now = base::Clock::system().unix_ms();
+    const std::int64_t now = clock().unix_ms();
     const std::int64_t abandoned_before = now - hold_limit.count() * 1000;
     const std::string id = "cs_" + crypto::random_hex(12);
     const auto r = acquire()->run(
@@ -47,7 +47,7 @@ CreditSlot credit_outcome(const std::string& why, const std::string& slot_id,
 }
 
 void PgStore::release_credit(std::string_view slot_id) {
-    acquire()->run("credit_release", {slot_id, base::Clock::system().unix_ms()});
+    acquire()->run("credit_release", {slot_id, clock().unix_ms()});
 }
 
 // A generation action's key and slot: claim_idempotency and acquire_credit in one call (settled
@@ -55,7 +55,7 @@ void PgStore::release_credit(std::string_view slot_id) {
 Store::KeyAndSlot PgStore::claim_idempotency_with_credit(
     std::string_view principal, std::string_view tool, std::string_view key,
     std::string_view digest, std::chrono::seconds stale_after, const CreditRequest& credit) {
-    const std::int64_t now = base::Clock::system().unix_ms();
+    const std::int64_t now = clock().unix_ms();
     const std::int64_t now_s = now / 1000;
     const std::string id = "cs_" + crypto::random_hex(12);
     const auto r = acquire()->run(

@@ -46,7 +46,7 @@ void PgStore::erase_expired(std::int64_t now_ms) { acquire()->run("task_erase_ex
 
 std::optional<TaskRecord> PgStore::claim_task(std::string_view id, std::string_view owner,
                                               std::int64_t lease_ms, bool force) {
-    const std::int64_t now = base::Clock::system().unix_ms();
+    const std::int64_t now = clock().unix_ms();
     const auto r =
         acquire()->run("task_claim", {id, owner, now + lease_ms, PgParam::boolean(force), now});
     if (r.rows() == 0) return std::nullopt;
@@ -55,7 +55,7 @@ std::optional<TaskRecord> PgStore::claim_task(std::string_view id, std::string_v
 
 std::vector<std::string> PgStore::renew_task_leases(std::string_view owner, std::int64_t lease_ms) {
     return in_transaction([&](Conn& conn) {
-        conn.run("task_renew", {owner, base::Clock::system().unix_ms() + lease_ms});
+        conn.run("task_renew", {owner, clock().unix_ms() + lease_ms});
         const auto r = conn.run("task_cancelled_seen", {owner});
         std::vector<std::string> cancelled;
         for (int i = 0; i < r.rows(); ++i) cancelled.push_back(r.text(i, 0));
@@ -65,7 +65,7 @@ std::vector<std::string> PgStore::renew_task_leases(std::string_view owner, std:
 
 std::vector<TaskRecord> PgStore::orphaned_tasks(std::size_t limit) {
     return tasks_from(acquire()->run(
-        "task_orphaned", {base::Clock::system().unix_ms(), static_cast<std::int64_t>(limit)}));
+        "task_orphaned", {clock().unix_ms(), static_cast<std::int64_t>(limit)}));
 }
 
 }  // namespace agency::state

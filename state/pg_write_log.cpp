@@ -31,13 +31,13 @@ void append(PgStore::Conn& conn, const WriteLogEntry& e) {
 }  // namespace
 
 WriteLogEntry PgStore::append_write_log(WriteLogEntry entry) {
-    entry = new_write_log_entry(std::move(entry));
+    entry = new_write_log_entry(std::move(entry), clock().unix_ms());
     append(*acquire(), entry);
     return entry;
 }
 
 WriteLogEntry PgStore::append_write_log_settling(WriteLogEntry entry, const Settlement& settle) {
-    entry = new_write_log_entry(std::move(entry));
+    entry = new_write_log_entry(std::move(entry), clock().unix_ms());
     const auto text_or_null = [](const std::string& s) {
         return s.empty() ? PgParam(nullptr) : PgParam(s);
     };
@@ -62,7 +62,7 @@ WriteLogEntry PgStore::append_write_log_settling(WriteLogEntry entry, const Sett
                                         settle.tool,
                                         text_or_null(settle.key),
                                         text_or_null(settle.slot_id),
-                                        base::Clock::system().unix_ms(),
+                                        clock().unix_ms(),
                                         e.caller_clients});
     return entry;
 }
@@ -82,7 +82,7 @@ void PgStore::read_write_log(const WriteLogQuery& query,
 }
 
 std::int64_t PgStore::prune_write_log(std::int64_t before_ms, WriteLogEntry note) {
-    note = new_write_log_entry(std::move(note));
+    note = new_write_log_entry(std::move(note), clock().unix_ms());
     return in_transaction([&](Conn& conn) {
         const PgResult r = conn.run("write_log_prune", {before_ms});
         const std::int64_t deleted = std::stoll(libpq().PQcmdTuples(r.get()));

@@ -20,26 +20,27 @@ namespace agency::state {
 
 // A new queued job as create_job stores it: its id and times assigned.
 inline Job new_job(std::string_view kind, std::string_view client_id,
-                   std::string_view principal, const nlohmann::json& args) {
+                   std::string_view principal, const nlohmann::json& args, std::int64_t now_s) {
     Job job{.id = "aud_" + crypto::random_hex(8),
             .kind = std::string(kind),
             .client_id = std::string(client_id),
             .principal = std::string(principal),
             .args = args,
             .status = "queued",
-            .created_at = base::Clock::system().unix_s()};
+            .created_at = now_s};
     job.updated_at = job.created_at;
     return job;
 }
 
 // A new confirmation as create_confirmation stores it: its id and expiry assigned.
 inline Confirmation new_confirmation(std::string_view principal, std::string_view tool,
-                                     std::string_view digest, std::chrono::seconds ttl) {
+                                     std::string_view digest, std::chrono::seconds ttl,
+                                     std::int64_t now_s) {
     return {.id = "cf_" + crypto::random_hex(16),
             .principal = std::string(principal),
             .tool = std::string(tool),
             .args_digest = std::string(digest),
-            .expires_at = base::Clock::system().unix_s() + ttl.count()};
+            .expires_at = now_s + ttl.count()};
 }
 
 template <typename Row>
@@ -112,11 +113,11 @@ WriteLogEntry write_log_from_row(const Row& r) {
 // A new write log row as append_write_log stores it: its id (and time, when unset) assigned.
 // Rows are read in (at_ms, id) order, so the id sorts by this process's order of appends
 // within a millisecond (a counter), then a random tail keeps instances' ids apart.
-inline WriteLogEntry new_write_log_entry(WriteLogEntry e) {
+inline WriteLogEntry new_write_log_entry(WriteLogEntry e, std::int64_t now_ms) {
     // A row kept in the spool comes with its id (state/write_log_spool.hpp): appending it
     // again is then a no-op (ON CONFLICT DO NOTHING), never a second row.
     if (e.id.empty()) e.id = new_write_log_id();
-    if (e.at_ms == 0) e.at_ms = base::Clock::system().unix_ms();
+    if (e.at_ms == 0) e.at_ms = now_ms;
     if (!e.args_summary.is_object()) e.args_summary = nlohmann::json::object();
     return e;
 }

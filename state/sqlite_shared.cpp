@@ -14,7 +14,6 @@ namespace agency::state {
 using json = nlohmann::json;
 
 namespace {
-std::int64_t now_ms() { return base::Clock::system().unix_ms(); }
 }  // namespace
 
 // --- readiness -------------------------------------------------------------------------------
@@ -42,7 +41,7 @@ std::optional<Job> SqliteStore::claim_job(std::string_view id, std::string_view 
         std::optional<Job> found = row_by_id(kJobColumns, "jobs", id, job_from_row<Statement>);
         if (!found) return std::nullopt;
         Job before = std::move(*found);
-        const std::int64_t now = now_ms();
+        const std::int64_t now = clock().unix_ms();
         const bool free = before.status == "queued" ||
                           (before.status == "running" &&
                            (force || before.lease_owner.empty() || before.lease_owner == owner ||
@@ -60,14 +59,14 @@ void SqliteStore::renew_job_leases(std::string_view owner, std::chrono::millisec
     const auto lock = open_locked();
     Statement u(db_,
                 "UPDATE jobs SET lease_until_ms = ? WHERE lease_owner = ? AND status = 'running'");
-    u.bind(now_ms() + lease.count()).bind(owner).run();
+    u.bind(clock().unix_ms() + lease.count()).bind(owner).run();
 }
 
 std::vector<Job> SqliteStore::orphaned_jobs(std::size_t limit) {
     return rows_if_created(kJobColumns, "jobs",
                            "WHERE status = 'queued' OR (status = 'running' AND lease_until_ms < "
                            "?) ORDER BY created_at, rowid LIMIT ?",
-                           job_from_row<Statement>, now_ms(), static_cast<std::int64_t>(limit));
+                           job_from_row<Statement>, clock().unix_ms(), static_cast<std::int64_t>(limit));
 }
 
 // --- credits ---------------------------------------------------------------------------------
@@ -76,7 +75,7 @@ CreditSlot SqliteStore::acquire_credit(std::string_view client_id, int max_in_fl
                                        int max_per_minute, std::chrono::seconds hold_limit) {
     const auto lock = open_locked();
     return in_transaction([&] {
-        const std::int64_t now = now_ms();
+        const std::int64_t now = clock().unix_ms();
         const std::int64_t minute_ago = now - 60'000;
         const std::int64_t abandoned_before = now - hold_limit.count() * 1000;
         // Rows that count for nothing any more go first: the table stays small.
@@ -111,7 +110,7 @@ void SqliteStore::release_credit(std::string_view slot_id) {
     const auto lock = open_locked();
     Statement u(db_,
                 "UPDATE credit_slots SET released_ms = ? WHERE id = ? AND released_ms IS NULL");
-    u.bind(now_ms()).bind(slot_id).run();
+    u.bind(clock().unix_ms()).bind(slot_id).run();
 }
 
 // --- export / import -------------------------------------------------------------------------

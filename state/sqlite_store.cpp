@@ -382,7 +382,7 @@ COMMIT;
 
 Job SqliteStore::create_job(std::string_view kind, std::string_view client_id,
                       std::string_view principal, const json& args) {
-    const Job job = new_job(kind, client_id, principal, args);
+    const Job job = new_job(kind, client_id, principal, args, clock().unix_s());
     const auto lock = open_locked();
     Statement s(db_,
                 "INSERT INTO jobs (id, kind, client_id, principal, args, status, created_at, "
@@ -407,7 +407,7 @@ void SqliteStore::finish_job(std::string_view id, bool succeeded, const json& re
     s.bind(succeeded ? "succeeded" : "failed");
     if (result.is_null()) s.bind_null(); else s.bind(result.dump());
     if (error.is_null()) s.bind_null(); else s.bind(error.dump());
-    s.bind(base::Clock::system().unix_s()).bind(id).run();
+    s.bind(clock().unix_s()).bind(id).run();
 }
 
 std::optional<std::string> SqliteStore::cancel_job(std::string_view id) {
@@ -424,7 +424,7 @@ std::optional<std::string> SqliteStore::cancel_job(std::string_view id) {
     Statement u(db_,
                 "UPDATE jobs SET status = 'cancelled', updated_at = ? WHERE id = ? AND status = ?"
                 " AND status IN ('queued','running')");
-    u.bind(base::Clock::system().unix_s()).bind(id).bind(before).run();
+    u.bind(clock().unix_s()).bind(id).bind(before).run();
     if (u.changes() == 0) return std::nullopt;
     return before;
 }
@@ -468,7 +468,7 @@ std::optional<IdempotencyRecord> SqliteStore::claim_idempotency(std::string_view
     // One IMMEDIATE transaction: another process on the file cannot claim between the look-up
     // and the write.
     return in_transaction([&]() -> std::optional<IdempotencyRecord> {
-        const std::int64_t now = base::Clock::system().unix_s();
+        const std::int64_t now = clock().unix_s();
         if (auto r = find_idempotency_locked(principal, tool, key)) {
             if (!(r->pending && r->args_digest == digest &&
                   now - r->created_at > stale_after.count()))
@@ -505,7 +505,7 @@ void SqliteStore::release_idempotency(std::string_view principal, std::string_vi
 Draft SqliteStore::create_draft(Draft draft) {
     draft.id = "em_" + crypto::random_hex(8);
     draft.status = "draft";
-    draft.created_at = base::Clock::system().unix_s();
+    draft.created_at = clock().unix_s();
     const auto lock = open_locked();
     Statement s(db_,
                 "INSERT INTO drafts (id, client_id, recipient, subject, html, status, gateway_id, "
@@ -547,7 +547,7 @@ bool SqliteStore::mark_draft_sent(std::string_view id) {
 
 Confirmation SqliteStore::create_confirmation(std::string_view principal, std::string_view tool,
                                         std::string_view digest, std::chrono::seconds ttl) {
-    const Confirmation c = new_confirmation(principal, tool, digest, ttl);
+    const Confirmation c = new_confirmation(principal, tool, digest, ttl, clock().unix_s());
     const auto lock = open_locked();
     Statement s(db_,
                 "INSERT INTO confirmations (id, principal, tool, args_digest, expires_at, used) "
@@ -570,7 +570,7 @@ ConfirmOutcome SqliteStore::consume_confirmation(std::string_view id, std::strin
         if (s.integer(4) != 0) return ConfirmOutcome::used;
         if (s.text(0) != principal || s.text(1) != tool || s.text(2) != digest)
             return ConfirmOutcome::mismatch;
-        if (s.integer(3) < base::Clock::system().unix_s()) return ConfirmOutcome::expired;
+        if (s.integer(3) < clock().unix_s()) return ConfirmOutcome::expired;
         Statement u(db_, "UPDATE confirmations SET used = 1 WHERE id = ? AND used = 0");
         u.bind(id).run();
         return u.changes() > 0 ? ConfirmOutcome::accepted : ConfirmOutcome::used;

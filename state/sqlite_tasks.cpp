@@ -88,7 +88,7 @@ std::optional<TaskRecord> SqliteStore::claim_task(std::string_view id, std::stri
             row_by_id(kTaskColumns, "tasks", id, task_from_row<Statement>);
         if (!found) return std::nullopt;
         TaskRecord before = std::move(*found);
-        const std::int64_t now = base::Clock::system().unix_ms();
+        const std::int64_t now = clock().unix_ms();
         if (is_terminal(before.status) ||
             !(force || before.lease_owner.empty() || before.lease_owner == owner ||
               before.lease_until_ms < now))
@@ -103,7 +103,7 @@ std::vector<std::string> SqliteStore::renew_task_leases(std::string_view owner,
                                                         std::int64_t lease_ms) {
     const auto lock = open_locked();
     return in_transaction([&] {
-        const std::int64_t now = base::Clock::system().unix_ms();
+        const std::int64_t now = clock().unix_ms();
         Statement u(db_,
                     "UPDATE tasks SET lease_until_ms = ? WHERE lease_owner = ? AND status IN "
                     "('working','input_required')");
@@ -126,7 +126,7 @@ std::vector<TaskRecord> SqliteStore::orphaned_tasks(std::size_t limit) {
     return rows_if_created(kTaskColumns, "tasks",
                            "WHERE status IN ('working','input_required') AND lease_until_ms < ? "
                            "ORDER BY created_ms LIMIT ?",
-                           task_from_row<Statement>, base::Clock::system().unix_ms(),
+                           task_from_row<Statement>, clock().unix_ms(),
                            static_cast<std::int64_t>(limit));
 }
 

@@ -27,7 +27,7 @@ constexpr const char* kInsert =
 }  // namespace
 
 WriteLogEntry SqliteStore::append_write_log(WriteLogEntry entry) {
-    entry = new_write_log_entry(std::move(entry));
+    entry = new_write_log_entry(std::move(entry), clock().unix_ms());
     const auto lock = open_locked();
     Statement s(db_, kInsert);
     bind_entry(s, entry);
@@ -51,7 +51,7 @@ void SqliteStore::read_write_log(const WriteLogQuery& query,
 }
 
 std::int64_t SqliteStore::prune_write_log(std::int64_t before_ms, WriteLogEntry note) {
-    note = new_write_log_entry(std::move(note));
+    note = new_write_log_entry(std::move(note), clock().unix_ms());
     const auto lock = open_locked();
     return in_transaction([&] {
         Statement d(db_, "DELETE FROM write_log WHERE at_ms < ?");

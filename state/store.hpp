@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/clock.hpp"
+
 #include "server/task_store.hpp"
 
 namespace agency::state {
@@ -192,6 +194,12 @@ class Store : public TaskStore {
 public:
     ~Store() override = default;
 
+    // What stamps rows and decides what has expired (confirmations, leases, the write log's
+    // times): the clock the store was given at start, a test's ManualClock, or the process's.
+    const base::Clock& clock() const { return base::Clock::or_system(clock_); }
+    // Before the store is shared; `clock` must outlive it.
+    void use_clock(const base::Clock& clock) { clock_ = &clock; }
+
     // Where the store is, for messages: a file path, or a URL without its password.
     virtual std::string describe() const = 0;
 
@@ -363,6 +371,9 @@ public:
     virtual void export_rows(const std::function<void(const nlohmann::json&)>& sink) = 0;
     // Writes one exported line; a row whose key exists already is refused (StoreError).
     virtual void import_row(const nlohmann::json& line) = 0;
+
+private:
+    const base::Clock* clock_ = nullptr;  // none given: the process's
 };
 
 // Arguments as a stable digest (object keys are sorted by nlohmann::json), for binding

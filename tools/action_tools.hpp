@@ -42,7 +42,7 @@ struct ActionSettings {
     // Generation actions per caller and window (tools/budgets.hpp; serve --monthly-actions,
     // --budget-window).
     BudgetSettings budgets;
-    // The time budget windows are read by; null: base::Clock::system(). Must outlive the
+    // The time budget windows are read by; null: the process's (base::Clock::or_system). Must outlive the
     // runtime (tests pass a ManualClock).
     const base::Clock* clock = nullptr;
     // The write log's spool (tools/write_log_writer.hpp): where rows wait while the store
@@ -65,7 +65,7 @@ public:
     const std::shared_ptr<Store>& shared_store() const { return store_; }
     CreditLimiter& credits() { return credits_; }
     const base::Clock& clock() const {
-        return settings_.clock ? *settings_.clock : base::Clock::system();
+        return base::Clock::or_system(settings_.clock);
     }
     AuditJobs& audits() { return audits_; }
     // Every write log row of the action tools goes through it (tools/write_log_writer.hpp).

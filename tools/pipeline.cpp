@@ -46,7 +46,7 @@ const json& without(const json& args, const char* name, json& storage) {
 // so it ended without storing what happened (its process stopped, or the store failed).
 bool past_lease(const ActionRuntime& rt, const IdempotencyRecord& record) {
     return record.pending &&
-           base::Clock::system().unix_s() - record.created_at > rt.settings().stale_claim.count();
+           rt.clock().unix_s() - record.created_at > rt.settings().stale_claim.count();
 }
 
 // A lost call (past_lease): the record it made, found at the gateway, becomes the key's result;

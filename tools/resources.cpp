@@ -458,7 +458,7 @@ void register_surface(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
     }
     // A gateway that cannot list its clients would log a line per resources/list: summarised.
     auto failures = std::make_shared<log::RepeatedLines>(
-        server.options().clock ? *server.options().clock : base::Clock::system());
+        base::Clock::or_system(server.options().clock));
     server.set_resource_lister(
         [lists, failures](mcp::RequestContext& ctx) {
             return client_overviews(*lists, *failures, ctx);

@@ -38,7 +38,7 @@ struct Settings {
     // ignores offset, or an endless history) ends there, within the call's budget as well.
     int scan_max_pages = 1000;
     // What "today" is in answers that say how old their data is (tools/data_age.hpp); null:
-    // base::Clock::system(). Must outlive the Toolbox.
+    // the process's (base::Clock::or_system). Must outlive the Toolbox.
     const base::Clock* clock = nullptr;
 };
 
@@ -61,7 +61,7 @@ public:
     gateway::Client& gateway() { return *gateway_; }
     const Settings& settings() const { return settings_; }
     const base::Clock& clock() const {
-        return settings_.clock ? *settings_.clock : base::Clock::system();
+        return base::Clock::or_system(settings_.clock);
     }
 
     std::string issue_cursor(const CursorBinding& binding, std::int64_t offset,

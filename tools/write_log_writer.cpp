@@ -123,7 +123,7 @@ void WriteLogWriter::write(const state::WriteLogEntry& entry,
 
 void WriteLogWriter::append(state::WriteLogEntry entry, const state::Store::Settlement& settle) {
     if (entry.id.empty()) entry.id = state::new_write_log_id();
-    if (entry.at_ms == 0) entry.at_ms = base::Clock::system().unix_ms();
+    if (entry.at_ms == 0) entry.at_ms = clock_.unix_ms();
     std::optional<state::WriteLogEntry> closed;  // a window's count, before the new first row
     if (entry.outcome == "refused" && settle.key.empty() && settle.slot_id.empty()) {
         const std::int64_t now = clock_.unix_ms();

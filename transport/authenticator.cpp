@@ -70,7 +70,7 @@ private:
 std::shared_ptr<const Authenticator> key_authenticator(std::shared_ptr<const KeyStore> keys,
                                                        bool read_only, const base::Clock* clock) {
     return std::make_shared<KeyAuthenticator>(std::move(keys), read_only,
-                                              clock ? *clock : base::Clock::system());
+                                              base::Clock::or_system(clock));
 }
 
 }  // namespace agency::mcp

@@ -29,7 +29,7 @@ struct HttpOptions {
     // Routes beside the endpoint (health, metrics, metadata): outside caller authentication.
     std::vector<HttpRoute> routes;
     std::chrono::milliseconds session_idle{30 * 60 * 1000};
-    // Paces the idle-session sweep; null: base::Clock::system(). Must outlive the transport.
+    // Paces the idle-session sweep; null: the process's (base::Clock::or_system). Must outlive the transport.
     const base::Clock* clock = nullptr;
     // Threads serving requests: a call's connection waits on one (small stacks:
     // app::small_thread_stacks)

@@ -158,7 +158,7 @@ struct HttpTransport::Impl {
     }
 
     void sweep_sessions() {
-        const base::Clock& clock = options.clock ? *options.clock : base::Clock::system();
+        const base::Clock& clock = base::Clock::or_system(options.clock);
         std::int64_t now = clock.steady_ms();
         std::int64_t last = last_sweep.load();
         if (now - last < 60'000 || !last_sweep.compare_exchange_strong(last, now)) return;

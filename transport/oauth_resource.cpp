@@ -39,7 +39,7 @@ public:
           validator_(std::move(validator)),
           keys_(std::move(keys)),
           metadata_url_(resource_metadata_url(settings_.resource)),
-          refused_(settings_.clock ? *settings_.clock : base::Clock::system()) {}
+          refused_(base::Clock::or_system(settings_.clock)) {}
 
     bool required() const override { return true; }
 
