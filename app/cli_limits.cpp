@@ -2,6 +2,7 @@
 // waiting on a client and the tasks. One group (`serve --help-all`), each with its variable.
 #include <CLI/CLI.hpp>
 
+#include "server/mcp_server.hpp"
 #include "app/cli.hpp"
 #include "app/cli_validators.hpp"
 

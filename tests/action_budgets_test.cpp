@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "server/mcp_server.hpp"
 #include "base/crypto.hpp"
 #include "base/metrics.hpp"
 #include "pg_cluster.hpp"

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "server/mcp_server.hpp"
 #include "gateway/actions.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"

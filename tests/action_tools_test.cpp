@@ -19,6 +19,7 @@
 
 #include <sstream>
 
+#include "server/mcp_server.hpp"
 #include "state/sqlite_store.hpp"
 #include "base/crypto.hpp"
 #include "tests/support/wait.hpp"

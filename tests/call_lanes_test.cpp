@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "server/mcp_server.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/action_tools.hpp"

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "server/mcp_server.hpp"
 #include "base/crypto.hpp"
 #include "pg_cluster.hpp"
 #include "state/pg_store.hpp"

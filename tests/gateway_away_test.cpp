@@ -16,6 +16,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "server/mcp_server.hpp"
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "net/server_thread.hpp"

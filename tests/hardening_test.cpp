@@ -17,6 +17,7 @@
 #include <httplib.h>
 #include <sqlite3.h>
 
+#include "server/mcp_server.hpp"
 #include "base/crypto.hpp"
 #include "pg_cluster.hpp"
 #include "server/json_rpc.hpp"

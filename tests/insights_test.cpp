@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "server/mcp_server.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/insights/insights.hpp"

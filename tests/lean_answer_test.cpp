@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "server/mcp_server.hpp"
 #include "base/answer_form.hpp"
 #include "server/lean_answer.hpp"
 #include "tests/tool_harness.hpp"

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "server/mcp_server.hpp"
 #include "state/store.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/action_tools.hpp"

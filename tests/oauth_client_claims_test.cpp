@@ -10,6 +10,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "server/mcp_server.hpp"
 #include "auth/client_claims.hpp"
 #include "auth/token_validator.hpp"
 #include "base/clock.hpp"

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "server/mcp_server.hpp"
 #include "auth/token_validator.hpp"
 #include "tests/support/oauth_issuer.hpp"
 #include "transport/http_transport.hpp"

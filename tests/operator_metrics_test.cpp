@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "server/mcp_server.hpp"
 #include "base/metrics.hpp"
 #include "server/json_rpc.hpp"
 #include "tests/metrics_text.hpp"

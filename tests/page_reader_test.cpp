@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "server/mcp_server.hpp"
 #include "gateway/client.hpp"
 #include "gateway/page_reader.hpp"
 #include "gateway/sample/sample_gateway.hpp"

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "server/mcp_server.hpp"
 #include "gateway/plain_client.hpp"
 #include "loopback_server.hpp"
 #include "tests/support/wait.hpp"

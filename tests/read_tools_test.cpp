@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "server/mcp_server.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/read_tools.hpp"
 

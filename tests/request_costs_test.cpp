@@ -12,6 +12,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "server/mcp_server.hpp"
 #include "server/json_rpc.hpp"
 #include "server/rate_limit.hpp"
 #include "tests/support/manual_clock.hpp"

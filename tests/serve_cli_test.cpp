@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
+#include "server/mcp_server.hpp"
 #include "base/crypto.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "tests/support/paths.hpp"

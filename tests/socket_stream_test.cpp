@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "server/mcp_server.hpp"
 #include "loopback_server.hpp"
 #include "net/socket_stream.hpp"
 #include "tests/support/wait.hpp"

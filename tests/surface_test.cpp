@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "server/mcp_server.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/action_tools.hpp"
 

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "server/mcp_server.hpp"
 #include "base/metrics.hpp"
 #include "base/trace_context.hpp"
 #include "gateway/client.hpp"

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "server/mcp_server.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/toolsets.hpp"
 #include "transport/http_transport.hpp"

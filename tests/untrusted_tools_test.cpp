@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "server/mcp_server.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/registry.hpp"

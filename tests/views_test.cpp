@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "server/mcp_server.hpp"
 #include "tests/support/action_tool_harness.hpp"
 #include "tools/views.hpp"
 

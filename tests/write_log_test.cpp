@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "server/mcp_server.hpp"
 #include "base/crypto.hpp"
 #include "server/rate_limit.hpp"
 #include "state/sqlite_store.hpp"

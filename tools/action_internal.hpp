@@ -11,21 +11,10 @@
 #include <string_view>
 #include <vector>
 
-#include "tools/action_tools.hpp"
+#include "tools/action_runtime.hpp"
 #include "tools/pipeline.hpp"
 
 namespace agency::tools {
-
-// The confirmation stage: nullopt when the call may act now (a valid confirmation_id, or the
-// user said yes), else the answer that ends the call (a preview with a new confirmation_id, a
-// refusal, a decline).
-std::optional<mcp::ToolResult> confirm(ActionRuntime& rt, const ActionCall& call,
-                                       const json& call_args,
-                                       const std::string& confirmation_id,
-                                       const Preview& preview, mcp::RequestContext& ctx);
-
-// "YYYY-MM-DDTHH:MM:SSZ" of a unix time in seconds.
-std::string iso_time(std::int64_t unix_seconds);
 
 // The first row of a one-row read, or not_found naming what was looked up.
 json first_row(Toolbox& box, const gateway::ReadQuery& query, const std::string& what,

@@ -2,6 +2,7 @@
 // families share, and the one registration loop that turns each entry into a tool whose calls
 // run the pipeline (tools/pipeline.hpp). The entries live in audit_tools.cpp,
 // generation_tools.cpp and draft_tools.cpp.
+#include "server/mcp_server.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/view_approval.hpp"
 #include "tools/views.hpp"
@@ -18,14 +19,8 @@
 #include "base/crypto.hpp"
 #include "state/sqlite_store.hpp"
 #include "tools/action_internal.hpp"
-#include "tools/registry.hpp"
 
 namespace agency::tools {
-
-std::string iso_time(std::int64_t unix_seconds) {
-    return base::format_utc_time(std::chrono::system_clock::time_point(
-        std::chrono::seconds(unix_seconds)));
-}
 
 namespace {
 
@@ -117,79 +112,6 @@ json first_string(const json& data, std::initializer_list<const char*> fields) {
 void set_title(json& result, const json& data, std::initializer_list<const char*> fields) {
     json title = first_string(data, fields);
     if (!title.is_null()) result["title"] = title;
-}
-
-namespace {
-ActionSettings with_instance_id(ActionSettings settings) {
-    if (settings.sharing.instance_id.empty())
-        settings.sharing.instance_id = "i_" + crypto::random_hex(8);
-    return settings;
-}
-}  // namespace
-
-ActionRuntime::ActionRuntime(ActionSettings settings)
-    : settings_(with_instance_id(std::move(settings))),
-      store_(settings_.store ? settings_.store
-                             : std::make_shared<state::SqliteStore>(settings_.state_db)),
-      credits_(settings_.credits, store_),
-      write_log_(store_,
-                 {.spool_path = settings_.write_log_spool,
-                  .refusal_window = settings_.refusal_window},
-                 clock()),
-      audits_(store_, settings_.audit_workers, settings_.sharing) {
-    audits_.on_change([this](const Job&) {
-        {
-            std::lock_guard lock(audit_mutex_);
-            ++audit_version_;
-        }
-        audit_changed_.notify_all();
-    });
-}
-
-ActionRuntime::~ActionRuntime() { audits_.stop(); }
-
-std::uint64_t ActionRuntime::audit_version() {
-    std::lock_guard lock(audit_mutex_);
-    return audit_version_;
-}
-
-void ActionRuntime::wait_audit_change(std::uint64_t& seen, std::stop_token stop,
-                                      std::chrono::milliseconds at_most) {
-    std::unique_lock lock(audit_mutex_);
-    audit_changed_.wait_for(lock, stop, at_most, [&] { return audit_version_ != seen; });
-    seen = audit_version_;
-}
-
-namespace {
-
-// How it is known that the gateway key lacks the write scope ("" when it is not known).
-std::string write_denial(Toolbox& box) {
-    if (box.gateway().write_denied())
-        return "the gateway answered a POST with 403, saying the key lacks the write scope";
-    try {
-        const auto discovery = box.gateway().discovery();
-        if (discovery->key_scopes &&
-            std::find(discovery->key_scopes->begin(), discovery->key_scopes->end(), "write") ==
-                discovery->key_scopes->end())
-            return "the gateway's discovery lists the key's scopes without write";
-    } catch (const std::exception& e) {
-        // Not known then: the call reports the gateway's failure itself.
-        log::debug("discovery unavailable while checking the key's scope: {}", e.what());
-    }
-    return {};
-}
-
-}  // namespace
-
-std::optional<Refused> write_scope_refusal(Toolbox& box, const std::string& tool) {
-    const std::string how = write_denial(box);
-    if (how.empty()) return std::nullopt;
-    return Refused{"scope",
-                   tool + " cannot run: the gateway API key this server uses lacks the write "
-                          "scope (" + how + "). Nothing was sent. An operator must issue a key "
-                          "with the write scope in the agency's app settings, set it as "
-                          "AGENCY_API_KEY and restart the server; the read tools work "
-                          "meanwhile."};
 }
 
 namespace {

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "base/log.hpp"
-#include "tools/action_internal.hpp"
+#include "tools/tool_kit.hpp"
 #include "tools/tool_metrics.hpp"
 
 namespace agency::tools {

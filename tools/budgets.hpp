@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "base/clock.hpp"
-#include "server/mcp_server.hpp"
+#include "server/tool_def.hpp"
 #include "state/store.hpp"
 
 namespace agency::tools {

@@ -8,8 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "server/mcp_server.hpp"
-#include "tools/read_tools.hpp"
+#include "server/tool_def.hpp"
 #include "tools/tool_kit.hpp"
 
 namespace agency::tools {
@@ -35,11 +34,5 @@ std::optional<mcp::ToolResult> client_scope_refusal(const json& args,
 // A tool handler that answers client_scope_refusal before `handler` runs; `on_refused` hears
 // the refusal (the write log of the action tools).
 Handler within_client_scope(Handler handler, RefusalHook on_refused);
-
-// list_clients for a caller with a client scope: its clients only, read from the gateway's
-// list (so an id the gateway does not have is not listed), paged here; total and cursors count
-// its clients only, and a cursor is bound to the scope it was issued under.
-mcp::ToolResult scoped_clients_page(Toolbox& box, const ListSpec& spec, const json& args,
-                                    mcp::RequestContext& ctx);
 
 }  // namespace agency::tools

@@ -8,7 +8,8 @@
 #include "base/log.hpp"
 
 #include "base/untrusted_text.hpp"
-#include "tools/action_internal.hpp"
+#include "tools/action_runtime.hpp"
+#include "tools/pipeline.hpp"
 #include "tools/tool_metrics.hpp"
 #include "tools/view_approval.hpp"
 

@@ -17,7 +17,7 @@
 #include <memory>
 #include <string_view>
 
-#include "server/mcp_server.hpp"
+#include "server/tool_def.hpp"
 
 namespace agency::tools {
 

@@ -1,6 +1,7 @@
 #include "tools/pipeline.hpp"
 #include "tools/view_approval.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -10,10 +11,10 @@
 
 #include "base/log.hpp"
 
-#include "tools/action_internal.hpp"
-#include "tools/tool_metrics.hpp"
-#include "tools/action_tools.hpp"
+#include "tools/action_runtime.hpp"
 #include "tools/budgets.hpp"
+#include "tools/client_scope.hpp"
+#include "tools/tool_metrics.hpp"
 #include "tools/untrusted_results.hpp"
 #include "tools/write_log.hpp"
 
@@ -486,6 +487,46 @@ Handler checked_handler(std::shared_ptr<const InputValidator> validator, Handler
         }
         return failures_as_tool_errors([&] { return handler(args, ctx); });
     };
+}
+
+namespace {
+
+// How it is known that the gateway key lacks the write scope ("" when it is not known).
+std::string write_denial(Toolbox& box) {
+    if (box.gateway().write_denied())
+        return "the gateway answered a POST with 403, saying the key lacks the write scope";
+    try {
+        const auto discovery = box.gateway().discovery();
+        if (discovery->key_scopes &&
+            std::find(discovery->key_scopes->begin(), discovery->key_scopes->end(), "write") ==
+                discovery->key_scopes->end())
+            return "the gateway's discovery lists the key's scopes without write";
+    } catch (const std::exception& e) {
+        // Not known then: the call reports the gateway's failure itself.
+        log::debug("discovery unavailable while checking the key's scope: {}", e.what());
+    }
+    return {};
+}
+
+}  // namespace
+
+std::optional<Refused> write_scope_refusal(Toolbox& box, const std::string& tool) {
+    const std::string how = write_denial(box);
+    if (how.empty()) return std::nullopt;
+    return Refused{"scope",
+                   tool + " cannot run: the gateway API key this server uses lacks the write "
+                          "scope (" + how + "). Nothing was sent. An operator must issue a key "
+                          "with the write scope in the agency's app settings, set it as "
+                          "AGENCY_API_KEY and restart the server; the read tools work "
+                          "meanwhile."};
+}
+
+Handler with_call_stages(std::shared_ptr<const InputValidator> validator, Handler handler,
+                         RefusalHook on_refused) {
+    // Outermost first: shape and validate (checked_handler), then the client scope, then the
+    // tool (an action's handler runs run_action's stages above).
+    return checked_handler(std::move(validator),
+                           within_client_scope(std::move(handler), on_refused), on_refused);
 }
 
 std::function<mcp::ToolResult(const json& resume, const json& args, mcp::RequestContext&)>

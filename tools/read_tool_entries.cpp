@@ -1,10 +1,10 @@
 // The read tools' entries: one ToolSpec each, with the page kind that answers it (list_page,
 // merged_page, scan_page) or its own handler, and the registration loop.
 #include "base/text.hpp"
+#include "tools/pipeline.hpp"
 #include "tools/range_tools.hpp"
 #include "tools/views.hpp"
 #include "tools/read_tools.hpp"
-#include "tools/registry.hpp"
 #include "tools/untrusted_results.hpp"
 
 #include <functional>

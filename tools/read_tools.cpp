@@ -12,7 +12,6 @@
 
 #include "base/text.hpp"
 #include "gateway/page_reader.hpp"
-#include "tools/registry.hpp"
 
 namespace agency::tools {
 

@@ -24,6 +24,9 @@ struct ListSpec {
     int default_limit = 100;
 };
 
+// Registers the read tools (rankings, audits, backlinks, ...): read_tool_entries.cpp.
+ToolCatalog register_read_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& box);
+
 // The arguments a cursor is bound to: everything but limit and cursor.
 json filter_arguments(const json& args);
 
@@ -109,5 +112,11 @@ mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestCon
 
 // Resources a curated read tool covers; read_resource offers every other discovered one.
 bool covered_by_curated_tool(std::string_view resource);
+
+// list_clients for a caller with a client scope: its clients only, read from the gateway's
+// list (so an id the gateway does not have is not listed), paged here; total and cursors count
+// its clients only, and a cursor is bound to the scope it was issued under.
+mcp::ToolResult scoped_clients_page(Toolbox& box, const ListSpec& spec, const json& args,
+                                    mcp::RequestContext& ctx);
 
 }  // namespace agency::tools

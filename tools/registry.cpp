@@ -1,3 +1,4 @@
+#include "server/mcp_server.hpp"
 #include "tools/registry.hpp"
 #include "tools/views.hpp"
 

@@ -4,15 +4,12 @@
 #include <chrono>
 #include <memory>
 
-#include "server/mcp_server.hpp"
+#include "server/tool_def.hpp"
 #include "tools/tool_kit.hpp"
 
 namespace agency::tools {
 
 class ActionRuntime;
-
-// Read tools (rankings, audits, backlinks, ...): tools/read_tools.cpp
-ToolCatalog register_read_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& box);
 
 // Every tool of the product. Action tools keep their state (jobs, drafts, idempotency records)
 // in `actions`; without one, in a private in-memory store (tools-doc, tests). Returns the docs

@@ -10,6 +10,7 @@
 
 #include "base/clock.hpp"
 #include "base/trace_context.hpp"
+#include "server/mcp_server.hpp"
 #include "tools/action_tools.hpp"
 #include "tools/surface.hpp"
 #include "tools/untrusted_results.hpp"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "server/mcp_server.hpp"
+#include "server/tool_def.hpp"
 #include "tools/tool_kit.hpp"
 
 namespace agency::tools {

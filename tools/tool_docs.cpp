@@ -1,3 +1,4 @@
+#include "server/mcp_server.hpp"
 #include "tools/tool_docs.hpp"
 
 #include <algorithm>

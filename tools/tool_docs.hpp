@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "server/mcp_server.hpp"
+#include "server/tool_def.hpp"
 #include "tools/tool_kit.hpp"
 
 namespace agency::tools {

@@ -19,7 +19,7 @@
 #include "base/untrusted_text.hpp"
 #include "gateway/client.hpp"
 #include "gateway/row_cut.hpp"
-#include "server/mcp_server.hpp"
+#include "server/tool_def.hpp"
 
 namespace agency::tools {
 
@@ -134,9 +134,7 @@ struct ToolDoc {
 // The registered tools' docs, in registration order.
 using ToolCatalog = std::vector<ToolDoc>;
 
-// Registers a tool: compiles its input schema once and wraps the handler in the pipeline's
-// validate and shape stages (tools/pipeline.hpp). Returns what the docs say of it.
-ToolDoc add_tool(mcp::Server& server, ToolSpec spec);
+
 
 // A tool error: isError, and a text block holding {"error": {reason, message, ...details}}.
 mcp::ToolResult tool_error(std::string_view reason, const std::string& message,
@@ -219,6 +217,9 @@ using gateway::Row;
 using gateway::RowField;
 
 // The principal's name as cursors and confirmations bind it.
+// "YYYY-MM-DDTHH:MM:SSZ" of a unix time in seconds.
+std::string iso_time(std::int64_t unix_seconds);
+
 std::string principal_of(const mcp::RequestContext& ctx);
 
 // An argument as text: a string as it is, another JSON value dumped, "" when absent or null.

@@ -4,7 +4,7 @@
 // answer.
 #pragma once
 
-#include "server/mcp_server.hpp"
+#include "server/tool_def.hpp"
 #include "tools/tool_kit.hpp"
 
 namespace agency::tools {

@@ -20,7 +20,8 @@
 #include <memory>
 #include <string>
 
-#include "tools/action_internal.hpp"
+#include "tools/action_runtime.hpp"
+#include "tools/action_call.hpp"
 
 namespace agency::tools {
 

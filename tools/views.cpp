@@ -1,4 +1,5 @@
 // The ui:// resources of the embedded views (tools/views.hpp).
+#include "server/protocol.hpp"
 #include "tools/views.hpp"
 
 #include <array>

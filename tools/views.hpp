@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "server/mcp_server.hpp"
+#include "server/tool_def.hpp"
 
 namespace agency::tools {
 

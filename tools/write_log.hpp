@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "server/mcp_server.hpp"
+#include "server/tool_def.hpp"
 #include "state/store.hpp"
 #include "tools/tool_kit.hpp"
 

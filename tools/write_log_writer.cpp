@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "base/log.hpp"
-#include "tools/action_internal.hpp"
+#include "tools/tool_kit.hpp"
 
 namespace agency::tools {
 

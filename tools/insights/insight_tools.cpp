@@ -2,6 +2,7 @@
 // and the compact text the core writes from their structured answers.
 #include "tools/insights/insights.hpp"
 
+#include "tools/pipeline.hpp"
 #include "tools/surface.hpp"
 #include "tools/untrusted_results.hpp"
 

@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "server/mcp_server.hpp"
+#include "server/tool_def.hpp"
 #include "tools/insights/insight_kit.hpp"
 #include "tools/tool_kit.hpp"
 
