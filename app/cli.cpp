@@ -13,7 +13,7 @@
 
 #include "app/cli_validators.hpp"
 #include "app/process.hpp"
-#include "tools/toolsets.hpp"
+#include "tools/kit/toolsets.hpp"
 
 namespace agency::app {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gateway/sample/sample_gateway.hpp"
-#include "tools/jobs.hpp"
+#include "tools/pipeline/jobs.hpp"
 #include "transport/http_transport.hpp"
 
 // CLI11 stays inside app/cli.cpp: its App's layout depends on what a translation unit included
@@ -62,7 +62,7 @@ struct ServeArgs {
     std::string confirm = "any";  // "elicitation-only": no confirmation_id confirms
     bool no_ui = false;  // --no-ui: no MCP Apps view is linked, even for clients that render them
     tools::CreditSettings credits;
-    // Action budgets (tools/budgets.hpp): generation actions per caller and window; -1: none.
+    // Action budgets (tools/pipeline/budgets.hpp): generation actions per caller and window; -1: none.
     std::int64_t monthly_actions = -1;
     std::string budget_window = "month";
     // What HTTP clients may hold: each bound refuses cleanly and keeps serving.
@@ -79,7 +79,7 @@ struct ServeArgs {
     // The text block beside structuredContent: "auto", "full" or "summary".
     std::string structured_text = "auto";
     std::string structured_content = "auto";
-    // --toolsets, --tools, --exclude-tools (tools/toolsets.hpp).
+    // --toolsets, --tools, --exclude-tools (tools/kit/toolsets.hpp).
     mcp::ToolSelection selection;
     // Tool calls per principal (server/rate_limit.hpp): "off", "N" or "N/minute", "N/second";
     // empty: the transport's default (kHttpRateLimit over HTTP, off over stdio).

@@ -19,7 +19,7 @@
 #include "base/clock.hpp"
 #include "base/text.hpp"
 #include "state/sqlite_store.hpp"
-#include "tools/budgets.hpp"
+#include "tools/pipeline/budgets.hpp"
 #include "transport/keys.hpp"
 #include "transport/keys_import.hpp"
 

@@ -27,7 +27,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/log_format.hpp"
-#include "tools/schemas.hpp"
+#include "tools/kit/schemas.hpp"
 
 namespace agency::app {
 

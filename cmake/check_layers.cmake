@@ -5,7 +5,9 @@
 # folder tools/insights is a wing of tools), not of other subfolders (gateway/sample has its
 # own rule). Every #include "x/..." names its layer by the folder before the last slash, a
 # wing's folder naming the layer it belongs to. A header named *_detail.hpp or *_internal.hpp
-# is private to its own layer.
+# is private to its own layer. Wings are listed from the ground up: a wing's file may include
+# its own wing's headers and those of the wings listed before it, never a later wing's nor the
+# layer folder's own (which stand above every wing), so no arrow runs back up inside a layer.
 cmake_minimum_required(VERSION 3.25)
 string(REPLACE "|" ";" rules "${RULES}")
 set(failures "")
@@ -27,12 +29,21 @@ foreach(rule ${rules})
   set(allowed_text "${CMAKE_MATCH_2}")
   string(REPLACE "," ";" allowed "${allowed_text}")
   list(POP_FRONT parts dir)
+  set(wings ${parts})
+  list(LENGTH wings top)
   set(globs ${ROOT}/${dir}/*.cpp ${ROOT}/${dir}/*.hpp)
   foreach(wing ${parts})
     list(APPEND globs ${ROOT}/${dir}/${wing}/*.cpp ${ROOT}/${dir}/${wing}/*.hpp)
   endforeach()
   file(GLOB files ${globs})
   foreach(file ${files})
+    # The file's floor among the wings: its wing's place in the list; the folder itself: top.
+    file(RELATIVE_PATH relative ${ROOT}/${dir} ${file})
+    get_filename_component(own_wing "${relative}" DIRECTORY)
+    list(FIND wings "${own_wing}" own_floor)
+    if(own_floor EQUAL -1)
+      set(own_floor ${top})
+    endif()
     file(STRINGS ${file} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
     foreach(line ${lines})
       string(REGEX MATCH "\"([^\"]+)\"" _ "${line}")
@@ -49,6 +60,13 @@ foreach(rule ${rules})
         string(APPEND failures "  ${shown}: \"${header}\": private to layer ${layer}\n")
       elseif(NOT layer IN_LIST allowed)
         string(APPEND failures "  ${shown}: \"${header}\": layer ${dir} may include only ${allowed_text}\n")
+      elseif(layer STREQUAL dir AND own_floor LESS top)
+        get_filename_component(header_dir "${header}" DIRECTORY)
+        string(REPLACE "${dir}/" "" header_wing "${header_dir}")
+        list(FIND wings "${header_wing}" header_floor)
+        if(header_floor EQUAL -1 OR header_floor GREATER own_floor)
+          string(APPEND failures "  ${shown}: \"${header}\": wing ${own_wing} may include only its own wing and those below it (${wings}, from the ground up)\n")
+        endif()
       endif()
     endforeach()
   endforeach()

@@ -3,7 +3,7 @@
 file(GLOB files ${SCHEMA_DIR}/*.json)
 list(SORT files)
 set(body "// Generated from schemas/*.json by cmake/embed_schemas.cmake. Do not edit.\n")
-string(APPEND body "#include \"tools/schemas.hpp\"\n\nnamespace agency::tools {\n\n")
+string(APPEND body "#include \"tools/kit/schemas.hpp\"\n\nnamespace agency::tools {\n\n")
 string(APPEND body "const std::vector<EmbeddedSchema>& embedded_schemas() {\n")
 string(APPEND body "    static const std::vector<EmbeddedSchema> all{\n")
 foreach(f ${files})

@@ -3,7 +3,7 @@
 # empty: a build without views, -DAGENCY_VIEWS=OFF).
 string(REPLACE "," ";" NAMES "${NAMES}")
 set(body "// Generated from views/ by cmake/embed_views.cmake. Do not edit.\n")
-string(APPEND body "#include \"tools/views.hpp\"\n\nnamespace agency::tools {\n\n")
+string(APPEND body "#include \"tools/kit/views.hpp\"\n\nnamespace agency::tools {\n\n")
 string(APPEND body "const std::vector<EmbeddedView>& embedded_views() {\n")
 string(APPEND body "    static const std::vector<EmbeddedView> all{\n")
 foreach(name ${NAMES})

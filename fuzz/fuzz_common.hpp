@@ -20,9 +20,9 @@
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "server/mcp_server.hpp"
-#include "tools/action_tools.hpp"
+#include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
-#include "tools/tool_kit.hpp"
+#include "tools/kit/tool_kit.hpp"
 
 namespace agency::fuzz {
 

@@ -16,7 +16,7 @@
 //  - each row cut to a byte budget (gateway/row_cut.hpp; the budget from the control byte's
 //    upper bits) is a JSON object within it, holding the row's members in order, each whole or
 //    a string shortened to end in "…";
-//  - the member that dates a row (tools/data_age.hpp, what dates an audit report) is one of the
+//  - the member that dates a row (tools/kit/data_age.hpp, what dates an audit report) is one of the
 //    row's string members, its value starting with a date, and no other dating member is newer.
 // A malformed page (one the DOM parser refuses) is not compared further: simdjson's on-demand
 // walk does not validate what it skips (a row {"a":tru} is handed over as it stands, and a row
@@ -35,7 +35,7 @@
 
 #include "gateway/page_walk.hpp"
 #include "gateway/row_cut.hpp"
-#include "tools/data_age.hpp"
+#include "tools/kit/data_age.hpp"
 
 namespace {
 

@@ -1,10 +1,10 @@
-// The text a person approves (tools/preview_text.cpp): a gateway's article or e-mail HTML as
+// The text a person approves (tools/actions/preview_text.cpp): a gateway's article or e-mail HTML as
 // plain text for a confirmation form. Input: one byte for the character budget, then the HTML.
 // Checks the budget (characters counted as UTF-8 lead bytes), that no character is split
 // (whole UTF-8 in, whole UTF-8 out), and that a body no longer than the budget in plain text is never said to be cut.
-// The same bytes as a caller's plain-text e-mail body (as_html, tools/outreach_fields.cpp): the
+// The same bytes as a caller's plain-text e-mail body (as_html, tools/actions/outreach_fields.cpp): the
 // HTML a send posts shows a person the very words typed (blanks aside). The same HTML's inventory
-// (tools/html_inventory.cpp: forms, links elsewhere, remote images): its lists stay within their
+// (tools/actions/html_inventory.cpp: forms, links elsewhere, remote images): its lists stay within their
 // bounds, its URLs within their length, and its note stays whole UTF-8.
 #include <cstdint>
 #include <cstdio>
@@ -12,9 +12,9 @@
 #include <string>
 #include <string_view>
 
-#include "tools/action_internal.hpp"
-#include "tools/html_inventory.hpp"
-#include "tools/outreach_internal.hpp"
+#include "tools/actions/action_internal.hpp"
+#include "tools/actions/html_inventory.hpp"
+#include "tools/actions/outreach_internal.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // What the write log takes from outside: a caller's arguments and a tool's answer become a row
-// (tools/write_log.hpp), and the operator's --rate-limit value is parsed (server/rate_limit.hpp).
+// (tools/pipeline/write_log.hpp), and the operator's --rate-limit value is parsed (server/rate_limit.hpp).
 // Input: a selector byte, then either a rate limit text, a line of the write log's spool
 // (state/write_log_spool.hpp: read back as a row or nothing), or "ARGS\nRESULT" (any bytes;
 // JSON or not). Checks: a summary never holds a confirmation_id and stays within its bound; a row's
@@ -14,7 +14,7 @@
 
 #include "server/rate_limit.hpp"
 #include "state/write_log_spool.hpp"
-#include "tools/write_log.hpp"
+#include "tools/pipeline/write_log.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Action budgets (issue 35, tools/budgets.hpp): a caller's generation actions per window are
+// Action budgets (issue 35, tools/pipeline/budgets.hpp): a caller's generation actions per window are
 // counted in the state store, refused past the budget with reason `budget` and nothing sent,
 // reset with the window (a ManualClock), kept across a restart, never spent twice by an
 // idempotent replay and given back when the action never reached the gateway; on PostgreSQL
@@ -22,8 +22,8 @@
 #include "state/sqlite_store.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/tool_harness.hpp"
-#include "tools/action_tools.hpp"
-#include "tools/budgets.hpp"
+#include "tools/actions/action_tools.hpp"
+#include "tools/pipeline/budgets.hpp"
 #include "tools/registry.hpp"
 
 namespace action_budgets_test {

@@ -18,7 +18,7 @@
 #include "gateway/actions.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
-#include "tools/action_tools.hpp"
+#include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
 
 namespace {

@@ -12,8 +12,8 @@
 
 #include "tests/support/action_tool_harness.hpp"
 #include "tests/tool_harness.hpp"
-#include "tools/action_internal.hpp"
-#include "tools/action_tools.hpp"
+#include "tools/actions/action_internal.hpp"
+#include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
 
 namespace {

@@ -13,9 +13,9 @@
 #include "gateway/sample/sample_gateway.hpp"
 #include "server/mcp_server.hpp"
 #include "tests/support/wait.hpp"
-#include "tools/action_tools.hpp"
+#include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
-#include "tools/tool_kit.hpp"
+#include "tools/kit/tool_kit.hpp"
 
 namespace {
 

@@ -16,7 +16,7 @@
 #include "server/mcp_server.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
-#include "tools/action_tools.hpp"
+#include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
 #include "transport/http_transport.hpp"
 

@@ -13,7 +13,7 @@
 #include "base/crypto.hpp"
 #include "tests/support/action_tool_harness.hpp"
 #include "tests/support/wait.hpp"
-#include "tools/client_scope.hpp"
+#include "tools/pipeline/client_scope.hpp"
 
 namespace {
 

@@ -24,8 +24,8 @@
 #include "state/pg_store.hpp"
 #include "stdio_harness.hpp"
 #include "tool_harness.hpp"
-#include "tools/action_tools.hpp"
-#include "tools/pipeline.hpp"
+#include "tools/actions/action_tools.hpp"
+#include "tools/pipeline/pipeline.hpp"
 #include "tools/registry.hpp"
 #include "transport/http_transport.hpp"
 

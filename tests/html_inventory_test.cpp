@@ -1,7 +1,7 @@
 // Issue 45, finding 4: what is published or sent is named before a person approves it. Forms,
 // fields, buttons, SVG text, frames and embeds, links whose text is not where they go and
 // remote images reach the preview's members, the two-step preview's message and the form's
-// message (tools/html_inventory.hpp); hidden parts stay counted as hidden text only.
+// message (tools/actions/html_inventory.hpp); hidden parts stay counted as hidden text only.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/support/action_tool_harness.hpp"
-#include "tools/html_inventory.hpp"
+#include "tools/actions/html_inventory.hpp"
 
 namespace html_inventory {  // named: a unity batch holds other tests' helpers of the same names
 

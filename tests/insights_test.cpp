@@ -16,7 +16,7 @@
 #include "tests/support/manual_clock.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/insights/insights.hpp"
-#include "tools/tool_kit.hpp"
+#include "tools/kit/tool_kit.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/json_parse.hpp"
-#include "tools/schemas.hpp"
+#include "tools/kit/schemas.hpp"
 
 namespace {
 

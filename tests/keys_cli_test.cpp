@@ -24,7 +24,7 @@
 #include "base/clock.hpp"
 #include "base/crypto.hpp"
 #include "state/sqlite_store.hpp"
-#include "tools/budgets.hpp"
+#include "tools/pipeline/budgets.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "net/server_thread.hpp"
 #include "run_binary.hpp"

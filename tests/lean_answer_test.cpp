@@ -10,7 +10,7 @@
 #include "base/answer_form.hpp"
 #include "server/lean_answer.hpp"
 #include "tests/tool_harness.hpp"
-#include "tools/tool_kit.hpp"
+#include "tools/kit/tool_kit.hpp"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/tool_harness.hpp"
-#include "tools/tool_kit.hpp"
+#include "tools/kit/tool_kit.hpp"
 
 namespace {
 

@@ -23,9 +23,9 @@
 #include "state/store.hpp"
 #include "tests/pg_cluster.hpp"
 #include "tests/support/wait.hpp"
-#include "tools/action_tools.hpp"
+#include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
-#include "tools/tool_kit.hpp"
+#include "tools/kit/tool_kit.hpp"
 
 namespace one_gate_test {
 

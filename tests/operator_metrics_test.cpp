@@ -22,7 +22,7 @@
 #include "tests/support/manual_clock.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
-#include "tools/action_tools.hpp"
+#include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
 #include "transport/http_transport.hpp"
 #include "transport/metrics_listener.hpp"

@@ -11,7 +11,7 @@
 
 #include "server/mcp_server.hpp"
 #include "tests/tool_harness.hpp"
-#include "tools/read_tools.hpp"
+#include "tools/reads/read_tools.hpp"
 
 namespace {
 

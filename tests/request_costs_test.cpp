@@ -17,7 +17,7 @@
 #include "server/rate_limit.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/tool_harness.hpp"
-#include "tools/action_tools.hpp"
+#include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
 
 namespace request_costs {

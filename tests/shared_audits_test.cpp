@@ -14,7 +14,7 @@
 #include "state/pg_store.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
-#include "tools/jobs.hpp"
+#include "tools/pipeline/jobs.hpp"
 
 namespace {
 

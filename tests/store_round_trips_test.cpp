@@ -21,7 +21,7 @@
 #include "state/pg_store.hpp"
 #include "state/sqlite_store.hpp"
 #include "tests/tool_harness.hpp"
-#include "tools/action_tools.hpp"
+#include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
 
 // Named: the tests are built as unity batches, where another file's anonymous names meet these.

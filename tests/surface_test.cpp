@@ -1,4 +1,4 @@
-// Resources, prompts and completion (tools/resources.cpp, prompts.cpp, completion.cpp) in the
+// Resources, prompts and completion (tools/surface/resources.cpp, prompts.cpp, completion.cpp) in the
 // 2026-07-28 era, over the sample gateway: what a stateless client can list, read, get and
 // complete, and what it is refused.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 
 #include "server/mcp_server.hpp"
 #include "tests/tool_harness.hpp"
-#include "tools/action_tools.hpp"
+#include "tools/actions/action_tools.hpp"
 
 namespace {
 

@@ -23,7 +23,7 @@
 #include "state/sqlite_store.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
-#include "tools/action_tools.hpp"
+#include "tools/actions/action_tools.hpp"
 
 // Named: the tests are built as unity batches, where another file's anonymous names meet these.
 namespace task_binding_test {

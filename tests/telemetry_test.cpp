@@ -25,7 +25,7 @@
 #include "tests/metrics_text.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
-#include "tools/action_tools.hpp"
+#include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
 #include "transport/http_transport.hpp"
 #include "transport/metrics_listener.hpp"

@@ -13,9 +13,9 @@
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "server/mcp_server.hpp"
-#include "tools/read_tools.hpp"
+#include "tools/reads/read_tools.hpp"
 #include "tools/registry.hpp"
-#include "tools/tool_kit.hpp"
+#include "tools/kit/tool_kit.hpp"
 
 namespace agency::testing {
 

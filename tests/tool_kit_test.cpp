@@ -1,7 +1,7 @@
 // InputValidator's messages: they name the argument and what is allowed.
 #include <gtest/gtest.h>
 
-#include "tools/tool_kit.hpp"
+#include "tools/kit/tool_kit.hpp"
 
 namespace {
 

@@ -13,7 +13,7 @@
 
 #include "server/mcp_server.hpp"
 #include "tests/tool_harness.hpp"
-#include "tools/toolsets.hpp"
+#include "tools/kit/toolsets.hpp"
 #include "transport/http_transport.hpp"
 
 namespace {

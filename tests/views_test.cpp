@@ -11,7 +11,7 @@
 
 #include "server/mcp_server.hpp"
 #include "tests/support/action_tool_harness.hpp"
-#include "tools/views.hpp"
+#include "tools/kit/views.hpp"
 
 #include <gtest/gtest.h>
 
@@ -116,7 +116,7 @@ TEST(Views, AClientThatDeclaresTheExtensionGetsEveryViewLinkedAndEachResourceIsS
 
 // Issue 47's budget: tools/list with every toolset, for a client that renders views (the links
 // and the two app-only tools), within 32 KiB (docs/tool-budget.md has it per toolset, in
-// tokens; tools/listed_schema.hpp says what the published schemas leave to docs/tools.md).
+// tokens; tools/kit/listed_schema.hpp says what the published schemas leave to docs/tools.md).
 TEST(Views, TheToolListOfAClientThatRendersViewsStaysWithinItsBudget) {
     ActionToolHarness a;
     const json answer = views_send(a, "tools/list", json::object(), kViewsUiCapabilities);

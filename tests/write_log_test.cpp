@@ -18,9 +18,9 @@
 #include "state/write_log_spool.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/tool_harness.hpp"
-#include "tools/action_tools.hpp"
+#include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
-#include "tools/write_log.hpp"
+#include "tools/pipeline/write_log.hpp"
 
 namespace {
 
@@ -283,7 +283,7 @@ TEST(WriteLog, RefusalsCannotCrowdWritesOutOfTheResource) {
     const std::string article = draft_article(w);
     ASSERT_FALSE(article.empty());
     // Sixty read-only callers (one caller's refusals of one kind are one row and a count,
-    // tools/write_log_writer.hpp: sixty rows take sixty callers).
+    // tools/pipeline/write_log_writer.hpp: sixty rows take sixty callers).
     agency::mcp::Principal reader;
     reader.scopes = {"read"};
     for (int i = 0; i < 60; ++i) {

@@ -1,14 +1,14 @@
 #include "server/mcp_server.hpp"
 #include "tools/registry.hpp"
-#include "tools/views.hpp"
+#include "tools/kit/views.hpp"
 
 #include "base/log.hpp"
 
-#include "tools/action_tools.hpp"
-#include "tools/client_scope.hpp"
+#include "tools/actions/action_tools.hpp"
+#include "tools/pipeline/client_scope.hpp"
 #include "tools/insights/insights.hpp"
-#include "tools/surface.hpp"
-#include "tools/toolsets.hpp"
+#include "tools/surface/surface.hpp"
+#include "tools/kit/toolsets.hpp"
 
 namespace agency::tools {
 

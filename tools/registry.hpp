@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "server/tool_def.hpp"
-#include "tools/tool_kit.hpp"
+#include "tools/kit/tool_kit.hpp"
 
 namespace agency::tools {
 

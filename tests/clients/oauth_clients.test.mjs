@@ -184,7 +184,7 @@ test('a token naming demo-law is admitted, and its write is read back by caller'
   assert.deepEqual(writeLog('--caller', `oauth:${issuer} law-group`), [], 'only that caller\'s rows');
 });
 
-// The enforcement (tools/client_scope.cpp, merged from i35-scopes) on an OAuth principal.
+// The enforcement (tools/pipeline/client_scope.cpp, merged from i35-scopes) on an OAuth principal.
 test('a token naming demo-law lists demo-law alone and cannot act for another client', async () => {
   for (const account of ['law-writer', 'law-group']) {
     const token = await tokenFor(account);

@@ -10,7 +10,7 @@ What is checked, in each page (code blocks included):
 - paths: a word that starts with one of the repository's top folders (app/ auth/ base/ bench/
   cmake/ deploy/ docs/ fuzz/ gateway/ net/ schemas/ scripts/ server/ state/ tests/ tools/
   transport/ views/), in backticks or in plain text, and either ends in '/' (a folder) or whose
-  last part has an extension (a file: `tools/pipeline.cpp`, docs/deploy.md). It resolves when
+  last part has an extension (a file: `tools/pipeline/pipeline.cpp`, docs/deploy.md). It resolves when
   `git ls-files` lists it (a folder: a file under it) or it exists on disk. Words without an
   extension or a final '/' are not paths here: `tools/list`, `server/discover`, app/cli.
   A path is read up to the first character that cannot be in one (space, backtick, quote,

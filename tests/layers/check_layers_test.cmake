@@ -37,12 +37,14 @@ expect_check(${WORK} "${rules}" TRUE "on a ../ include")
 file(REMOVE ${WORK}/base/sneak.cpp)
 
 # A wing (tools/wing) is a room of its layer: its files keep the layer's rules, and an include
-# of its headers is an include of the layer.
-set(rules "server=server,base|tools:wing=tools,base,server|base=base")
-file(MAKE_DIRECTORY ${WORK}/tools/wing)
+# of its headers is an include of the layer. Wings stand in their listed order (ground first):
+# a wing includes its own and earlier wings, never a later one nor the layer's own folder.
+set(rules "server=server,base|tools:ground:wing=tools,base,server|base=base")
+file(MAKE_DIRECTORY ${WORK}/tools/wing ${WORK}/tools/ground)
+file(WRITE ${WORK}/tools/ground/g.hpp "#pragma once\n")
 file(WRITE ${WORK}/tools/wing/w_internal.hpp "#pragma once\n")
 file(WRITE ${WORK}/server/s.hpp "#pragma once\n")
-file(WRITE ${WORK}/tools/wing/w.cpp "#include \"tools/t.hpp\"\n#include \"server/s.hpp\"\n")
+file(WRITE ${WORK}/tools/wing/w.cpp "#include \"tools/ground/g.hpp\"\n#include \"server/s.hpp\"\n")
 file(WRITE ${WORK}/tools/uses_wing.cpp "#include \"tools/wing/w_internal.hpp\"\n")
 expect_check(${WORK} "${rules}" FALSE "on a wing that keeps its layer's rules")
 file(WRITE ${WORK}/server/up.cpp "#include \"tools/wing/w_internal.hpp\"\n")
@@ -50,6 +52,12 @@ expect_check(${WORK} "${rules}" TRUE "on server/ including a wing of tools/")
 file(REMOVE ${WORK}/server/up.cpp)
 file(WRITE ${WORK}/tools/wing/up.cpp "#include \"app/main.hpp\"\n")
 expect_check(${WORK} "${rules}" TRUE "on a wing including what its layer may not")
+file(REMOVE ${WORK}/tools/wing/up.cpp)
+file(WRITE ${WORK}/tools/ground/up.cpp "#include \"tools/wing/w_internal.hpp\"\n")
+expect_check(${WORK} "${rules}" TRUE "on a wing including a later wing")
+file(REMOVE ${WORK}/tools/ground/up.cpp)
+file(WRITE ${WORK}/tools/wing/up.cpp "#include \"tools/t.hpp\"\n")
+expect_check(${WORK} "${rules}" TRUE "on a wing including its layer folder's own header")
 file(REMOVE_RECURSE ${WORK})
 
 # The build's own rules: the MCP core (server/) may not include the transport layer, nor the

@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "tests/tool_harness.hpp"
-#include "tools/action_tools.hpp"
+#include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
 
 #include <gtest/gtest.h>

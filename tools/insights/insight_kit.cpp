@@ -7,7 +7,7 @@
 
 #include "base/untrusted_text.hpp"
 #include "gateway/row_cut.hpp"
-#include "tools/untrusted_results.hpp"
+#include "tools/kit/untrusted_results.hpp"
 
 namespace agency::tools::insights {
 

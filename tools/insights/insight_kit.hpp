@@ -16,8 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tools/range_tools.hpp"
-#include "tools/tool_kit.hpp"
+#include "tools/reads/range_tools.hpp"
+#include "tools/kit/tool_kit.hpp"
 
 namespace agency::tools::insights {
 
@@ -42,7 +42,7 @@ ojson click_model();
 
 // ---- values ---------------------------------------------------------------------------------
 
-// A row field's number, 12 or "12" (tools/range_tools.hpp).
+// A row field's number, 12 or "12" (tools/reads/range_tools.hpp).
 using agency::tools::number_of;
 // A value for an answer: whole numbers as integers, others to one decimal.
 ojson rounded(double value);

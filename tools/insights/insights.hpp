@@ -9,7 +9,7 @@
 
 #include "server/tool_def.hpp"
 #include "tools/insights/insight_kit.hpp"
-#include "tools/tool_kit.hpp"
+#include "tools/kit/tool_kit.hpp"
 
 namespace agency::tools::insights {
 

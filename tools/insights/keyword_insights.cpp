@@ -11,7 +11,7 @@
 #include <unordered_map>
 
 #include "base/text.hpp"
-#include "tools/data_age.hpp"
+#include "tools/kit/data_age.hpp"
 
 namespace agency::tools::insights {
 

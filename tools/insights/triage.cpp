@@ -16,7 +16,7 @@
 #include "base/text.hpp"
 #include "base/trace_context.hpp"
 #include "gateway/retry.hpp"
-#include "tools/data_age.hpp"
+#include "tools/kit/data_age.hpp"
 
 namespace agency::tools::insights {
 
