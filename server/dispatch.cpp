@@ -14,14 +14,6 @@
 
 namespace agency::mcp {
 
-namespace {
-
-std::string id_key(const std::shared_ptr<Session>& session, const json& id) {
-    return (session ? session->id : std::string()) + "\x1f" + id.dump();
-}
-
-}  // namespace
-
 Incoming read_incoming(json message) {
     Incoming in;
     in.kind = classify(message);
@@ -113,13 +105,13 @@ RpcError client_error(const json& error) {
 void Server::Impl::deliver_response(const json& message, const json& id, const Inbound& in) {
     std::shared_ptr<PendingRequest> request;
     if (id.is_string()) {
-        std::lock_guard lock(mutex);
-        auto it = pending.find(id.get<std::string>());
+        std::lock_guard lock(requests.mutex);
+        auto it = requests.pending.find(id.get<std::string>());
         std::string sid = in.session ? in.session->id : std::string();
         // Only the session that was asked may answer.
-        if (it != pending.end() && it->second->session_id == sid) {
+        if (it != requests.pending.end() && it->second->session_id == sid) {
             request = it->second;
-            pending.erase(it);
+            requests.pending.erase(it);
         }
     }
     if (!request) return;
@@ -137,11 +129,7 @@ void Server::Impl::handle_notification(const std::string& method, const json& pa
             if (in.session) in.session->initialized = true;
         } else if (method == "notifications/cancelled") {
             auto rid = params.find("requestId");
-            if (rid != params.end()) {
-                std::lock_guard lock(mutex);
-                auto it = in_flight.find(id_key(in.session, *rid));
-                if (it != in_flight.end()) it->second->request_stop();
-            }
+            if (rid != params.end()) calls.cancel(in.session.get(), *rid);
         }
     } catch (const std::exception& e) {
         log::debug("ignored notification {}: {}", method, e.what());
@@ -177,25 +165,13 @@ std::optional<Reply> Server::dispatch_message(const Incoming& message, const Inb
     ctx.channel_ = in.channel;
     ctx.request_id = id;
     ctx.principal = in.principal;
-    // notifications/cancelled finds the request's stop source by (session, id) while it runs.
-    auto stop = std::make_shared<std::stop_source>();
-    ctx.stop = stop->get_token();
+    // notifications/cancelled finds the call by (session, id) while it runs (the one registry,
+    // server/calls_in_flight.hpp; a transport that queued it entered it already).
+    const auto call = impl_->calls.enter(in.session.get(), id);
+    ctx.stop = call->token();
     std::optional<std::stop_callback<std::function<void()>>> forward;
     if (in.stop.stop_possible())
-        forward.emplace(in.stop, std::function<void()>([stop] { stop->request_stop(); }));
-    std::string key = id_key(in.session, id);
-    {
-        std::lock_guard lock(impl_->mutex);
-        impl_->in_flight[key] = stop;
-    }
-    struct Unregister {
-        Impl* impl;
-        const std::string& key;
-        ~Unregister() {
-            std::lock_guard lock(impl->mutex);
-            impl->in_flight.erase(key);
-        }
-    } unregister{impl_.get(), key};
+        forward.emplace(in.stop, std::function<void()>([&call = *call] { call.cancel(); }));
 
     resolve_era(message, in, ctx);
     return dispatch_request(message, ctx, in);
@@ -260,7 +236,7 @@ void Server::resolve_era(const Incoming& message, const Inbound& in, RequestCont
         ctx.protocol_version = in.session->protocol_version;
         ctx.client_capabilities = in.session->client_capabilities;
         in.session->last_used_ms = impl_->now_ms();
-        in.session->last_used_seq = ++impl_->session_uses;
+        in.session->last_used_seq = ++impl_->sessions.uses;
     } else if (entry && entry->before_initialize) {
         ctx.era = Era::legacy;
     } else {

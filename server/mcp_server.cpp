@@ -91,9 +91,9 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     impl_->tasks_cursor_sealer.emplace(secret, "tasks-cursor", *impl_->clock);
     impl_->rate_limiter.emplace(impl_->options.rate_limit, *impl_->clock);
     impl_->refusals.emplace(*impl_->clock);
-    impl_->task_store = impl_->options.task_store ? impl_->options.task_store
+    impl_->tasks.store = impl_->options.task_store ? impl_->options.task_store
                                                   : std::make_shared<MemoryTaskStore>();
-    impl_->instance_id = impl_->options.instance_id.empty() ? "i_" + crypto::random_hex(8)
+    impl_->tasks.instance_id = impl_->options.instance_id.empty() ? "i_" + crypto::random_hex(8)
                                                             : impl_->options.instance_id;
 }
 
@@ -101,16 +101,16 @@ Server::~Server() {
     for (auto& stop : impl_->shutdown_hooks) stop();
     // Nothing from other instances reaches the tasks from here on; this instance's leases
     // run out and another instance takes its unfinished tasks over.
-    if (impl_->task_keeper.joinable()) {
-        impl_->task_store->watch_task_cancellations({});
-        impl_->task_keeper.request_stop();
-        impl_->task_keeper.join();
+    if (impl_->tasks.keeper.joinable()) {
+        impl_->tasks.store->watch_task_cancellations({});
+        impl_->tasks.keeper.request_stop();
+        impl_->tasks.keeper.join();
     }
     // Running tasks stop with the server; a durable store keeps them for resume_tasks().
     std::vector<std::pair<std::shared_ptr<LiveTask>, std::jthread>> threads;
     {
-        std::lock_guard lock(impl_->mutex);
-        threads.swap(impl_->task_threads);
+        std::lock_guard lock(impl_->tasks.mutex);
+        threads.swap(impl_->tasks.threads);
     }
     for (auto& [task, thread] : threads) {
         task->shutting_down = true;
@@ -171,9 +171,10 @@ void Server::set_tool_list_filter(std::function<bool(const ToolDef&)> listed) {
 }
 
 void Server::cancel_calls() {
-    std::lock_guard lock(impl_->mutex);
-    for (auto& [key, stop] : impl_->in_flight) stop->request_stop();
+    impl_->calls.cancel_all();
 }
+
+CallsInFlight& Server::calls_in_flight() { return impl_->calls; }
 
 void Server::on_shutdown(std::function<void()> stop) {
     impl_->shutdown_hooks.push_back(std::move(stop));
@@ -183,8 +184,8 @@ void Server::notify_tools_changed() {
     std::string message = R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})";
     std::vector<std::shared_ptr<Session>> targets;
     {
-        std::lock_guard lock(impl_->mutex);
-        for (auto& [id, s] : impl_->sessions) targets.push_back(s);
+        std::lock_guard lock(impl_->sessions.mutex);
+        for (auto& [id, s] : impl_->sessions.by_id) targets.push_back(s);
     }
     for (auto& s : targets)
         if (s->notify && s->initialized) s->notify(message);
@@ -196,8 +197,8 @@ void Server::notify_resource_updated(const std::string& uri, std::string_view pr
                                       {"params", {{"uri", uri}}}});
     std::vector<std::shared_ptr<Session>> targets;
     {
-        std::lock_guard lock(impl_->mutex);
-        for (auto& [id, s] : impl_->sessions) targets.push_back(s);
+        std::lock_guard lock(impl_->sessions.mutex);
+        for (auto& [id, s] : impl_->sessions.by_id) targets.push_back(s);
     }
     for (auto& s : targets) {
         if (!s->notify || !s->initialized) continue;
@@ -216,18 +217,18 @@ std::shared_ptr<Session> Server::create_session(std::string id) {
     auto s = std::make_shared<Session>();
     s->id = std::move(id);
     s->last_used_ms = impl_->now_ms();
-    s->last_used_seq = ++impl_->session_uses;
+    s->last_used_seq = ++impl_->sessions.uses;
     return s;
 }
 
 void Server::register_session(const std::shared_ptr<Session>& session) {
-    std::lock_guard lock(impl_->mutex);
-    impl_->sessions[session->id] = session;
+    std::lock_guard lock(impl_->sessions.mutex);
+    impl_->sessions.by_id[session->id] = session;
 }
 
 void Server::forget_session(const std::string& id) {
-    std::lock_guard lock(impl_->mutex);
-    impl_->sessions.erase(id);
+    std::lock_guard lock(impl_->sessions.mutex);
+    impl_->sessions.by_id.erase(id);
 }
 
 const std::vector<std::pair<std::string, std::string>>& Server::header_params(
@@ -238,20 +239,20 @@ const std::vector<std::pair<std::string, std::string>>& Server::header_params(
 }
 
 std::shared_ptr<Session> Server::find_session(const std::string& id) const {
-    std::lock_guard lock(impl_->mutex);
-    auto it = impl_->sessions.find(id);
-    return it == impl_->sessions.end() ? nullptr : it->second;
+    std::lock_guard lock(impl_->sessions.mutex);
+    auto it = impl_->sessions.by_id.find(id);
+    return it == impl_->sessions.by_id.end() ? nullptr : it->second;
 }
 
 std::size_t Server::session_count() const {
-    std::lock_guard lock(impl_->mutex);
-    return impl_->sessions.size();
+    std::lock_guard lock(impl_->sessions.mutex);
+    return impl_->sessions.by_id.size();
 }
 
 std::size_t Server::expire_sessions(std::chrono::milliseconds idle) {
-    std::lock_guard lock(impl_->mutex);
+    std::lock_guard lock(impl_->sessions.mutex);
     std::int64_t cutoff = impl_->now_ms() - idle.count();
-    return std::erase_if(impl_->sessions, [&](const auto& entry) {
+    return std::erase_if(impl_->sessions.by_id, [&](const auto& entry) {
         return !entry.first.empty() && entry.second->last_used_ms < cutoff;
     });
 }

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/calls_in_flight.hpp"
 #include "server/json_rpc.hpp"
 #include "server/tool_def.hpp"
 #include "server/protocol.hpp"
@@ -193,6 +194,9 @@ public:
     // Cancels every request running now, as notifications/cancelled would (a drain past its
     // time): each tool sees its stop token. Task work is not a request; it stops with the server.
     void cancel_calls();
+    // The calls taken and not yet answered: the one registry notifications/cancelled reaches.
+    // A transport that queues a call enters it here when it queues it.
+    CallsInFlight& calls_in_flight();
     // Sends notifications/resources/updated to every legacy session with a notification path
     // that subscribed to `uri`; with `principal`, only to sessions of that principal (what
     // one caller owns is not announced to another).

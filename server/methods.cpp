@@ -108,7 +108,7 @@ std::optional<Reply> Methods::initialize(Server& server, const Request& r) {
         in.session->client_info = *ci;
     in.session->principal = in.principal;
     in.session->last_used_ms = server.impl_->now_ms();
-    in.session->last_used_seq = ++server.impl_->session_uses;
+    in.session->last_used_seq = ++server.impl_->sessions.uses;
     const ServerInfo& info = server.impl_->options.info;
     json caps = server.capabilities(Era::legacy);
     // Resource updates reach a session only through its notification path (stdio has one; a

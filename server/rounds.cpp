@@ -124,27 +124,27 @@ bool Server::Impl::give_way_for(const std::string& newcomer) {
     std::shared_ptr<PendingRequest> oldest;
     std::size_t held = 0;
     {
-        std::lock_guard lock(impl.mutex);
+        std::lock_guard lock(impl.requests.mutex);
         std::string top;
         std::size_t most = 0;
-        for (const auto& [caller, n] : impl.waiting_per_caller)
+        for (const auto& [caller, n] : impl.requests.waiting_per_caller)
             if (n > most) {
                 most = n;
                 top = caller;
             }
-        const auto mine = impl.waiting_per_caller.find(newcomer);
+        const auto mine = impl.requests.waiting_per_caller.find(newcomer);
         // (this call is counted already: as many as the top means more than the top had)
         if (top.empty() || top == newcomer ||
-            (mine != impl.waiting_per_caller.end() && mine->second > most - 1))
+            (mine != impl.requests.waiting_per_caller.end() && mine->second > most - 1))
             return false;
-        auto victim = impl.pending.end();
-        for (auto it = impl.pending.begin(); it != impl.pending.end(); ++it)
+        auto victim = impl.requests.pending.end();
+        for (auto it = impl.requests.pending.begin(); it != impl.requests.pending.end(); ++it)
             if (it->second->caller == top &&
-                (victim == impl.pending.end() || it->second->order < victim->second->order))
+                (victim == impl.requests.pending.end() || it->second->order < victim->second->order))
                 victim = it;
-        if (victim == impl.pending.end()) return false;
+        if (victim == impl.requests.pending.end()) return false;
         oldest = victim->second;
-        impl.pending.erase(victim);
+        impl.requests.pending.erase(victim);
         held = most;
     }
     log::warn("calls waiting on clients: at the bound; {}'s oldest waiting call gave way ({} "
@@ -170,21 +170,21 @@ json Server::send_request_and_wait(const RequestContext& ctx, const std::string&
         const std::string& caller;
         std::size_t mine = 0;
         ~Waiting() {
-            --impl.waiting_on_clients;
-            std::lock_guard lock(impl.mutex);
-            if (auto it = impl.waiting_per_caller.find(caller); it != impl.waiting_per_caller.end() &&
+            --impl.requests.waiting;
+            std::lock_guard lock(impl.requests.mutex);
+            if (auto it = impl.requests.waiting_per_caller.find(caller); it != impl.requests.waiting_per_caller.end() &&
                 --it->second == 0)
-                impl.waiting_per_caller.erase(it);
+                impl.requests.waiting_per_caller.erase(it);
         }
     } waiting{*impl_, ctx.principal.name};
     {
-        std::lock_guard lock(impl_->mutex);
-        waiting.mine = ++impl_->waiting_per_caller[ctx.principal.name];
+        std::lock_guard lock(impl_->requests.mutex);
+        waiting.mine = ++impl_->requests.waiting_per_caller[ctx.principal.name];
     }
     // Every place taken: the caller holding the most (more than this one) gives its oldest
     // up, as sessions and tasks do (issue 45, finding 5); only when this caller holds the most
     // itself is its new call the one refused.
-    if (++impl_->waiting_on_clients > impl_->options.max_waiting_on_clients &&
+    if (++impl_->requests.waiting > impl_->options.max_waiting_on_clients &&
         !impl_->give_way_for(ctx.principal.name))
         throw RpcError(error_code::internal_error,
                        "too many calls are waiting for clients' answers (at most " +
@@ -199,19 +199,19 @@ json Server::send_request_and_wait(const RequestContext& ctx, const std::string&
     auto pending = std::make_shared<PendingRequest>();
     pending->session_id = ctx.session ? ctx.session->id : std::string();
     pending->caller = ctx.principal.name;
-    pending->order = impl_->next_request_id++;
+    pending->order = impl_->requests.next_id++;
     std::string id = "agency-" + std::to_string(pending->order);
     auto future = pending->promise.get_future();
     {
-        std::lock_guard lock(impl_->mutex);
-        impl_->pending[id] = pending;
+        std::lock_guard lock(impl_->requests.mutex);
+        impl_->requests.pending[id] = pending;
     }
     struct Cleanup {
         Impl* impl;
         std::string id;
         ~Cleanup() {
-            std::lock_guard lock(impl->mutex);
-            impl->pending.erase(id);
+            std::lock_guard lock(impl->requests.mutex);
+            impl->requests.pending.erase(id);
         }
     } cleanup{impl_.get(), id};
     ctx.channel_->send(
@@ -283,7 +283,7 @@ void Server::restore_round(const std::string& target, const json& arguments, con
         const auto& token = std::get<base::OpenedToken>(opened);
         // Single use, in the store every instance shares: a replayed round (to this instance,
         // another one, or after a restart) would run the tool's confirmed step twice.
-        if (!impl_->task_store->spend_once("request-state", token.nonce, token.expires_ms))
+        if (!impl_->tasks.store->spend_once("request-state", token.nonce, token.expires_ms))
             throw invalid(state_refusal(base::TokenRefusal::spent));
         ctx.input_responses_ = token.body.value("r", json::object());
         ctx.asked_ = token.body.value("q", json::array());

@@ -1,5 +1,7 @@
 // Server internals shared by the files that implement it (mcp_server.cpp, methods.cpp,
-// rounds.cpp, task_runtime.cpp).
+// rounds.cpp, task_runtime.cpp). Server::Impl is the registry, fixed once serving starts, and
+// the parts that change while serving, each owning its lock: sessions, calls in flight,
+// requests to clients, tasks.
 #pragma once
 
 #include <atomic>
@@ -14,6 +16,7 @@
 #include "base/clock.hpp"
 #include "base/log_summary.hpp"
 #include "base/sealed_token.hpp"
+#include "server/calls_in_flight.hpp"
 #include "server/mcp_server.hpp"
 #include "server/method_table.hpp"
 #include "server/rate_limit.hpp"
@@ -49,7 +52,7 @@ struct LiveTask {
 };
 
 // Whether one more task of `principal` may start, given the tasks running here; throws the
-// refusal ("server busy", naming the bound) otherwise. Called with Impl::mutex held
+// refusal ("server busy", naming the bound) otherwise. Called with TaskRuntime::mutex held
 // (task_admission.cpp).
 void admit_task(const std::unordered_map<std::string, std::shared_ptr<LiveTask>>& tasks,
                 const std::string& principal, const ServerOptions& options);
@@ -131,6 +134,32 @@ struct PendingRequest {
 // The error a client sent in answer to one of the server's requests, whatever its shape.
 RpcError client_error(const json& error);
 
+// Legacy sessions by id (Server::register_session, make_room_for_session).
+struct SessionTable {
+    mutable std::mutex mutex;  // guards by_id
+    std::unordered_map<std::string, std::shared_ptr<Session>> by_id;
+    std::atomic<std::uint64_t> uses{0};  // Session::last_used_seq
+};
+
+// The requests this server sent to clients (elicitation, sampling), waiting for the answers.
+struct ClientRequests {
+    std::mutex mutex;  // guards pending and waiting_per_caller
+    std::unordered_map<std::string, std::shared_ptr<PendingRequest>> pending;
+    std::unordered_map<std::string, std::size_t> waiting_per_caller;  // calls waiting, by principal
+    std::atomic<std::uint64_t> next_id{1};
+    std::atomic<std::size_t> waiting{0};  // calls in send_request_and_wait
+};
+
+// The tasks this process runs; finished threads are joined lazily.
+struct TaskRuntime {
+    std::mutex mutex;  // guards live and threads
+    std::unordered_map<std::string, std::shared_ptr<LiveTask>> live;
+    std::vector<std::pair<std::shared_ptr<LiveTask>, std::jthread>> threads;
+    std::shared_ptr<TaskStore> store;  // set at construction
+    std::string instance_id;           // options.instance_id, or a random one
+    std::jthread keeper;               // shared store: renews leases, takes over orphans
+};
+
 struct Server::Impl {
     ServerOptions options;
     const base::Clock* clock = nullptr;  // options.clock, or the process's (set at construction)
@@ -172,25 +201,15 @@ struct Server::Impl {
     std::mutex work_mutex;             // held while the hooks run
     std::atomic<bool> work_started{false};
 
-    std::mutex mutex;  // guards everything below
-    std::unordered_map<std::string, std::shared_ptr<Session>> sessions;
-    std::unordered_map<std::string, std::shared_ptr<std::stop_source>> in_flight;
-    std::unordered_map<std::string, std::shared_ptr<PendingRequest>> pending;
-    std::atomic<std::uint64_t> next_request_id{1};
-    std::atomic<std::uint64_t> session_uses{0};  // Session::last_used_seq
-    std::atomic<std::size_t> waiting_on_clients{0};  // calls in send_request_and_wait
-    std::unordered_map<std::string, std::size_t> waiting_per_caller;  // of them, by principal
+    // The parts that change while serving, each behind its own lock.
+    SessionTable sessions;
+    CallsInFlight calls;        // the one cancellation registry (server/calls_in_flight.hpp)
+    ClientRequests requests;
     // At the bound of calls waiting on clients: the oldest waiting call of the caller holding
     // the most (strictly more than `newcomer`) is answered with an error now, freeing its
     // place (server/rounds.cpp). False when `newcomer` holds the most (or as many) itself.
     bool give_way_for(const std::string& newcomer);
-
-    // Tasks. `tasks` holds those this process runs; finished threads are joined lazily.
-    std::shared_ptr<TaskStore> task_store;
-    std::unordered_map<std::string, std::shared_ptr<LiveTask>> tasks;
-    std::vector<std::pair<std::shared_ptr<LiveTask>, std::jthread>> task_threads;
-    std::string instance_id;  // options.instance_id, or a random one
-    std::jthread task_keeper;  // shared store: renews leases, takes over orphans
+    TaskRuntime tasks;
 
     const ToolDef* find_tool(const std::string& name) const {
         auto it = tool_index.find(name);

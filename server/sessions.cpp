@@ -28,8 +28,8 @@ std::vector<std::string> Server::make_room_for_session(const std::string& princi
                                                        std::size_t max_total,
                                                        std::size_t max_per_principal) {
     std::vector<std::string> closed;
-    std::lock_guard lock(impl_->mutex);
-    auto& sessions = impl_->sessions;
+    std::lock_guard lock(impl_->sessions.mutex);
+    auto& sessions = impl_->sessions.by_id;
     std::unordered_map<std::string, std::size_t> held;
     for (const auto& [id, s] : sessions) ++held[s->principal.name];
     auto close = [&](const std::string& who) {

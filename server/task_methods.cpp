@@ -83,7 +83,7 @@ Methods::FoundTask Methods::find_task(Server& server, const Request& r) {
             throw RpcError(error_code::invalid_params, "params.taskId is required (a string)");
         return it->get<std::string>();
     }();
-    std::optional<TaskRecord> stored = impl.task_store->get(found.id);
+    std::optional<TaskRecord> stored = impl.tasks.store->get(found.id);
     // A task answers in the shapes of the era that made it: the other era's methods do not
     // know it. One of a client the caller no longer reaches (its key narrowed since) is as
     // unknown as one that does not exist, whichever method reads it.
@@ -91,9 +91,9 @@ Methods::FoundTask Methods::find_task(Server& server, const Request& r) {
         (stored->ttl_ms > 0 && stored->created_ms + stored->ttl_ms < impl.now_ms()) ||
         !impl.task_reached(*stored, r.ctx.principal))
         throw unknown_task(found.id);
-    found.store = impl.task_store;
-    std::lock_guard lock(impl.mutex);
-    if (auto it = impl.tasks.find(found.id); it != impl.tasks.end()) found.live = it->second;
+    found.store = impl.tasks.store;
+    std::lock_guard lock(impl.tasks.mutex);
+    if (auto it = impl.tasks.live.find(found.id); it != impl.tasks.live.end()) found.live = it->second;
     return found;
 }
 
@@ -124,9 +124,9 @@ std::optional<Reply> Methods::tasks_list(Server& server, const Request& r) {
                            "tasks/list, or omit it");
         offset = *at;
     }
-    impl.task_store->erase_expired(impl.now_ms());
+    impl.tasks.store->erase_expired(impl.now_ms());
     constexpr std::size_t page = 50;
-    auto records = impl.task_store->list(owner, era_name(r.ctx.era), offset, page + 1);
+    auto records = impl.tasks.store->list(owner, era_name(r.ctx.era), offset, page + 1);
     json tasks = json::array();
     // Tasks of a client the caller no longer reaches are left out (a page may then be short;
     // the cursor counts stored tasks).
@@ -181,7 +181,7 @@ std::optional<Reply> Methods::tasks_cancel(Server& server, const Request& r) {
         record.status = TaskStatus::cancelled;
         record.status_message = "cancelled by the client";
         record.updated_ms = impl.now_ms();
-        impl.task_store->put(record);
+        impl.tasks.store->put(record);
     }
     if (tool && tool->on_cancel && !record.resume.is_null()) {
         try {

@@ -231,7 +231,7 @@ std::string Server::start_task(const ToolDef& tool, const json& id, const json& 
     auto& impl = *impl_;
     const bool legacy = ctx.era == Era::legacy;
     std::int64_t now = impl.now_ms();
-    impl.task_store->erase_expired(now);
+    impl.tasks.store->erase_expired(now);
 
     std::int64_t ttl = impl.options.task_ttl_ms;
     if (legacy) {
@@ -244,12 +244,12 @@ std::string Server::start_task(const ToolDef& tool, const json& id, const json& 
                       : std::max<std::int64_t>(1, static_cast<std::int64_t>(it->get<double>()));
     }
     auto task = std::make_shared<LiveTask>();
-    task->store = impl.task_store;
+    task->store = impl.tasks.store;
     task->clock = impl.clock;
     task->principal = ctx.principal.name;
     {
-        std::lock_guard lock(impl.mutex);
-        admit_task(impl.tasks, ctx.principal.name, impl.options);
+        std::lock_guard lock(impl.tasks.mutex);
+        admit_task(impl.tasks.live, ctx.principal.name, impl.options);
         TaskRecord& r = task->record;
         r.id = crypto::random_hex(16);
         r.owner = task_owner(ctx);
@@ -259,14 +259,14 @@ std::string Server::start_task(const ToolDef& tool, const json& id, const json& 
         r.ttl_ms = ttl;
         r.poll_ms = impl.options.task_poll_ms;
         r.arguments = arguments;
-        if (impl.task_store->shared()) {
-            r.lease_owner = impl.instance_id;
+        if (impl.tasks.store->shared()) {
+            r.lease_owner = impl.tasks.instance_id;
             r.lease_until_ms = now + impl.options.task_lease_ms;
         }
-        impl.tasks[r.id] = task;
+        impl.tasks.live[r.id] = task;
     }
     task->session = ctx.session;
-    impl.task_store->put(task->record);
+    impl.tasks.store->put(task->record);
     count_task_status(task->record.status);
     TaskRecord created = task->record;
     launch_task(task, &tool, ctx, false);
@@ -291,14 +291,14 @@ void Server::launch_task(std::shared_ptr<LiveTask> task, const ToolDef* tool, Re
     ctx.task_ = task;
     ctx.request_id = nullptr;
     auto& impl = *impl_;
-    std::unique_lock lock(impl.mutex);
+    std::unique_lock lock(impl.tasks.mutex);
     // Join the threads of tasks that have finished.
-    std::erase_if(impl.task_threads, [](auto& entry) {
+    std::erase_if(impl.tasks.threads, [](auto& entry) {
         if (!entry.first->finished) return false;
         if (entry.second.joinable()) entry.second.join();
         return true;
     });
-    std::erase_if(impl.tasks, [](const auto& entry) { return entry.second->finished.load(); });
+    std::erase_if(impl.tasks.live, [](const auto& entry) { return entry.second->finished.load(); });
     const ServerOptions* options = &impl.options;
     // The work runs on after its request: its log lines and gateway requests keep the trace.
     auto trace = trace_for_work(tool->name, ctx.principal.name);
@@ -373,12 +373,12 @@ void Server::launch_task(std::shared_ptr<LiveTask> task, const ToolDef* tool, Re
         task->changed.notify_all();
     };
     try {
-        impl.task_threads.emplace_back(task, std::jthread(std::move(work)));
+        impl.tasks.threads.emplace_back(task, std::jthread(std::move(work)));
         return;
     } catch (const std::system_error& e) {
         // At the process's thread limit: the task is refused, its record does not stay
         // "working", and the process goes on.
-        impl.tasks.erase(task->record.id);
+        impl.tasks.live.erase(task->record.id);
         lock.unlock();
         log::warn("task {} ({}): no thread for it: {}", task->record.id, tool->name, e.what());
         RpcError refusal = task_thread_refusal(e);

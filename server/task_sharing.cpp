@@ -16,7 +16,7 @@ void Server::resume_task(TaskRecord r) {
     auto& impl = *impl_;
     const ToolDef* tool = impl.find_tool(r.tool);
     auto task = std::make_shared<LiveTask>();
-    task->store = impl.task_store;
+    task->store = impl.tasks.store;
     task->clock = impl.clock;
     task->record = std::move(r);
     if (!tool || !tool->resume_task || task->record.resume.is_null()) {
@@ -28,13 +28,13 @@ void Server::resume_task(TaskRecord r) {
                         "before running it again"}};
         task->record.status_message = task->record.error["message"];
         task->record.updated_ms = impl.now_ms();
-        impl.task_store->put(task->record);
+        impl.tasks.store->put(task->record);
         return;
     }
     log::info("resuming task {} ({})", task->record.id, task->record.tool);
     {
-        std::lock_guard lock(impl.mutex);
-        impl.tasks[task->record.id] = task;
+        std::lock_guard lock(impl.tasks.mutex);
+        impl.tasks.live[task->record.id] = task;
     }
     RequestContext ctx;
     const bool modern = task->record.era == "modern";
@@ -58,14 +58,14 @@ void Server::resume_task(TaskRecord r) {
 
 void Server::resume_tasks() {
     auto& impl = *impl_;
-    if (!impl.task_store->shared()) {
+    if (!impl.tasks.store->shared()) {
         // The only instance: whatever was left unfinished was this server's.
-        for (TaskRecord& r : impl.task_store->unfinished()) resume_task(std::move(r));
+        for (TaskRecord& r : impl.tasks.store->unfinished()) resume_task(std::move(r));
         return;
     }
-    impl.task_store->watch_task_cancellations(
+    impl.tasks.store->watch_task_cancellations(
         [this](const std::string& id) { cancel_here(id); });
-    impl.task_keeper = std::jthread([this](std::stop_token stop) {
+    impl.tasks.keeper = std::jthread([this](std::stop_token stop) {
         std::mutex m;
         std::condition_variable_any cv;
         const auto period = std::chrono::milliseconds(impl_->options.task_lease_ms / 3);
@@ -85,14 +85,14 @@ void Server::resume_tasks() {
 void Server::keep_task_leases() {
     auto& impl = *impl_;
     for (const std::string& id :
-         impl.task_store->renew_task_leases(impl.instance_id, impl.options.task_lease_ms))
+         impl.tasks.store->renew_task_leases(impl.tasks.instance_id, impl.options.task_lease_ms))
         cancel_here(id);
-    for (TaskRecord& orphan : impl.task_store->orphaned_tasks(16)) {
+    for (TaskRecord& orphan : impl.tasks.store->orphaned_tasks(16)) {
         {
-            std::lock_guard lock(impl.mutex);
-            if (impl.tasks.contains(orphan.id)) continue;  // ours; its renewal comes next round
+            std::lock_guard lock(impl.tasks.mutex);
+            if (impl.tasks.live.contains(orphan.id)) continue;  // ours; its renewal comes next round
         }
-        auto claimed = impl.task_store->claim_task(orphan.id, impl.instance_id,
+        auto claimed = impl.tasks.store->claim_task(orphan.id, impl.tasks.instance_id,
                                                    impl.options.task_lease_ms, false);
         if (!claimed) continue;  // another instance was quicker
         log::warn("task {} ({}): its instance stopped renewing its lease; taking it over",
@@ -104,9 +104,9 @@ void Server::keep_task_leases() {
 void Server::cancel_here(const std::string& task_id) {
     std::shared_ptr<LiveTask> live;
     {
-        std::lock_guard lock(impl_->mutex);
-        auto it = impl_->tasks.find(task_id);
-        if (it == impl_->tasks.end()) return;
+        std::lock_guard lock(impl_->tasks.mutex);
+        auto it = impl_->tasks.live.find(task_id);
+        if (it == impl_->tasks.live.end()) return;
         live = it->second;
     }
     // The cancelling instance already ran the tool's on_cancel; here the work stops.

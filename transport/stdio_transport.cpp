@@ -166,11 +166,6 @@ int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_
     });
     char chunk[65536];
 
-    // Calls waiting for a worker: a notifications/cancelled must reach them too, not only the
-    // calls already running (the core registers those).
-    std::mutex queued_mutex;
-    std::unordered_map<std::string, std::shared_ptr<std::stop_source>> queued;
-
     auto dispatch = [&](std::string&& text) {
         if (text.empty() || text.find_first_not_of(" \t\r") == std::string::npos) return;
         ParsedMessage parsed = parse_message(text, options.json_limits);
@@ -180,35 +175,21 @@ int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_
         }
         Incoming message = read_incoming(std::move(parsed.message));
         if (runs_on_worker(message)) {
-            auto stop = std::make_shared<std::stop_source>();
-            std::string key = message.id.dump();
-            {
-                std::lock_guard lock(queued_mutex);
-                queued[key] = stop;
-            }
+            // Entered while it waits for a worker, so that notifications/cancelled reaches it
+            // there too (the core's registry; the core finds this entry when it runs).
+            auto call = server.calls_in_flight().enter(session.get(), message.id);
             base::WorkQueue& lane = server.may_wait_long(message) ? workers : read_workers;
-            lane.post([&, stop, key, message = std::move(message)] {
+            lane.post([&, call, message = std::move(message)] {
                 Inbound call_in = in;
-                call_in.stop = stop->get_token();
-                std::stop_callback forward_shutdown(in.stop, [stop] { stop->request_stop(); });
+                call_in.stop = call->token();
+                std::stop_callback forward_shutdown(in.stop, [&call = *call] { call.cancel(); });
                 // Cancelled before it started: drop it without an answer.
-                if (!stop->stop_requested()) {
+                if (!call->cancelled()) {
                     if (auto reply = server.handle_message(message, call_in))
                         writer.write_line(reply->text);
                 }
-                std::lock_guard lock(queued_mutex);
-                queued.erase(key);
             });
             return;
-        }
-        if (message.kind == MessageKind::notification &&
-            message.method == "notifications/cancelled") {
-            const json& params = message.params();
-            if (auto id = params.find("requestId"); id != params.end()) {
-                std::lock_guard lock(queued_mutex);
-                auto it = queued.find(id->dump());
-                if (it != queued.end()) it->second->request_stop();
-            }
         }
         if (auto reply = server.handle_message(message, in)) writer.write_line(reply->text);
     };
