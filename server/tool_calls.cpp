@@ -88,110 +88,62 @@ void shape_answer(ToolResult& result, const ServerOptions& options, Era era, Ans
         result.structured_text = lean_structured(result.structured_text);
 }
 
-}  // namespace
+// Runs the tool's handler with the caller's progress and answer form in scope. A failure that
+// is not the protocol's (an RpcError) or a question (InputRequired) becomes a tool error.
+ToolResult run_handler(const ToolDef& tool, const json& arguments, RequestContext& ctx,
+                       AnswerForm form) {
+    // A caller that asked for progress hears how the work below goes (the gateway's retries),
+    // each note one step further.
+    base::ProgressNotes::Listener listener;
+    if (!ctx.progress_token.is_null()) {
+        listener = [&ctx, step = 0.0](std::string_view note) mutable {
+            ctx.progress(++step, std::nullopt, note);
+        };
+    }
+    const base::ProgressNotes::Scope notes(listener);
+    const base::AnswerForms::Scope form_scope(form);  // max_bytes counts in that form
+    try {
+        return tool.handler(arguments, ctx);
+    } catch (const InputRequired&) {
+        throw;
+    } catch (const RpcError&) {
+        throw;
+    } catch (const std::exception& e) {
+        log::error("tool {} failed: {}", tool.name, e.what());
+        return ToolResult::text("the tool " + tool.name + " failed unexpectedly; see the server log",
+                                true);
+    }
+}
 
-std::optional<Reply> Server::call_tool(const json& id, const json& params,
+// Why the core refuses `tool` for this caller before it runs (a scope the caller lacks, a client
+// capability it did not declare), as the tool error the caller gets; nullopt when it may run.
+// A modern caller lacking a capability gets the protocol's error instead (thrown).
+std::optional<ToolResult> refusal_before_run(const ToolDef& tool, const json& arguments,
                                              RequestContext& ctx) {
-    // Before anything else runs: a caller over its limit costs the server nothing more. A
-    // refusal names the tool when the server has it (the message, the metrics' label).
-    const auto asked = params.find("name");
-    const ToolDef* known = asked != params.end() && asked->is_string()
-                               ? impl_->find_tool(asked->get_ref<const std::string&>())
-                               : nullptr;
-    impl_->charge(ctx.principal.name, "tools/call",
-                  known && impl_->tool_visible(*known) ? known->name : std::string(), 1);
-    std::string name = require_string(params, "name");
-    auto found = impl_->tool_index.find(name);
-    if (found == impl_->tool_index.end() || !impl_->tool_visible(impl_->tools[found->second]))
-        throw RpcError(error_code::invalid_params,
-                       "unknown tool: " + name + " (tools/list shows the available tools)");
-    const ToolDef& tool = impl_->tools[found->second];
-    refuse_unless_offered(*this, tool, ctx);
-    RequestObserver::tool_found(name);
-    json arguments = params.value("arguments", json::object());
-    if (arguments.is_null()) arguments = json::object();
-    if (!arguments.is_object())
-        throw RpcError(error_code::invalid_params, "params.arguments must be an object");
-    const bool modern = ctx.era == Era::modern;
-
-    ToolResult result;
-    bool done = false;
     for (const auto& scope : tool.required_scopes) {
-        if (!ctx.principal.has_scope(scope)) {
-            json reason = {{"error", {{"reason", "scope"},
-                                      {"message", "the tool " + name + " needs the '" + scope +
-                                                      "' scope, which this caller lacks"}}}};
-            result = ToolResult::text(reason.dump(), true);
-            done = true;
-            if (tool.on_refused) tool.on_refused(arguments, ctx, result);
-            break;
-        }
+        if (ctx.principal.has_scope(scope)) continue;
+        const json reason = {{"error", {{"reason", "scope"},
+                                        {"message", "the tool " + tool.name + " needs the '" +
+                                                        scope + "' scope, which this caller lacks"}}}};
+        ToolResult refusal = ToolResult::text(reason.dump(), true);
+        if (tool.on_refused) tool.on_refused(arguments, ctx, refusal);
+        return refusal;
     }
-
-    if (!done && !tool.required_client_capabilities.is_null()) {
-        for (const auto& [cap, value] : tool.required_client_capabilities.items()) {
-            if (ctx.client_supports(cap)) continue;
-            std::string why = "the tool " + name + " needs the client capability '" + cap + "'";
-            if (modern)
-                throw RpcError(error_code::missing_client_capability, why,
-                               {{"requiredCapabilities", tool.required_client_capabilities}});
-            result = ToolResult::text(why + ", which this client did not declare", true);
-            done = true;
-            break;
-        }
+    if (tool.required_client_capabilities.is_null()) return std::nullopt;
+    for (const auto& [cap, value] : tool.required_client_capabilities.items()) {
+        if (ctx.client_supports(cap)) continue;
+        std::string why = "the tool " + tool.name + " needs the client capability '" + cap + "'";
+        if (ctx.era == Era::modern)
+            throw RpcError(error_code::missing_client_capability, why,
+                           {{"requiredCapabilities", tool.required_client_capabilities}});
+        return ToolResult::text(why + ", which this client did not declare", true);
     }
-    if (!done) require_task_support_fits(tool, params, ctx);
-    if (!done && modern) restore_round("tool:" + name, arguments, params, ctx);
+    return std::nullopt;
+}
 
-    // A task the caller would not reach (a client outside its scope) is never created: the
-    // call runs plainly and the tool refuses it, as a missing scope is refused above.
-    const bool reached = !impl_->task_reach || impl_->task_reach(name, arguments, ctx.principal);
-    if (!done && reached && wants_task(tool, params, ctx)) {
-        try {
-            if (tool.before_task) tool.before_task(arguments, ctx);
-        } catch (const InputRequired& question) {
-            if (!modern) throw RpcError(error_code::internal_error, "internal error");
-            RequestObserver::tool_outcome("input_required");
-            return input_required_text(id, "tool:" + name, arguments, ctx, question);
-        }
-        auto started = start_task(tool, id, arguments, params, ctx);
-        RequestObserver::tool_outcome("task");
-        return started;
-    }
-
-    const auto form = lean_answer_for(impl_->options, ctx) ? AnswerForm::lean : AnswerForm::full;
-    if (!done) {
-        // A caller that asked for progress hears how the work below goes (the gateway's
-        // retries), each note one step further.
-        base::ProgressNotes::Listener listener;
-        if (!ctx.progress_token.is_null()) {
-            listener = [&ctx, step = 0.0](std::string_view note) mutable {
-                ctx.progress(++step, std::nullopt, note);
-            };
-        }
-        const base::ProgressNotes::Scope notes(listener);
-        const base::AnswerForms::Scope form_scope(form);  // max_bytes counts in that form
-        try {
-            result = tool.handler(arguments, ctx);
-        } catch (const InputRequired& question) {
-            if (!modern) throw RpcError(error_code::internal_error, "internal error");
-            RequestObserver::tool_outcome("input_required");
-            return input_required_text(id, "tool:" + name, arguments, ctx, question);
-        } catch (const RpcError&) {
-            throw;
-        } catch (const std::exception& e) {
-            log::error("tool {} failed: {}", name, e.what());
-            result = ToolResult::text("the tool " + name + " failed unexpectedly; see the server log",
-                                      true);
-        }
-    }
-    // A legacy request cancelled by notifications/cancelled gets no answer.
-    if (!modern && ctx.stop.stop_requested() && ctx.session) return std::nullopt;
-
-    if (result.is_error) RequestObserver::tool_outcome("tool_error");
-    shape_answer(result, impl_->options, ctx.era, form);
-    // Reserved once: the answer carries the structured text twice (once escaped), and growing
-    // a ~50 KB string on the way copies it.
+// The JSON-RPC response carrying `result`. Reserved once: the answer carries the structured
+// text twice (once escaped), and growing a ~50 KB string on the way copies it.
+std::string tool_call_reply(const json& id, const ToolResult& result, json meta, bool modern) {
     const bool text_copy = result.content.empty() && !result.structured_text.empty();
     const std::size_t text_size = text_copy ? json_string_size(result.block_text()) : 0;
     std::string out;
@@ -201,15 +153,75 @@ std::optional<Reply> Server::call_tool(const json& id, const json& params,
     out += R"(,"result":{)";
     if (modern) out += R"("resultType":"complete",)";
     append_tool_result_fields(out, result, text_size);
-    json meta = result.meta.is_object() ? result.meta : json::object();
-    add_result_meta(meta, impl_->options);
-    if (modern) impl_->add_server_info(meta);
     if (!meta.empty()) {
         out += R"(,"_meta":)";
         out += dump(meta);
     }
     out += "}}";
     return out;
+}
+
+}  // namespace
+
+std::optional<Reply> Server::call_tool(const json& id, const json& params,
+                                             RequestContext& ctx) {
+    // Before anything else runs: a caller over its limit costs the server nothing more. A
+    // refusal names the tool when the server has it (the message, the metrics' label). The
+    // tool is looked up once.
+    const auto asked = params.find("name");
+    const ToolDef* found = asked != params.end() && asked->is_string()
+                               ? impl_->find_tool(asked->get_ref<const std::string&>())
+                               : nullptr;
+    if (found && !impl_->tool_visible(*found)) found = nullptr;
+    impl_->charge(ctx.principal.name, "tools/call", found ? found->name : std::string(), 1);
+    const std::string name = require_string(params, "name");
+    if (!found)
+        throw RpcError(error_code::invalid_params,
+                       "unknown tool: " + name + " (tools/list shows the available tools)");
+    const ToolDef& tool = *found;
+    refuse_unless_offered(*this, tool, ctx);
+    RequestObserver::tool_found(name);
+    json arguments = params.value("arguments", json::object());
+    if (arguments.is_null()) arguments = json::object();
+    if (!arguments.is_object())
+        throw RpcError(error_code::invalid_params, "params.arguments must be an object");
+    const bool modern = ctx.era == Era::modern;
+    const auto form = lean_answer_for(impl_->options, ctx) ? AnswerForm::lean : AnswerForm::full;
+
+    std::optional<ToolResult> refused = refusal_before_run(tool, arguments, ctx);
+    ToolResult result;
+    if (refused) {
+        result = std::move(*refused);
+    } else {
+        require_task_support_fits(tool, params, ctx);
+        if (modern) restore_round("tool:" + name, arguments, params, ctx);
+        try {
+            // A task the caller would not reach (a client outside its scope) is never created:
+            // the call runs plainly and the tool refuses it, as a missing scope is refused.
+            const bool reached =
+                !impl_->task_reach || impl_->task_reach(name, arguments, ctx.principal);
+            if (reached && wants_task(tool, params, ctx)) {
+                if (tool.before_task) tool.before_task(arguments, ctx);
+                auto started = start_task(tool, id, arguments, params, ctx);
+                RequestObserver::tool_outcome("task");
+                return started;
+            }
+            result = run_handler(tool, arguments, ctx, form);
+        } catch (const InputRequired& question) {
+            if (!modern) throw RpcError(error_code::internal_error, "internal error");
+            RequestObserver::tool_outcome("input_required");
+            return input_required_text(id, "tool:" + name, arguments, ctx, question);
+        }
+    }
+    // A legacy request cancelled by notifications/cancelled gets no answer.
+    if (!modern && ctx.stop.stop_requested() && ctx.session) return std::nullopt;
+
+    if (result.is_error) RequestObserver::tool_outcome("tool_error");
+    shape_answer(result, impl_->options, ctx.era, form);
+    json meta = result.meta.is_object() ? result.meta : json::object();
+    add_result_meta(meta, impl_->options);
+    if (modern) impl_->add_server_info(meta);
+    return tool_call_reply(id, result, std::move(meta), modern);
 }
 
 bool Server::may_wait_long(const Incoming& message) const {
