@@ -330,7 +330,11 @@ TEST(ActionFaultsSend, UnknownOutcomeNeverSendsTheDraftAgain) {
     args.erase("confirmation_id");
     ToolReply again = h.call("send_prospect_email", args);
     EXPECT_EQ(again.reason(), "already_sent") << again.response.dump();
-    std::this_thread::sleep_for(std::chrono::milliseconds(kSlowMs));
+    // The slow first send is answered and logged, and no other POST is at the gateway.
+    EXPECT_TRUE(agency::testing::eventually([&] {
+        return h.gw->count_requests("POST", "send_prospect_email") != 0 &&
+               h.gw->posts_in_flight() == 0;
+    }));
     EXPECT_EQ(h.gw->count_requests("POST", "send_prospect_email"), 1u);
     rt->audits().stop();
 }

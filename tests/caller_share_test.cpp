@@ -23,7 +23,10 @@
 #include <httplib.h>
 
 #include "base/crypto.hpp"
+#include "base/metrics.hpp"
 #include "server/mcp_server.hpp"
+#include "tests/metrics_text.hpp"
+#include "tests/support/wait.hpp"
 #include "transport/http_transport.hpp"
 #include "transport/keys.hpp"
 
@@ -39,6 +42,14 @@ using agency::mcp::ToolDef;
 using agency::mcp::ToolResult;
 using namespace std::chrono_literals;
 using Steady = std::chrono::steady_clock;
+
+// Streamed calls open now (agency_mcp_open{what="streams"}). A streamed call (every call below:
+// a modern tools/call that accepts a stream) holds its stream from just before its lane takes it
+// (to run, or to wait for a worker) until it ends.
+double open_streams() {
+    return agency::testing::metric_value(agency::base::metrics::render(), "agency_mcp_open",
+                                         {{"what", "streams"}});
+}
 
 // The `hold` tool's calls: how many run, how many ended by cancellation, and the gate that
 // lets them all finish.
@@ -180,15 +191,19 @@ TEST_F(CallerShares, OneCallersBurstLeavesTheOtherWorkersToTheOthers) {
     options.workers = 4;
     options.worker_share = 2;
     start(options);
+    const double streams_before = open_streams();
     std::vector<std::thread> burst;
     std::vector<std::pair<int, std::string>> answers(5);
     for (int i = 0; i < 4; ++i)
         burst.emplace_back([&, i] { answers[static_cast<std::size_t>(i)] = call(alpha_, 10 + i); });
     ASSERT_TRUE(holds_->wait([](Holds& h) { return h.running == 3; }));
-    std::this_thread::sleep_for(200ms);  // the fourth has arrived and stays queued
-    EXPECT_EQ(holds_->running, 3) << "alpha borrows idle workers, never the reserve";
+    // The fourth has arrived (its stream is open) and stays queued.
+    EXPECT_TRUE(agency::testing::eventually(
+        [&] { return open_streams() >= streams_before + 4; }, 10000ms, 2ms))
+        << "the fourth call never arrived";
 
     const auto refused = call(alpha_, 20);
+    EXPECT_EQ(holds_->running, 3) << "alpha borrows idle workers, never the reserve";
     EXPECT_EQ(refused.first, 429) << refused.second;
     const json error = json::parse(refused.second)["error"];
     EXPECT_EQ(error["code"], -32029) << refused.second;
@@ -214,6 +229,7 @@ TEST_F(CallerShares, ACallerQueuedBehindOthersHoldsNoMoreThanItsShare) {
     options.workers = 2;
     options.worker_share = 2;
     start(options);
+    const double streams_before = open_streams();
     std::vector<std::thread> calls;
     std::vector<std::pair<int, std::string>> answers(6);
     for (int i = 0; i < 2; ++i)
@@ -221,7 +237,10 @@ TEST_F(CallerShares, ACallerQueuedBehindOthersHoldsNoMoreThanItsShare) {
     ASSERT_TRUE(holds_->wait([](Holds& h) { return h.running == 2; }));
     for (int i = 2; i < 6; ++i)
         calls.emplace_back([&, i] { answers[static_cast<std::size_t>(i)] = call(alpha_, 10 + i); });
-    std::this_thread::sleep_for(300ms);  // alpha's four have arrived and wait
+    // Alpha's four have arrived (bravo's two streams and theirs are open) and wait.
+    EXPECT_TRUE(agency::testing::eventually(
+        [&] { return open_streams() >= streams_before + 6; }, 10000ms, 2ms))
+        << "alpha's four calls never arrived";
     const auto refused = call(alpha_, 20);
     EXPECT_EQ(refused.first, 429) << refused.second;
     EXPECT_NE(refused.second.find("its share"), std::string::npos) << refused.second;

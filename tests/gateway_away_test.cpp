@@ -91,8 +91,13 @@ TEST(GatewayAway, ADestroyedClientStopsWaiting) {
     Config config;
     config.base_url = "http://127.0.0.1:" + std::to_string(free_port()) + "/api";
     auto client = std::make_unique<Client>(config);
-    client->serve_while_away("cannot reach the gateway", std::make_shared<Discovery>(), 30s, [] {});
-    std::this_thread::sleep_for(1200ms);  // the first retry has run and failed
+    const std::string why = "cannot reach the gateway";
+    client->serve_while_away(why, std::make_shared<Discovery>(), 30s, [] {});
+    // The first retry has run and failed (its own failure replaces the one given): the client
+    // now waits for the next.
+    ASSERT_TRUE(agency::testing::eventually(
+        [&] { return client->discovery_health().failure != why; }, 10000ms, 10ms))
+        << "the first retry did not run";
     const auto started = std::chrono::steady_clock::now();
     client.reset();
     EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);

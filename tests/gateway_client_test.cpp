@@ -647,15 +647,21 @@ TEST(GatewayClient, CancellationDuringBackoffIsPrompt) {
     h.gw->inject({.target = "blogs", .mode = FaultMode::fail_before, .count = 10});
     std::stop_source stop;
     Clock::time_point stopped_at;
+    // The client tells its retry, on the reading thread, just before it waits the backoff.
+    std::atomic<bool> backing_off{false};
+    const agency::base::ProgressNotes::Listener on_retry = [&](std::string_view) {
+        backing_off = true;
+    };
     std::thread canceller([&] {
         // Stop once the first attempt failed, i.e. during the (2 s or more) backoff.
-        (void)agency::testing::eventually(
-            [&] { return h.gw->count_requests("GET", "blogs") != 0; }, 60s, 1ms);
-        std::this_thread::sleep_for(20ms);
+        (void)agency::testing::eventually([&] { return backing_off.load(); }, 60s, 1ms);
         stopped_at = Clock::now();
         stop.request_stop();
     });
-    const auto e = expect_error([&] { c.read(blogs_query(), stop.get_token()); });
+    const auto e = expect_error([&] {
+        const agency::base::ProgressNotes::Scope notes(on_retry);
+        c.read(blogs_query(), stop.get_token());
+    });
     const auto returned_at = Clock::now();
     canceller.join();
     EXPECT_EQ(e.reason(), ErrorReason::cancelled);
@@ -670,7 +676,9 @@ TEST(GatewayClient, CancellationAbortsTransferInFlight) {
     std::stop_source stop;
     Clock::time_point stopped_at;
     std::thread canceller([&] {
-        std::this_thread::sleep_for(150ms);  // the gateway sits on the request for 1 s
+        // The read is at the gateway, which sits on it for 1 s.
+        (void)agency::testing::eventually([&] { return h.gw->requests_in_flight() != 0; }, 60s,
+                                          1ms);
         stopped_at = Clock::now();
         stop.request_stop();
     });
@@ -763,10 +771,15 @@ TEST(GatewayClient, SlowActionBeyondTimeoutIsNeverResent) {
         EXPECT_TRUE(e.data().contains("sent_at"));
         EXPECT_TRUE(e.data().contains("verification"));
     }
-    // Let the slow request finish on the gateway: exactly one record, one POST.
+    // Let the slow request finish on the gateway (answered, and no POST left at it): exactly
+    // one record, one POST.
     (void)agency::testing::eventually(
-        [&] { return h.row_count("blogs", "demo-dental") != before; }, 5000ms, 20ms);
-    std::this_thread::sleep_for(100ms);
+        [&] {
+            return h.row_count("blogs", "demo-dental") != before &&
+                   h.gw->count_requests("POST", "generate_blog") != 0 &&
+                   h.gw->posts_in_flight() == 0;
+        },
+        5000ms, 20ms);
     EXPECT_EQ(h.row_count("blogs", "demo-dental"), before + 1);
     EXPECT_EQ(h.gw->count_requests("POST", "generate_blog"), 1u);
 }
@@ -1065,10 +1078,13 @@ TEST(GatewayClient, SlowActionInsideTheBudgetIsSentOnce) {
     }
     EXPECT_LT(Clock::now() - started, 5s) << "generous: the budget is 1.5 s";
     // The slow POST finishes on the gateway (counted when answered: a loaded machine may take
-    // longer than its 2.5 s), and nothing follows it.
+    // longer than its 2.5 s), and nothing follows it: no POST is left at the gateway.
     (void)agency::testing::eventually(
-        [&] { return h.gw->count_requests("POST", "generate_blog") != 0; }, 10000ms, 100ms);
-    std::this_thread::sleep_for(500ms);
+        [&] {
+            return h.gw->count_requests("POST", "generate_blog") != 0 &&
+                   h.gw->posts_in_flight() == 0;
+        },
+        10000ms, 100ms);
     EXPECT_EQ(h.gw->count_requests("POST", "generate_blog"), 1u);
 }
 

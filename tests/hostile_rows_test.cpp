@@ -24,6 +24,7 @@
 #include "tests/support/free_port.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/sanitized.hpp"
+#include "tests/support/wait.hpp"
 
 namespace hostile_rows_test {
 
@@ -73,11 +74,14 @@ long rss_kib(pid_t pid) {
 bool wait_for_http(int port, const Child& child, const char* path) {
     httplib::Client probe("127.0.0.1", port);
     probe.set_connection_timeout(1s);
-    for (int i = 0; i < 400 && child.running(); ++i) {
-        if (auto res = probe.Get(path)) return true;
-        std::this_thread::sleep_for(50ms);  // the port is not open yet: nothing to wait on
-    }
-    return false;
+    bool answered = false;
+    (void)agency::testing::eventually(
+        [&] {
+            answered = static_cast<bool>(probe.Get(path));
+            return answered || !child.running();
+        },
+        20000ms, 50ms);
+    return answered;
 }
 
 // One modern (2026-07-28) request to the server's /mcp; the JSON-RPC answer (also when it

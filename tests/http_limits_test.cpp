@@ -29,6 +29,7 @@
 
 #include "base/crypto.hpp"
 #include "server/mcp_server.hpp"
+#include "tests/support/gate.hpp"
 #include "tests/support/wait.hpp"
 #include "transport/http_transport.hpp"
 #include "transport/keys.hpp"
@@ -197,6 +198,7 @@ protected:
         raise_fd_limit();
     }
     ~HttpLimits() override {
+        wake_naps_.open();
         if (transport_) transport_->stop();
         if (!keys_path_.empty()) {
             std::error_code ec;
@@ -252,10 +254,10 @@ protected:
 
         ToolDef nap;
         nap.name = "nap";
-        nap.description = "Sleeps for ms milliseconds, then answers.";
+        nap.description = "Waits until the test wakes it (at most ms milliseconds), then answers.";
         nap.input_schema = {{"type", "object"}, {"properties", {{"ms", {{"type", "integer"}}}}}};
-        nap.handler = [](const json& args, RequestContext&) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(args.value("ms", 0)));
+        nap.handler = [this](const json& args, RequestContext&) {
+            (void)wake_naps_.wait_for(std::chrono::milliseconds(args.value("ms", 0)));
             return ToolResult::text("rested");
         };
         server_->add_tool(std::move(nap));
@@ -326,6 +328,7 @@ protected:
         return KeyStore::add(keys_path_, "caller", {"read", "write"});
     }
 
+    agency::testing::Gate wake_naps_;  // before the server: a nap may wait on it until it stops
     std::unique_ptr<Server> server_;
     std::unique_ptr<agency::mcp::HttpTransport> transport_;
     int port_ = 0;
@@ -413,13 +416,17 @@ TEST_F(HttpLimits, DrippingBodiesHoldNoThreadAndAreCutByTheirRate) {
         ASSERT_TRUE(send_all(fd, post_head(port_, "Content-Length: 4000\r\n") + "{"));
     }
     std::atomic<bool> done{false};
+    std::atomic<int> rounds{0};
     std::thread trickle([&] {
         while (!done) {
             for (int fd : drip.fds) ::send(fd, " ", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+            ++rounds;
             std::this_thread::sleep_for(200ms);
         }
     });
-    std::this_thread::sleep_for(500ms);
+    // The bodies are dripping: every connection has sent three more bytes.
+    EXPECT_TRUE(agency::testing::eventually([&] { return rounds.load() >= 3; }))
+        << "the trickle did not run";
     auto res = client()->Post("/mcp", rpc(1, "initialize", initialize_params()),
                               "application/json");
     ASSERT_TRUE(res) << httplib::to_string(res.error());
@@ -457,16 +464,20 @@ TEST_F(HttpLimits, ABurstsThreadsLeaveOnceIdle) {
             auto r = client()->Post("/mcp", headers,
                                     rpc(9, "tools/call",
                                         {{"name", "nap"},
-                                         {"arguments", {{"ms", 800}}},
+                                         {"arguments", {{"ms", 10000}}},
                                          {"_meta", modern_meta()}}),
                                     "application/json");
             if (r && r->status == 200) ++answered;
         });
+    // The sixty naps hold their threads until the burst's peak was seen, then are woken.
     std::size_t peak = 0;
-    for (int i = 0; i < 40; ++i) {
-        peak = std::max(peak, process_threads());
-        std::this_thread::sleep_for(20ms);
-    }
+    (void)agency::testing::eventually(
+        [&] {
+            peak = std::max(peak, process_threads());
+            return peak > threads_before + 60;
+        },
+        10000ms, 20ms);
+    wake_naps_.open();
     for (auto& t : calls) t.join();
     EXPECT_EQ(answered.load(), 60);
     EXPECT_GT(peak, threads_before + 60) << "the burst did start threads";

@@ -25,6 +25,7 @@
 
 #include "base/crypto.hpp"
 #include "server/mcp_server.hpp"
+#include "tests/support/gate.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/support/wait.hpp"
 #include "transport/http_transport.hpp"
@@ -880,10 +881,7 @@ TEST_F(HttpTransport, ModernClosedStreamCancelsTheCall) {
     loop.input_schema = {{"type", "object"}};
     loop.handler = [&](const json&, RequestContext& ctx) {
         started = true;
-        auto deadline = std::chrono::steady_clock::now() + 5s;
-        while (!ctx.stop.stop_requested() && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(2ms);
-        stopped = ctx.stop.stop_requested();
+        stopped = agency::testing::wait_for_stop(ctx.stop, 5s);
         return ToolResult::text("loop ended");
     };
     server_->add_tool(std::move(loop));

@@ -18,6 +18,7 @@
 #include "server/json_rpc.hpp"
 #include "server/mcp_server.hpp"
 #include "stdio_harness.hpp"
+#include "tests/support/gate.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/support/wait.hpp"
 #include "transport/stdio_transport.hpp"
@@ -42,6 +43,7 @@ constexpr const char* kCapsKey = "io.modelcontextprotocol/clientCapabilities";
 struct ToolProbe {
     std::atomic<bool> loop_started{false};
     std::atomic<bool> loop_stopped{false};
+    agency::testing::Gate slow_release;  // lets `slow` answer before its 500 ms are up
 };
 
 json confirm_schema() {
@@ -87,10 +89,10 @@ void register_test_tools(Server& server, ToolProbe& probe) {
 
     ToolDef slow;
     slow.name = "slow";
-    slow.description = "Sleeps 500 ms.";
+    slow.description = "Waits 500 ms, or until the test lets it go.";
     slow.input_schema = {{"type", "object"}};
-    slow.handler = [](const json&, RequestContext&) {
-        std::this_thread::sleep_for(500ms);
+    slow.handler = [&probe](const json&, RequestContext&) {
+        (void)probe.slow_release.wait_for(500ms);
         return ToolResult::text("slept");
     };
     server.add_tool(std::move(slow));
@@ -101,10 +103,7 @@ void register_test_tools(Server& server, ToolProbe& probe) {
     loop.input_schema = {{"type", "object"}};
     loop.handler = [&probe](const json&, RequestContext& ctx) {
         probe.loop_started = true;
-        auto deadline = std::chrono::steady_clock::now() + 3s;
-        while (!ctx.stop.stop_requested() && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(2ms);
-        probe.loop_stopped = ctx.stop.stop_requested();
+        probe.loop_stopped = agency::testing::wait_for_stop(ctx.stop, 3s);
         return ToolResult::text("loop ended");
     };
     server.add_tool(std::move(loop));
@@ -801,6 +800,7 @@ TEST_F(StdioTransport, SlowCallDoesNotBlockPing) {
     json first = io->read_json();
     EXPECT_EQ(first["id"], 11) << first.dump();
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 400ms);
+    probe_.slow_release.open();  // the ping was answered while `slow` still ran
     json second = io->read_json();
     EXPECT_EQ(second["id"], 10) << second.dump();
     EXPECT_EQ(second["result"]["content"][0]["text"], "slept");

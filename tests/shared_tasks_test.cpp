@@ -14,6 +14,7 @@
 #include "pg_cluster.hpp"
 #include "server/mcp_server.hpp"
 #include "state/pg_store.hpp"
+#include "tests/support/gate.hpp"
 #include "tests/support/wait.hpp"
 
 namespace {
@@ -34,7 +35,7 @@ constexpr std::int64_t kLeaseMs = 900;
 struct Probe {
     std::atomic<int> runs{0};
     std::atomic<int> resumes{0};
-    std::atomic<bool> release{false};
+    agency::testing::Gate release;
     std::atomic<bool> saw_stop{false};
 };
 
@@ -61,12 +62,9 @@ struct Instance {
         wait.handler = [&probe](const json&, RequestContext& ctx) {
             ++probe.runs;
             ctx.set_task_resume({{"step", 1}});
-            while (!probe.release) {
-                if (ctx.stop.stop_requested()) {
-                    probe.saw_stop = true;
-                    return ToolResult::text("stopped", true);
-                }
-                std::this_thread::sleep_for(5ms);
+            if (!probe.release.wait(ctx.stop)) {
+                probe.saw_stop = true;
+                return ToolResult::text("stopped", true);
             }
             return ToolResult::text("done");
         };
@@ -118,7 +116,7 @@ TEST_F(SharedTasks, AnyInstanceAnswersForATaskAnotherRuns) {
     const std::string id = created["result"].value("taskId", "");
     ASSERT_FALSE(id.empty()) << created;
     EXPECT_EQ(two.status(id), "working") << "instance two reads the record instance one wrote";
-    probe_.release = true;
+    probe_.release.open();
     EXPECT_EQ(await([&] { return two.status(id); }, "completed"), "completed");
     json got = two.modern("tasks/get", {{"taskId", id}})["result"];
     EXPECT_EQ(got["result"]["content"][0]["text"], "done") << got;
@@ -168,7 +166,7 @@ TEST_F(SharedTasks, TasksUpdateForATaskOnAnotherInstanceIsRefusedClearly) {
     json refused = two.modern("tasks/update", {{"taskId", id}, {"inputResponses", json::object()}});
     ASSERT_TRUE(refused.contains("error")) << refused;
     EXPECT_NE(refused["error"].value("message", "").find("another instance"), std::string::npos);
-    probe_.release = true;
+    probe_.release.open();
     EXPECT_EQ(await([&] { return one.status(id); }, "completed"), "completed");
 }
 

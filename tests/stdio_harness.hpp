@@ -3,6 +3,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -36,7 +38,11 @@ public:
         server_out_ = out_pipe[1];
         thread_ = std::thread([this, &server, options] {
             exit_code_ = agency::mcp::serve_stdio(server, options, server_in_, server_out_);
-            finished_ = true;
+            {
+                std::lock_guard lock(finished_mutex_);
+                finished_ = true;
+            }
+            finished_changed_.notify_all();
         });
     }
     ~StdioHarness() {
@@ -108,11 +114,13 @@ public:
     // Closes the input and waits for serve_stdio to return.
     bool finish(std::chrono::milliseconds limit = 3000ms) {
         close_input();
-        auto deadline = std::chrono::steady_clock::now() + limit;
-        while (!finished_ && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(1ms);
-        if (finished_ && thread_.joinable()) thread_.join();
-        return finished_;
+        {
+            std::unique_lock lock(finished_mutex_);
+            if (!finished_changed_.wait_for(lock, limit, [this] { return finished_.load(); }))
+                return false;
+        }
+        if (thread_.joinable()) thread_.join();
+        return true;
     }
     // Everything written after finish().
     std::vector<json> remaining() {
@@ -135,6 +143,8 @@ private:
     int server_out_ = -1;
     std::string buffer_;
     std::thread thread_;
+    std::mutex finished_mutex_;
+    std::condition_variable finished_changed_;
     std::atomic<bool> finished_{false};
     int exit_code_ = -1;
 };

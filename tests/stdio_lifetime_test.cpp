@@ -12,7 +12,10 @@
 
 #include <gtest/gtest.h>
 
+#include "base/metrics.hpp"
 #include "server/mcp_server.hpp"
+#include "tests/metrics_text.hpp"
+#include "tests/support/gate.hpp"
 #include "tests/support/wait.hpp"
 #include "transport/stdio_transport.hpp"
 
@@ -29,8 +32,16 @@ using namespace std::chrono_literals;
 
 std::string line(const json& message) { return message.dump() + "\n"; }
 
+// The tasks whose work runs on this process now (agency_mcp_open{what="tasks"}): a task's work
+// leaves it only once it has ended, after its last status change was published.
+double tasks_running() {
+    return agency::testing::metric_value(agency::base::metrics::render(), "agency_mcp_open",
+                                         {{"what", "tasks"}});
+}
+
 TEST(StdioLifetime, TaskReportsAfterTheSessionEndedAreDropped) {
-    std::atomic<bool> release{false};
+    agency::testing::Gate release;
+    std::atomic<bool> started{false};
     std::atomic<bool> finished{false};
     ServerOptions options;
     options.state_secret = "stdio-lifetime";
@@ -41,7 +52,8 @@ TEST(StdioLifetime, TaskReportsAfterTheSessionEndedAreDropped) {
     slow.input_schema = {{"type", "object"}};
     slow.task_support = TaskSupport::optional;
     slow.handler = [&](const json&, RequestContext& ctx) {
-        while (!release) std::this_thread::sleep_for(2ms);
+        started = true;
+        release.wait();
         ctx.progress(1, 2, "half way");
         finished = true;
         return ToolResult::text("done");
@@ -80,10 +92,15 @@ TEST(StdioLifetime, TaskReportsAfterTheSessionEndedAreDropped) {
     EXPECT_NE(written.find("\"id\":2"), std::string::npos) << written;
 
     // The task reports progress and finishes after serve_stdio returned: nothing more arrives.
-    release = true;
+    const bool entered = agency::testing::eventually([&] { return started.load(); }, 1000ms, 2ms);
+    const double running = tasks_running();  // this task's work among them
+    release.open();
+    ASSERT_TRUE(entered) << "the task's work never started";
     (void)agency::testing::eventually([&] { return finished.load(); }, 1000ms, 2ms);
     ASSERT_TRUE(finished.load());
-    std::this_thread::sleep_for(100ms);  // its last status change is published after the result
+    // Its last status change is published after the result: wait until its work has ended.
+    ASSERT_TRUE(agency::testing::eventually([&] { return tasks_running() < running; }, 5000ms))
+        << "the task's work did not end";
     const ssize_t late = ::read(out[0], buf, sizeof buf);
     EXPECT_EQ(late, -1) << std::string(buf, late > 0 ? static_cast<std::size_t>(late) : 0);
     ::close(out[0]);

@@ -21,6 +21,7 @@
 #include "state/open_store.hpp"
 #include "state/pg_store.hpp"
 #include "state/sqlite_store.hpp"
+#include "tests/support/wait.hpp"
 
 namespace {
 
@@ -734,15 +735,29 @@ protected:
 TEST_F(PgOnly, WatchDeliversACancelFromAnotherInstance) {
     std::promise<std::string> seen;  // outlives the watcher, whose thread sets it
     std::atomic<bool> once{false};
+    std::atomic<bool> listening{false};
     auto watcher_store = std::make_unique<PgStore>(url);
     PgStore& watcher = *watcher_store;
     PgStore other(url);
     watcher.watch_task_cancellations([&](const std::string& id) {
+        if (id.rfind("probe-", 0) == 0) {
+            listening = true;
+            return;
+        }
         if (!once.exchange(true)) seen.set_value(id);
     });
     auto t = task("t1", "alice", TaskStatus::working, now_ms());
     other.put(t);
-    std::this_thread::sleep_for(200ms);  // the watcher's LISTEN is in place
+    // The watcher's LISTEN is in place once a cancel of a probe task (one new each try) reaches it.
+    int probes = 0;
+    ASSERT_TRUE(agency::testing::eventually(
+        [&] {
+            other.put(task("probe-" + std::to_string(++probes), "alice", TaskStatus::cancelled,
+                           now_ms()));
+            return listening.load();
+        },
+        10000ms, 20ms))
+        << "the watcher never listened";
     t.status = TaskStatus::cancelled;
     const auto sent = std::chrono::steady_clock::now();
     other.put(t);

@@ -21,6 +21,7 @@
 #include "server/mcp_server.hpp"
 #include "state/pg_store.hpp"
 #include "state/sqlite_store.hpp"
+#include "tests/support/gate.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/actions/action_tools.hpp"
@@ -81,7 +82,7 @@ struct SharedState {
 };
 
 struct Probe {
-    std::atomic<bool> release{false};
+    agency::testing::Gate release;
 };
 
 // One instance: its own server on its own connection to the shared state.
@@ -106,7 +107,7 @@ struct Instance {
         wait.input_schema = {{"type", "object"}};
         wait.task_support = TaskSupport::optional;
         wait.handler = [&probe](const json&, RequestContext& ctx) {
-            while (!probe.release && !ctx.stop.stop_requested()) std::this_thread::sleep_for(5ms);
+            (void)probe.release.wait(ctx.stop);
             return ToolResult::text("done");
         };
         server->add_tool(std::move(wait));
@@ -200,7 +201,7 @@ TEST_P(TaskBinding, AKeysLegacyTaskIsReadToItsEndOnAnotherInstanceInANewSession)
         return b.legacy(second, kAlice, "tasks/result", {{"taskId", id}});
     });
     EXPECT_EQ(result.wait_for(150ms), std::future_status::timeout) << "it waits for the end";
-    probe_.release = true;
+    probe_.release.open();
     json done = result.get();
     ASSERT_TRUE(done.contains("result")) << done;
     EXPECT_EQ(done["result"]["content"][0]["text"], "done");
@@ -242,7 +243,7 @@ TEST_P(TaskBinding, WithoutAuthenticationALegacyTaskStaysInItsSession) {
               -32602);
     EXPECT_TRUE(
         b.legacy(other_there, kNobody, "tasks/list", json::object())["result"]["tasks"].empty());
-    probe_.release = true;
+    probe_.release.open();
     json done = a.legacy(first, kNobody, "tasks/result", {{"taskId", id}});
     EXPECT_EQ(done["result"]["content"][0]["text"], "done") << done;
 }
@@ -260,7 +261,7 @@ TEST_P(TaskBinding, AKeysModernTaskIsTheKeysOnEveryInstanceAndStaysInItsEra) {
     auto session = b.open_session(kAlice);
     EXPECT_EQ(b.legacy(session, kAlice, "tasks/get", {{"taskId", id}})["error"]["code"], -32602);
     EXPECT_TRUE(b.legacy(session, kAlice, "tasks/list", json::object())["result"]["tasks"].empty());
-    probe_.release = true;
+    probe_.release.open();
     json got;
     (void)agency::testing::eventually(
         [&] {
@@ -327,7 +328,7 @@ TEST_P(TaskBindingMigration, Version4BindsOldKeyedTasksToTheCaller) {
     EXPECT_EQ(store->get("t_modern")->owner, "key:odd#" + kSession) << "only legacy rows";
 
     Probe probe;
-    probe.release = true;
+    probe.release.open();
     Instance b(state_, "i_b", probe);
     auto session = b.open_session(kAlice);
     json got = b.legacy(session, kAlice, "tasks/result", {{"taskId", "t_key"}});

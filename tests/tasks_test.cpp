@@ -14,8 +14,11 @@
 #include <gtest/gtest.h>
 
 #include "base/crypto.hpp"
+#include "base/metrics.hpp"
 #include "base/sealed_token.hpp"
 #include "server/mcp_server.hpp"
+#include "tests/metrics_text.hpp"
+#include "tests/support/gate.hpp"
 #include "tests/support/wait.hpp"
 
 namespace {
@@ -33,6 +36,13 @@ using agency::mcp::ToolResult;
 using namespace std::chrono_literals;
 
 constexpr const char* kExt = "io.modelcontextprotocol/tasks";
+
+// The tasks whose work runs on this process now (agency_mcp_open{what="tasks"}): a task's work
+// leaves it once it has ended and its outcome was recorded.
+double tasks_running() {
+    return agency::testing::metric_value(agency::base::metrics::render(), "agency_mcp_open",
+                                         {{"what", "tasks"}});
+}
 
 // Records what travels back on a request's path (a tasks/result stream).
 class RecordingChannel : public Channel {
@@ -63,7 +73,7 @@ private:
 
 struct Probe {
     std::atomic<int> runs{0};
-    std::atomic<bool> release{false};
+    agency::testing::Gate release;
     std::atomic<bool> saw_stop{false};
 };
 
@@ -85,12 +95,9 @@ void register_tools(Server& server, Probe& probe) {
                             ++probe.runs;
                             ctx.set_task_resume({{"step", 1}});
                             ctx.progress(1, 2, "half way");
-                            while (!probe.release) {
-                                if (ctx.stop.stop_requested()) {
-                                    probe.saw_stop = true;
-                                    return ToolResult::text("stopped", true);
-                                }
-                                std::this_thread::sleep_for(5ms);
+                            if (!probe.release.wait(ctx.stop)) {
+                                probe.saw_stop = true;
+                                return ToolResult::text("stopped", true);
                             }
                             ctx.progress(2, 2, "finishing");
                             return ToolResult::text("done:" + args.value("label", std::string()));
@@ -251,7 +258,7 @@ TEST_F(Tasks, LegacyTaskRunsInTheBackgroundAndTasksResultWaitsForIt) {
         return call("tasks/result", {{"taskId", id}}, wait_in);
     });
     EXPECT_EQ(result.wait_for(100ms), std::future_status::timeout) << "tasks/result must block";
-    probe_.release = true;
+    probe_.release.open();
     json done = result.get()["result"];
     EXPECT_EQ(done["content"][0]["text"], "done:a");
     EXPECT_EQ(done["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id);
@@ -278,7 +285,7 @@ TEST_F(Tasks, TasksAreInvisibleToOtherSessions) {
     EXPECT_EQ(refused["error"]["code"], -32602);
     EXPECT_EQ(call("tasks/cancel", {{"taskId", id}}, other)["error"]["code"], -32602);
     EXPECT_TRUE(call("tasks/list", json::object(), other)["result"]["tasks"].empty());
-    probe_.release = true;
+    probe_.release.open();
 }
 
 TEST_F(Tasks, ListCursorIsBoundToItsOwner) {
@@ -310,13 +317,17 @@ TEST_F(Tasks, ListCursorIsBoundToItsOwner) {
 
 TEST_F(Tasks, LegacyCancelStopsTheWorkAndKeepsCancelled) {
     Inbound in = legacy();
+    const double running_before = tasks_running();
     const std::string id =
         call("tools/call", {{"name", "wait_job"}, {"task", json::object()}}, in)["result"]["task"]["taskId"];
     json cancelled = call("tasks/cancel", {{"taskId", id}}, in)["result"];
     EXPECT_EQ(cancelled["status"], "cancelled");
     (void)agency::testing::eventually([&] { return probe_.saw_stop.load(); }, 1000ms);
     EXPECT_TRUE(probe_.saw_stop) << "the work must see the stop";
-    std::this_thread::sleep_for(20ms);
+    // The work's "stopped" answer has been taken in (or not) once its work has ended.
+    EXPECT_TRUE(agency::testing::eventually([&] { return tasks_running() <= running_before; },
+                                            5000ms))
+        << "the task's work did not end";
     EXPECT_EQ(call("tasks/get", {{"taskId", id}}, in)["result"]["status"], "cancelled");
     json again = call("tasks/cancel", {{"taskId", id}}, in);
     EXPECT_EQ(again["error"]["code"], -32602) << "a terminal task cannot be cancelled (2025-11-25)";
@@ -384,7 +395,7 @@ TEST_F(Tasks, ModernTasksAreFlatAndInlineTheirResult) {
     EXPECT_EQ(working["resultType"], "complete");
     EXPECT_EQ(working["status"], "working");
     EXPECT_EQ(working["statusMessage"], "half way") << "progress shows as the status message";
-    probe_.release = true;
+    probe_.release.open();
     json end = settle(id, [&] { return modern("tasks/get", {{"taskId", id}}); });
     EXPECT_EQ(end["result"]["status"], "completed");
     EXPECT_EQ(end["result"]["result"]["content"][0]["text"], "done:m");

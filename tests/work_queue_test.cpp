@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "base/work_queue.hpp"
+#include "tests/support/wait.hpp"
 
 TEST(WorkQueueShares, AJobQueuedBehindAPlaceTakenHereRunsWhenItIsGivenBack) {
     // One worker: nothing to lend beyond the reserve, so the job waits for the place.
@@ -62,9 +63,11 @@ TEST(WorkQueueShares, ALoneOwnerBorrowsIdleWorkersAndTheBurstsThreadsLeave) {
     cv.notify_all();
     queue.drain();
     std::size_t left = queue.workers();
-    for (int i = 0; i < 100 && left > 1; ++i) {
-        std::this_thread::sleep_for(50ms);
-        left = queue.workers();
-    }
+    (void)agency::testing::eventually(
+        [&] {
+            left = queue.workers();
+            return left <= 1;
+        },
+        5000ms, 50ms);
     EXPECT_LE(left, 1u) << "idle workers leave";
 }

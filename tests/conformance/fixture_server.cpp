@@ -2,9 +2,12 @@
 // fixture tools, resources and prompts (names and contents as the suite's reference server
 // has them). The product binary carries none of this.
 //   conformance_fixture [--listen 127.0.0.1:0]   prints its URL on stdout
+#include <signal.h>
+
 #include <chrono>
-#include <csignal>
+#include <condition_variable>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "server/mcp_server.hpp"
@@ -92,12 +95,13 @@ void register_task_tools(agency::mcp::Server& s) {
         TaskSupport::optional,
         object_schema({{"seconds", {{"type", "number"}}}, {"label", {{"type", "string"}}}}),
         [](const json& a, RequestContext& ctx) {
-            auto until = std::chrono::steady_clock::now() +
-                         std::chrono::milliseconds(static_cast<int>(a.value("seconds", 0.0) * 1000));
-            while (std::chrono::steady_clock::now() < until) {
-                if (ctx.stop.stop_requested()) return ToolResult::text("cancelled", true);
-                std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            }
+            const std::chrono::milliseconds work(static_cast<int>(a.value("seconds", 0.0) * 1000));
+            // Works for `seconds` unless cancelled first (the stop token wakes the wait).
+            std::mutex mutex;
+            std::condition_variable_any changed;
+            std::unique_lock lock(mutex);
+            (void)changed.wait_for(lock, ctx.stop, work, [] { return false; });
+            if (ctx.stop.stop_requested()) return ToolResult::text("cancelled", true);
             return ToolResult::text("Computed " + a.value("label", std::string("result")));
         }));
     s.add_tool(task_tool("failing_job", "Fails with a tool error after about a second",
@@ -483,12 +487,16 @@ void register_resources_and_prompts(agency::mcp::Server& s) {
     });
 }
 
-std::atomic<bool> g_stop{false};
-extern "C" void on_signal(int) { g_stop = true; }
-
 }  // namespace
 
 int main(int argc, char** argv) {
+    // SIGINT and SIGTERM are taken by sigwait below: blocked before any thread starts, so that
+    // every thread inherits the mask and none is interrupted by them.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
     std::string listen = "127.0.0.1:0";
     for (int i = 1; i + 1 < argc; ++i)
         if (std::string(argv[i]) == "--listen") listen = argv[i + 1];
@@ -504,8 +512,7 @@ int main(int argc, char** argv) {
     agency::mcp::HttpTransport transport(server, options);
     transport.start();
     std::cout << transport.url() << std::endl;
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
-    while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);  // until SIGINT or SIGTERM
     return 0;
 }

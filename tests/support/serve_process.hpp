@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/paths.hpp"
+#include "tests/support/wait.hpp"
 
 namespace agency::testing {
 
@@ -90,15 +91,12 @@ public:
     // Closes stdin and waits for the exit code (-1 after 10 s).
     int finish() {
         close_input();
-        for (int i = 0; i < 1000; ++i) {
-            int status = 0;
-            if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-                pid_ = -1;
-                return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
-        return -1;
+        int status = 0;
+        const bool exited = eventually([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; },
+                                       std::chrono::seconds(10), std::chrono::milliseconds(10));
+        if (!exited) return -1;
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     }
     std::string stderr_text() const {
         std::ifstream in(err_);
