@@ -21,6 +21,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from scale import free_port  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BULK_ROWS = 100_000
 KEYWORD = "hvac repair evanston"  # one of demo-bulk's 500 keywords (200 rows of it)
@@ -28,12 +31,6 @@ KEYWORD = "hvac repair evanston"  # one of demo-bulk's 500 keywords (200 rows of
 
 def log(msg):
     print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Bench:

@@ -386,6 +386,18 @@ def splice(doc_path, section, heading="Scale-out"):
         f.write(doc)
 
 
+def write_results(name, results, section, heading):
+    """bench/results/<name>.json and <name>.md, and `section` as the '## <heading>' section of
+    docs/benchmarks.md."""
+    out = os.path.join(ROOT, "bench", "results")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, name + ".json"), "w") as f:
+        json.dump(results, f, indent=1)
+    with open(os.path.join(out, name + ".md"), "w") as f:
+        f.write(section)
+    splice(os.path.join(ROOT, "docs", "benchmarks.md"), section, heading)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -412,14 +424,7 @@ def main():
     if args.no_write:
         print(json.dumps(results, indent=1))
         return
-    out = os.path.join(ROOT, "bench", "results")
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "scale.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    section = markdown(results)
-    with open(os.path.join(out, "scale.md"), "w") as f:
-        f.write(section)
-    splice(os.path.join(ROOT, "docs", "benchmarks.md"), section)
+    write_results("scale", results, markdown(results), "Scale-out")
     log("bench/results/scale.json, bench/results/scale.md, docs/benchmarks.md (Scale-out)")
 
 

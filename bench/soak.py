@@ -39,6 +39,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from scale import free_port, write_results  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROTOCOL = "2025-11-25"
 CLIENTS = ["demo-dental", "demo-law"]  # no auto-deploy: articles stay drafts until deployed
@@ -67,12 +70,6 @@ ACTION_OF = {
 
 def log(msg):
     print(f"[soak {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def cpu_s(pid):
@@ -694,22 +691,6 @@ def markdown(r):
     return "\n".join(lines) + "\n"
 
 
-def splice(doc_path, section):
-    """Replaces the '## Soak' section of docs/benchmarks.md (or adds it before the profile
-    findings)."""
-    with open(doc_path) as f:
-        doc = f.read()
-    pattern = re.compile(r"^## Soak\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(doc):
-        doc = pattern.sub(lambda _: section + "\n", doc, count=1)
-    else:
-        anchor = "## What the profiles showed"
-        at = doc.find("\n" + anchor)
-        doc = doc[:at + 1] + section + "\n" + doc[at + 1:] if at >= 0 else doc + "\n" + section
-    with open(doc_path, "w") as f:
-        f.write(doc)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -738,14 +719,8 @@ def main():
     print(f"answers: {json.dumps(r['outcomes'])}")
     print(f"gateway: {json.dumps(r['gateway'])}")
     if not args.no_docs:
-        out = os.path.join(ROOT, "bench", "results")
-        os.makedirs(out, exist_ok=True)
-        with open(os.path.join(out, "soak.json"), "w") as f:
-            json.dump({k: v for k, v in r.items() if k != "server_log"}, f, indent=1)
-        section = markdown(r)
-        with open(os.path.join(out, "soak.md"), "w") as f:
-            f.write(section)
-        splice(os.path.join(ROOT, "docs", "benchmarks.md"), section)
+        write_results("soak", {k: v for k, v in r.items() if k != "server_log"}, markdown(r),
+                      "Soak")
         log("bench/results/soak.json, bench/results/soak.md, docs/benchmarks.md (Soak)")
     failed = [name for name, ok in r["checks"].items() if not ok]
     if failed:

@@ -32,7 +32,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from scale import ROOT, Deployment, cpu_seconds, splice, wait_line  # noqa: E402
+from scale import ROOT, Deployment, cpu_seconds, wait_line, write_results  # noqa: E402
 
 SECRET = "bench-store-secret-0123456789abcdef0123"
 PG_CLUSTER = os.path.join(ROOT, "scripts", "pg-cluster.sh")
@@ -356,14 +356,7 @@ def main():
     if args.no_write:
         print(json.dumps(results, indent=1))
         return
-    out = os.path.join(ROOT, "bench", "results")
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "store.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    section = markdown(results)
-    with open(os.path.join(out, "store.md"), "w") as f:
-        f.write(section)
-    splice(os.path.join(ROOT, "docs", "benchmarks.md"), section, "State stores")
+    write_results("store", results, markdown(results), "State stores")
     log("bench/results/store.json, bench/results/store.md, docs/benchmarks.md (State stores)")
 
 

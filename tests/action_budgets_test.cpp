@@ -20,7 +20,9 @@
 #include "pg_cluster.hpp"
 #include "state/pg_store.hpp"
 #include "state/sqlite_store.hpp"
+#include "tests/support/action_tool_harness.hpp"
 #include "tests/support/manual_clock.hpp"
+#include "tests/support/principals.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/actions/action_tools.hpp"
 #include "tools/pipeline/budgets.hpp"
@@ -29,13 +31,9 @@
 namespace action_budgets_test {
 
 namespace fs = std::filesystem;
-using agency::mcp::Principal;
+using namespace agency::testing::tool_names;
 using agency::state::WriteLogEntry;
 using agency::testing::ManualClock;
-using agency::testing::ToolHarness;
-using agency::testing::ToolReply;
-using agency::tools::ActionRuntime;
-using agency::tools::ActionSettings;
 using agency::tools::BudgetWindow;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
@@ -50,28 +48,14 @@ std::chrono::system_clock::time_point at(int y, unsigned m, unsigned d, int hour
 
 Principal key(const std::string& name, std::optional<std::int64_t> budget,
               std::vector<std::string> clients = {}) {
-    Principal p;
-    p.name = "key:" + name;
-    p.authenticated = true;
+    Principal p = agency::testing::key_principal(name);
     p.action_budget = budget;
     p.clients = std::move(clients);
     return p;
 }
 
-struct Budgets {
-    std::shared_ptr<ActionRuntime> rt;
-    std::unique_ptr<ToolHarness> h;
-
-    explicit Budgets(ActionSettings settings)
-        : rt(std::make_shared<ActionRuntime>(std::move(settings))) {
-        h = std::make_unique<ToolHarness>(
-            agency::sample::Options{}, agency::tools::Settings{},
-            [this](agency::mcp::Server& server,
-                   const std::shared_ptr<agency::tools::Toolbox>& box) {
-                agency::tools::register_all(server, box, rt);
-            });
-    }
-    ~Budgets() { rt->audits().stop(); }
+struct Budgets : agency::testing::ActionToolHarness {
+    explicit Budgets(ActionSettings settings) : ActionToolHarness({}, std::move(settings)) {}
 
     ToolReply ideas(const Principal& who, const json& extra = json::object()) {
         json args = {{"client_id", kDental}, {"seed", "implants"}};

@@ -15,16 +15,12 @@
 #include "gateway/client.hpp"
 #include "gateway/client_detail.hpp"
 #include "gateway/sample/sample_gateway.hpp"
+#include "tests/support/gateway_names.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
-using agency::gateway::ActionSpec;
-using agency::gateway::Client;
-using agency::gateway::Config;
-using agency::gateway::Error;
-using agency::gateway::ErrorReason;
-using agency::gateway::ResendRule;
+using namespace agency::testing::gateway_names;
 using agency::gateway::find_action_spec;
 using agency::gateway::detail::compare_state;
 using agency::gateway::detail::Evidence;
@@ -35,25 +31,9 @@ using json = nlohmann::json;
 
 constexpr const char* kDental = "demo-dental";
 
-struct Gateway {
-    std::shared_ptr<agency::sample::Gateway> gw;
-    agency::sample::Server srv;
-
+struct Gateway : agency::testing::LoopbackSampleGateway {
     explicit Gateway(bool bare)
-        : gw(std::make_shared<agency::sample::Gateway>(
-              agency::sample::Options{.bare_records = bare})),
-          srv(gw) {
-        srv.start();
-    }
-    Config config() const {
-        Config c;
-        c.base_url = srv.base_url();
-        c.backoff_base = 5ms;
-        c.max_attempts = 4;
-        c.read_timeout = 5s;
-        c.action_timeout = 5s;
-        return c;
-    }
+        : LoopbackSampleGateway(agency::sample::Options{.bare_records = bare}) {}
     json blog(const std::string& id) const {
         for (const auto& row : gw->rows("blogs", kDental))
             if (row.value("id", "") == id) return row;
@@ -63,17 +43,6 @@ struct Gateway {
         return gw->count_requests("POST", action);
     }
 };
-
-template <class F>
-Error expect_error(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e;
-    }
-    ADD_FAILURE() << "expected a gateway::Error";
-    return Error(ErrorReason::upstream, "none");
-}
 
 std::string draft_article(Client& c, const std::string& keyword) {
     return c.act("generate_blog", kDental, {{"keyword", keyword}}).data.at("id").get<std::string>();

@@ -24,9 +24,7 @@
 namespace {
 
 using agency::gateway::ResendRule;
-using agency::sample::FaultMode;
-using agency::testing::ToolHarness;
-using agency::testing::ToolReply;
+using namespace agency::testing::tool_names;
 using json = nlohmann::json;
 
 constexpr const char* kDental = "demo-dental";

@@ -18,12 +18,7 @@
 
 namespace {
 
-using agency::sample::Fault;
-using agency::sample::FaultMode;
-using agency::testing::ToolHarness;
-using agency::testing::ToolReply;
-using agency::tools::ActionRuntime;
-using agency::tools::ActionSettings;
+using namespace agency::testing::tool_names;
 using json = nlohmann::json;
 
 constexpr const char* kDental = "demo-dental";

@@ -22,6 +22,7 @@
 #include "server/mcp_server.hpp"
 #include "state/sqlite_store.hpp"
 #include "base/crypto.hpp"
+#include "tests/support/action_tool_harness.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/actions/action_tools.hpp"
@@ -29,12 +30,7 @@
 
 namespace {
 
-using agency::sample::Fault;
-using agency::sample::FaultMode;
-using agency::testing::ToolHarness;
-using agency::testing::ToolReply;
-using agency::tools::ActionRuntime;
-using agency::tools::ActionSettings;
+using namespace agency::testing::tool_names;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -51,24 +47,9 @@ const std::vector<std::string> kActionTools = {
 const std::vector<std::string> kConfirmedTools = {"deploy_article", "send_prospect_email"};
 
 // A harness whose server has every tool, the action tools over `runtime`.
-struct Actions {
-    std::shared_ptr<ActionRuntime> rt;
-    agency::tools::ToolCatalog catalog;  // what registration says of each tool
-    std::unique_ptr<ToolHarness> h;
+struct Actions : agency::testing::ActionToolHarness {
+    explicit Actions(ActionSettings settings = {}) : ActionToolHarness({}, std::move(settings)) {}
 
-    explicit Actions(ActionSettings settings = {})
-        : rt(std::make_shared<ActionRuntime>(std::move(settings))) {
-        h = std::make_unique<ToolHarness>(
-            agency::sample::Options{}, agency::tools::Settings{},
-            [this](agency::mcp::Server& server,
-                   const std::shared_ptr<agency::tools::Toolbox>& box) {
-                catalog = agency::tools::register_all(server, box, rt);
-            });
-    }
-    // Workers stop before the gateway they talk to.
-    ~Actions() { rt->audits().stop(); }
-
-    std::size_t posts(const std::string& action) const { return h->gw->count_requests("POST", action); }
     std::size_t all_posts() const {
         std::size_t n = 0;
         for (const auto& r : h->gw->request_log()) n += r.method == "POST";

@@ -17,14 +17,13 @@
 #include "pg_cluster.hpp"
 #include "state/pg_store.hpp"
 #include "state/sqlite_store.hpp"
+#include "tests/support/shared_store.hpp"
 
 namespace budget_store_test {
 
 namespace fs = std::filesystem;
-using agency::state::PgStore;
-using agency::state::SqliteStore;
+using namespace agency::testing::store_names;
 using agency::state::Store;
-using agency::state::WriteLogEntry;
 using json = nlohmann::json;
 
 enum class Backend { sqlite, postgres };

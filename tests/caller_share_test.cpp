@@ -26,6 +26,7 @@
 #include "base/metrics.hpp"
 #include "server/mcp_server.hpp"
 #include "tests/metrics_text.hpp"
+#include "tests/support/core_names.hpp"
 #include "tests/support/wait.hpp"
 #include "transport/http_transport.hpp"
 #include "transport/keys.hpp"
@@ -35,11 +36,8 @@ namespace caller_share {
 using agency::mcp::HttpOptions;
 using agency::mcp::json;
 using agency::mcp::KeyStore;
-using agency::mcp::RequestContext;
 using agency::mcp::Server;
-using agency::mcp::ServerOptions;
-using agency::mcp::ToolDef;
-using agency::mcp::ToolResult;
+using namespace agency::testing::core_types;
 using namespace std::chrono_literals;
 using Steady = std::chrono::steady_clock;
 

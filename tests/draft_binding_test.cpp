@@ -16,6 +16,9 @@
 #include "pg_cluster.hpp"
 #include "state/pg_store.hpp"
 #include "state/sqlite_store.hpp"
+#include "tests/support/action_tool_harness.hpp"
+#include "tests/support/principals.hpp"
+#include "tests/support/shared_store.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
@@ -23,63 +26,32 @@
 // Named: the tests are built as unity batches, where another file's anonymous names meet these.
 namespace draft_binding_test {
 
-using agency::mcp::Principal;
-using agency::testing::ToolHarness;
-using agency::testing::ToolReply;
+using namespace agency::testing::tool_names;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 constexpr const char* kLaw = "demo-law";
 constexpr const char* kProspect = "https://legal-resources.example/guides";
 
-Principal key(const std::string& name) {
-    Principal p;
-    p.name = "key:" + name;
-    p.authenticated = true;
-    return p;
-}
+Principal key(const std::string& name) { return agency::testing::key_principal(name); }
 
-enum class Backend { sqlite, postgres };
+using Backend = agency::testing::StoreBackend;
 
-struct SharedState {
-    Backend backend;
-    std::string where;
-    explicit SharedState(Backend b) : backend(b) {
-        where = b == Backend::postgres
-                    ? agency::testing::pg_fresh_database()
-                    : (fs::temp_directory_path() /
-                       ("agency-drafts-" + agency::crypto::random_hex(6) + ".db"))
-                          .string();
-    }
-    ~SharedState() {
-        if (backend == Backend::sqlite) {
-            std::error_code ignored;
-            for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(where + suffix, ignored);
-        }
-    }
-    std::shared_ptr<agency::state::Store> open() const {
-        if (backend == Backend::postgres) return std::make_shared<agency::state::PgStore>(where);
-        return std::make_shared<agency::state::SqliteStore>(where);
-    }
+struct SharedState : agency::testing::SharedStore {
+    explicit SharedState(Backend b) : SharedStore(b, "agency-drafts-") {}
 };
 
 // One server instance: every tool, the action tools over its own connection to the store.
-struct Instance {
-    std::shared_ptr<agency::tools::ActionRuntime> rt;
-    std::unique_ptr<ToolHarness> h;
-    Instance(const SharedState& state, const std::string& id) {
+struct Instance : agency::testing::ActionToolHarness {
+    Instance(const SharedState& state, const std::string& id)
+        : ActionToolHarness({}, settings_for(state, id)) {}
+    static agency::tools::ActionSettings settings_for(const SharedState& state,
+                                                      const std::string& id) {
         agency::tools::ActionSettings settings;
         settings.store = state.open();
         settings.sharing.instance_id = id;
-        rt = std::make_shared<agency::tools::ActionRuntime>(std::move(settings));
-        h = std::make_unique<ToolHarness>(
-            agency::sample::Options{}, agency::tools::Settings{},
-            [this](agency::mcp::Server& server,
-                   const std::shared_ptr<agency::tools::Toolbox>& box) {
-                agency::tools::register_all(server, box, rt);
-            });
+        return settings;
     }
-    ~Instance() { rt->audits().stop(); }
     std::size_t sends() const { return h->gw->count_requests("POST", "send_prospect_email"); }
     std::string draft(const Principal& who) {
         ToolReply r = h->call_as(who, "generate_outreach_email",

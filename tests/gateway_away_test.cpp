@@ -21,18 +21,15 @@
 #include "gateway/sample/sample_gateway.hpp"
 #include "net/server_thread.hpp"
 #include "tests/support/free_port.hpp"
+#include "tests/support/gateway_names.hpp"
 #include "tests/support/test_ca.hpp"
 #include "tests/support/wait.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
-using agency::gateway::Client;
-using agency::gateway::Config;
+using namespace agency::testing::gateway_names;
 using agency::gateway::Discovery;
-using agency::gateway::Error;
-using agency::gateway::ErrorReason;
-using agency::gateway::ReadQuery;
 
 using agency::testing::free_port;
 

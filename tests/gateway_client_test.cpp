@@ -28,6 +28,7 @@
 #include "gateway/retry.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "loopback_server.hpp"
+#include "tests/support/gateway_names.hpp"
 #include "tests/support/log_capture.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/support/wait.hpp"
@@ -35,32 +36,17 @@
 namespace {
 
 using namespace std::chrono_literals;
-using agency::gateway::ActionResult;
-using agency::gateway::Client;
-using agency::gateway::Config;
-using agency::gateway::Error;
-using agency::gateway::ErrorReason;
-using agency::gateway::ReadQuery;
+using namespace agency::testing::gateway_names;
 using agency::sample::Fault;
 using agency::sample::FaultMode;
 using Clock = std::chrono::steady_clock;
 
-struct Harness {
-    std::shared_ptr<agency::sample::Gateway> gw;
-    agency::sample::Server srv;
-
+struct Harness : agency::testing::LoopbackSampleGateway {
     explicit Harness(agency::sample::Options options = {})
-        : gw(std::make_shared<agency::sample::Gateway>(std::move(options))), srv(gw) {
-        srv.start();
-    }
+        : LoopbackSampleGateway(std::move(options)) {}
 
     Config config() const {
-        Config c;
-        c.base_url = srv.base_url();
-        c.backoff_base = 5ms;
-        c.max_attempts = 4;
-        c.read_timeout = 5s;
-        c.action_timeout = 5s;
+        Config c = LoopbackSampleGateway::config();
         c.connect_timeout = 3s;
         return c;
     }
@@ -69,17 +55,6 @@ struct Harness {
         return gw->rows(resource, client).size();
     }
 };
-
-template <class F>
-Error expect_error(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e;
-    }
-    ADD_FAILURE() << "expected agency::gateway::Error";
-    return Error(ErrorReason::config, "no error was thrown");
-}
 
 // A loopback port with nothing listening on it.
 int closed_port() {
@@ -713,42 +688,49 @@ TEST(GatewayClient, ActionSucceeds) {
     EXPECT_EQ(h.row_count("blogs", "demo-dental"), before + 1);
 }
 
+// generate_blog for demo-dental by a client of its own, with `mode` injected on it first: what
+// act() answered, the POSTs that reached the gateway and the blogs that were made.
+struct BlogAct {
+    ActionResult r;
+    std::size_t posts;
+    std::size_t made;
+};
+BlogAct generate_blog_with(Harness& h, FaultMode mode, const std::string& keyword) {
+    const auto before = h.row_count("blogs", "demo-dental");
+    Client c(h.config());
+    h.gw->inject({.target = "generate_blog", .mode = mode});
+    ActionResult r = c.act("generate_blog", "demo-dental", {{"keyword", keyword}});
+    return {std::move(r), h.gw->count_requests("POST", "generate_blog"),
+            h.row_count("blogs", "demo-dental") - before};
+}
+
 TEST(GatewayClient, GenerateBlog500AfterCreateIsRecoveredWithoutResend) {
     Harness h;
-    Client c(h.config());
-    const auto before = h.row_count("blogs", "demo-dental");
-    h.gw->inject({.target = "generate_blog", .mode = FaultMode::fail_after});
-    const auto r = c.act("generate_blog", "demo-dental", {{"keyword", "emergency dentist"}});
+    const auto [r, posts, made] = generate_blog_with(h, FaultMode::fail_after, "emergency dentist");
     EXPECT_TRUE(r.recovered);
     EXPECT_EQ(r.attempts, 1);
     EXPECT_EQ(r.status_code, 200);
     EXPECT_EQ(r.data["keyword"], "emergency dentist");
-    EXPECT_EQ(h.gw->count_requests("POST", "generate_blog"), 1u);
-    EXPECT_EQ(h.row_count("blogs", "demo-dental"), before + 1);
+    EXPECT_EQ(posts, 1u);
+    EXPECT_EQ(made, 1u);
 }
 
 TEST(GatewayClient, GenerateBlog500BeforeCreateIsResentOnce) {
     Harness h;
-    Client c(h.config());
-    const auto before = h.row_count("blogs", "demo-dental");
-    h.gw->inject({.target = "generate_blog", .mode = FaultMode::fail_before});
-    const auto r = c.act("generate_blog", "demo-dental", {{"keyword", "dental implants"}});
+    const auto [r, posts, made] = generate_blog_with(h, FaultMode::fail_before, "dental implants");
     EXPECT_FALSE(r.recovered);
     EXPECT_EQ(r.attempts, 2);
-    EXPECT_EQ(h.gw->count_requests("POST", "generate_blog"), 2u);
-    EXPECT_EQ(h.row_count("blogs", "demo-dental"), before + 1);
+    EXPECT_EQ(posts, 2u);
+    EXPECT_EQ(made, 1u);
 }
 
 TEST(GatewayClient, GenerateBlogDroppedConnectionIsRecovered) {
     Harness h;
-    Client c(h.config());
-    const auto before = h.row_count("blogs", "demo-dental");
-    h.gw->inject({.target = "generate_blog", .mode = FaultMode::drop});
-    const auto r = c.act("generate_blog", "demo-dental", {{"keyword", "invisalign"}});
+    const auto [r, posts, made] = generate_blog_with(h, FaultMode::drop, "invisalign");
     EXPECT_TRUE(r.recovered);
     EXPECT_EQ(r.attempts, 1);
-    EXPECT_EQ(h.gw->count_requests("POST", "generate_blog"), 1u);
-    EXPECT_EQ(h.row_count("blogs", "demo-dental"), before + 1);
+    EXPECT_EQ(posts, 1u);
+    EXPECT_EQ(made, 1u);
 }
 
 TEST(GatewayClient, SlowActionBeyondTimeoutIsNeverResent) {

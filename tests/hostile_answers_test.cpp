@@ -24,16 +24,13 @@
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "net/server_thread.hpp"
+#include "tests/support/gateway_names.hpp"
 #include "tests/support/test_ca.hpp"
 #include "loopback_server.hpp"
 
 namespace {
 
-using agency::gateway::Client;
-using agency::gateway::Config;
-using agency::gateway::Error;
-using agency::gateway::ErrorReason;
-using agency::gateway::ReadQuery;
+using namespace agency::testing::gateway_names;
 using namespace std::chrono_literals;
 
 constexpr std::size_t kLimit = 1 << 20;
@@ -47,17 +44,6 @@ Config config_for(const std::string& base_url) {
     c.read_timeout = 5s;
     c.call_timeout = 10s;
     return c;
-}
-
-template <class F>
-Error expect_error(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e;
-    }
-    ADD_FAILURE() << "no gateway::Error";
-    return Error(ErrorReason::config, "none");
 }
 
 Error read_error(const std::string& base_url) {

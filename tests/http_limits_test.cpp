@@ -29,6 +29,7 @@
 
 #include "base/crypto.hpp"
 #include "server/mcp_server.hpp"
+#include "tests/support/core_names.hpp"
 #include "tests/support/gate.hpp"
 #include "tests/support/wait.hpp"
 #include "transport/http_transport.hpp"
@@ -37,13 +38,8 @@
 namespace {
 
 using agency::mcp::HttpOptions;
-using agency::mcp::json;
 using agency::mcp::KeyStore;
-using agency::mcp::RequestContext;
-using agency::mcp::Server;
-using agency::mcp::ServerOptions;
-using agency::mcp::ToolDef;
-using agency::mcp::ToolResult;
+using namespace agency::testing::core_names;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
@@ -340,6 +336,19 @@ struct Sockets {
     ~Sockets() {
         for (int fd : fds) ::close(fd);
     }
+    // Opens `count` connections to `port` from `source`; whether every one opened (a failure
+    // names the one that did not; the test asserts the result).
+    bool open_from(int port, int count, const char* source) {
+        for (int i = 0; i < count; ++i) {
+            const int fd = connect_from(port, source);
+            if (fd < 0) {
+                ADD_FAILURE() << "connection " << i << " from " << source;
+                return false;
+            }
+            fds.push_back(fd);
+        }
+        return true;
+    }
 };
 
 // Issue 15, class 5: hundreds of idle keep-alive connections and dozens sending a head one
@@ -356,11 +365,7 @@ TEST_F(HttpLimits, IdleAndSlowHeadConnectionsDoNotStarveANormalClient) {
         idle.fds.push_back(fd);
     }
     Sockets slow;
-    for (int i = 0; i < 40; ++i) {
-        const int fd = connect_from(port_, "127.0.0.6");
-        ASSERT_GE(fd, 0);
-        slow.fds.push_back(fd);
-    }
+    ASSERT_TRUE(slow.open_from(port_, 40, "127.0.0.6"));
     // The slow ones trickle a head, a byte every 100 ms, while the normal client is served.
     std::atomic<bool> done{false};
     std::atomic<int> cut_off{0};
@@ -586,11 +591,7 @@ TEST_F(HttpLimits, ConnectionsPerAddressAreBounded) {
     options.max_connections_per_peer = 20;
     start(options);
     Sockets held;
-    for (int i = 0; i < 20; ++i) {
-        const int fd = connect_from(port_, "127.0.0.7");
-        ASSERT_GE(fd, 0);
-        held.fds.push_back(fd);
-    }
+    ASSERT_TRUE(held.open_from(port_, 20, "127.0.0.7"));
     const int extra = connect_from(port_, "127.0.0.7");
     ASSERT_GE(extra, 0);
     Sockets extra_owner{{extra}};
@@ -620,11 +621,7 @@ TEST_F(HttpLimits, ConnectionLimitRefusalCarriesTheLengthItAnnounces) {
     options.max_connections_per_peer = 2;
     start(options);
     Sockets held;
-    for (int i = 0; i < 2; ++i) {
-        const int fd = connect_from(port_, "127.0.0.9");
-        ASSERT_GE(fd, 0);
-        held.fds.push_back(fd);
-    }
+    ASSERT_TRUE(held.open_from(port_, 2, "127.0.0.9"));
     const int extra = connect_from(port_, "127.0.0.9");
     ASSERT_GE(extra, 0);
     Sockets extra_owner{{extra}};
@@ -646,11 +643,7 @@ TEST_F(HttpLimits, AtTheTotalBoundAnIdleConnectionMakesRoom) {
     options.max_connections = 30;
     start(options);
     Sockets held;
-    for (int i = 0; i < 30; ++i) {
-        const int fd = connect_from(port_, "127.0.0.8");
-        ASSERT_GE(fd, 0);
-        held.fds.push_back(fd);
-    }
+    ASSERT_TRUE(held.open_from(port_, 30, "127.0.0.8"));
     auto res = client()->Post("/mcp", rpc(1, "initialize", initialize_params()),
                               "application/json");
     ASSERT_TRUE(res) << httplib::to_string(res.error());

@@ -25,6 +25,7 @@
 
 #include "base/crypto.hpp"
 #include "server/mcp_server.hpp"
+#include "tests/support/core_names.hpp"
 #include "tests/support/gate.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/support/wait.hpp"
@@ -34,13 +35,8 @@
 namespace {
 
 using agency::mcp::HttpOptions;
-using agency::mcp::json;
 using agency::mcp::KeyStore;
-using agency::mcp::RequestContext;
-using agency::mcp::Server;
-using agency::mcp::ServerOptions;
-using agency::mcp::ToolDef;
-using agency::mcp::ToolResult;
+using namespace agency::testing::core_names;
 using namespace std::chrono_literals;
 
 constexpr const char* kLegacyVersion = "2025-11-25";

@@ -11,16 +11,14 @@
 
 #include "server/mcp_server.hpp"
 #include "state/store.hpp"
+#include "tests/support/action_tool_harness.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
 
 namespace {
 
-using agency::testing::ToolHarness;
-using agency::testing::ToolReply;
-using agency::tools::ActionRuntime;
-using agency::tools::ActionSettings;
+using namespace agency::testing::tool_names;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
@@ -31,25 +29,14 @@ bool has(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
 }
 
-struct LostCalls {
-    std::shared_ptr<ActionRuntime> rt;
-    std::unique_ptr<ToolHarness> h;
+struct LostCalls : agency::testing::ActionToolHarness {
+    explicit LostCalls(std::chrono::seconds lease) : ActionToolHarness({}, settings_for(lease)) {}
 
-    explicit LostCalls(std::chrono::seconds lease) : rt(make_runtime(lease)) {
-        h = std::make_unique<ToolHarness>(
-            agency::sample::Options{}, agency::tools::Settings{},
-            [this](agency::mcp::Server& server,
-                   const std::shared_ptr<agency::tools::Toolbox>& box) {
-                agency::tools::register_all(server, box, rt);
-            });
-    }
-    ~LostCalls() { rt->audits().stop(); }
-
-    static std::shared_ptr<ActionRuntime> make_runtime(std::chrono::seconds lease) {
+    static ActionSettings settings_for(std::chrono::seconds lease) {
         ActionSettings settings;
         settings.stale_claim = lease;
         settings.await_first_call = 0ms;
-        return std::make_shared<ActionRuntime>(settings);
+        return settings;
     }
 
     // The lost call's claim: what the pipeline stores for `args` (without the key) by "local".
@@ -64,9 +51,6 @@ struct LostCalls {
         config.base_url = h->gateway_server->base_url();
         agency::gateway::Client other(config);
         return other.act(action, client_id, fields).data;
-    }
-    std::size_t posts(const std::string& action) const {
-        return h->gw->count_requests("POST", action);
     }
 };
 

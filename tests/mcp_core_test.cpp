@@ -18,6 +18,7 @@
 #include "server/json_rpc.hpp"
 #include "server/mcp_server.hpp"
 #include "stdio_harness.hpp"
+#include "tests/support/core_names.hpp"
 #include "tests/support/gate.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/support/wait.hpp"
@@ -25,14 +26,7 @@
 
 namespace {
 
-using agency::mcp::Inbound;
-using agency::mcp::json;
-using agency::mcp::Principal;
-using agency::mcp::RequestContext;
-using agency::mcp::Server;
-using agency::mcp::ServerOptions;
-using agency::mcp::ToolDef;
-using agency::mcp::ToolResult;
+using namespace agency::testing::core_names;
 using namespace std::chrono_literals;
 using agency::testing::StdioHarness;
 

@@ -23,6 +23,7 @@
 #include "state/store.hpp"
 #include "tests/pg_cluster.hpp"
 #include "tests/support/wait.hpp"
+#include "tests/tool_harness.hpp"
 #include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
 #include "tools/kit/tool_kit.hpp"
@@ -30,11 +31,7 @@
 namespace one_gate_test {
 
 namespace fs = std::filesystem;
-using agency::mcp::Principal;
-using agency::sample::Fault;
-using agency::sample::FaultMode;
-using agency::tools::ActionRuntime;
-using agency::tools::ActionSettings;
+using namespace agency::testing::tool_names;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 

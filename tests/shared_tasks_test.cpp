@@ -14,19 +14,13 @@
 #include "pg_cluster.hpp"
 #include "server/mcp_server.hpp"
 #include "state/pg_store.hpp"
+#include "tests/support/core_names.hpp"
 #include "tests/support/gate.hpp"
 #include "tests/support/wait.hpp"
 
 namespace {
 
-using agency::mcp::Inbound;
-using agency::mcp::json;
-using agency::mcp::RequestContext;
-using agency::mcp::Server;
-using agency::mcp::ServerOptions;
-using agency::mcp::TaskSupport;
-using agency::mcp::ToolDef;
-using agency::mcp::ToolResult;
+using namespace agency::testing::core_names;
 using namespace std::chrono_literals;
 
 constexpr const char* kExt = "io.modelcontextprotocol/tasks";

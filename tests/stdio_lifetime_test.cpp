@@ -15,19 +15,14 @@
 #include "base/metrics.hpp"
 #include "server/mcp_server.hpp"
 #include "tests/metrics_text.hpp"
+#include "tests/support/core_names.hpp"
 #include "tests/support/gate.hpp"
 #include "tests/support/wait.hpp"
 #include "transport/stdio_transport.hpp"
 
 namespace {
 
-using agency::mcp::json;
-using agency::mcp::RequestContext;
-using agency::mcp::Server;
-using agency::mcp::ServerOptions;
-using agency::mcp::TaskSupport;
-using agency::mcp::ToolDef;
-using agency::mcp::ToolResult;
+using namespace agency::testing::core_names;
 using namespace std::chrono_literals;
 
 std::string line(const json& message) { return message.dump() + "\n"; }

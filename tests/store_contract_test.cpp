@@ -21,21 +21,15 @@
 #include "state/open_store.hpp"
 #include "state/pg_store.hpp"
 #include "state/sqlite_store.hpp"
+#include "tests/support/shared_store.hpp"
 #include "tests/support/wait.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-using agency::state::ConfirmOutcome;
-using agency::state::Draft;
-using agency::state::PgStore;
-using agency::state::SqliteStore;
+using namespace agency::testing::store_names;
 using agency::state::Store;
-using agency::state::StoreError;
-using agency::state::TaskRecord;
-using agency::state::TaskStatus;
-using agency::state::WriteLogEntry;
 using json = nlohmann::json;
 
 enum class Backend { sqlite, postgres };

@@ -20,6 +20,7 @@
 #include "server/mcp_server.hpp"
 #include "state/pg_store.hpp"
 #include "state/sqlite_store.hpp"
+#include "tests/support/shared_store.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
@@ -28,39 +29,20 @@
 namespace store_round_trips_test {
 
 namespace fs = std::filesystem;
-using agency::state::PgStore;
+using namespace agency::testing::store_names;
 using agency::state::Store;
-using agency::state::WriteLogEntry;
-using agency::state::WriteLogQuery;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-enum class Backend { sqlite, postgres };
+using Backend = agency::testing::StoreBackend;
 
 std::string backend_name(const ::testing::TestParamInfo<Backend>& info) {
     return info.param == Backend::sqlite ? "sqlite" : "postgres";
 }
 
 // One database (a SQLite file or a fresh PostgreSQL database); open() is another instance.
-struct Database {
-    Backend backend;
-    std::string where;
-    explicit Database(Backend b) : backend(b) {
-        where = b == Backend::postgres ? agency::testing::pg_fresh_database()
-                                       : (fs::temp_directory_path() /
-                                          ("agency-steps-" + agency::crypto::random_hex(6) + ".db"))
-                                             .string();
-    }
-    ~Database() {
-        if (backend == Backend::sqlite) {
-            std::error_code ignored;
-            for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(where + suffix, ignored);
-        }
-    }
-    std::unique_ptr<Store> open() const {
-        if (backend == Backend::postgres) return std::make_unique<PgStore>(where);
-        return std::make_unique<agency::state::SqliteStore>(where);
-    }
+struct Database : agency::testing::SharedStore {
+    explicit Database(Backend b) : SharedStore(b, "agency-steps-") {}
 };
 
 constexpr const char* kTool = "generate_article";

@@ -21,7 +21,10 @@
 #include "server/mcp_server.hpp"
 #include "state/pg_store.hpp"
 #include "state/sqlite_store.hpp"
+#include "tests/support/core_names.hpp"
 #include "tests/support/gate.hpp"
+#include "tests/support/principals.hpp"
+#include "tests/support/shared_store.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/actions/action_tools.hpp"
@@ -29,56 +32,25 @@
 // Named: the tests are built as unity batches, where another file's anonymous names meet these.
 namespace task_binding_test {
 
-using agency::mcp::Era;
-using agency::mcp::Inbound;
+using namespace agency::testing::core_types;
 using agency::mcp::json;
-using agency::mcp::Principal;
-using agency::mcp::RequestContext;
 using agency::mcp::Server;
-using agency::mcp::ServerOptions;
-using agency::mcp::Session;
-using agency::mcp::TaskSupport;
-using agency::mcp::ToolDef;
-using agency::mcp::ToolResult;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 constexpr const char* kExt = "io.modelcontextprotocol/tasks";
 
-Principal key(const std::string& name) {
-    Principal p;
-    p.name = "key:" + name;
-    p.authenticated = true;
-    return p;
-}
+Principal key(const std::string& name) { return agency::testing::key_principal(name); }
 const Principal kAlice = key("alice");
 const Principal kBob = key("bob");
 const Principal kNobody;  // stdio, or HTTP without auth: "local", not authenticated
 
-enum class Backend { sqlite, postgres };
+using Backend = agency::testing::StoreBackend;
 
-// Where the instances keep their state: one SQLite file, or one PostgreSQL database.
-struct SharedState {
-    Backend backend;
-    std::string where;
-    explicit SharedState(Backend b) : backend(b) {
-        where = b == Backend::postgres
-                    ? agency::testing::pg_fresh_database()
-                    : (fs::temp_directory_path() /
-                       ("agency-binding-" + agency::crypto::random_hex(6) + ".db"))
-                          .string();
-    }
-    ~SharedState() {
-        if (backend == Backend::sqlite) {
-            std::error_code ignored;
-            for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(where + suffix, ignored);
-        }
-    }
-    // Each instance opens its own connection(s), as another process would.
-    std::shared_ptr<agency::state::Store> open() const {
-        if (backend == Backend::postgres) return std::make_shared<agency::state::PgStore>(where);
-        return std::make_shared<agency::state::SqliteStore>(where);
-    }
+// Where the instances keep their state: one SQLite file, or one PostgreSQL database. Each
+// instance opens its own connection(s), as another process would.
+struct SharedState : agency::testing::SharedStore {
+    explicit SharedState(Backend b) : SharedStore(b, "agency-binding-") {}
 };
 
 struct Probe {

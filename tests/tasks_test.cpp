@@ -18,21 +18,15 @@
 #include "base/sealed_token.hpp"
 #include "server/mcp_server.hpp"
 #include "tests/metrics_text.hpp"
+#include "tests/support/core_names.hpp"
 #include "tests/support/gate.hpp"
 #include "tests/support/wait.hpp"
 
 namespace {
 
-using agency::mcp::Channel;
-using agency::mcp::Inbound;
+using namespace agency::testing::core_types;
 using agency::mcp::json;
-using agency::mcp::MemoryTaskStore;
-using agency::mcp::RequestContext;
 using agency::mcp::Server;
-using agency::mcp::ServerOptions;
-using agency::mcp::TaskSupport;
-using agency::mcp::ToolDef;
-using agency::mcp::ToolResult;
 using namespace std::chrono_literals;
 
 constexpr const char* kExt = "io.modelcontextprotocol/tasks";

@@ -17,6 +17,10 @@
 #include "tools/registry.hpp"
 #include "tools/kit/tool_kit.hpp"
 
+namespace agency::tools {
+struct ActionSettings;  // tools/pipeline/action_runtime.hpp
+}  // namespace agency::tools
+
 namespace agency::testing {
 
 using json = nlohmann::json;
@@ -152,3 +156,12 @@ struct ToolHarness {
 };
 
 }  // namespace agency::testing
+
+// The names the tool tests write unqualified, declared once: such a test says `using namespace
+// agency::testing::tool_names;`. None of them means anything else in a test, so the directive
+// is safe in a unity batch too.
+namespace agency::testing::tool_names {
+using agency::mcp::Principal, agency::sample::Fault, agency::sample::FaultMode,
+    agency::testing::ToolHarness, agency::testing::ToolReply, agency::tools::ActionRuntime,
+    agency::tools::ActionSettings;
+}  // namespace agency::testing::tool_names

@@ -17,10 +17,7 @@
 
 namespace {
 
-using agency::testing::ToolHarness;
-using agency::testing::ToolReply;
-using agency::tools::ActionRuntime;
-using agency::tools::ActionSettings;
+using namespace agency::testing::tool_names;
 using json = nlohmann::json;
 
 constexpr const char* kLaw = "demo-law";

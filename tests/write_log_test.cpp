@@ -16,6 +16,7 @@
 #include "server/rate_limit.hpp"
 #include "state/sqlite_store.hpp"
 #include "state/write_log_spool.hpp"
+#include "tests/support/action_tool_harness.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/actions/action_tools.hpp"
@@ -24,31 +25,15 @@
 
 namespace {
 
-using agency::sample::FaultMode;
+using namespace agency::testing::tool_names;
 using agency::state::WriteLogEntry;
-using agency::testing::ToolHarness;
-using agency::testing::ToolReply;
-using agency::tools::ActionRuntime;
-using agency::tools::ActionSettings;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
 constexpr const char* kDental = "demo-dental";  // no auto-deploy: articles stay drafts
 
-struct Writes {
-    std::shared_ptr<ActionRuntime> rt;
-    std::unique_ptr<ToolHarness> h;
-
-    explicit Writes(ActionSettings settings = {})
-        : rt(std::make_shared<ActionRuntime>(std::move(settings))) {
-        h = std::make_unique<ToolHarness>(
-            agency::sample::Options{}, agency::tools::Settings{},
-            [this](agency::mcp::Server& server,
-                   const std::shared_ptr<agency::tools::Toolbox>& box) {
-                agency::tools::register_all(server, box, rt);
-            });
-    }
-    ~Writes() { rt->audits().stop(); }
+struct Writes : agency::testing::ActionToolHarness {
+    explicit Writes(ActionSettings settings = {}) : ActionToolHarness({}, std::move(settings)) {}
 
     std::vector<WriteLogEntry> rows() {
         std::vector<WriteLogEntry> out;
@@ -58,9 +43,6 @@ struct Writes {
     WriteLogEntry last() {
         auto all = rows();
         return all.empty() ? WriteLogEntry{} : all.back();
-    }
-    std::size_t posts(const std::string& action) const {
-        return h->gw->count_requests("POST", action);
     }
 };
 

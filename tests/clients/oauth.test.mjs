@@ -6,41 +6,21 @@
 // Then the attacks, each refused before any tool runs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import net from 'node:net';
 import crypto from 'node:crypto';
 import Provider from 'oidc-provider';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
-import { spawn } from 'node:child_process';
-import { bin } from './helpers.mjs';
+import {
+  freePort, jwtResourceFeatures, listenForIssuer, startAgencyOn, walkToRedirect,
+} from './oauth_flow.mjs';
 
 const REDIRECT = 'http://127.0.0.1:1/callback';  // never fetched: the code is read from it
 const b64u = (data) => Buffer.from(data).toString('base64url');
 
 // `agency-mcp serve --http` on a chosen port (the OAuth resource URL names it before start).
 function startAgency(port, args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(bin, ['serve', '--http', '--listen', `127.0.0.1:${port}`,
-      '--state-db', ':memory:', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    const timer = setTimeout(() => reject(new Error('server did not start: ' + stderr)), 15000);
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-      if (/MCP over Streamable HTTP at /.test(stderr)) { clearTimeout(timer); resolve({ child, log: () => stderr }); }
-    });
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited ${code}: ${stderr}`)); });
-  });
-}
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
+  return startAgencyOn(port, ['--state-db', ':memory:', ...args]);
 }
 
 let issuer; let provider; let issuerServer; let signingKey; let mcpUrl; let agency;
@@ -49,9 +29,7 @@ const refreshes = [];
 before(async () => {
   const mcpPort = await freePort();
   mcpUrl = `http://127.0.0.1:${mcpPort}/mcp`;
-  issuerServer = http.createServer();
-  await new Promise((r) => issuerServer.listen(0, '127.0.0.1', r));
-  issuer = `http://127.0.0.1:${issuerServer.address().port}`;
+  ({ server: issuerServer, url: issuer } = await listenForIssuer());
   const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
   signingKey = { ...privateKey.export({ format: 'jwk' }), kid: 'test-key', alg: 'RS256', use: 'sig' };
   provider = new Provider(issuer, {
@@ -65,21 +43,7 @@ before(async () => {
     pkce: { required: () => true },
     issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
     findAccount: async (ctx, id) => ({ accountId: id, claims: async () => ({ sub: id }) }),
-    features: {
-      devInteractions: { enabled: true },
-      resourceIndicators: {
-        enabled: true,
-        defaultResource: async () => mcpUrl,
-        useGrantedResource: async () => true,
-        getResourceServerInfo: async (ctx, indicator) => ({
-          scope: 'agency:read agency:write',
-          audience: indicator,
-          accessTokenFormat: 'jwt',
-          accessTokenTTL: 300,
-          jwt: { sign: { alg: 'RS256' } },
-        }),
-      },
-    },
+    features: jwtResourceFeatures(() => mcpUrl),
   });
   provider.on('grant.success', (ctx) => {
     if (ctx.oidc.params.grant_type === 'refresh_token') refreshes.push(Date.now());
@@ -96,38 +60,10 @@ after(() => {
 // Walks an authorization URL through the provider's login and consent pages (as a person
 // would), returning the code sent to the redirect URI.
 async function authorize(url, account = 'alice') {
-  const jar = new Map();
-  const cookies = () => [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
-  const keep = (res) => {
-    for (const c of res.headers.getSetCookie()) {
-      const [pair] = c.split(';');
-      const at = pair.indexOf('=');
-      jar.set(pair.slice(0, at), pair.slice(at + 1));
-    }
-  };
-  let next = String(url);
-  for (let step = 0; step < 12; step++) {
-    if (next.startsWith(REDIRECT)) {
-      const answer = new URL(next);
-      assert.equal(answer.searchParams.get('error'), null, next);
-      return answer.searchParams.get('code');
-    }
-    let res = await fetch(next, { redirect: 'manual', headers: { cookie: cookies() } });
-    keep(res);
-    if (res.status === 200 && new URL(next).pathname.startsWith('/interaction/')) {
-      const page = await res.text();
-      const prompt = page.includes('name="login"') ? 'login' : 'consent';
-      res = await fetch(next, {
-        method: 'POST', redirect: 'manual',
-        headers: { cookie: cookies(), 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ prompt, login: account, password: 'x' }),
-      });
-      keep(res);
-    }
-    assert.ok(res.status >= 300 && res.status < 400, `step ${step}: ${res.status} at ${next}`);
-    next = new URL(res.headers.get('location'), next).href;
-  }
-  throw new Error('the authorization did not reach the redirect URI');
+  const next = await walkToRedirect(url, account, REDIRECT);
+  const answer = new URL(next);
+  assert.equal(answer.searchParams.get('error'), null, next);
+  return answer.searchParams.get('code');
 }
 
 // A token straight from the provider (code + PKCE by hand), for any resource.

@@ -7,15 +7,16 @@
 // claim is refused (401); the writes are read back with `write-log --caller`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import net from 'node:net';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import Provider from 'oidc-provider';
 import { bin } from './helpers.mjs';
+import {
+  freePort, jwtResourceFeatures, listenForIssuer, startAgencyOn, walkToRedirect,
+} from './oauth_flow.mjs';
 
 const REDIRECT = 'http://127.0.0.1:1/callback';
 const b64u = (data) => Buffer.from(data).toString('base64url');
@@ -27,28 +28,7 @@ const ACCOUNTS = {
   'malformed': { clients: 42 },
 };
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function startAgency(port, args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(bin, ['serve', '--http', '--listen', `127.0.0.1:${port}`, ...args],
-      { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    const timer = setTimeout(() => reject(new Error('server did not start: ' + stderr)), 15000);
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-      if (/MCP over Streamable HTTP at /.test(stderr)) { clearTimeout(timer); resolve({ child, log: () => stderr }); }
-    });
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited ${code}: ${stderr}`)); });
-  });
-}
+const startAgency = startAgencyOn;
 
 let issuer; let issuerServer; let mcpUrl; let agency; let dir; let stateDb;
 
@@ -59,9 +39,7 @@ before(async () => {
   fs.writeFileSync(groupsFile, JSON.stringify({ 'writers-law': ['demo-law'], admins: '*' }));
   const mcpPort = await freePort();
   mcpUrl = `http://127.0.0.1:${mcpPort}/mcp`;
-  issuerServer = http.createServer();
-  await new Promise((r) => issuerServer.listen(0, '127.0.0.1', r));
-  issuer = `http://127.0.0.1:${issuerServer.address().port}`;
+  ({ server: issuerServer, url: issuer } = await listenForIssuer());
   const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
   const signingKey = { ...privateKey.export({ format: 'jwk' }), kid: 'test-key', alg: 'RS256', use: 'sig' };
   const provider = new Provider(issuer, {
@@ -74,18 +52,7 @@ before(async () => {
     pkce: { required: () => true },
     findAccount: async (ctx, id) => ({ accountId: id, claims: async () => ({ sub: id }) }),
     extraTokenClaims: async (ctx, token) => ACCOUNTS[token.accountId] ?? {},
-    features: {
-      devInteractions: { enabled: true },
-      resourceIndicators: {
-        enabled: true,
-        defaultResource: async () => mcpUrl,
-        useGrantedResource: async () => true,
-        getResourceServerInfo: async (ctx, indicator) => ({
-          scope: 'agency:read agency:write', audience: indicator, accessTokenFormat: 'jwt',
-          accessTokenTTL: 300, jwt: { sign: { alg: 'RS256' } },
-        }),
-      },
-    },
+    features: jwtResourceFeatures(() => mcpUrl),
   });
   issuerServer.on('request', provider.callback());
   agency = await startAgency(mcpPort, ['--state-db', stateDb, '--oauth-issuer', issuer,
@@ -101,34 +68,7 @@ after(() => {
 
 // The provider's login and consent pages walked for `account`; the code at the redirect URI.
 async function authorize(url, account) {
-  const jar = new Map();
-  const cookies = () => [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
-  const keep = (res) => {
-    for (const c of res.headers.getSetCookie()) {
-      const [pair] = c.split(';');
-      const at = pair.indexOf('=');
-      jar.set(pair.slice(0, at), pair.slice(at + 1));
-    }
-  };
-  let next = String(url);
-  for (let step = 0; step < 12; step++) {
-    if (next.startsWith(REDIRECT)) return new URL(next).searchParams.get('code');
-    let res = await fetch(next, { redirect: 'manual', headers: { cookie: cookies() } });
-    keep(res);
-    if (res.status === 200 && new URL(next).pathname.startsWith('/interaction/')) {
-      const page = await res.text();
-      const prompt = page.includes('name="login"') ? 'login' : 'consent';
-      res = await fetch(next, {
-        method: 'POST', redirect: 'manual',
-        headers: { cookie: cookies(), 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ prompt, login: account, password: 'x' }),
-      });
-      keep(res);
-    }
-    assert.ok(res.status >= 300 && res.status < 400, `step ${step}: ${res.status} at ${next}`);
-    next = new URL(res.headers.get('location'), next).href;
-  }
-  throw new Error('the authorization did not reach the redirect URI');
+  return new URL(await walkToRedirect(url, account, REDIRECT)).searchParams.get('code');
 }
 
 // An access token for `account` from the provider (authorization code + PKCE).

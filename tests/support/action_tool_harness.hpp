@@ -23,6 +23,7 @@ using tools::ActionSettings;
 // API key (the sample is put in keyed mode by the test itself).
 struct ActionToolHarness {
     std::shared_ptr<ActionRuntime> rt;
+    tools::ToolCatalog catalog;  // what registration says of each tool
     std::unique_ptr<ToolHarness> h;
 
     explicit ActionToolHarness(agency::sample::Options options = {}, ActionSettings settings = {},
@@ -32,10 +33,11 @@ struct ActionToolHarness {
             std::move(options), agency::tools::Settings{},
             [this](agency::mcp::Server& server,
                    const std::shared_ptr<agency::tools::Toolbox>& box) {
-                agency::tools::register_all(server, box, rt);
+                catalog = agency::tools::register_all(server, box, rt);
             },
             [key](agency::gateway::Config& config) { config.api_key = key; });
     }
+    // Workers stop before the gateway they talk to.
     ~ActionToolHarness() { rt->audits().stop(); }
 
     std::size_t posts(const std::string& action) const {
