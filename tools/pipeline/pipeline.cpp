@@ -1,3 +1,6 @@
+// The gate every tool call passes, in one place: the call stages around every handler
+// (with_call_stages) and an action's stages (run_action): key scope, replay, budget,
+// confirmation, idempotency, credits, then the one POST and its write log row.
 #include "tools/pipeline/pipeline.hpp"
 #include "tools/pipeline/view_approval.hpp"
 

@@ -1,4 +1,5 @@
-// Shared pieces of the read tools.
+// The read tools: what a list, merged or dated read takes (ListSpec, MergedSpec, ScanSpec) and
+// the pages they answer with; shared pieces of every read.
 #pragma once
 
 #include <memory>

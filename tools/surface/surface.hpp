@@ -1,5 +1,5 @@
-// The server's resources, prompts and completion (tools/surface/resources.cpp, tools/surface/prompts.cpp,
-// tools/surface/completion.cpp), over the same gateway reads the tools use.
+// What the server offers besides tools: resources, prompts and completion (resources.cpp,
+// prompts.cpp, completion.cpp), over the same gateway reads the tools use.
 #pragma once
 
 #include <chrono>
