@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gateway/actions.hpp"
+#include "tests/support/manual_clock.hpp"
 
 namespace {
 
@@ -243,6 +244,30 @@ TEST_F(SampleGateway, CallVendorNamesTheSecondCallResource) {
     EXPECT_EQ(std::find(resources.begin(), resources.end(), "callrail_calls"), resources.end());
     EXPECT_EQ(get("resource=ringcentral_calls&client_id=demo-dental").body["pagination"]["total"],
               40);
+}
+
+// What an action records is stamped with the gateway's clock (Options::clock), not the
+// process's: a test can fix "now".
+TEST_F(SampleGateway, ActionsStampWhatTheyRecordWithTheGivenClock) {
+    std::tm at{};
+    at.tm_year = 2031 - 1900;
+    at.tm_mon = 4;
+    at.tm_mday = 6;
+    at.tm_hour = 7;
+    at.tm_min = 8;
+    at.tm_sec = 9;
+    const agency::testing::ManualClock clock(std::chrono::system_clock::from_time_t(timegm(&at)));
+    Options options;
+    options.clock = &clock;
+    start(std::make_shared<Gateway>(options));
+    const Reply first = act("index_url", "demo-law", {{"url", "https://x.example/a"}});
+    ASSERT_EQ(first.status, 200) << first.raw;
+    EXPECT_EQ(first.body["data"]["created_at"], "2031-05-06T07:08:09Z") << first.raw;
+    clock.advance(std::chrono::hours(24));
+    const Reply next = act("index_url", "demo-law", {{"url", "https://x.example/b"}});
+    ASSERT_EQ(next.status, 200) << next.raw;
+    EXPECT_EQ(next.body["data"]["created_at"], "2031-05-07T07:08:09Z") << next.raw;
+    start(std::make_shared<Gateway>());  // the fixture's gateway outlives no clock of ours
 }
 
 TEST_F(SampleGateway, EveryResourceHasRowsForEveryClient) {

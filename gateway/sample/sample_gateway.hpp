@@ -17,6 +17,10 @@ namespace httplib {
 class Server;
 }
 
+namespace agency::base {
+class Clock;
+}  // namespace agency::base
+
 namespace agency::sample {
 
 // Sample clients always present (ids are stable; tests rely on them):
@@ -93,6 +97,9 @@ struct Options {
     // carry `authority_score` for domain_authority and `lost` (true or false) for status, and
     // citations `accuracy_status` for accuracy.
     bool other_member_names = false;
+    // "Now" for what actions record (created_at, sent_at, ...); null: the process's clock. Must
+    // outlive the gateway.
+    const base::Clock* clock = nullptr;
 };
 
 // The names and description Options::planted_lines adds to discovery.

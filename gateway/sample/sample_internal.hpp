@@ -116,7 +116,6 @@ inline constexpr Days kStaleReportDay{kDataEnd - std::chrono::days{500}};
 
 std::string iso_time(Seconds t);  // 2026-11-20T14:03:00Z
 std::string iso_date(Days d);     // 2026-11-20
-Seconds now_seconds();
 
 // ---- randomness ----
 
@@ -193,6 +192,8 @@ struct Store {
     // change them later.
     Options options;
 
+    // "Now" for what an action records (options.clock; the process's when none is given).
+    Seconds now_seconds() const;
     Table& table(const std::string& resource, const std::string& client_id);
     const Table* find_table(const std::string& resource, const std::string& client_id) const;
     bool has_resource(std::string_view resource) const;

@@ -233,8 +233,8 @@ std::string iso_date(Days d) {
     return buf;
 }
 
-Seconds now_seconds() {
-    return std::chrono::floor<std::chrono::seconds>(base::Clock::system().wall());
+Seconds Store::now_seconds() const {
+    return std::chrono::floor<std::chrono::seconds>(base::Clock::or_system(options.clock).wall());
 }
 
 // ---- randomness ----
