@@ -6,8 +6,14 @@
 
 namespace agency::mcp {
 
-std::string CallsInFlight::key_of(const Session* session, const json& id) {
-    return (session ? session->id : std::string()) + "\x1f" + id.dump();
+std::string CallsInFlight::key_of(const Session* session, std::string_view caller,
+                                  const json& id) {
+    std::string key = session ? session->id : std::string();
+    key += '\x1f';
+    key += caller;
+    key += '\x1f';
+    key += id.dump();
+    return key;
 }
 
 CallsInFlight::Call::~Call() {
@@ -17,8 +23,10 @@ CallsInFlight::Call::~Call() {
         owner_.calls_.erase(it);
 }
 
-std::shared_ptr<CallsInFlight::Call> CallsInFlight::enter(const Session* session, const json& id) {
-    std::string key = key_of(session, id);
+std::shared_ptr<CallsInFlight::Call> CallsInFlight::enter(const Session* session,
+                                                           std::string_view caller,
+                                                           const json& id) {
+    std::string key = key_of(session, caller, id);
     std::lock_guard lock(mutex_);
     auto& slot = calls_[key];
     if (auto call = slot.lock()) return call;
@@ -27,11 +35,11 @@ std::shared_ptr<CallsInFlight::Call> CallsInFlight::enter(const Session* session
     return call;
 }
 
-void CallsInFlight::cancel(const Session* session, const json& id) {
+void CallsInFlight::cancel(const Session* session, std::string_view caller, const json& id) {
     std::shared_ptr<Call> call;
     {
         std::lock_guard lock(mutex_);
-        auto it = calls_.find(key_of(session, id));
+        auto it = calls_.find(key_of(session, caller, id));
         if (it != calls_.end()) call = it->second.lock();
     }
     if (call) call->cancel();

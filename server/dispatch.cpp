@@ -129,7 +129,7 @@ void Server::Impl::handle_notification(const std::string& method, const json& pa
             if (in.session) in.session->initialized = true;
         } else if (method == "notifications/cancelled") {
             auto rid = params.find("requestId");
-            if (rid != params.end()) calls.cancel(in.session.get(), *rid);
+            if (rid != params.end()) calls.cancel(in.session.get(), in.principal.name, *rid);
         }
     } catch (const std::exception& e) {
         log::debug("ignored notification {}: {}", method, e.what());
@@ -167,7 +167,7 @@ std::optional<Reply> Server::dispatch_message(const Incoming& message, const Inb
     ctx.principal = in.principal;
     // notifications/cancelled finds the call by (session, id) while it runs (the one registry,
     // server/calls_in_flight.hpp; a transport that queued it entered it already).
-    const auto call = impl_->calls.enter(in.session.get(), id);
+    const auto call = impl_->calls.enter(in.session.get(), in.principal.name, id);
     ctx.stop = call->token();
     std::optional<std::stop_callback<std::function<void()>>> forward;
     if (in.stop.stop_possible())

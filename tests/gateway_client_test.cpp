@@ -957,6 +957,28 @@ TEST(RetryBudget, NoAttemptStartsPastTheDeadline) {
     EXPECT_EQ(notes[1].rfind("gateway answered 503; attempt 3 of 6 in ", 0), 0u) << notes[1];
 }
 
+// The backoff between attempts waits on the deadline's clock: on a test's clock it moves that
+// clock on by the delays (5-15 s, then 10-30 s) instead of taking real time.
+TEST(RetryBudget, BackoffWaitsOnTheDeadlinesClock) {
+    agency::testing::ManualClock clock;
+    const DeadlineScope deadline(clock, 10min);
+    const auto started = clock.steady();
+    const RetryHooks hooks{.throw_cancelled = [] { throw std::runtime_error("cancelled"); },
+                           .warn = [](const std::string&) {}};
+    const RetrySchedule schedule{.max_attempts = 3, .backoff_base = 10s, .deadline = &deadline};
+    int attempts = 0;
+    run_with_retries(schedule, "read of x", {},
+                     [&](int n, bool) -> std::optional<Retry> {
+                         ++attempts;
+                         if (n < 2) return Retry{"HTTP 503; retrying", std::nullopt, 503};
+                         return std::nullopt;
+                     },
+                     hooks);
+    EXPECT_EQ(attempts, 3);
+    EXPECT_GE(clock.steady() - started, 15s);
+    EXPECT_LE(clock.steady() - started, 45s);
+}
+
 // A Retry-After longer than what is left ends the retries at once instead of overrunning.
 TEST(RetryBudget, RetryAfterBeyondTheDeadlineEndsAtOnce) {
     agency::testing::ManualClock clock;

@@ -815,6 +815,37 @@ TEST_F(StdioTransport, CancelledCallStopsAndIsNotAnswered) {
     for (const auto& m : io->remaining()) EXPECT_NE(m.value("id", json()), json(20)) << m.dump();
 }
 
+// One registry of calls in flight: a call is found by session, caller and id, and the entry a
+// transport made for a queued call is the one the core finds when it runs.
+TEST(CallsInFlight, ACancelReachesOnlyTheCallersOwnCall) {
+    agency::mcp::CallsInFlight calls;
+    const json id = 7;
+    const auto alice = calls.enter(nullptr, "alice", id);
+    const auto bob = calls.enter(nullptr, "bob", id);
+    EXPECT_EQ(calls.enter(nullptr, "alice", id), alice) << "the same call: one entry";
+    calls.cancel(nullptr, "bob", id);
+    EXPECT_TRUE(bob->cancelled());
+    EXPECT_FALSE(alice->cancelled()) << "bob's cancel stopped alice's call with the same id";
+    calls.cancel(nullptr, "alice", json(8));
+    EXPECT_FALSE(alice->cancelled());
+    calls.cancel_all();
+    EXPECT_TRUE(alice->cancelled());
+}
+
+TEST(CallsInFlight, AnEntryLastsWhileItsCallIsHeld) {
+    agency::mcp::CallsInFlight calls;
+    const json id = "r1";
+    std::weak_ptr<agency::mcp::CallsInFlight::Call> first;
+    {
+        const auto call = calls.enter(nullptr, "alice", id);
+        first = call;
+    }
+    EXPECT_TRUE(first.expired());
+    const auto again = calls.enter(nullptr, "alice", id);
+    calls.cancel(nullptr, "alice", id);
+    EXPECT_TRUE(again->cancelled()) << "a finished call's id is free for the next call";
+}
+
 // A call still waiting for a worker when its notifications/cancelled arrives must not be
 // answered either (the spec only lets a server ignore cancellations of unknown or finished
 // requests).

@@ -14,6 +14,7 @@
 
 #include "base/crypto.hpp"
 #include "state/sqlite_store.hpp"
+#include "tests/support/manual_clock.hpp"
 
 namespace {
 
@@ -150,6 +151,24 @@ TEST_F(Store, ConfirmationIsBoundAndSingleUse) {
     auto old = store.create_confirmation("alice", "t", "d", std::chrono::seconds(-5));
     EXPECT_EQ(store.consume_confirmation(old.id, "alice", "t", "d"), ConfirmOutcome::expired);
     EXPECT_EQ(store.consume_confirmation("cf_nope", "alice", "t", "d"), ConfirmOutcome::unknown);
+}
+
+// The store stamps and expires on the clock it was given (Store::use_clock), not the
+// process's: a confirmation made at a fixed time expires when that clock passes its lifetime.
+TEST_F(Store, StampsAndExpiresOnTheClockItWasGiven) {
+    const std::chrono::system_clock::time_point at{std::chrono::seconds(1'955'000'000)};
+    const agency::testing::ManualClock clock(at);
+    DB store(path);
+    store.use_clock(clock);
+    const auto job = store.create_job("audit", "demo-law", "alice", json::object());
+    EXPECT_EQ(job.created_at, 1'955'000'000);
+    const auto c = store.create_confirmation("alice", "t", "d", std::chrono::seconds(600));
+    EXPECT_EQ(c.expires_at, 1'955'000'600);
+    agency::state::WriteLogEntry entry;
+    entry.tool = "t";
+    EXPECT_EQ(store.append_write_log(entry).at_ms, 1'955'000'000'000);
+    clock.advance(std::chrono::seconds(601));
+    EXPECT_EQ(store.consume_confirmation(c.id, "alice", "t", "d"), ConfirmOutcome::expired);
 }
 
 TEST_F(Store, ConcurrentWritersOnOneConnection) {

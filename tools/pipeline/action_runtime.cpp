@@ -1,6 +1,6 @@
-// The action runtime: what every action's gate stands on (tools/pipeline/pipeline.cpp). The state store,
-// the credit limiter, the write log and the leased audit jobs, built once per server and shared
-// by every action tool; and whether the gateway key may write at all.
+// The action runtime: what every action's gate stands on (tools/pipeline/pipeline.cpp): the
+// state store, the credit limiter, the write log and the leased audit jobs, built once per
+// server and shared by every action tool.
 #include "tools/pipeline/action_runtime.hpp"
 
 #include <algorithm>
@@ -17,12 +17,20 @@ ActionSettings with_instance_id(ActionSettings settings) {
         settings.sharing.instance_id = "i_" + crypto::random_hex(8);
     return settings;
 }
+
+// The store given, or a private one (tools-doc, tests) on the runtime's own clock, so that its
+// confirmations and leases expire by the same time the budgets are read by.
+std::shared_ptr<Store> store_of(const ActionSettings& settings) {
+    if (settings.store) return settings.store;
+    auto own = std::make_shared<state::SqliteStore>(settings.state_db);
+    if (settings.clock) own->use_clock(*settings.clock);
+    return own;
+}
 }  // namespace
 
 ActionRuntime::ActionRuntime(ActionSettings settings)
     : settings_(with_instance_id(std::move(settings))),
-      store_(settings_.store ? settings_.store
-                             : std::make_shared<state::SqliteStore>(settings_.state_db)),
+      store_(store_of(settings_)),
       credits_(settings_.credits, store_),
       write_log_(store_,
                  {.spool_path = settings_.write_log_spool,

@@ -41,8 +41,9 @@ struct ActionSettings {
     // Generation actions per caller and window (tools/pipeline/budgets.hpp; serve --monthly-actions,
     // --budget-window).
     BudgetSettings budgets;
-    // The time budget windows are read by; null: the process's (base::Clock::or_system). Must outlive the
-    // runtime (tests pass a ManualClock).
+    // The time budget windows are read by, and the clock of the private store made when `store`
+    // is unset; null: the process's (base::Clock::or_system). Must outlive the runtime (tests
+    // pass a ManualClock).
     const base::Clock* clock = nullptr;
     // The write log's spool (tools/pipeline/write_log_writer.hpp): where rows wait while the store
     // cannot take them; "" keeps them in memory. serve puts it beside the store
