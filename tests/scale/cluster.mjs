@@ -200,11 +200,34 @@ export class Cluster {
 
   // kill -9, resolved once the process is gone (its listening socket closed: until then a new
   // connection may still be accepted by the kernel, and its request lost with the process).
+  // With HAProxy in front, resolved once HAProxy has also dropped the connections it kept to
+  // the instance: the kernel closes them at once, but a request HAProxy sends on one before it
+  // has read that close is lost with it and answered 502 (deploy/haproxy.cfg, docs/deploy.md);
+  // the tests' claims are about what follows the kill, so they start after that instant.
   async kill(inst) {
     const gone = new Promise((resolve) => inst.child.once('exit', resolve));
     inst.child.kill('SIGKILL');
     inst.alive = false;
     await gone;
+    if (!this.haproxy) return;
+    const deadline = Date.now() + 10000;
+    let kept;
+    while ((kept = await this.haproxyKeptConnections(inst.name)) > 0) {
+      if (Date.now() > deadline) throw new Error(`HAProxy still keeps ${kept} connections to ${inst.name}`);
+      await sleep(20);
+    }
+  }
+
+  // Connections HAProxy holds to an instance, in use or idle (`show servers conn`).
+  async haproxyKeptConnections(name) {
+    const [head, ...rows] = (await this.haproxyCommand('show servers conn agency')).trim().split('\n');
+    const names = head.replace(/^# /, '').split(' ');
+    for (const row of rows) {
+      const f = Object.fromEntries(row.trim().split(/\s+/).map((v, k) => [names[k], v]));
+      if (f['bkname/svname'] === `agency/${name}`)
+        return Number(f.used_cur) + Number(f.idle_cur);
+    }
+    throw new Error(`show servers conn names no agency/${name}:\n${head}\n${rows.join('\n')}`);
   }
 
   // The sample gateway's request log: [{method, target, client_id, detail, status, ...}].
