@@ -135,7 +135,7 @@ void Client::start_discovery_refresh(std::chrono::milliseconds period,
     Impl* impl = impl_.get();
     impl->refresher =
         std::jthread([impl, period, on_change = std::move(on_change)](std::stop_token stop) {
-            while (sleep_for(period, stop)) {
+            while (impl->clock.sleep_for(period, stop)) {
                 if (impl->away.load()) continue;  // the reconnecter is at it
                 try {
                     const bool changed = impl->store_discovery(
@@ -274,7 +274,7 @@ void Client::serve_while_away(const std::string& why, std::shared_ptr<const Disc
     impl->reconnecter = std::jthread([this, impl, why, first, max_wait,
                                       on_answer = std::move(on_answer)](std::stop_token stop) {
         std::string said = why.substr(0, why.rfind(" ("));
-        for (auto wait = first; sleep_for(wait, stop);) {
+        for (auto wait = first; impl->clock.sleep_for(wait, stop);) {
             wait = std::min(wait * 2, std::max(max_wait, first));
             try {
                 internal::t_reconnecting = true;

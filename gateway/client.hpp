@@ -157,9 +157,10 @@ struct Discovery {
 class Client {
 public:
     // Validates the configuration (throws Error{config} with one clear message for a
-    // malformed URL); does not touch the network. `clock` stamps the actions' send times and
-    // ages cached discovery and idle connections.
-    // Without a clock: the process's.
+    // malformed URL); does not touch the network. `clock` stamps the actions' send times,
+    // ages cached discovery and idle connections, and is what every wait waits on: backoffs,
+    // and the periods of start_discovery_refresh and serve_while_away (a test steps those with
+    // a ManualClock whose sleeps wait until it is advanced). Without a clock: the process's.
     explicit Client(Config config, const base::Clock* clock = nullptr);
     Client(Config config, const base::Clock& clock) : Client(std::move(config), &clock) {}
     ~Client();

@@ -84,10 +84,6 @@ std::optional<milliseconds> retry_after_delay(std::string_view header, milliseco
     return std::min(milliseconds(seconds * 1000), cap);
 }
 
-bool sleep_for(milliseconds delay, const std::stop_token& stop) {
-    return base::Clock::system().sleep_for(delay, stop);
-}
-
 std::string ms_text(milliseconds delay) {
     if (delay < milliseconds(1000)) return std::to_string(delay.count()) + " ms";
     const long long tenths = (delay.count() + 50) / 100;

@@ -76,11 +76,6 @@ std::chrono::milliseconds backoff_delay(std::chrono::milliseconds base, int retr
 std::optional<std::chrono::milliseconds> retry_after_delay(std::string_view header,
                                                            std::chrono::milliseconds cap);
 
-// Waits `delay` of real time unless `stop` fires first; false when it fired. For the periodic
-// loops (discovery refresh, the reconnecter): a test's clock, which moves on at once, would
-// make them spin. A backoff waits on its deadline's clock instead (run_with_retries).
-bool sleep_for(std::chrono::milliseconds delay, const std::stop_token& stop);
-
 // How delays and timeouts read in messages: "250 ms" under a second, else "1.2 s", "30 s".
 std::string ms_text(std::chrono::milliseconds delay);
 

@@ -22,6 +22,7 @@
 #include "net/server_thread.hpp"
 #include "tests/support/free_port.hpp"
 #include "tests/support/gateway_names.hpp"
+#include "tests/support/manual_clock.hpp"
 #include "tests/support/test_ca.hpp"
 #include "tests/support/wait.hpp"
 
@@ -32,13 +33,16 @@ using namespace agency::testing::gateway_names;
 using agency::gateway::Discovery;
 
 using agency::testing::free_port;
+using agency::testing::ManualClock;
 
 TEST(GatewayAway, RequestsFailAtOnceWithWhyUntilTheGatewayAnswersThenGoThrough) {
     const int port = free_port();
     Config config;
     config.base_url = "http://127.0.0.1:" + std::to_string(port) + "/api";
-    config.backoff_base = 5ms;
-    Client client(config);
+    config.max_attempts = 1;  // each check one attempt: no backoff to step through
+    // The reconnecter waits on the client's clock: the test steps it, no real second passes.
+    ManualClock clock(ManualClock::Sleeps::until_advanced);
+    Client client(config, clock);
     std::string why;
     try {
         client.check();
@@ -68,12 +72,25 @@ TEST(GatewayAway, RequestsFailAtOnceWithWhyUntilTheGatewayAnswersThenGoThrough) 
     EXPECT_EQ(client.discovery()->resources, provisional->resources);
     EXPECT_FALSE(client.discovery_health().failure.empty()) << "readiness must say not ready";
 
-    // The gateway comes up on that port: the client reaches it by itself (retries 1 s, 1 s...).
+    // A second passes with the gateway still away: the client tries once more, fails, and
+    // waits again (1 s, as max_wait caps it).
+    const auto waiting = [&](int n) {
+        return agency::testing::eventually([&] { return clock.waits_begun() == n; });
+    };
+    ASSERT_TRUE(waiting(1)) << "the reconnecter is not waiting on the client's clock";
+    clock.advance(1s);
+    ASSERT_TRUE(waiting(2)) << "no second wait after a try: " << client.discovery_health().failure;
+    EXPECT_TRUE(client.away());
+    EXPECT_EQ(answered.load(), 0);
+
+    // The gateway comes up on that port: at the next second the client reaches it by itself.
     auto gateway = std::make_shared<agency::sample::Gateway>();
     agency::sample::Server server(gateway);
     ASSERT_EQ(server.start("127.0.0.1", port), port);
-    (void)agency::testing::eventually([&] { return answered.load() != 0; }, 10000ms, 50ms);
-    ASSERT_EQ(answered.load(), 1) << "the gateway's answer was not noticed within 10 s";
+    clock.advance(1s);
+    ASSERT_TRUE(agency::testing::eventually([&] { return answered.load() != 0; }))
+        << "the gateway's answer was not noticed";
+    EXPECT_EQ(answered.load(), 1);
     EXPECT_FALSE(client.away());
     EXPECT_TRUE(client.discovery_health().failure.empty());
     // The gateway's own discovery now, and reads go through.
@@ -87,14 +104,18 @@ TEST(GatewayAway, RequestsFailAtOnceWithWhyUntilTheGatewayAnswersThenGoThrough) 
 TEST(GatewayAway, ADestroyedClientStopsWaiting) {
     Config config;
     config.base_url = "http://127.0.0.1:" + std::to_string(free_port()) + "/api";
-    auto client = std::make_unique<Client>(config);
+    config.max_attempts = 1;
+    ManualClock clock(ManualClock::Sleeps::until_advanced);
+    auto client = std::make_unique<Client>(config, clock);
     const std::string why = "cannot reach the gateway";
     client->serve_while_away(why, std::make_shared<Discovery>(), 30s, [] {});
-    // The first retry has run and failed (its own failure replaces the one given): the client
-    // now waits for the next.
-    ASSERT_TRUE(agency::testing::eventually(
-        [&] { return client->discovery_health().failure != why; }, 10000ms, 10ms))
+    // The first retry runs at the first second and fails (its own failure replaces the one
+    // given): the client then waits for the next, 2 s on.
+    ASSERT_TRUE(agency::testing::eventually([&] { return clock.waits_begun() == 1; }));
+    clock.advance(1s);
+    ASSERT_TRUE(agency::testing::eventually([&] { return clock.waits_begun() == 2; }))
         << "the first retry did not run";
+    EXPECT_NE(client->discovery_health().failure, why);
     const auto started = std::chrono::steady_clock::now();
     client.reset();
     EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);

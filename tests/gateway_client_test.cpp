@@ -184,16 +184,27 @@ TEST(GatewayClient, DiscoveryListsActionsAndIsCached) {
     EXPECT_NO_THROW(c.check());
 }
 
-TEST(GatewayClient, DiscoveryRefreshThreadStopsPromptly) {
+// The refresher waits its period on the client's clock: each step of a ManualClock that
+// sleeps until advanced is one refresh, none before, and no real time passes between them.
+TEST(GatewayClient, DiscoveryRefreshRunsOncePerPeriodOfItsClock) {
     Harness h;
+    agency::testing::ManualClock clock(agency::testing::ManualClock::Sleeps::until_advanced);
     std::atomic<int> changes{0};
     const auto started = Clock::now();
     {
-        Client c(h.config());
-        c.start_discovery_refresh(20ms, [&] { ++changes; });
-        (void)agency::testing::eventually([&] { return h.gw->count_requests("GET", "") >= 3; },
-                                          5000ms, 5ms);
-        EXPECT_GE(h.gw->count_requests("GET", ""), 3u);
+        Client c(h.config(), clock);
+        c.start_discovery_refresh(20s, [&] { ++changes; });
+        for (std::size_t step = 1; step <= 3; ++step) {
+            ASSERT_TRUE(agency::testing::eventually(
+                [&] { return clock.waits_begun() == static_cast<int>(step); }))
+                << "the refresher is not waiting on its clock";
+            clock.advance(19s);  // not yet a period: the refresher stays asleep
+            EXPECT_EQ(h.gw->count_requests("GET", ""), step - 1);
+            clock.advance(1s);
+            ASSERT_TRUE(agency::testing::eventually(
+                [&] { return h.gw->count_requests("GET", "") == step; }))
+                << "step " << step << ": " << h.gw->count_requests("GET", "") << " GETs";
+        }
         c.start_discovery_refresh(10min, [&] { ++changes; });  // replaces the first one
     }  // the destructor must not wait for the 10 minute period
     EXPECT_LT(Clock::now() - started, 5s);
@@ -218,9 +229,10 @@ TEST(GatewayClient, RefreshDiscoveryReportsChanges) {
     local_server.start();
     const int port = local_server.port;
     {
+        agency::testing::ManualClock clock(agency::testing::ManualClock::Sleeps::until_advanced);
         Config config;
         config.base_url = "http://127.0.0.1:" + std::to_string(port) + "/api";
-        Client c(config);
+        Client c(config, clock);
         EXPECT_EQ(c.discovery()->actions.size(), 1u);
         EXPECT_FALSE(c.refresh_discovery());
         version = 2;
@@ -228,9 +240,11 @@ TEST(GatewayClient, RefreshDiscoveryReportsChanges) {
         EXPECT_EQ(c.discovery()->actions.size(), 2u);
 
         std::atomic<int> changes{0};
-        c.start_discovery_refresh(10ms, [&] { ++changes; });
+        c.start_discovery_refresh(10s, [&] { ++changes; });
         version = 3;
-        (void)agency::testing::eventually([&] { return changes.load() != 0; }, 5000ms, 5ms);
+        ASSERT_TRUE(agency::testing::eventually([&] { return clock.waits_begun() == 1; }));
+        clock.advance(10s);
+        ASSERT_TRUE(agency::testing::eventually([&] { return changes.load() != 0; }));
         EXPECT_EQ(changes.load(), 1);
         EXPECT_EQ(c.discovery()->actions.size(), 3u);
         EXPECT_EQ(c.discovery()->actions.back().required_fields, std::vector<std::string>{"url"});
