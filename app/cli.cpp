@@ -25,13 +25,17 @@ CLI::Validator positive_count() {
             auto [p, ec] = std::from_chars(value.data(), end, n);
             if (ec != std::errc() || p != end || n <= 0)
                 return "must be a positive whole number (at most " +
-                       std::to_string(std::numeric_limits<int>::max()) + "), got \"" + value +
-                       "\"";
+                       std::to_string(std::numeric_limits<int>::max()) + "), got \"" + value + "\"";
             return {};
         },
         "POSITIVE");
 }
 
+void add_state_options(CLI::App& cmd, std::string& state_db, std::string& state_url,
+                       const std::string& db_help, const std::string& url_help) {
+    cmd.add_option("--state-db", state_db, db_help)->envname("AGENCY_STATE_DB");
+    cmd.add_option("--state-url", state_url, url_help)->envname("AGENCY_STATE_URL");
+}
 
 std::pair<std::string, int> parse_listen(const std::string& listen) {
     auto colon = listen.rfind(':');
@@ -97,7 +101,8 @@ std::optional<Command> CommandLine::parse(int argc, char** argv) {
         // "--name: Value 0 not in range ...", and where the value came from when it was the
         // option's variable (the operator may have set it in a settings file long ago).
         std::string message = e.what();
-        if (const std::string from = value_source(message, argc, argv); !from.empty()) message += from;
+        if (const std::string from = value_source(message, argc, argv); !from.empty())
+            message += from;
         std::fprintf(stderr, "%s\nRun with --help for more information.\n", message.c_str());
         exit_code_ = e.get_exit_code();
         return std::nullopt;
@@ -138,8 +143,8 @@ std::optional<Command> CommandLine::parse(int argc, char** argv) {
 void CommandLine::add_serve() {
     serve_cmd_ = app_->add_subcommand("serve", "Run the MCP server (stdio by default)");
     serve_cmd_->add_flag("--http", serve.http, "Serve Streamable HTTP at /mcp instead of stdio");
-    serve_cmd_->add_option("--listen", serve.listen,
-                           "HOST:PORT for --http (default 127.0.0.1:8787)")
+    serve_cmd_
+        ->add_option("--listen", serve.listen, "HOST:PORT for --http (default 127.0.0.1:8787)")
         ->envname("AGENCY_HTTP_LISTEN");
     serve_cmd_
         ->add_option("--metrics-listen", serve.metrics_listen,
@@ -177,17 +182,13 @@ void CommandLine::add_serve() {
                            "Extra Host header names accepted over HTTP (DNS-rebinding protection)");
     serve_cmd_->add_option("--allowed-origin", serve.allowed_origins,
                            "Extra Origins accepted over HTTP");
-    serve_cmd_
-        ->add_option("--state-db", serve.state_db,
-                     "SQLite file for jobs, drafts and idempotency records (default: "
-                     "$XDG_STATE_HOME/agency-mcp/state.db or ~/.local/state/agency-mcp/state.db)")
-        ->envname("AGENCY_STATE_DB");
-    serve_cmd_
-        ->add_option("--state-url", serve.state_url,
-                     "PostgreSQL URL (postgresql://user@host/db?sslmode=require) of the state "
-                     "several instances share, instead of --state-db; needs "
-                     "AGENCY_SERVER_SECRET, the same on every instance (docs/deploy.md)")
-        ->envname("AGENCY_STATE_URL");
+    add_state_options(
+        *serve_cmd_, serve.state_db, serve.state_url,
+        "SQLite file for jobs, drafts and idempotency records (default: "
+        "$XDG_STATE_HOME/agency-mcp/state.db or ~/.local/state/agency-mcp/state.db)",
+        "PostgreSQL URL (postgresql://user@host/db?sslmode=require) of the state several "
+        "instances share, instead of --state-db; needs AGENCY_SERVER_SECRET, the same on every "
+        "instance (docs/deploy.md)");
     serve_cmd_
         ->add_option("--discovery-refresh", serve.discovery_refresh_s,
                      "Seconds between reads of the gateway's discovery (0: never); when its "
@@ -336,10 +337,11 @@ void CommandLine::add_sample_gateway() {
                           "generate_outreach_email answers id, prospect_url, subject and "
                           "status only; the body and recipient stay in the backlink_outreach "
                           "row");
-    sample_cmd_->add_option("--agency-clients", sample.gateway.agency_clients,
-                            "This many more clients, agency-01 to agency-NN, each tracked "
-                            "weekly (50 keywords x 50 dates) with rankings, audits, articles, "
-                            "backlinks, citations and reviews")
+    sample_cmd_
+        ->add_option("--agency-clients", sample.gateway.agency_clients,
+                     "This many more clients, agency-01 to agency-NN, each tracked "
+                     "weekly (50 keywords x 50 dates) with rankings, audits, articles, "
+                     "backlinks, citations and reviews")
         ->check(CLI::Range(0, 1000));
     sample_cmd_->add_flag("--keyword-url-switches", sample.gateway.keyword_url_switches,
                           "Every third keyword also ranks with a second page, on some dates "
@@ -363,7 +365,8 @@ void CommandLine::add_sample_gateway() {
 
 // state migrate | export | import: moving and upgrading the state store (docs/deploy.md).
 void CommandLine::add_state() {
-    state_cmd_ = app_->add_subcommand("state", "Upgrade, back up, export or import the state store");
+    state_cmd_ =
+        app_->add_subcommand("state", "Upgrade, back up, export or import the state store");
     state_cmd_->require_subcommand(1);
     state_migrate_cmd_ = state_cmd_->add_subcommand(
         "migrate", "Bring the store's schema up to this version (serve also does it at start)");
@@ -374,17 +377,14 @@ void CommandLine::add_state() {
         "import", "Read rows written by state export into the store (stdin, or --in FILE)");
     state_import_cmd_->add_option("--in", state.file, "File to read instead of stdin");
     state_backup_cmd_ = state_cmd_->add_subcommand(
-        "backup", "Copy the SQLite state file, consistent while a server writes it, to a new "
-                  "FILE (mode 0600); PostgreSQL: pg_dump");
+        "backup",
+        "Copy the SQLite state file, consistent while a server writes it, to a new "
+        "FILE (mode 0600); PostgreSQL: pg_dump");
     state_backup_cmd_->add_option("FILE", state.file, "The new file (never overwritten)")
         ->required();
-    for (auto* cmd : {state_migrate_cmd_, state_export_cmd_, state_import_cmd_, state_backup_cmd_}) {
-        cmd->add_option("--state-db", state.state_db,
-                        "SQLite state file (default: the one serve uses)")
-            ->envname("AGENCY_STATE_DB");
-        cmd->add_option("--state-url", state.state_url,
-                        "PostgreSQL URL of a shared store (wins over --state-db)")
-            ->envname("AGENCY_STATE_URL");
+    for (auto* cmd :
+         {state_migrate_cmd_, state_export_cmd_, state_import_cmd_, state_backup_cmd_}) {
+        add_state_options(*cmd, state.state_db, state.state_url);
     }
 }
 
@@ -410,12 +410,7 @@ void CommandLine::add_write_log() {
                      "Rows before this date or time (2026-01-01) are deleted")
         ->required();
     for (auto* cmd : {write_log_cmd_, write_log_prune_cmd_}) {
-        cmd->add_option("--state-db", write_log.state_db,
-                        "SQLite state file (default: the one serve uses)")
-            ->envname("AGENCY_STATE_DB");
-        cmd->add_option("--state-url", write_log.state_url,
-                        "PostgreSQL URL of a shared store (wins over --state-db)")
-            ->envname("AGENCY_STATE_URL");
+        add_state_options(*cmd, write_log.state_db, write_log.state_url);
     }
 }
 

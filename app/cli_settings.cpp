@@ -17,8 +17,10 @@ namespace {
 std::string cell(std::string_view text) {
     std::string out;
     for (char c : text) {
-        if (c == '|') out += "\\|";
-        else out += c == '\n' ? ' ' : c;
+        if (c == '|')
+            out += "\\|";
+        else
+            out += c == '\n' ? ' ' : c;
     }
     return out;
 }
@@ -32,34 +34,27 @@ std::string group_of(const CLI::Option& option) {
 }  // namespace
 
 void CommandLine::add_tuning() {
-    serve_cmd_
-        ->add_option("--gateway-read-timeout", serve.gateway_read_timeout_s,
-                     "Seconds one attempt of a gateway read may wait for its answer before it "
-                     "is retried (default 10; --call-timeout bounds the whole)")
-        ->envname("AGENCY_GATEWAY_READ_TIMEOUT_S")
-        ->check(CLI::Range(1, 3600))
-        ->group(kTuning);
-    serve_cmd_
-        ->add_option("--gateway-action-timeout", serve.gateway_action_timeout_s,
-                     "Seconds one attempt of a gateway action (generate, audit, deploy, send) "
-                     "may wait for its answer (default 20; the spec suggests 10-30)")
-        ->envname("AGENCY_GATEWAY_ACTION_TIMEOUT_S")
-        ->check(CLI::Range(1, 3600))
-        ->group(kTuning);
-    serve_cmd_
-        ->add_option("--state-lease-ms", serve.state_lease_ms,
-                     "With --state-url: milliseconds an instance's claim on a job or task lasts "
-                     "unless renewed; another instance takes over an orphan after it "
-                     "(default 15000)")
-        ->envname("AGENCY_STATE_LEASE_MS")
-        ->check(CLI::Range(300, 600'000))
-        ->group(kTuning);
+    add_bound(*serve_cmd_, kTuning, "--gateway-read-timeout", serve.gateway_read_timeout_s,
+              "AGENCY_GATEWAY_READ_TIMEOUT_S",
+              "Seconds one attempt of a gateway read may wait for its answer before it "
+              "is retried (default 10; --call-timeout bounds the whole)",
+              CLI::Range(1, 3600));
+    add_bound(*serve_cmd_, kTuning, "--gateway-action-timeout", serve.gateway_action_timeout_s,
+              "AGENCY_GATEWAY_ACTION_TIMEOUT_S",
+              "Seconds one attempt of a gateway action (generate, audit, deploy, send) "
+              "may wait for its answer (default 20; the spec suggests 10-30)",
+              CLI::Range(1, 3600));
+    add_bound(*serve_cmd_, kTuning, "--state-lease-ms", serve.state_lease_ms,
+              "AGENCY_STATE_LEASE_MS",
+              "With --state-url: milliseconds an instance's claim on a job or task lasts "
+              "unless renewed; another instance takes over an orphan after it "
+              "(default 15000)",
+              CLI::Range(300, 600'000));
 }
 
 void CommandLine::hide_groups_unless_help_all(int argc, char** argv) {
-    const bool all = std::any_of(argv, argv + argc, [](const char* arg) {
-        return std::string_view(arg) == "--help-all";
-    });
+    const bool all = std::any_of(
+        argv, argv + argc, [](const char* arg) { return std::string_view(arg) == "--help-all"; });
     if (all) return;
     // The groups are left out of the help only: an option in CLI11's hidden group ("") would
     // lose its name everywhere, the message refusing its value too.
@@ -89,8 +84,8 @@ std::string CommandLine::value_source(std::string_view message, int argc, char**
     const auto colon = message.find(':');
     if (!message.starts_with("--") || colon == std::string_view::npos) return {};
     const std::string name(message.substr(2, colon - 2));
-    for (const CLI::App* command : {static_cast<const CLI::App*>(app_.get()),
-                                    static_cast<const CLI::App*>(serve_cmd_)}) {
+    for (const CLI::App* command :
+         {static_cast<const CLI::App*>(app_.get()), static_cast<const CLI::App*>(serve_cmd_)}) {
         for (const CLI::Option* option : command->get_options()) {
             const auto& names = option->get_lnames();
             if (std::find(names.begin(), names.end(), name) == names.end()) continue;
@@ -101,8 +96,8 @@ std::string CommandLine::value_source(std::string_view message, int argc, char**
                 return a == flag || a.starts_with(flag + "=");
             });
             if (env.empty() || given || std::getenv(env.c_str()) == nullptr) return {};
-            return " (from $" + env + "; unset it or give " + std::string(message.substr(0, colon)) +
-                   " on the command line)";
+            return " (from $" + env + "; unset it or give " +
+                   std::string(message.substr(0, colon)) + " on the command line)";
         }
     }
     return {};

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <unordered_map>
 
 #include <prometheus/counter.h>
@@ -179,10 +180,27 @@ struct CounterFamily::Impl {
     SeriesCache<prometheus::Counter> cache;
 };
 
+namespace {
+
+// The values a family of one label shows at 0 from the start (CounterFamily's constructor).
+template <typename Family>
+void show_at_zero(Family& family, const std::vector<std::string>& label_names,
+                  std::initializer_list<std::string_view> values) {
+    if (values.size() == 0) return;
+    if (label_names.size() != 1)
+        throw std::logic_error("metrics: shown_at_zero is for a family of one label");
+    for (const std::string_view value : values) family.add({value}, 0);
+}
+
+}  // namespace
+
 CounterFamily::CounterFamily(std::string name, std::string help,
-                             std::vector<std::string> label_names)
+                             std::vector<std::string> label_names,
+                             std::initializer_list<std::string_view> shown_at_zero)
     : impl_(new Impl{{prometheus::BuildCounter().Name(name).Help(help).Register(registry()),
-                      std::move(label_names)}}) {}
+                      label_names}}) {
+    show_at_zero(*this, label_names, shown_at_zero);
+}
 
 CounterFamily::~CounterFamily() = default;
 
@@ -194,9 +212,12 @@ struct GaugeFamily::Impl {
     SeriesCache<prometheus::Gauge> cache;
 };
 
-GaugeFamily::GaugeFamily(std::string name, std::string help, std::vector<std::string> label_names)
+GaugeFamily::GaugeFamily(std::string name, std::string help, std::vector<std::string> label_names,
+                         std::initializer_list<std::string_view> shown_at_zero)
     : impl_(new Impl{{prometheus::BuildGauge().Name(name).Help(help).Register(registry()),
-                      std::move(label_names)}}) {}
+                      label_names}}) {
+    show_at_zero(*this, label_names, shown_at_zero);
+}
 
 GaugeFamily::~GaugeFamily() = default;
 

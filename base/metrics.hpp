@@ -19,7 +19,10 @@ using Labels = std::initializer_list<std::string_view>;  // values, in the famil
 
 class CounterFamily {
 public:
-    CounterFamily(std::string name, std::string help, std::vector<std::string> label_names);
+    // `shown_at_zero`: for a family of one label, the values whose series show (at 0) from the
+    // start, before anything is counted (a family of more labels touches its own).
+    CounterFamily(std::string name, std::string help, std::vector<std::string> label_names,
+                  std::initializer_list<std::string_view> shown_at_zero = {});
     ~CounterFamily();
     void add(Labels values, double amount = 1);
     // Makes the series (at 0) so that it shows before anything is counted.
@@ -32,7 +35,9 @@ private:
 
 class GaugeFamily {
 public:
-    GaugeFamily(std::string name, std::string help, std::vector<std::string> label_names);
+    // `shown_at_zero`: as for CounterFamily.
+    GaugeFamily(std::string name, std::string help, std::vector<std::string> label_names,
+                std::initializer_list<std::string_view> shown_at_zero = {});
     ~GaugeFamily();
     void add(Labels values, double delta);
     void set(Labels values, double value);

@@ -109,12 +109,7 @@ private:
 
 class MemoryTaskStore : public TaskStore {
 public:
-    void put(const TaskRecord& task) override;
-    std::optional<TaskRecord> get(std::string_view id) override;
-    std::vector<TaskRecord> list(std::string_view owner, std::string_view era, std::size_t offset,
-                                 std::size_t limit) override;
-    std::vector<TaskRecord> unfinished() override;
-    void erase_expired(std::int64_t now_ms) override;
+#include "server/task_store_overrides.inc"
 
 private:
     std::mutex mutex_;

@@ -37,27 +37,18 @@ metrics::CounterFamily& tool_calls() {
 }
 
 metrics::CounterFamily& tasks() {
-    static auto* family = [] {
-        auto* made = new metrics::CounterFamily(
-            "agency_mcp_tasks_total", "MCP tasks that reached each status on this process",
-            {"status"});
-        for (const auto status : {"working", "input_required", "completed", "failed", "cancelled"})
-            made->touch({status});
-        return made;
-    }();
+    static auto* family = new metrics::CounterFamily(
+        "agency_mcp_tasks_total", "MCP tasks that reached each status on this process",
+        {"status"}, {"working", "input_required", "completed", "failed", "cancelled"});
     return *family;
 }
 
 metrics::GaugeFamily& gauges() {
-    static auto* family = [] {
-        auto* made = new metrics::GaugeFamily(
-            "agency_mcp_open",
-            "What is open now: tasks running on this process, streamed (SSE) "
-            "HTTP answers, legacy sessions",
-            {"what"});
-        for (const auto what : {"tasks", "streams", "sessions"}) made->set({what}, 0);
-        return made;
-    }();
+    static auto* family = new metrics::GaugeFamily(
+        "agency_mcp_open",
+        "What is open now: tasks running on this process, streamed (SSE) HTTP answers, legacy "
+        "sessions",
+        {"what"}, {"tasks", "streams", "sessions"});
     return *family;
 }
 

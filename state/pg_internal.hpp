@@ -85,6 +85,14 @@ public:
         nlohmann::json json_column(int c) const { return result->json_column(row, c); }
     };
     Row row(int i) const { return Row{this, i}; }
+    // Every row, each made into a record by `from_row` (job_from_row, task_from_row: rows.hpp).
+    template <typename FromRow>
+    auto all(FromRow from_row) const {
+        std::vector<decltype(from_row(row(0)))> out;
+        out.reserve(static_cast<std::size_t>(rows()));
+        for (int i = 0; i < rows(); ++i) out.push_back(from_row(row(i)));
+        return out;
+    }
 
 private:
     struct Clear {

@@ -10,15 +10,6 @@ namespace agency::state {
 
 using json = nlohmann::json;
 
-namespace {
-
-std::vector<Job> jobs_from(const PgResult& r) {
-    std::vector<Job> out;
-    for (int i = 0; i < r.rows(); ++i) out.push_back(job_from_row(r.row(i)));
-    return out;
-}
-}  // namespace
-
 // --- jobs ------------------------------------------------------------------------------------
 
 Job PgStore::create_job(std::string_view kind, std::string_view client_id,
@@ -49,7 +40,9 @@ void PgStore::renew_job_leases(std::string_view owner, std::chrono::milliseconds
 }
 
 std::vector<Job> PgStore::orphaned_jobs(std::size_t limit) {
-    return jobs_from(acquire()->run("job_orphaned", {clock().unix_ms(), static_cast<std::int64_t>(limit)}));
+    return acquire()
+        ->run("job_orphaned", {clock().unix_ms(), static_cast<std::int64_t>(limit)})
+        .all(job_from_row<PgResult::Row>);
 }
 
 void PgStore::finish_job(std::string_view id, bool succeeded, const json& result,
@@ -65,7 +58,7 @@ std::optional<std::string> PgStore::cancel_job(std::string_view id) {
 }
 
 std::vector<Job> PgStore::unfinished_jobs() {
-    return jobs_from(acquire()->run("job_unfinished", {}));
+    return acquire()->run("job_unfinished", {}).all(job_from_row<PgResult::Row>);
 }
 
 // --- idempotency -----------------------------------------------------------------------------
@@ -160,8 +153,9 @@ Confirmation PgStore::create_confirmation(std::string_view principal, std::strin
 ConfirmOutcome PgStore::consume_confirmation(std::string_view id, std::string_view principal,
                                              std::string_view tool, std::string_view digest) {
     // One call: consumed, or refused with why (agency_consume_confirmation).
-    const auto why =
-        acquire()->run("confirm_consume", {id, principal, tool, digest, clock().unix_s()}).text(0, 0);
+    const auto why = acquire()
+                         ->run("confirm_consume", {id, principal, tool, digest, clock().unix_s()})
+                         .text(0, 0);
     if (why == "accepted") return ConfirmOutcome::accepted;
     if (why == "unknown") return ConfirmOutcome::unknown;
     if (why == "mismatch") return ConfirmOutcome::mismatch;

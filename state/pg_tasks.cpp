@@ -8,15 +8,6 @@ namespace agency::state {
 
 using json = nlohmann::json;
 
-namespace {
-
-std::vector<TaskRecord> tasks_from(const PgResult& r) {
-    std::vector<TaskRecord> out;
-    for (int i = 0; i < r.rows(); ++i) out.push_back(task_from_row(r.row(i)));
-    return out;
-}
-}  // namespace
-
 void PgStore::put(const TaskRecord& t) {
     // One statement: the upsert (a cancelled row stays so; leases untouched on update) and,
     // when it cancels, pg_notify, delivered to every LISTEN when it commits.
@@ -34,12 +25,14 @@ std::optional<TaskRecord> PgStore::get(std::string_view id) {
 
 std::vector<TaskRecord> PgStore::list(std::string_view owner, std::string_view era,
                                       std::size_t offset, std::size_t limit) {
-    return tasks_from(acquire()->run("task_list", {owner, static_cast<std::int64_t>(limit),
-                                                   static_cast<std::int64_t>(offset), era}));
+    return acquire()
+        ->run("task_list",
+              {owner, static_cast<std::int64_t>(limit), static_cast<std::int64_t>(offset), era})
+        .all(task_from_row<PgResult::Row>);
 }
 
 std::vector<TaskRecord> PgStore::unfinished() {
-    return tasks_from(acquire()->run("task_unfinished", {}));
+    return acquire()->run("task_unfinished", {}).all(task_from_row<PgResult::Row>);
 }
 
 void PgStore::erase_expired(std::int64_t now_ms) { acquire()->run("task_erase_expired", {now_ms}); }
@@ -64,8 +57,9 @@ std::vector<std::string> PgStore::renew_task_leases(std::string_view owner, std:
 }
 
 std::vector<TaskRecord> PgStore::orphaned_tasks(std::size_t limit) {
-    return tasks_from(acquire()->run(
-        "task_orphaned", {clock().unix_ms(), static_cast<std::int64_t>(limit)}));
+    return acquire()
+        ->run("task_orphaned", {clock().unix_ms(), static_cast<std::int64_t>(limit)})
+        .all(task_from_row<PgResult::Row>);
 }
 
 }  // namespace agency::state

@@ -34,15 +34,11 @@ metrics::CounterFamily& credit_refusals() {
 // Action budgets (issue 35): totals over every caller (a label per caller would grow with
 // the keys and OAuth subjects); `agency-mcp keys list` shows each key's use.
 metrics::CounterFamily& budget_units() {
-    static auto* family = [] {
-        auto* made = new metrics::CounterFamily(
-            "agency_mcp_budget_units_total",
-            "Action-budget units taken by generation actions, and given back by those that "
-            "never reached the gateway",
-            {"event"});
-        for (const auto event : {"taken", "returned"}) made->touch({event});
-        return made;
-    }();
+    static auto* family = new metrics::CounterFamily(
+        "agency_mcp_budget_units_total",
+        "Action-budget units taken by generation actions, and given back by those that never "
+        "reached the gateway",
+        {"event"}, {"taken", "returned"});
     return *family;
 }
 
@@ -56,14 +52,9 @@ metrics::CounterFamily& budget_refusals() {
 }
 
 metrics::CounterFamily& audit_jobs() {
-    static auto* family = [] {
-        auto* made = new metrics::CounterFamily(
-            "agency_mcp_audit_jobs_total", "Audit jobs that reached each status on this process",
-            {"status"});
-        for (const auto status : {"queued", "running", "succeeded", "failed", "cancelled"})
-            made->touch({status});
-        return made;
-    }();
+    static auto* family = new metrics::CounterFamily(
+        "agency_mcp_audit_jobs_total", "Audit jobs that reached each status on this process",
+        {"status"}, {"queued", "running", "succeeded", "failed", "cancelled"});
     return *family;
 }
 
