@@ -12,6 +12,7 @@
 
 #include "base/crypto.hpp"
 #include "tests/support/action_tool_harness.hpp"
+#include "tests/support/input_examples.hpp"
 #include "tests/support/wait.hpp"
 #include "tools/pipeline/client_scope.hpp"
 
@@ -41,27 +42,10 @@ std::string neutral(const json& answer, const std::string& id) {
     return std::regex_replace(copy.dump(), std::regex(id), "<ID>");
 }
 
-// Valid arguments of each tool taking client_id, but for the client.
-json args_for(const std::string& tool, const std::string& client, const json& definition) {
-    json a = {{"client_id", client}};
-    if (tool == "deploy_article") a["article_id"] = "a1";
-    if (tool == "generate_article" || tool == "run_local_grid_scan" ||
-        tool == "view_ranking_history")
-        a["keyword"] = "plumber";
-    if (tool == "generate_gbp_post" || tool == "generate_press_release" ||
-        tool == "generate_topical_map")
-        a["topic"] = "pipes";
-    if (tool == "generate_outreach_email") a["prospect"] = "https://example.com/x";
-    if (tool == "get_audit_status") a["audit_id"] = "job1";
-    if (tool == "index_url" || tool == "optimize_page" || tool == "run_seo_audit")
-        a["url"] = "https://example.com/page";
-    if (tool == "ranking_changes") {
-        a["from"] = "2026-01-01";
-        a["to"] = "2026-02-01";
-    }
-    if (tool == "send_prospect_email") a["email_id"] = "e1";
-    if (tool == "read_resource")
-        a["resource"] = definition["inputSchema"]["properties"]["resource"]["enum"][0];
+// Valid arguments of each tool taking client_id (its schema's example), but for the client.
+json args_for(const std::string& tool, const std::string& client) {
+    json a = agency::testing::input_example(tool);
+    a["client_id"] = client;
     return a;
 }
 
@@ -101,8 +85,8 @@ TEST_F(ClientScopes, EveryToolAnswersAnotherClientAsAnUnknownOneWithoutAGatewayR
         if (!def["inputSchema"]["properties"].contains("client_id")) continue;
         ++tried;
         const std::size_t before = h.requests();
-        const ToolReply other = h.call_as(law, tool, args_for(tool, kOther, def));
-        const ToolReply nowhere = h.call_as(law, tool, args_for(tool, kNowhere, def));
+        const ToolReply other = h.call_as(law, tool, args_for(tool, kOther));
+        const ToolReply nowhere = h.call_as(law, tool, args_for(tool, kNowhere));
         EXPECT_EQ(h.requests(), before) << tool << " reached the gateway";
         EXPECT_EQ(other.reason(), "not_found") << tool << ": " << other.response.dump();
         EXPECT_EQ(other.tool_error().value("message", ""),

@@ -26,6 +26,9 @@ void strip(json& schema) {
     }
     if (!schema.is_object()) return;
     for (const char* key : kServerBounds) schema.erase(key);
+    // The examples name the sample gateway's clients and records (tests and docs/tools.md
+    // use them): a model on another gateway would copy those ids.
+    schema.erase("examples");
     // "x-listed": what tools/list says instead of the description docs/tools.md renders
     // (empty: nothing).
     if (auto listed = schema.find("x-listed"); listed != schema.end()) {

@@ -4,9 +4,10 @@
 // check an answer, within 32 KiB with every toolset and views (docs/tool-budget.md):
 // - an input leaves out the bounds that only guard the server (maxLength, minLength, maxItems,
 //   maxProperties, pattern, max_bytes's range: a value past them gets an error naming the
-//   bound), describes the arguments many tools share (cursor, fields, limit, max_bytes,
-//   idempotency_key) once (docs/tools.md, the instructions) rather than in every tool, and
-//   says "x-listed" instead of a description too long for every model's context;
+//   bound) and the examples (the sample gateway's ids, which a model elsewhere would copy),
+//   describes the arguments many tools share (cursor, fields, limit, max_bytes, idempotency_key)
+//   once (docs/tools.md, the instructions) rather than in every tool, and says "x-listed" instead
+//   of a description too long for every model's context;
 // - an output is the members every answer has (required), without those repeating the call
 //   (client_id, resource) or counting rows (returned); their types, and the members only some
 //   answers have, are in docs/tools.md. Hosts do not show output schemas to the model; the

@@ -209,6 +209,13 @@ void tool_section(const mcp::ToolDef& tool, const ToolDoc* doc, std::string& out
         if (tool.input().value("additionalProperties", json(true)) == json(false))
             out += "Any other argument is refused.\n\n";
     }
+    // The schema's examples: valid arguments on the sample gateway (its clients and records),
+    // which tests, fuzz seeds and benches call with. tools/list leaves them out (a model on
+    // another gateway would copy the sample's ids).
+    if (const auto examples = tool.input().find("examples");
+        examples != tool.input().end() && examples->is_array() && !examples->empty()) {
+        out += "Example (on the sample gateway): `" + examples->front().dump() + "`\n\n";
+    }
 
     out += "### Output\n\n";
     if (!properties_of(tool.output())) {
