@@ -1,6 +1,6 @@
 // When the server begins the work a previous run left (Server::on_begin_work): at the first
 // request that is not a probe, so that a process a client starts only for server/discover
-// writes nothing and sends nothing (docs/design.md; tests/probe_start_test.cpp).
+// writes nothing and sends nothing (docs/design.md; tests/app/probe_start_test.cpp).
 #include "base/log.hpp"
 #include "server/protocol.hpp"
 #include "server/server_impl.hpp"

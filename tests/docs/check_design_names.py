@@ -22,7 +22,7 @@ What is checked, in each page (code blocks included):
   its layers from: agency_layer(... DIR folder ...)) or, for the build's own functions
   (`agency_layer()`), in CMakeLists.txt or cmake/*.cmake. A test's helper is looked for in the
   test files named on its line or the lines next to it (`tool_cases()`
-  (tests/action_faults_test.cpp ...)), and only there. Names of the C++ standard library (`std::...`) are not the project's and are skipped.
+  (tests/tools/action_faults_test.cpp ...)), and only there. Names of the C++ standard library (`std::...`) are not the project's and are skipped.
 
 A name that no longer exists is corrected in the page (to what exists now), or its sentence
 removed. ALLOWED below is for the few that are meant not to exist, each with its reason.

@@ -1,6 +1,6 @@
 // A tool's valid arguments for a test: the first of the `examples` in its input schema
 // (schemas/<tool>.input.json), on the sample gateway's clients and records. One definition
-// that tests, fuzz seeds and docs/tools.md share (tests/input_examples_test.cpp checks each).
+// that tests, fuzz seeds and docs/tools.md share (tests/tools/input_examples_test.cpp checks each).
 #pragma once
 
 #include <stdexcept>
