@@ -20,11 +20,12 @@
 #include "gateway/sample/sample_gateway.hpp"
 #include "server/mcp_server.hpp"
 #include "server/telemetry.hpp"
+#include "state/sqlite_store.hpp"
 #include "state/write_log_spool.hpp"
 #include "tools/actions/action_tools.hpp"
+#include "tools/kit/toolsets.hpp"
 #include "tools/registry.hpp"
 #include "tools/surface/tool_docs.hpp"
-#include "tools/kit/toolsets.hpp"
 #include "transport/http_transport.hpp"
 #include "transport/keys.hpp"
 #include "transport/metrics_listener.hpp"
@@ -106,7 +107,7 @@ void log_gateway_answered(gateway::Client& client, const std::string& url, bool 
 struct ToolServerSetup {
     std::string gateway_url;  // empty: the built-in sample gateway
     std::string api_key;
-    std::shared_ptr<tools::ActionRuntime> actions;  // null: a private in-memory one
+    std::shared_ptr<tools::ActionRuntime> actions;  // required: its store is opened here
     std::chrono::seconds discovery_refresh{0};
     std::size_t max_waiting_on_clients = mcp::ServerOptions{}.max_waiting_on_clients;
     std::size_t max_waiting_per_caller = mcp::ServerOptions{}.max_waiting_per_caller;
@@ -437,6 +438,9 @@ int run_tools_doc(bool readme) {
     setup.catalog = &catalog;
     setup.mark_sample_data = false;
     setup.require_gateway = true;  // the reference is the gateway's, not the spec's catalog
+    // The action tools' state in a private database that ends with the command.
+    setup.actions = std::make_shared<tools::ActionRuntime>(
+        tools::ActionSettings{.store = std::make_shared<state::SqliteStore>(":memory:")});
     std::unique_ptr<sample::Server> sample_server;
     auto server = make_tool_server(std::move(setup), sample_server);
     std::cout << (readme ? tools::readme_markdown(catalog)

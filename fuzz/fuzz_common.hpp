@@ -20,9 +20,10 @@
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "server/mcp_server.hpp"
+#include "state/sqlite_store.hpp"
 #include "tools/actions/action_tools.hpp"
-#include "tools/registry.hpp"
 #include "tools/kit/tool_kit.hpp"
+#include "tools/registry.hpp"
 
 namespace agency::fuzz {
 
@@ -59,7 +60,8 @@ struct ToolServer {
         config.backoff_base = std::chrono::milliseconds(1);
         gateway = std::make_shared<gateway::Client>(config);
 
-        tools::ActionSettings action_settings;  // state database in memory
+        tools::ActionSettings action_settings;
+        action_settings.store = std::make_shared<state::SqliteStore>(":memory:");  // in memory
         // Generation actions run (and reach their handlers) instead of being rate-limited.
         action_settings.credits.max_in_flight_per_client = 1'000'000;
         action_settings.credits.max_per_minute_per_client = 1'000'000;

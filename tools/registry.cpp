@@ -2,6 +2,8 @@
 #include "tools/registry.hpp"
 #include "tools/kit/views.hpp"
 
+#include <stdexcept>
+
 #include "base/log.hpp"
 
 #include "tools/actions/action_tools.hpp"
@@ -18,7 +20,7 @@ ToolCatalog register_all(mcp::Server& server, const std::shared_ptr<Toolbox>& bo
     ToolCatalog docs = register_read_tools(server, box);
     ToolCatalog insight_docs = insights::register_insight_tools(server, box);
     docs.insert(docs.end(), insight_docs.begin(), insight_docs.end());
-    if (!actions) actions = std::make_shared<ActionRuntime>(ActionSettings{});
+    if (!actions) throw std::invalid_argument("register_all: no ActionRuntime");
     ToolCatalog action_docs = register_action_tools(server, box, actions);
     docs.insert(docs.end(), action_docs.begin(), action_docs.end());
     register_surface(server, box, actions);  // resources, prompts, completion

@@ -12,10 +12,10 @@ namespace agency::tools {
 class ActionRuntime;
 
 // Every tool of the product. Action tools keep their state (jobs, drafts, idempotency records)
-// in `actions`; without one, in a private in-memory store (tools-doc, tests). Returns the docs
-// of every tool registered (tools_markdown's catalog).
+// in `actions` and its store, which app/ opens. Returns the docs of every tool registered
+// (tools_markdown's catalog).
 ToolCatalog register_all(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
-                         std::shared_ptr<ActionRuntime> actions = nullptr);
+                         std::shared_ptr<ActionRuntime> actions);
 
 // Re-reads the gateway's discovery every `period`; when the deployment's actions change, the
 // tool list follows (tools of withdrawn actions hide) and legacy sessions are sent

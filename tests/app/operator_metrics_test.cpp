@@ -15,10 +15,11 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include "server/mcp_server.hpp"
 #include "base/metrics.hpp"
 #include "server/json_rpc.hpp"
+#include "server/mcp_server.hpp"
 #include "tests/metrics_text.hpp"
+#include "tests/support/action_store.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
@@ -71,7 +72,8 @@ std::set<std::string> label_values(const std::string& name, const std::string& l
 struct OneUnitEach {
     ManualClock clock;
     std::shared_ptr<agency::tools::ActionRuntime> rt =
-        std::make_shared<agency::tools::ActionRuntime>(agency::tools::ActionSettings{});
+        std::make_shared<agency::tools::ActionRuntime>(
+            agency::testing::with_store(agency::tools::ActionSettings{}));
     ToolHarness h{agency::sample::Options{}, agency::tools::Settings{},
                   [](agency::mcp::Server&, const std::shared_ptr<agency::tools::Toolbox>&) {}};
 

@@ -17,12 +17,13 @@
 #include <httplib.h>
 #include <sqlite3.h>
 
-#include "server/mcp_server.hpp"
 #include "base/crypto.hpp"
-#include "tests/pg_cluster.hpp"
 #include "server/json_rpc.hpp"
+#include "server/mcp_server.hpp"
 #include "state/pg_store.hpp"
+#include "tests/pg_cluster.hpp"
 #include "tests/stdio_harness.hpp"
+#include "tests/support/action_store.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/actions/action_tools.hpp"
 #include "tools/pipeline/pipeline.hpp"
@@ -80,7 +81,8 @@ std::vector<std::string> reproducers() {
 
 struct Everything {
     std::shared_ptr<agency::tools::ActionRuntime> rt =
-        std::make_shared<agency::tools::ActionRuntime>(agency::tools::ActionSettings{});
+        std::make_shared<agency::tools::ActionRuntime>(
+            agency::testing::with_store(agency::tools::ActionSettings{}));
     ToolHarness h{agency::sample::Options{}, agency::tools::Settings{},
                   [rt = rt](agency::mcp::Server& server,
                             const std::shared_ptr<agency::tools::Toolbox>& box) {
@@ -378,7 +380,7 @@ TEST(Hardening, LockedStateDatabaseIsAnActionableToolError) {
     const std::string path = (dir / "state.db").string();
     {
         auto rt = std::make_shared<agency::tools::ActionRuntime>(
-            agency::tools::ActionSettings{.state_db = path, .audit_workers = 1});
+            agency::testing::on_sqlite(agency::tools::ActionSettings{.audit_workers = 1}, path));
         ToolHarness h{agency::sample::Options{}, agency::tools::Settings{},
                       [rt](agency::mcp::Server& server,
                            const std::shared_ptr<agency::tools::Toolbox>& box) {
@@ -454,8 +456,8 @@ TEST(Hardening, StateUnavailableNamesTheStoreThatFailed) {
 TEST(StoreBackends, PostgreSqlOutageWhileServingIsToldAsPostgreSql) {
     const std::string url = agency::testing::pg_fresh_database();
     auto store = std::make_shared<agency::state::PgStore>(url);
-    auto rt = std::make_shared<agency::tools::ActionRuntime>(
-        agency::tools::ActionSettings{.store = store, .audit_workers = 1});
+    auto rt = std::make_shared<agency::tools::ActionRuntime>(agency::testing::with_store(
+        agency::tools::ActionSettings{.store = store, .audit_workers = 1}));
     ToolHarness h{
         agency::sample::Options{}, agency::tools::Settings{},
         [rt](agency::mcp::Server& server, const std::shared_ptr<agency::tools::Toolbox>& box) {

@@ -17,12 +17,13 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include "server/mcp_server.hpp"
 #include "base/metrics.hpp"
 #include "base/trace_context.hpp"
 #include "gateway/client.hpp"
+#include "server/mcp_server.hpp"
 #include "tests/loopback_server.hpp"
 #include "tests/metrics_text.hpp"
+#include "tests/support/action_store.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/actions/action_tools.hpp"
@@ -333,7 +334,8 @@ struct WithActions {
     std::unique_ptr<ToolHarness> h;
 
     explicit WithActions(agency::tools::ActionSettings settings = {})
-        : rt(std::make_shared<agency::tools::ActionRuntime>(std::move(settings))) {
+        : rt(std::make_shared<agency::tools::ActionRuntime>(
+              agency::testing::with_store(std::move(settings)))) {
         h = std::make_unique<ToolHarness>(
             agency::sample::Options{}, agency::tools::Settings{},
             [this](agency::mcp::Server& server,

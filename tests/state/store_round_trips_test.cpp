@@ -16,10 +16,11 @@
 #include <gtest/gtest.h>
 
 #include "base/crypto.hpp"
-#include "tests/pg_cluster.hpp"
 #include "server/mcp_server.hpp"
 #include "state/pg_store.hpp"
 #include "state/sqlite_store.hpp"
+#include "tests/pg_cluster.hpp"
+#include "tests/support/action_store.hpp"
 #include "tests/support/shared_store.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/actions/action_tools.hpp"
@@ -177,10 +178,11 @@ struct PgInstance {
     agency::testing::ToolHarness h;
     explicit PgInstance(const std::string& url)
         : store(std::make_shared<PgStore>(url)),
-          rt(std::make_shared<agency::tools::ActionRuntime>(agency::tools::ActionSettings{
-              .store = store,
-              .sharing = {.instance_id = "i_rt", .lease = 60s},
-              .credits = {.max_in_flight_per_client = 8, .max_per_minute_per_client = 1000}})),
+          rt(std::make_shared<agency::tools::ActionRuntime>(
+              agency::testing::with_store(agency::tools::ActionSettings{
+                  .store = store,
+                  .sharing = {.instance_id = "i_rt", .lease = 60s},
+                  .credits = {.max_in_flight_per_client = 8, .max_per_minute_per_client = 1000}}))),
           h({}, agency::tools::Settings{},
             [this](agency::mcp::Server& server,
                    const std::shared_ptr<agency::tools::Toolbox>& box) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "tests/support/action_store.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
@@ -27,8 +28,8 @@ struct ActionToolHarness {
     std::unique_ptr<ToolHarness> h;
 
     explicit ActionToolHarness(agency::sample::Options options = {}, ActionSettings settings = {},
-                      std::string key = {})
-        : rt(std::make_shared<ActionRuntime>(std::move(settings))) {
+                               std::string key = {})
+        : rt(std::make_shared<ActionRuntime>(agency::testing::with_store(std::move(settings)))) {
         h = std::make_unique<ToolHarness>(
             std::move(options), agency::tools::Settings{},
             [this](agency::mcp::Server& server,

@@ -14,17 +14,18 @@
 
 #include <gtest/gtest.h>
 
-#include "server/mcp_server.hpp"
 #include "base/crypto.hpp"
 #include "base/metrics.hpp"
-#include "tests/pg_cluster.hpp"
+#include "server/mcp_server.hpp"
 #include "state/pg_store.hpp"
 #include "state/sqlite_store.hpp"
+#include "tests/pg_cluster.hpp"
+#include "tests/support/action_store.hpp"
 #include "tests/support/action_tool_harness.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/support/principals.hpp"
-#include "tests/tool_harness.hpp"
 #include "tests/support/sample_clients.hpp"
+#include "tests/tool_harness.hpp"
 #include "tools/actions/action_tools.hpp"
 #include "tools/pipeline/budgets.hpp"
 #include "tools/registry.hpp"
@@ -94,9 +95,8 @@ double metric(const std::string& series) {
 
 ActionSettings on_file(const std::string& file, const ManualClock* clock = nullptr) {
     ActionSettings s;
-    s.state_db = file;
     s.clock = clock;
-    return s;
+    return agency::testing::on_sqlite(std::move(s), file);
 }
 
 // The case: a budget of 3 gives 3 generations; the 4th is refused at once, says what

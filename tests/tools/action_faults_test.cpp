@@ -14,11 +14,12 @@
 
 #include <gtest/gtest.h>
 
-#include "server/mcp_server.hpp"
 #include "gateway/actions.hpp"
+#include "server/mcp_server.hpp"
+#include "tests/support/action_store.hpp"
+#include "tests/support/sample_clients.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
-#include "tests/support/sample_clients.hpp"
 #include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
 
@@ -124,7 +125,7 @@ protected:
     static void SetUpTestSuite() {
         agency::tools::ActionSettings settings;
         settings.credits = {.max_in_flight_per_client = 10, .max_per_minute_per_client = 1000};
-        rt = std::make_shared<agency::tools::ActionRuntime>(settings);
+        rt = std::make_shared<agency::tools::ActionRuntime>(agency::testing::with_store(settings));
         h = std::make_unique<ToolHarness>(
             agency::sample::Options{}, agency::tools::Settings{},
             [](agency::mcp::Server& server, const std::shared_ptr<agency::tools::Toolbox>& box) {
@@ -270,7 +271,9 @@ TEST_P(ActionFaults, OneRecordPerCall) {
 TEST(ActionFaultsCases, EveryToolThatPostsAnActionHasACase) {
     agency::mcp::Server server;
     ToolHarness h;
-    const auto catalog = agency::tools::register_all(server, h.box);
+    const auto catalog = agency::tools::register_all(
+        server, h.box,
+        std::make_shared<agency::tools::ActionRuntime>(agency::testing::with_store({})));
     std::size_t posting = 0;
     for (const auto& doc : catalog) {
         if (doc.gateway_action.empty()) continue;
@@ -301,7 +304,8 @@ namespace {
 // A send whose outcome is unknown may have reached the recipient: the draft is not offered for
 // sending again (a second email cannot be taken back).
 TEST(ActionFaultsSend, UnknownOutcomeNeverSendsTheDraftAgain) {
-    auto rt = std::make_shared<agency::tools::ActionRuntime>(agency::tools::ActionSettings{});
+    auto rt = std::make_shared<agency::tools::ActionRuntime>(
+        agency::testing::with_store(agency::tools::ActionSettings{}));
     ToolHarness h(
         agency::sample::Options{}, agency::tools::Settings{},
         [rt](agency::mcp::Server& server, const std::shared_ptr<agency::tools::Toolbox>& box) {

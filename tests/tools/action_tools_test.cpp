@@ -19,13 +19,14 @@
 
 #include <sstream>
 
+#include "base/crypto.hpp"
 #include "server/mcp_server.hpp"
 #include "state/sqlite_store.hpp"
-#include "base/crypto.hpp"
+#include "tests/support/action_store.hpp"
 #include "tests/support/action_tool_harness.hpp"
+#include "tests/support/sample_clients.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
-#include "tests/support/sample_clients.hpp"
 #include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
 
@@ -862,7 +863,8 @@ struct NextProcess {
     ChangeLog log;
 
     NextProcess(ToolHarness& h, const std::string& path) {
-        rt = std::make_shared<ActionRuntime>(ActionSettings{.state_db = path, .audit_workers = 1});
+        rt = std::make_shared<ActionRuntime>(
+            agency::testing::on_sqlite(ActionSettings{.audit_workers = 1}, path));
         log.attach(rt->audits());
         agency::mcp::ServerOptions options;
         options.state_secret = "next-process";

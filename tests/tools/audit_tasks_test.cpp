@@ -12,11 +12,12 @@
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "server/mcp_server.hpp"
-#include "tests/support/wait.hpp"
+#include "tests/support/action_store.hpp"
 #include "tests/support/sample_clients.hpp"
+#include "tests/support/wait.hpp"
 #include "tools/actions/action_tools.hpp"
-#include "tools/registry.hpp"
 #include "tools/kit/tool_kit.hpp"
+#include "tools/registry.hpp"
 
 namespace {
 
@@ -36,9 +37,9 @@ struct Generation {
 
     Generation(const std::string& state_db, const std::string& gateway_url, int workers = 2) {
         agency::tools::ActionSettings settings;
-        settings.state_db = state_db;
         settings.audit_workers = workers;
-        rt = std::make_shared<agency::tools::ActionRuntime>(settings);
+        rt = std::make_shared<agency::tools::ActionRuntime>(
+            agency::testing::on_sqlite(settings, state_db));
         agency::gateway::Config config;
         config.base_url = gateway_url;
         config.backoff_base = 2ms;

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "server/mcp_server.hpp"
+#include "tests/support/action_store.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/actions/action_tools.hpp"
@@ -30,7 +31,8 @@ std::set<std::string> tool_names(ToolHarness& h) {
 }
 
 TEST(DiscoveryWatch, WithdrawnActionHidesItsToolAndTellsLegacySessions) {
-    auto rt = std::make_shared<agency::tools::ActionRuntime>(agency::tools::ActionSettings{});
+    auto rt = std::make_shared<agency::tools::ActionRuntime>(
+        agency::testing::with_store(agency::tools::ActionSettings{}));
     ToolHarness h({}, {}, [rt](agency::mcp::Server& server,
                                const std::shared_ptr<agency::tools::Toolbox>& box) {
         agency::tools::register_all(server, box, rt);

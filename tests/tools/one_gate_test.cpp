@@ -22,12 +22,13 @@
 #include "state/open_store.hpp"
 #include "state/store.hpp"
 #include "tests/pg_cluster.hpp"
+#include "tests/support/action_store.hpp"
+#include "tests/support/sample_clients.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
-#include "tests/support/sample_clients.hpp"
 #include "tools/actions/action_tools.hpp"
-#include "tools/registry.hpp"
 #include "tools/kit/tool_kit.hpp"
+#include "tools/registry.hpp"
 
 namespace one_gate_test {
 
@@ -59,7 +60,7 @@ struct Instance {
         ActionSettings actions;
         actions.store = std::move(store);
         actions.write_log_spool = spool;
-        rt = std::make_shared<ActionRuntime>(std::move(actions));
+        rt = std::make_shared<ActionRuntime>(agency::testing::with_store(std::move(actions)));
         agency::mcp::ServerOptions options;
         options.state_secret = kSecret;
         options.task_store = rt->shared_store();

@@ -12,9 +12,10 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "server/mcp_server.hpp"
 #include "server/json_rpc.hpp"
+#include "server/mcp_server.hpp"
 #include "server/rate_limit.hpp"
+#include "tests/support/action_store.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/actions/action_tools.hpp"
@@ -34,7 +35,8 @@ const std::string kOverview = "agency://clients/demo-plumbing/overview";
 struct Limited {
     ManualClock clock;
     std::shared_ptr<agency::tools::ActionRuntime> rt =
-        std::make_shared<agency::tools::ActionRuntime>(agency::tools::ActionSettings{});
+        std::make_shared<agency::tools::ActionRuntime>(
+            agency::testing::with_store(agency::tools::ActionSettings{}));
     ToolHarness h{agency::sample::Options{}, agency::tools::Settings{},
                   [](agency::mcp::Server&, const std::shared_ptr<agency::tools::Toolbox>&) {}};
 

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "server/mcp_server.hpp"
+#include "tests/support/action_store.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/actions/action_tools.hpp"
 
@@ -18,7 +19,8 @@ using json = nlohmann::json;
 
 struct Surface {
     std::shared_ptr<agency::tools::ActionRuntime> rt =
-        std::make_shared<agency::tools::ActionRuntime>(agency::tools::ActionSettings{});
+        std::make_shared<agency::tools::ActionRuntime>(
+            agency::testing::with_store(agency::tools::ActionSettings{}));
     ToolHarness h;
     explicit Surface(agency::sample::Options sample = {})
         : h(std::move(sample), agency::tools::Settings{},

@@ -17,10 +17,11 @@
 #include <gtest/gtest.h>
 
 #include "base/crypto.hpp"
-#include "tests/pg_cluster.hpp"
 #include "server/mcp_server.hpp"
 #include "state/pg_store.hpp"
 #include "state/sqlite_store.hpp"
+#include "tests/pg_cluster.hpp"
+#include "tests/support/action_store.hpp"
 #include "tests/support/core_names.hpp"
 #include "tests/support/gate.hpp"
 #include "tests/support/principals.hpp"
@@ -317,8 +318,9 @@ struct ToolInstance {
     std::shared_ptr<agency::tools::ActionRuntime> rt;
     agency::testing::ToolHarness h;
     ToolInstance(const SharedState& state, const std::string& name)
-        : rt(std::make_shared<agency::tools::ActionRuntime>(agency::tools::ActionSettings{
-              .store = state.open(), .sharing = {.instance_id = name, .lease = 2000ms}})),
+        : rt(std::make_shared<agency::tools::ActionRuntime>(
+              agency::testing::with_store(agency::tools::ActionSettings{
+                  .store = state.open(), .sharing = {.instance_id = name, .lease = 2000ms}}))),
           h({}, agency::tools::Settings{},
             [this](Server& server, const std::shared_ptr<agency::tools::Toolbox>& box) {
                 agency::tools::register_all(server, box, rt);

@@ -23,6 +23,7 @@
 #include "gateway/client.hpp"
 #include "gateway/sample/sample_gateway.hpp"
 #include "server/mcp_server.hpp"
+#include "tests/support/action_store.hpp"
 #include "tests/support/paths.hpp"
 #include "tools/registry.hpp"
 
@@ -94,8 +95,9 @@ struct Registry {
         server = std::make_unique<agency::mcp::Server>(options);
         agency::tools::Settings settings;
         settings.secret = options.state_secret;
-        agency::tools::register_all(*server,
-                                    std::make_shared<agency::tools::Toolbox>(gateway, settings));
+        agency::tools::register_all(
+            *server, std::make_shared<agency::tools::Toolbox>(gateway, settings),
+            std::make_shared<agency::tools::ActionRuntime>(agency::testing::with_store({})));
 
         agency::mcp::Inbound in;  // the default principal holds read and write
         in.session = server->create_session("");

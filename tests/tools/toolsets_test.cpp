@@ -12,6 +12,7 @@
 #include <httplib.h>
 
 #include "server/mcp_server.hpp"
+#include "tests/support/action_store.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/kit/toolsets.hpp"
 #include "transport/http_transport.hpp"
@@ -25,7 +26,9 @@ using agency::testing::json;
 
 ToolHarness every_tool() {
     return ToolHarness({}, {}, [](agency::mcp::Server& server, const auto& box) {
-        agency::tools::register_all(server, box);
+        agency::tools::register_all(
+            server, box,
+            std::make_shared<agency::tools::ActionRuntime>(agency::testing::with_store({})));
     });
 }
 

@@ -11,8 +11,9 @@
 #include <string>
 
 #include "server/mcp_server.hpp"
-#include "tests/tool_harness.hpp"
+#include "tests/support/action_store.hpp"
 #include "tests/support/sample_clients.hpp"
+#include "tests/tool_harness.hpp"
 #include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
 
@@ -29,7 +30,7 @@ struct Tools {
     std::unique_ptr<ToolHarness> h;
 
     explicit Tools(ActionSettings settings = {}, json result_meta = nullptr)
-        : rt(std::make_shared<ActionRuntime>(std::move(settings))) {
+        : rt(std::make_shared<ActionRuntime>(agency::testing::with_store(std::move(settings)))) {
         h = std::make_unique<ToolHarness>(
             agency::sample::Options{}, agency::tools::Settings{},
             [](agency::mcp::Server&, const std::shared_ptr<agency::tools::Toolbox>&) {});

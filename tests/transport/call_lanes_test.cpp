@@ -14,6 +14,7 @@
 #include <httplib.h>
 
 #include "server/mcp_server.hpp"
+#include "tests/support/action_store.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
 #include "tools/actions/action_tools.hpp"
@@ -50,7 +51,7 @@ std::string post_call(int port, int id, const std::string& tool, const json& arg
 void expect_read_at_once(std::size_t workers, int actions, std::size_t held, int hold_ms) {
     agency::tools::ActionSettings settings;
     settings.credits = {.max_in_flight_per_client = 100, .max_per_minute_per_client = 1000};
-    auto rt = std::make_shared<agency::tools::ActionRuntime>(settings);
+    auto rt = std::make_shared<agency::tools::ActionRuntime>(agency::testing::with_store(settings));
     ToolHarness h({}, {}, [rt](agency::mcp::Server& server, const auto& box) {
         agency::tools::register_all(server, box, rt);
     });

@@ -17,7 +17,6 @@
 
 #include "base/clock.hpp"
 #include "base/crypto.hpp"
-#include "state/sqlite_store.hpp"
 #include "tools/actions/action_internal.hpp"
 
 namespace agency::tools {

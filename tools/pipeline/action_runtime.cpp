@@ -4,10 +4,10 @@
 #include "tools/pipeline/action_runtime.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "base/crypto.hpp"
 #include "base/log.hpp"
-#include "state/sqlite_store.hpp"
 
 namespace agency::tools {
 
@@ -18,13 +18,11 @@ ActionSettings with_instance_id(ActionSettings settings) {
     return settings;
 }
 
-// The store given, or a private one (tools-doc, tests) on the runtime's own clock, so that its
-// confirmations and leases expire by the same time the budgets are read by.
+// The store app/ opened (or a test made): the tools name no backend.
 std::shared_ptr<Store> store_of(const ActionSettings& settings) {
-    if (settings.store) return settings.store;
-    auto own = std::make_shared<state::SqliteStore>(settings.state_db);
-    if (settings.clock) own->use_clock(*settings.clock);
-    return own;
+    if (!settings.store)
+        throw std::invalid_argument("ActionRuntime: no store (app/ opens it with open_state)");
+    return settings.store;
 }
 }  // namespace
 

@@ -20,8 +20,9 @@
 namespace agency::tools {
 
 struct ActionSettings {
-    std::string state_db = ":memory:";  // Store::default_path() for a real server
-    std::shared_ptr<Store> store;       // when set, used instead of opening state_db
+    // Where jobs, drafts, idempotency records and the write log are kept: app/ opens it
+    // (open_state: SQLite or PostgreSQL); a test makes its own (tests/support/action_store.hpp).
+    std::shared_ptr<Store> store;
     // This process among the instances of a shared store (instance_id random when empty).
     AuditJobs::Sharing sharing;
     int audit_workers = 2;
@@ -41,9 +42,8 @@ struct ActionSettings {
     // Generation actions per caller and window (tools/pipeline/budgets.hpp; serve --monthly-actions,
     // --budget-window).
     BudgetSettings budgets;
-    // The time budget windows are read by, and the clock of the private store made when `store`
-    // is unset; null: the process's (base::Clock::or_system). Must outlive the runtime (tests
-    // pass a ManualClock).
+    // The time budget windows are read by; null: the process's (base::Clock::or_system). Must
+    // outlive the runtime (tests pass a ManualClock, and give the store the same one).
     const base::Clock* clock = nullptr;
     // The write log's spool (tools/pipeline/write_log_writer.hpp): where rows wait while the store
     // cannot take them; "" keeps them in memory. serve puts it beside the store
@@ -57,7 +57,8 @@ struct ActionSettings {
 // The state the action tools share: the store, the credit limiter and the audit workers.
 class ActionRuntime {
 public:
-    explicit ActionRuntime(ActionSettings settings);  // opens the store; throws StoreError
+    // Throws std::invalid_argument without a store.
+    explicit ActionRuntime(ActionSettings settings);
     ~ActionRuntime();
 
     const ActionSettings& settings() const { return settings_; }
