@@ -174,6 +174,7 @@ void select_tools(mcp::Server& server, const mcp::ToolSelection& selection, bool
 // built-in sample gateway, started into `sample` (which must outlive the server).
 std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
                                               std::unique_ptr<sample::Server>& sample) {
+    if (!setup.actions) throw std::invalid_argument("make_tool_server: no ActionRuntime");
     const bool sample_data = setup.gateway_url.empty();
     if (sample_data) {
         sample = std::make_unique<sample::Server>(std::make_shared<sample::Gateway>());
@@ -218,11 +219,9 @@ std::unique_ptr<mcp::Server> make_tool_server(ToolServerSetup setup,
     options.max_live_tasks_per_caller = setup.max_tasks_per_caller;
     // Task records live beside the jobs they wait on, so both survive a restart (and, in a
     // shared store, another instance's death).
-    if (setup.actions) {
-        options.task_store = setup.actions->shared_store();
-        options.instance_id = setup.actions->settings().sharing.instance_id;
-        options.task_lease_ms = setup.actions->settings().sharing.lease.count();
-    }
+    options.task_store = setup.actions->shared_store();
+    options.instance_id = setup.actions->settings().sharing.instance_id;
+    options.task_lease_ms = setup.actions->settings().sharing.lease.count();
     options.structured_text = setup.structured_text;
     options.structured_content = setup.structured_content;
     options.views = setup.views;

@@ -24,6 +24,7 @@
 #include "gateway/sample/sample_gateway.hpp"
 #include "tests/run_binary.hpp"
 #include "tests/support/paths.hpp"
+#include "tests/support/text.hpp"
 
 namespace {
 
@@ -32,10 +33,7 @@ namespace fs = std::filesystem;
 
 using agency::testing::Outcome;
 
-std::string slurp(const fs::path& path) {
-    std::ifstream in(path);
-    return {std::istreambuf_iterator<char>(in), {}};
-}
+using agency::testing::slurp;
 
 std::string initialize_line() {
     return json{{"jsonrpc", "2.0"},

@@ -26,6 +26,7 @@
 #include "tests/support/oauth_issuer.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/wait.hpp"
+#include "tests/support/text.hpp"
 #include "transport/keys.hpp"
 
 namespace flood_cli {
@@ -34,10 +35,7 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string slurp(const fs::path& path) {
-    std::ifstream in(path);
-    return {std::istreambuf_iterator<char>(in), {}};
-}
+using agency::testing::slurp;
 
 std::size_t count_lines_with(const std::string& text, const std::string& needle) {
     std::size_t n = 0;

@@ -36,6 +36,7 @@
 #include "tests/support/paths.hpp"
 #include "tests/support/sanitized.hpp"
 #include "tests/support/wait.hpp"
+#include "tests/support/text.hpp"
 
 namespace {
 
@@ -47,10 +48,7 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kModernVersion = "2026-07-28";
 constexpr long kRssBoundKib = 100 * 1024;  // 100 MiB
 
-std::string slurp(const fs::path& path) {
-    std::ifstream in(path);
-    return {std::istreambuf_iterator<char>(in), {}};
-}
+using agency::testing::slurp;
 
 // The binary under test: this tree's, or AGENCY_HOSTILE_BINARY's (how the tests were shown
 // to fail on a build without the bounds; docs/security.md).

@@ -32,6 +32,7 @@
 #include "tests/support/paths.hpp"
 #include "tests/support/tool_call.hpp"
 #include "tests/support/wait.hpp"
+#include "tests/support/text.hpp"
 #include "transport/keys.hpp"
 
 namespace {
@@ -42,10 +43,7 @@ using namespace std::chrono_literals;
 
 using agency::testing::Outcome;
 
-std::string slurp(const fs::path& path) {
-    std::ifstream in(path);
-    return {std::istreambuf_iterator<char>(in), {}};
-}
+using agency::testing::slurp;
 
 std::string trimmed(std::string s) {
     while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();

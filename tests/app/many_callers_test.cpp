@@ -28,6 +28,7 @@
 #include "tests/run_binary.hpp"
 #include "tests/support/paths.hpp"
 #include "tests/support/wait.hpp"
+#include "tests/support/text.hpp"
 
 namespace {
 
@@ -40,12 +41,7 @@ const std::string kClean =
     "-u AGENCY_MAX_TASKS -u AGENCY_MAX_TASKS_PER_CALLER -u AGENCY_HTTP_MAX_SESSIONS "
     "-u AGENCY_HTTP_MAX_SESSIONS_PER_CALLER -u AGENCY_RATE_LIMIT ";
 
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
+using agency::testing::slurp;
 
 std::string trimmed(std::string s) {
     while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();

@@ -13,6 +13,7 @@
 #include "tests/support/action_tool_harness.hpp"
 #include "tests/tool_harness.hpp"
 #include "tests/support/sample_clients.hpp"
+#include "tests/support/text.hpp"
 #include "tools/actions/action_internal.hpp"
 #include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
@@ -26,9 +27,7 @@ using namespace agency::testing::sample_clients;
 
 using Outcomes = agency::testing::ActionToolHarness;
 
-bool has(const std::string& text, const std::string& part) {
-    return text.find(part) != std::string::npos;
-}
+using agency::testing::has;
 
 json row_by_id(const json& rows, const std::string& id) {
     for (const auto& row : rows)

@@ -13,6 +13,7 @@
 #include "tests/support/manual_clock.hpp"
 #include "tests/tool_harness.hpp"
 #include "tests/support/sample_clients.hpp"
+#include "tests/support/text.hpp"
 
 namespace data_notes {  // named: a unity batch holds other tests' helpers of the same names
 
@@ -42,9 +43,7 @@ std::string note_of(const ToolReply& r) {
     return note;
 }
 
-bool has(const std::string& text, const std::string& part) {
-    return text.find(part) != std::string::npos;
-}
+using agency::testing::has;
 
 system_clock::time_point noon_of(year_month_day day) { return sys_days{day} + hours{12}; }
 

@@ -10,6 +10,7 @@
 
 #include "tests/support/action_tool_harness.hpp"
 #include "tests/support/sample_clients.hpp"
+#include "tests/support/text.hpp"
 #include "tools/actions/html_inventory.hpp"
 
 namespace html_inventory {  // named: a unity batch holds other tests' helpers of the same names
@@ -31,9 +32,7 @@ constexpr const char* kPhishingEmail =
     "<p><a href=\"http://evil.example/login\">https://paypal.com</a></p>"
     "<img src=\"http://track.example/p.gif\" width=\"1\" height=\"1\">";
 
-bool has(const std::string& text, const std::string& part) {
-    return text.find(part) != std::string::npos;
-}
+using agency::testing::has;
 
 // What the finding asks a preview to name, in `text`.
 void expect_named(const std::string& text) {

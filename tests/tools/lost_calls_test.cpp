@@ -14,6 +14,7 @@
 #include "tests/support/action_tool_harness.hpp"
 #include "tests/tool_harness.hpp"
 #include "tests/support/sample_clients.hpp"
+#include "tests/support/text.hpp"
 #include "tools/actions/action_tools.hpp"
 #include "tools/registry.hpp"
 
@@ -25,9 +26,7 @@ using namespace std::chrono_literals;
 
 using namespace agency::testing::sample_clients;
 
-bool has(const std::string& text, const std::string& part) {
-    return text.find(part) != std::string::npos;
-}
+using agency::testing::has;
 
 struct LostCalls : agency::testing::ActionToolHarness {
     explicit LostCalls(std::chrono::seconds lease) : ActionToolHarness({}, settings_for(lease)) {}

@@ -11,6 +11,7 @@
 #include "tests/pg_cluster.hpp"
 #include "tests/support/action_tool_harness.hpp"
 #include "tests/support/sample_clients.hpp"
+#include "tests/support/text.hpp"
 
 namespace outreach_body {  // named: a unity batch holds other tests' helpers of the same names
 
@@ -21,9 +22,7 @@ using json = nlohmann::json;
 using namespace agency::testing::sample_clients;
 constexpr const char* kProspect = "https://legal-resources.example/guides";
 
-bool has(const std::string& text, const std::string& part) {
-    return text.find(part) != std::string::npos;
-}
+using agency::testing::has;
 
 // The text block a model is handed (frameworks pass only that on).
 std::string model_text(const ToolReply& r) {
