@@ -62,7 +62,8 @@ struct ServeArgs {
     std::string confirm = "any";  // "elicitation-only": no confirmation_id confirms
     bool no_ui = false;  // --no-ui: no MCP Apps view is linked, even for clients that render them
     tools::CreditSettings credits;
-    // Action budgets (tools/pipeline/budgets.hpp): generation actions per caller and window; -1: none.
+    // Action budgets (tools/pipeline/budgets.hpp): generation actions per caller and window; -1:
+    // none.
     std::int64_t monthly_actions = -1;
     std::string budget_window = "month";
     // What HTTP clients may hold: each bound refuses cleanly and keeps serving.

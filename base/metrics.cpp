@@ -197,8 +197,8 @@ void show_at_zero(Family& family, const std::vector<std::string>& label_names,
 CounterFamily::CounterFamily(std::string name, std::string help,
                              std::vector<std::string> label_names,
                              std::initializer_list<std::string_view> shown_at_zero)
-    : impl_(new Impl{{prometheus::BuildCounter().Name(name).Help(help).Register(registry()),
-                      label_names}}) {
+    : impl_(new Impl{
+          {prometheus::BuildCounter().Name(name).Help(help).Register(registry()), label_names}}) {
     show_at_zero(*this, label_names, shown_at_zero);
 }
 
@@ -214,8 +214,8 @@ struct GaugeFamily::Impl {
 
 GaugeFamily::GaugeFamily(std::string name, std::string help, std::vector<std::string> label_names,
                          std::initializer_list<std::string_view> shown_at_zero)
-    : impl_(new Impl{{prometheus::BuildGauge().Name(name).Help(help).Register(registry()),
-                      label_names}}) {
+    : impl_(new Impl{
+          {prometheus::BuildGauge().Name(name).Help(help).Register(registry()), label_names}}) {
     show_at_zero(*this, label_names, shown_at_zero);
 }
 

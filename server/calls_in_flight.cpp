@@ -6,8 +6,7 @@
 
 namespace agency::mcp {
 
-std::string CallsInFlight::key_of(const Session* session, std::string_view caller,
-                                  const json& id) {
+std::string CallsInFlight::key_of(const Session* session, std::string_view caller, const json& id) {
     std::string key = session ? session->id : std::string();
     key += '\x1f';
     key += caller;
@@ -24,8 +23,7 @@ CallsInFlight::Call::~Call() {
 }
 
 std::shared_ptr<CallsInFlight::Call> CallsInFlight::enter(const Session* session,
-                                                           std::string_view caller,
-                                                           const json& id) {
+                                                          std::string_view caller, const json& id) {
     std::string key = key_of(session, caller, id);
     std::lock_guard lock(mutex_);
     auto& slot = calls_[key];

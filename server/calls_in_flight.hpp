@@ -1,9 +1,9 @@
 // The calls a server has taken and not yet answered, by (session, caller, request id): the one
 // registry notifications/cancelled reaches. The caller is part of the key: two callers' request
 // ids are their own (over HTTP without sessions they share one space), so one caller's
-// notifications/cancelled never stops another's call. A transport that queues a call before a worker takes
-// it enters it at once (stdio does), so a cancel reaches it while it waits; the core enters every
-// call it dispatches, and an entry already made for the same key is the same call.
+// notifications/cancelled never stops another's call. A transport that queues a call before a
+// worker takes it enters it at once (stdio does), so a cancel reaches it while it waits; the core
+// enters every call it dispatches, and an entry already made for the same key is the same call.
 #pragma once
 
 #include <memory>

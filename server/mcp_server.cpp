@@ -91,10 +91,10 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
     impl_->tasks_cursor_sealer.emplace(secret, "tasks-cursor", *impl_->clock);
     impl_->rate_limiter.emplace(impl_->options.rate_limit, *impl_->clock);
     impl_->refusals.emplace(*impl_->clock);
-    impl_->tasks.store = impl_->options.task_store ? impl_->options.task_store
-                                                  : std::make_shared<MemoryTaskStore>();
+    impl_->tasks.store =
+        impl_->options.task_store ? impl_->options.task_store : std::make_shared<MemoryTaskStore>();
     impl_->tasks.instance_id = impl_->options.instance_id.empty() ? "i_" + crypto::random_hex(8)
-                                                            : impl_->options.instance_id;
+                                                                  : impl_->options.instance_id;
 }
 
 Server::~Server() {
@@ -170,9 +170,7 @@ void Server::set_tool_list_filter(std::function<bool(const ToolDef&)> listed) {
     impl_->tool_list_filter = std::move(listed);
 }
 
-void Server::cancel_calls() {
-    impl_->calls.cancel_all();
-}
+void Server::cancel_calls() { impl_->calls.cancel_all(); }
 
 CallsInFlight& Server::calls_in_flight() { return impl_->calls; }
 

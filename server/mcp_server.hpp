@@ -19,10 +19,10 @@
 
 #include "server/calls_in_flight.hpp"
 #include "server/json_rpc.hpp"
-#include "server/tool_def.hpp"
 #include "server/protocol.hpp"
 #include "server/rate_limit.hpp"
 #include "server/task_store.hpp"
+#include "server/tool_def.hpp"
 
 namespace agency::base {
 class Clock;

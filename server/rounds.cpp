@@ -139,8 +139,8 @@ bool Server::Impl::give_way_for(const std::string& newcomer) {
             return false;
         auto victim = impl.requests.pending.end();
         for (auto it = impl.requests.pending.begin(); it != impl.requests.pending.end(); ++it)
-            if (it->second->caller == top &&
-                (victim == impl.requests.pending.end() || it->second->order < victim->second->order))
+            if (it->second->caller == top && (victim == impl.requests.pending.end() ||
+                                              it->second->order < victim->second->order))
                 victim = it;
         if (victim == impl.requests.pending.end()) return false;
         oldest = victim->second;
@@ -172,8 +172,8 @@ json Server::send_request_and_wait(const RequestContext& ctx, const std::string&
         ~Waiting() {
             --impl.requests.waiting;
             std::lock_guard lock(impl.requests.mutex);
-            if (auto it = impl.requests.waiting_per_caller.find(caller); it != impl.requests.waiting_per_caller.end() &&
-                --it->second == 0)
+            if (auto it = impl.requests.waiting_per_caller.find(caller);
+                it != impl.requests.waiting_per_caller.end() && --it->second == 0)
                 impl.requests.waiting_per_caller.erase(it);
         }
     } waiting{*impl_, ctx.principal.name};

@@ -203,7 +203,7 @@ struct Server::Impl {
 
     // The parts that change while serving, each behind its own lock.
     SessionTable sessions;
-    CallsInFlight calls;        // the one cancellation registry (server/calls_in_flight.hpp)
+    CallsInFlight calls;  // the one cancellation registry (server/calls_in_flight.hpp)
     ClientRequests requests;
     // At the bound of calls waiting on clients: the oldest waiting call of the caller holding
     // the most (strictly more than `newcomer`) is answered with an error now, freeing its

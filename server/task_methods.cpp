@@ -93,7 +93,8 @@ Methods::FoundTask Methods::find_task(Server& server, const Request& r) {
         throw unknown_task(found.id);
     found.store = impl.tasks.store;
     std::lock_guard lock(impl.tasks.mutex);
-    if (auto it = impl.tasks.live.find(found.id); it != impl.tasks.live.end()) found.live = it->second;
+    if (auto it = impl.tasks.live.find(found.id); it != impl.tasks.live.end())
+        found.live = it->second;
     return found;
 }
 

@@ -63,8 +63,7 @@ void Server::resume_tasks() {
         for (TaskRecord& r : impl.tasks.store->unfinished()) resume_task(std::move(r));
         return;
     }
-    impl.tasks.store->watch_task_cancellations(
-        [this](const std::string& id) { cancel_here(id); });
+    impl.tasks.store->watch_task_cancellations([this](const std::string& id) { cancel_here(id); });
     impl.tasks.keeper = std::jthread([this](std::stop_token stop) {
         std::mutex m;
         std::condition_variable_any cv;
@@ -90,10 +89,11 @@ void Server::keep_task_leases() {
     for (TaskRecord& orphan : impl.tasks.store->orphaned_tasks(16)) {
         {
             std::lock_guard lock(impl.tasks.mutex);
-            if (impl.tasks.live.contains(orphan.id)) continue;  // ours; its renewal comes next round
+            if (impl.tasks.live.contains(orphan.id))
+                continue;  // ours; its renewal comes next round
         }
         auto claimed = impl.tasks.store->claim_task(orphan.id, impl.tasks.instance_id,
-                                                   impl.options.task_lease_ms, false);
+                                                    impl.options.task_lease_ms, false);
         if (!claimed) continue;  // another instance was quicker
         log::warn("task {} ({}): its instance stopped renewing its lease; taking it over",
                   claimed->id, claimed->tool);

@@ -38,8 +38,8 @@ metrics::CounterFamily& tool_calls() {
 
 metrics::CounterFamily& tasks() {
     static auto* family = new metrics::CounterFamily(
-        "agency_mcp_tasks_total", "MCP tasks that reached each status on this process",
-        {"status"}, {"working", "input_required", "completed", "failed", "cancelled"});
+        "agency_mcp_tasks_total", "MCP tasks that reached each status on this process", {"status"},
+        {"working", "input_required", "completed", "failed", "cancelled"});
     return *family;
 }
 

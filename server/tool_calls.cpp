@@ -110,8 +110,8 @@ ToolResult run_handler(const ToolDef& tool, const json& arguments, RequestContex
         throw;
     } catch (const std::exception& e) {
         log::error("tool {} failed: {}", tool.name, e.what());
-        return ToolResult::text("the tool " + tool.name + " failed unexpectedly; see the server log",
-                                true);
+        return ToolResult::text(
+            "the tool " + tool.name + " failed unexpectedly; see the server log", true);
     }
 }
 
@@ -122,9 +122,10 @@ std::optional<ToolResult> refusal_before_run(const ToolDef& tool, const json& ar
                                              RequestContext& ctx) {
     for (const auto& scope : tool.required_scopes) {
         if (ctx.principal.has_scope(scope)) continue;
-        const json reason = {{"error", {{"reason", "scope"},
-                                        {"message", "the tool " + tool.name + " needs the '" +
-                                                        scope + "' scope, which this caller lacks"}}}};
+        const json reason = {{"error",
+                              {{"reason", "scope"},
+                               {"message", "the tool " + tool.name + " needs the '" + scope +
+                                               "' scope, which this caller lacks"}}}};
         ToolResult refusal = ToolResult::text(reason.dump(), true);
         if (tool.on_refused) tool.on_refused(arguments, ctx, refusal);
         return refusal;

@@ -1,5 +1,5 @@
-#include "server/mcp_server.hpp"
 #include "tools/registry.hpp"
+#include "server/mcp_server.hpp"
 #include "tools/kit/views.hpp"
 
 #include <stdexcept>
@@ -7,10 +7,10 @@
 #include "base/log.hpp"
 
 #include "tools/actions/action_tools.hpp"
-#include "tools/pipeline/client_scope.hpp"
 #include "tools/insights/insights.hpp"
-#include "tools/surface/surface.hpp"
 #include "tools/kit/toolsets.hpp"
+#include "tools/pipeline/client_scope.hpp"
+#include "tools/surface/surface.hpp"
 
 namespace agency::tools {
 

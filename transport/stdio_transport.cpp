@@ -177,7 +177,8 @@ int serve_stdio(Server& server, const StdioOptions& options, int in_fd, int out_
         if (runs_on_worker(message)) {
             // Entered while it waits for a worker, so that notifications/cancelled reaches it
             // there too (the core's registry; the core finds this entry when it runs).
-            auto call = server.calls_in_flight().enter(session.get(), in.principal.name, message.id);
+            auto call =
+                server.calls_in_flight().enter(session.get(), in.principal.name, message.id);
             base::WorkQueue& lane = server.may_wait_long(message) ? workers : read_workers;
             lane.post([&, call, message = std::move(message)] {
                 Inbound call_in = in;

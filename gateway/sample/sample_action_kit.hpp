@@ -75,8 +75,7 @@ struct Ctx {
     const ClientProfile& client;
     const json& body;
     const std::string now = iso_time(store.now_seconds());
-    const std::string today =
-        iso_date(std::chrono::floor<std::chrono::days>(store.now_seconds()));
+    const std::string today = iso_date(std::chrono::floor<std::chrono::days>(store.now_seconds()));
 
     Table& table(const std::string& resource) const { return store.table(resource, client.id); }
     std::string add(const std::string& resource, const ojson& row) const {

@@ -2,8 +2,8 @@
 // one gateway record, and the shaping of an action's result.
 #pragma once
 
-#include <initializer_list>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -69,7 +69,7 @@ inline constexpr std::initializer_list<const char*> kArticleBodyNames = {
 
 // One action tool's entry: what tools/list shows (spec), and the facts the pipeline runs.
 struct ActionEntry {
-    ToolSpec spec;  // name, title, description, annotations, gateway_action, mapping
+    ToolSpec spec;               // name, title, description, annotations, gateway_action, mapping
     std::string id_field;        // the result's id member, e.g. article_id
     std::string default_status;  // when the gateway's data carries none
     bool spends_credits = true;

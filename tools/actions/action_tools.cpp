@@ -2,10 +2,10 @@
 // families share, and the one registration loop that turns each entry into a tool whose calls
 // run the pipeline (tools/pipeline/pipeline.hpp). The entries live in audit_tools.cpp,
 // generation_tools.cpp and draft_tools.cpp.
-#include "server/mcp_server.hpp"
 #include "tools/actions/action_tools.hpp"
-#include "tools/pipeline/view_approval.hpp"
+#include "server/mcp_server.hpp"
 #include "tools/kit/views.hpp"
+#include "tools/pipeline/view_approval.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -158,16 +158,17 @@ std::function<json(const json&, const Preview&, mcp::RequestContext&)> one_post(
 decltype(ActionCall::find_lost) lost_post(const std::shared_ptr<Toolbox>& box,
                                           const std::string& action, const ActionEntry& entry,
                                           const PostShape& shape) {
-    return [box, action, fields = entry.fields, shape](
-               const json& args, std::chrono::system_clock::time_point since,
-               mcp::RequestContext& ctx) {
+    return [box, action, fields = entry.fields, shape](const json& args,
+                                                       std::chrono::system_clock::time_point since,
+                                                       mcp::RequestContext& ctx) {
         const std::string client_id = args.at("client_id").get<std::string>();
         const json body = fields ? fields(*box, args, ctx) : json::object();
         gateway::LostAction found =
             box->gateway().find_lost_action(action, client_id, body, since, ctx.stop);
         LostCall lost{.detail = found.detail, .hint = found.hint};
         if (found.ran) {
-            lost.result = shape(args, client_id, std::move(found.row), Preview{.needed = false}, ctx);
+            lost.result =
+                shape(args, client_id, std::move(found.row), Preview{.needed = false}, ctx);
             (*lost.result)["note"] = lost_call_note(found.detail);
         }
         return lost;
@@ -178,20 +179,21 @@ decltype(ActionCall::find_lost) lost_post(const std::shared_ptr<Toolbox>& box,
 
 std::string lost_call_note(const std::string& detail) {
     return "the first call with this idempotency_key ended without its answer being kept; "
-           "checking the gateway " + detail + ": it ran once and was not sent again";
+           "checking the gateway " +
+           detail + ": it ran once and was not sent again";
 }
 
 namespace {
 
 // An action entry as a tool: the annotations every action shares, the schema names derived
 // from the tool's name, and a handler that runs the pipeline.
-ToolSpec action_spec(const std::shared_ptr<Toolbox>& box,
-                     const std::shared_ptr<ActionRuntime>& rt, ActionEntry entry) {
+ToolSpec action_spec(const std::shared_ptr<Toolbox>& box, const std::shared_ptr<ActionRuntime>& rt,
+                     ActionEntry entry) {
     ToolSpec spec = std::move(entry.spec);
     spec.read_only = false;
     spec.needs_write = true;
     spec.interactive = static_cast<bool>(entry.preview);  // may ask the user mid-call
-    if (entry.preview) spec.view = kApproveView;  // a person approves it, in the view too
+    if (entry.preview) spec.view = kApproveView;          // a person approves it, in the view too
     if (entry.spends_credits) {  // said in words and marked for hosts (tools/list `_meta`)
         spec.billable = true;
         if (spec.description.find("Spends credits.") == std::string::npos)
@@ -199,17 +201,17 @@ ToolSpec action_spec(const std::shared_ptr<Toolbox>& box,
     }
     const PostShape shape{rt, entry.id_field, entry.default_status, entry.finish};
     const bool own_execute = static_cast<bool>(entry.execute);
-    auto call = std::make_shared<ActionCall>(ActionCall{
-        .tool = spec.name,
-        .box = box,
-        .title = spec.title,
-        .record_field = entry.id_field,
-        .spends_credits = entry.spends_credits,
-        .preview = std::move(entry.preview),
-        .execute = own_execute ? std::move(entry.execute)
-                               : one_post(box, spec.gateway_action, entry, shape),
-        .find_lost = own_execute ? std::move(entry.find_lost)
-                                 : lost_post(box, spec.gateway_action, entry, shape)});
+    auto call = std::make_shared<ActionCall>(
+        ActionCall{.tool = spec.name,
+                   .box = box,
+                   .title = spec.title,
+                   .record_field = entry.id_field,
+                   .spends_credits = entry.spends_credits,
+                   .preview = std::move(entry.preview),
+                   .execute = own_execute ? std::move(entry.execute)
+                                          : one_post(box, spec.gateway_action, entry, shape),
+                   .find_lost = own_execute ? std::move(entry.find_lost)
+                                            : lost_post(box, spec.gateway_action, entry, shape)});
     spec.handler = [rt, call](const json& args, mcp::RequestContext& ctx) {
         return run_action(*rt, *call, args, ctx);
     };
@@ -225,7 +227,8 @@ ToolSpec action_spec(const std::shared_ptr<Toolbox>& box,
 ToolCatalog register_action_tools(mcp::Server& server, const std::shared_ptr<Toolbox>& box,
                                   const std::shared_ptr<ActionRuntime>& rt) {
     std::vector<ToolSpec> specs = audit_tools(box, rt);
-    for (ActionEntry& e : generation_tools(box)) specs.push_back(action_spec(box, rt, std::move(e)));
+    for (ActionEntry& e : generation_tools(box))
+        specs.push_back(action_spec(box, rt, std::move(e)));
     for (ActionEntry& e : draft_tools(box, rt)) specs.push_back(action_spec(box, rt, std::move(e)));
     std::map<std::string, Handler> approvable;  // the approval view's tools: view_decide's
     for (const ToolSpec& spec : specs)

@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "server/tool_def.hpp"
-#include "tools/pipeline/action_runtime.hpp"
 #include "tools/kit/tool_kit.hpp"
+#include "tools/pipeline/action_runtime.hpp"
 
 namespace agency::tools {
 

@@ -17,8 +17,8 @@ void article_status_from_record(Toolbox& box, const std::string& client_id,
                                 json& result, std::stop_token stop) {
     auto unconfirmed = [&](const std::string& why) {
         result["status"] = "unconfirmed";
-        result["next_step"] = std::string(unsure) + " " + why +
-                              ": list_articles shows whether it is live.";
+        result["next_step"] =
+            std::string(unsure) + " " + why + ": list_articles shows whether it is live.";
     };
     if (article_id.empty()) return unconfirmed("its answer carries no article id to check");
     json record;
@@ -31,7 +31,8 @@ void article_status_from_record(Toolbox& box, const std::string& client_id,
                            "no blog post " + article_id, stop);
     } catch (const gateway::Error& e) {
         return unconfirmed(std::string("its answer does not say, and reading the article back "
-                                       "failed (") + e.what() + ")");
+                                       "failed (") +
+                           e.what() + ")");
     }
     result["status_from"] = "the article's record, read back after the action (resource=blogs)";
     if (result.value("url", json()).is_null()) {
@@ -46,8 +47,9 @@ void article_status_from_record(Toolbox& box, const std::string& client_id,
     if (said.is_null()) return unconfirmed("neither its answer nor the article's record says");
     result["status"] = normalize_status(record, "drafted");
     if (said == "draft") {
-        result["next_step"] = "The gateway's record says it is a draft: it is not live. "
-                              "deploy_article publishes it.";
+        result["next_step"] =
+            "The gateway's record says it is a draft: it is not live. "
+            "deploy_article publishes it.";
     } else {
         result["next_step"] = "The gateway's record says \"" + said.get<std::string>() +
                               "\": it has not gone live yet. list_articles shows when it does.";

@@ -1,4 +1,5 @@
-// An outreach e-mail's parts by meaning, and what a send posts (tools/actions/outreach_internal.hpp).
+// An outreach e-mail's parts by meaning, and what a send posts
+// (tools/actions/outreach_internal.hpp).
 #include <array>
 
 #include "tools/actions/action_internal.hpp"
@@ -11,8 +12,8 @@ namespace {
 
 // "message" is left out on purpose: gateways use it for a status line ("Draft created").
 constexpr std::array<std::string_view, 12> kBodyNames = {
-    "html",  "body_html", "html_body",  "email_html", "content_html", "body",
-    "email_body", "content", "body_text", "text_body", "text", "plain_text"};
+    "html",       "body_html", "html_body", "email_html", "content_html", "body",
+    "email_body", "content",   "body_text", "text_body",  "text",         "plain_text"};
 constexpr std::array<std::string_view, 4> kSubjectNames = {"subject", "subject_line",
                                                            "email_subject", "title"};
 constexpr std::array<std::string_view, 7> kRecipientNames = {
@@ -35,8 +36,8 @@ bool has_tag(std::string_view text) {
          at = text.find('<', at + 1)) {
         if (at + 1 >= text.size()) return false;
         const char next = text[at + 1];
-        const bool starts_tag = next == '/' || next == '!' ||
-                                (next >= 'a' && next <= 'z') || (next >= 'A' && next <= 'Z');
+        const bool starts_tag = next == '/' || next == '!' || (next >= 'a' && next <= 'z') ||
+                                (next >= 'A' && next <= 'Z');
         if (starts_tag && text.find('>', at + 1) != std::string_view::npos) return true;
     }
     return false;
@@ -87,9 +88,8 @@ std::string as_html(std::string_view body) {
             out += "<p>";
             for (std::size_t start = 0;;) {
                 const std::size_t nl = text.find('\n', start);
-                std::string_view line = text.substr(start, nl == std::string_view::npos
-                                                               ? std::string_view::npos
-                                                               : nl - start);
+                std::string_view line = text.substr(
+                    start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
                 if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
                 append_escaped(out, line);
                 if (nl == std::string_view::npos) break;
@@ -103,9 +103,8 @@ std::string as_html(std::string_view body) {
     std::size_t start = 0;
     while (start <= body.size()) {
         const std::size_t nl = body.find('\n', start);
-        std::string_view line = body.substr(start, nl == std::string_view::npos
-                                                       ? std::string_view::npos
-                                                       : nl - start);
+        std::string_view line =
+            body.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
         if (line.find_first_not_of(" \t\r") == std::string_view::npos) {
             close();  // a blank line ends a paragraph
         } else {
@@ -207,8 +206,8 @@ std::optional<FoundText> find_part(const json& data, DraftRecord& record,
 
 }  // namespace
 
-void finish_outreach_draft(ActionRuntime& runtime, Toolbox& box, const json& args,
-                           const json& data, json& result, const mcp::RequestContext& ctx) {
+void finish_outreach_draft(ActionRuntime& runtime, Toolbox& box, const json& args, const json& data,
+                           json& result, const mcp::RequestContext& ctx) {
     DraftRecord record(box, args.at("client_id").get<std::string>(), id_text(data), ctx.stop);
     std::vector<std::string> warnings;
     std::vector<std::string> missing;
@@ -267,8 +266,7 @@ void finish_outreach_draft(ActionRuntime& runtime, Toolbox& box, const json& arg
     result["body"] = text.empty() ? json(nullptr) : shown_text(text);
     result["body_from"] = body ? json(body->from) : json(nullptr);
     if (cut) result["body_truncated"] = true;
-    if (record.was_read())
-        result["read_back"] = "resource=backlink_outreach id=" + id_text(data);
+    if (record.was_read()) result["read_back"] = "resource=backlink_outreach id=" + id_text(data);
     if (!record.failure().empty() && !missing.empty())
         warnings.push_back("the answer lacked a part, and " + record.failure());
     if (!warnings.empty()) result["warnings"] = warnings;

@@ -56,7 +56,7 @@ inline constexpr std::size_t kEmailBodyChars = 1500;
 // the gateway's answer, else in the draft's backlink_outreach row read once by the answer's id
 // (a part found there is named "record:<member>"), stored under a new email_id, and told (with
 // where each came from and what is missing) in `result`.
-void finish_outreach_draft(ActionRuntime& runtime, Toolbox& box, const json& args,
-                           const json& data, json& result, const mcp::RequestContext& ctx);
+void finish_outreach_draft(ActionRuntime& runtime, Toolbox& box, const json& args, const json& data,
+                           json& result, const mcp::RequestContext& ctx);
 
 }  // namespace agency::tools

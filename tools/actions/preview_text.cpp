@@ -15,17 +15,18 @@ namespace {
 // The HTML entities article and e-mail bodies use; others stay as written.
 std::string_view entity_text(std::string_view name) {
     static constexpr std::pair<std::string_view, std::string_view> kEntities[] = {
-        {"amp", "&"}, {"lt", "<"}, {"gt", ">"}, {"quot", "\""}, {"#39", "'"}, {"apos", "'"},
-        {"nbsp", " "}, {"mdash", "\u2014"}, {"ndash", "\u2013"}, {"hellip", "\u2026"},
-        {"rsquo", "\u2019"}, {"lsquo", "\u2018"}, {"rdquo", "\u201d"}, {"ldquo", "\u201c"}};
+        {"amp", "&"},        {"lt", "<"},          {"gt", ">"},         {"quot", "\""},
+        {"#39", "'"},        {"apos", "'"},        {"nbsp", " "},       {"mdash", "\u2014"},
+        {"ndash", "\u2013"}, {"hellip", "\u2026"}, {"rsquo", "\u2019"}, {"lsquo", "\u2018"},
+        {"rdquo", "\u201d"}, {"ldquo", "\u201c"}};
     for (const auto& [entity, text] : kEntities)
         if (entity == name) return text;
     return {};
 }
 
 bool breaks_line(std::string_view tag) {
-    static constexpr std::string_view kBlocks[] = {"p", "br", "div", "li", "tr", "h1", "h2",
-                                                   "h3", "h4", "h5", "h6", "ul", "ol", "blockquote"};
+    static constexpr std::string_view kBlocks[] = {
+        "p", "br", "div", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "blockquote"};
     for (std::string_view block : kBlocks)
         if (tag == block) return true;
     return false;
@@ -127,8 +128,8 @@ std::string plain_text(std::string_view html, std::size_t max_chars, bool* cut) 
 json first_text(const json& data, std::initializer_list<const char*> fields) {
     if (!data.is_object()) return nullptr;
     for (const char* f : fields)
-        if (auto it = data.find(f); it != data.end() && it->is_string() &&
-                                    !it->get_ref<const std::string&>().empty())
+        if (auto it = data.find(f);
+            it != data.end() && it->is_string() && !it->get_ref<const std::string&>().empty())
             return *it;
     return nullptr;
 }

@@ -16,8 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tools/reads/range_tools.hpp"
 #include "tools/kit/tool_kit.hpp"
+#include "tools/reads/range_tools.hpp"
 
 namespace agency::tools::insights {
 

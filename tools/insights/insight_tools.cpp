@@ -2,9 +2,9 @@
 // and the compact text the core writes from their structured answers.
 #include "tools/insights/insights.hpp"
 
+#include "tools/kit/untrusted_results.hpp"
 #include "tools/pipeline/pipeline.hpp"
 #include "tools/surface/surface.hpp"
-#include "tools/kit/untrusted_results.hpp"
 
 namespace agency::tools::insights {
 

@@ -141,8 +141,8 @@ StringRules take_string_rules(json& schema, const std::string& where) {
         options.set_log_errors(false);
         rules.pattern = std::make_unique<RE2>(p->get<std::string>(), options);
         if (!rules.pattern->ok())
-            throw std::invalid_argument("schema pattern at " + where + " is not supported: " +
-                                        rules.pattern->error());
+            throw std::invalid_argument("schema pattern at " + where +
+                                        " is not supported: " + rules.pattern->error());
         schema.erase(p);
     }
     if (auto f = schema.find("format"); f != schema.end() && f->is_string()) {
@@ -166,10 +166,10 @@ StringRules take_string_rules(json& schema, const std::string& where) {
     }
     // Elsewhere (combinators, definitions) a value's path cannot be followed from here: refuse
     // the schema rather than drop a rule or leave it to std::regex.
-    for (const char* key : {"anyOf", "oneOf", "allOf", "not", "if", "then", "else",
-                            "definitions", "$defs", "patternProperties", "dependencies"}) {
-        if (auto it = schema.find(key); it != schema.end() &&
-                                        it->dump().find("\"pattern\"") != std::string::npos)
+    for (const char* key : {"anyOf", "oneOf", "allOf", "not", "if", "then", "else", "definitions",
+                            "$defs", "patternProperties", "dependencies"}) {
+        if (auto it = schema.find(key);
+            it != schema.end() && it->dump().find("\"pattern\"") != std::string::npos)
             throw std::invalid_argument("schema at " + where + ": a pattern under " + key +
                                         " is not supported");
     }
@@ -193,8 +193,8 @@ std::optional<Violation> check_string_rules(const StringRules& rules, const json
     if (value.is_object()) {
         for (const auto& [key, item] : value.items()) {
             auto found = rules.properties.find(key);
-            const StringRules* sub = found != rules.properties.end() ? &found->second
-                                                                     : rules.additional.get();
+            const StringRules* sub =
+                found != rules.properties.end() ? &found->second : rules.additional.get();
             if (!sub) continue;
             if (auto bad = check_string_rules(*sub, item, path.empty() ? key : path + "." + key))
                 return bad;
@@ -212,8 +212,8 @@ std::optional<Violation> check_string_rules(const StringRules& rules, const json
 std::string quote_value(const json& value) {
     std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
     constexpr std::size_t kMax = 120;
-    if (text.size() > kMax) text = text.substr(0, kMax) + "... (" + std::to_string(text.size()) +
-                                   " characters)";
+    if (text.size() > kMax)
+        text = text.substr(0, kMax) + "... (" + std::to_string(text.size()) + " characters)";
     return text;
 }
 
@@ -280,14 +280,14 @@ std::string InputValidator::validate(const json& args) const {
     if (impl_->closed) {
         for (const auto& [key, value] : args.items()) {
             if (!props.contains(key))
-                return "unknown argument \"" + key + "\"; this tool takes: " +
-                       base::join(impl_->properties);
+                return "unknown argument \"" + key +
+                       "\"; this tool takes: " + base::join(impl_->properties);
         }
     }
     for (const auto& key : impl_->required) {
         if (!args.contains(key))
-            return "missing required argument \"" + key + "\" (" + describe(props.value(key, json())) +
-                   ")";
+            return "missing required argument \"" + key + "\" (" +
+                   describe(props.value(key, json())) + ")";
     }
     valijson::Validator validator(valijson::Validator::kStrongTypes);
     valijson::ValidationResults results;

@@ -16,7 +16,7 @@ using mcp::json;
 namespace {
 
 constexpr std::array kServerBounds = {"maxLength", "minLength", "maxItems", "maxProperties",
-                                     "pattern"};
+                                      "pattern"};
 
 // Schemas nest at most a few levels (schemas/): recursion is bounded by our own files.
 void strip(json& schema) {
@@ -86,7 +86,8 @@ json listed_output(const json& schema) {
         for (const auto& name : *r)
             if (name.is_string() && !kRepeated.contains(name.get<std::string>()))
                 required.insert(name.get<std::string>());
-    if (!required.empty()) out["required"] = std::vector<std::string>(required.begin(), required.end());
+    if (!required.empty())
+        out["required"] = std::vector<std::string>(required.begin(), required.end());
     return out;
 }
 

@@ -125,8 +125,8 @@ std::string bounded_record(std::string record, std::size_t budget) {
     std::string out;
     const gateway::RowCut cut =
         gateway::cut_row(record, budget > kCutNoteRoom ? budget - kCutNoteRoom : 2, out);
-    std::string note = "this record was cut to fit the answer's size budget (" +
-                       count_text(budget) + " bytes):";
+    std::string note =
+        "this record was cut to fit the answer's size budget (" + count_text(budget) + " bytes):";
     if (cut.shortened_count != 0)
         note += " " + count_text(cut.shortened_count) + " string(s) shortened (" +
                 names_text(cut.shortened, cut.shortened_count) + ");";
@@ -146,10 +146,12 @@ std::string bounded_record(std::string record, std::size_t budget) {
 void RowWriter::note_cut(const gateway::RowCut& cut, std::size_t members_left_out) {
     using namespace row_writer_detail;
     if (cut_rows_++ != 0) return;
-    std::string text = "row " + std::to_string(count_ + 1) + " was cut to fit the answer's size "
+    std::string text = "row " + std::to_string(count_ + 1) +
+                       " was cut to fit the answer's size "
                        "budget (max_bytes):";
     if (cut.shortened_count != 0)
-        text += " " + count_text(cut.shortened_count) + " string(s) shortened, each ending in \"\xE2\x80\xA6\" (" +
+        text += " " + count_text(cut.shortened_count) +
+                " string(s) shortened, each ending in \"\xE2\x80\xA6\" (" +
                 names_text(cut.shortened, cut.shortened_count) + ");";
     const std::size_t dropped = cut.dropped_count + members_left_out;
     if (dropped != 0)

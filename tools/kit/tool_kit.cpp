@@ -21,15 +21,17 @@ namespace {
 std::string_view next_step(std::string_view reason) {
     static constexpr std::pair<std::string_view, std::string_view> kNext[] = {
         {"validation", "correct the arguments as the message says, then call again"},
-        {"not_found", "check the id: the list tools (list_clients first) give the valid "
-                      "ones"},
+        {"not_found",
+         "check the id: the list tools (list_clients first) give the valid "
+         "ones"},
         {"scope", "this key may not do it: use a read tool, or ask the operator for the scope"},
         {"rate_limited", "wait (retry_after_seconds when given), then call again"},
         {"unavailable", "the gateway is unreachable: try again in a minute"},
         {"upstream", "the gateway failed: try again later, and tell the operator if it persists"},
         {"gateway", "the gateway failed: try again later, and tell the operator if it persists"},
-        {"outcome_unknown", "do not repeat it blindly: check whether it ran, as the message "
-                            "says, first"},
+        {"outcome_unknown",
+         "do not repeat it blindly: check whether it ran, as the message "
+         "says, first"},
         {"cancelled", "call again if it is still wanted"},
         {"auth", "the operator must fix the server's gateway key"},
     };
@@ -114,11 +116,9 @@ std::string Toolbox::issue_cursor(const CursorBinding& b, std::int64_t offset,
     const std::string filters = b.filters ? b.filters->dump() : "";
     json body = {{"o", offset}};
     if (!extra.is_null()) body["x"] = extra;
-    return cursor_sealer_.seal({.subject = b.tool,
-                                .scope = b.client_id,
-                                .principal = b.principal,
-                                .arguments = filters},
-                               settings_.cursor_ttl, body);
+    return cursor_sealer_.seal(
+        {.subject = b.tool, .scope = b.client_id, .principal = b.principal, .arguments = filters},
+        settings_.cursor_ttl, body);
 }
 
 CursorPosition Toolbox::open_cursor(const CursorBinding& b, const std::string& token) const {
@@ -129,10 +129,9 @@ CursorPosition Toolbox::open_cursor(const CursorBinding& b, const std::string& t
                                  "with the same arguments, or omit it to start over");
     };
     const std::string filters = b.filters ? b.filters->dump() : "";
-    auto opened = cursor_sealer_.open(token, {.subject = b.tool,
-                                              .scope = b.client_id,
-                                              .principal = b.principal,
-                                              .arguments = filters});
+    auto opened = cursor_sealer_.open(
+        token,
+        {.subject = b.tool, .scope = b.client_id, .principal = b.principal, .arguments = filters});
     if (auto* refusal = std::get_if<base::TokenRefusal>(&opened))
         throw refuse(cursor_refusal(*refusal));
     const json& body = std::get<base::OpenedToken>(opened).body;
@@ -144,8 +143,8 @@ CursorPosition Toolbox::open_cursor(const CursorBinding& b, const std::string& t
 }
 
 std::string iso_time(std::int64_t unix_seconds) {
-    return base::format_utc_time(std::chrono::system_clock::time_point(
-        std::chrono::seconds(unix_seconds)));
+    return base::format_utc_time(
+        std::chrono::system_clock::time_point(std::chrono::seconds(unix_seconds)));
 }
 
 std::string principal_of(const mcp::RequestContext& ctx) { return ctx.principal.name; }

@@ -60,9 +60,7 @@ public:
     Toolbox(std::shared_ptr<gateway::Client> gateway, Settings settings);
     gateway::Client& gateway() { return *gateway_; }
     const Settings& settings() const { return settings_; }
-    const base::Clock& clock() const {
-        return base::Clock::or_system(settings_.clock);
-    }
+    const base::Clock& clock() const { return base::Clock::or_system(settings_.clock); }
 
     std::string issue_cursor(const CursorBinding& binding, std::int64_t offset,
                              const json& extra = nullptr) const;
@@ -75,22 +73,22 @@ public:
 private:
     std::shared_ptr<gateway::Client> gateway_;
     Settings settings_;
-    base::TokenSealer cursor_sealer_;        // purpose "cursor"
-    base::TokenSealer approval_sealer_;      // purpose "view-approval"
+    base::TokenSealer cursor_sealer_;    // purpose "cursor"
+    base::TokenSealer approval_sealer_;  // purpose "view-approval"
 };
 
 using Handler = std::function<mcp::ToolResult(const json& args, mcp::RequestContext& ctx)>;
 // Hears a call refused before its handler ran (its arguments, or the caller's scope).
-using RefusalHook = std::function<void(const json& args, mcp::RequestContext& ctx,
-                                       const mcp::ToolResult& refusal)>;
+using RefusalHook =
+    std::function<void(const json& args, mcp::RequestContext& ctx, const mcp::ToolResult& refusal)>;
 
 // One declarative entry per tool.
 struct ToolSpec {
     std::string name;
-    std::string toolset;        // tools/kit/toolsets.hpp: the group a selection names it by
+    std::string toolset;  // tools/kit/toolsets.hpp: the group a selection names it by
     std::string title;
     std::string description;
-    std::string input_schema;   // embedded schema name; "" = "<name>.input"
+    std::string input_schema;  // embedded schema name; "" = "<name>.input"
     // RFC 7386 merge patch over the embedded input schema, for what is known only at start-up
     // (read_resource's resource enum comes from the gateway's discovery).
     json input_schema_patch;
@@ -99,8 +97,8 @@ struct ToolSpec {
     bool destructive = false;
     bool idempotent = true;
     bool open_world = true;
-    bool needs_write = false;   // action tools: the caller needs the write scope
-    bool interactive = false;   // asks the user or reports progress mid-call
+    bool needs_write = false;    // action tools: the caller needs the write scope
+    bool interactive = false;    // asks the user or reports progress mid-call
     std::string gateway_action;  // action tools: hidden when discovery lacks it
     std::string mapping;         // how it maps to gateway reads/actions (docs/tools.md)
     Handler handler;
@@ -133,8 +131,6 @@ struct ToolDoc {
 };
 // The registered tools' docs, in registration order.
 using ToolCatalog = std::vector<ToolDoc>;
-
-
 
 // A tool error: isError, and a text block holding {"error": {reason, message, ...details}}.
 mcp::ToolResult tool_error(std::string_view reason, const std::string& message,
@@ -192,7 +188,7 @@ private:
     std::size_t budget_;
     std::size_t count_ = 0;
     bool lean_;
-    std::size_t lean_used_ = 0;                 // the lean answer's bytes so far
+    std::size_t lean_used_ = 0;                   // the lean answer's bytes so far
     std::set<std::string, std::less<>> columns_;  // a lean answer's columns
     std::vector<std::string> new_columns_;        // the weighed row's columns not yet there
     bool truncated_ = false;

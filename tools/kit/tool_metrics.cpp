@@ -60,8 +60,8 @@ metrics::CounterFamily& audit_jobs() {
 
 // Every family shows from the start (at zero where its labels are known), not from its first
 // use: a scrape right after start lists what will be counted.
-[[maybe_unused]] const bool g_registered = (confirmations(), credit_refusals(), budget_units(),
-                                      budget_refusals(), audit_jobs(), true);
+[[maybe_unused]] const bool g_registered =
+    (confirmations(), credit_refusals(), budget_units(), budget_refusals(), audit_jobs(), true);
 
 }  // namespace
 

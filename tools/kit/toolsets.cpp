@@ -16,10 +16,12 @@ const std::vector<Toolset>& toolsets() {
         {"outreach", "Outreach emails (draft, send)"},
         {"reports", "Visibility reports and answer-engine (LLM) visibility"},
         {"datasets", "Any other dataset the gateway lists (reviews, competitors, ...)"},
-        {"insights", "Answers computed over every page: quick wins, cannibalization, declining "
-                     "pages, lost backlinks, a client's overview, which clients need attention"},
-        {"views", "The MCP Apps views' own tools (app-only: only clients that render views "
-                  "get them; always enabled with any toolset; --no-ui turns views off)"},
+        {"insights",
+         "Answers computed over every page: quick wins, cannibalization, declining "
+         "pages, lost backlinks, a client's overview, which clients need attention"},
+        {"views",
+         "The MCP Apps views' own tools (app-only: only clients that render views "
+         "get them; always enabled with any toolset; --no-ui turns views off)"},
     };
     return all;
 }
@@ -50,16 +52,16 @@ std::string server_instructions(const std::vector<const mcp::ToolDef*>& enabled,
     std::string text = "Tools over an SEO agency's platform (toolsets: " +
                        (sets.empty() ? std::string("none") : sets) + ").";
     if (read_only) text += " Read-only: no action tools.";
-    if (has("list_clients"))
-        text += " list_clients gives the client_id every other tool takes.";
+    if (has("list_clients")) text += " list_clients gives the client_id every other tool takes.";
     if (has("triage_clients"))
-        text += " For status and trends prefer the insights (get_client_overview, "
-                "triage_clients, find_*): one call each.";
+        text +=
+            " For status and trends prefer the insights (get_client_overview, "
+            "triage_clients, find_*): one call each.";
     // The shared arguments tools/list leaves undescribed (tools/kit/listed_schema.hpp).
-    text += " Lists page by limit and cursor (= next_cursor), keep fields, filter by where, "
-            "sort by order_by; max_bytes caps answers.";
-    if (has("generate_article"))
-        text += " A repeated idempotency_key returns the first result.";
+    text +=
+        " Lists page by limit and cursor (= next_cursor), keep fields, filter by where, "
+        "sort by order_by; max_bytes caps answers.";
+    if (has("generate_article")) text += " A repeated idempotency_key returns the first result.";
     if (has("deploy_article") || has("send_prospect_email"))
         text += " Deploys and sends wait for a person's confirmation.";
     if (has("run_seo_audit")) text += " run_seo_audit queues an audit: poll get_audit_status.";

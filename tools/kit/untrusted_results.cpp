@@ -3,9 +3,8 @@
 namespace agency::tools {
 
 const json& untrusted_meta() {
-    static const json meta = {
-        {"ifc", {{"integrity", "untrusted"}, {"confidentiality", "private"}}},
-        {"agency-mcp/untrusted", true}};
+    static const json meta = {{"ifc", {{"integrity", "untrusted"}, {"confidentiality", "private"}}},
+                              {"agency-mcp/untrusted", true}};
     return meta;
 }
 

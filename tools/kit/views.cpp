@@ -1,7 +1,7 @@
 // The ui:// resources of the embedded views (tools/kit/views.hpp).
+#include "tools/kit/views.hpp"
 #include "server/mcp_server.hpp"
 #include "server/protocol.hpp"
-#include "tools/kit/views.hpp"
 
 #include <array>
 
@@ -61,14 +61,15 @@ void register_views(mcp::Server& server) {
              .mime_type = std::string(mcp::kViewMimeType),
              // No external origin of any kind: the views are self-contained (an empty csp is
              // the spec's restrictive default), and drawn inside a border.
-             .read = [uri, html](mcp::RequestContext&) {
-                 return json::array({{{"uri", uri},
-                                      {"mimeType", mcp::kViewMimeType},
-                                      {"text", html},
-                                      {"_meta",
-                                       {{"ui", {{"csp", json::object()},
-                                                {"prefersBorder", true}}}}}}});
-             },
+             .read =
+                 [uri, html](mcp::RequestContext&) {
+                     return json::array(
+                         {{{"uri", uri},
+                           {"mimeType", mcp::kViewMimeType},
+                           {"text", html},
+                           {"_meta",
+                            {{"ui", {{"csp", json::object()}, {"prefersBorder", true}}}}}}});
+                 },
              .view = true});
     }
 }

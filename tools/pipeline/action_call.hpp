@@ -1,5 +1,5 @@
-// What an action tool gives the gate (tools/pipeline/pipeline.hpp): its preview, its one POST and how
-// to find the record of a call whose answer was lost.
+// What an action tool gives the gate (tools/pipeline/pipeline.hpp): its preview, its one POST and
+// how to find the record of a call whose answer was lost.
 #pragma once
 
 #include <chrono>

@@ -30,10 +30,10 @@ ActionRuntime::ActionRuntime(ActionSettings settings)
     : settings_(with_instance_id(std::move(settings))),
       store_(store_of(settings_)),
       credits_(settings_.credits, store_),
-      write_log_(store_,
-                 {.spool_path = settings_.write_log_spool,
-                  .refusal_window = settings_.refusal_window},
-                 clock()),
+      write_log_(
+          store_,
+          {.spool_path = settings_.write_log_spool, .refusal_window = settings_.refusal_window},
+          clock()),
       audits_(store_, settings_.audit_workers, settings_.sharing) {
     audits_.on_change([this](const Job&) {
         {
@@ -57,6 +57,5 @@ void ActionRuntime::wait_audit_change(std::uint64_t& seen, std::stop_token stop,
     audit_changed_.wait_for(lock, stop, at_most, [&] { return audit_version_ != seen; });
     seen = audit_version_;
 }
-
 
 }  // namespace agency::tools

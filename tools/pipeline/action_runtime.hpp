@@ -12,9 +12,9 @@
 #include <string>
 
 #include "state/store.hpp"
+#include "tools/kit/tool_kit.hpp"
 #include "tools/pipeline/budgets.hpp"
 #include "tools/pipeline/jobs.hpp"
-#include "tools/kit/tool_kit.hpp"
 #include "tools/pipeline/write_log_writer.hpp"
 
 namespace agency::tools {
@@ -29,8 +29,8 @@ struct ActionSettings {
     CreditSettings credits;
     // The lease of a claimed idempotency key: a call that kept no result this long after its
     // claim is not running any more (its process stopped, or the store failed after the POST),
-    // and the next repeat checks the gateway for its record (tools/pipeline/pipeline.cpp). serve sets
-    // four call budgets, at least a minute.
+    // and the next repeat checks the gateway for its record (tools/pipeline/pipeline.cpp). serve
+    // sets four call budgets, at least a minute.
     std::chrono::seconds stale_claim{600};
     // A repeat of a call that is still running (same key and arguments, on any instance)
     // waits this long for the first call's result before hearing in_progress.
@@ -39,7 +39,8 @@ struct ActionSettings {
     // confirmation_id (which the model relays) is refused, and so is a client that cannot
     // elicit (--confirm elicitation-only, AGENCY_CONFIRM=elicitation-only).
     bool elicitation_only = false;
-    // Generation actions per caller and window (tools/pipeline/budgets.hpp; serve --monthly-actions,
+    // Generation actions per caller and window (tools/pipeline/budgets.hpp; serve
+    // --monthly-actions,
     // --budget-window).
     BudgetSettings budgets;
     // The time budget windows are read by; null: the process's (base::Clock::or_system). Must
@@ -65,11 +66,10 @@ public:
     Store& store() { return *store_; }
     const std::shared_ptr<Store>& shared_store() const { return store_; }
     CreditLimiter& credits() { return credits_; }
-    const base::Clock& clock() const {
-        return base::Clock::or_system(settings_.clock);
-    }
+    const base::Clock& clock() const { return base::Clock::or_system(settings_.clock); }
     AuditJobs& audits() { return audits_; }
-    // Every write log row of the action tools goes through it (tools/pipeline/write_log_writer.hpp).
+    // Every write log row of the action tools goes through it
+    // (tools/pipeline/write_log_writer.hpp).
     WriteLogWriter& write_log() { return write_log_; }
 
     // Audit changes, for waiters (audit tasks): a counter that moves on every job change.

@@ -64,8 +64,7 @@ nlohmann::json BudgetStatus::to_json() const {
 }
 
 std::optional<BudgetStatus> budget_status(state::Store& store, const BudgetSettings& settings,
-                                          const base::Clock& clock,
-                                          const mcp::Principal& caller) {
+                                          const base::Clock& clock, const mcp::Principal& caller) {
     const auto limit = budget_limit(settings, caller);
     if (!limit) return std::nullopt;
     BudgetStatus s{.limit = *limit,
@@ -79,8 +78,7 @@ std::optional<BudgetStatus> budget_status(state::Store& store, const BudgetSetti
 std::string budget_sentence(const BudgetStatus& status) {
     return "It costs 1 unit of the caller's action budget: " + std::to_string(status.remaining) +
            " of " + std::to_string(status.limit) + " left this " +
-           std::string(to_string(status.kind)) + " (resets " + iso_time(status.window.end) +
-           ").";
+           std::string(to_string(status.kind)) + " (resets " + iso_time(status.window.end) + ").";
 }
 
 mcp::ToolResult budget_refusal(const std::string& tool, const BudgetStatus& status) {
@@ -101,7 +99,8 @@ mcp::ToolResult budget_refusal(const std::string& tool, const BudgetStatus& stat
 }
 
 BudgetUnit::BudgetUnit(BudgetUnit&& other) noexcept
-    : store_(std::exchange(other.store_, nullptr)), caller_(std::move(other.caller_)),
+    : store_(std::exchange(other.store_, nullptr)),
+      caller_(std::move(other.caller_)),
       window_start_(other.window_start_) {}
 
 BudgetUnit& BudgetUnit::operator=(BudgetUnit&& other) noexcept {

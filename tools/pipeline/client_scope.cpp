@@ -1,5 +1,5 @@
-#include "server/mcp_server.hpp"
 #include "tools/pipeline/client_scope.hpp"
+#include "server/mcp_server.hpp"
 
 #include <algorithm>
 
@@ -34,10 +34,10 @@ bool reaches_client_of(const json& args, const mcp::Principal& caller) {
 
 void scope_tasks_to_clients(mcp::Server& server) {
     // A task records the arguments of the call that made it, its client_id among them.
-    server.set_task_reach([](const std::string&, const json& arguments,
-                             const mcp::Principal& caller) {
-        return reaches_client_of(arguments, caller);
-    });
+    server.set_task_reach(
+        [](const std::string&, const json& arguments, const mcp::Principal& caller) {
+            return reaches_client_of(arguments, caller);
+        });
 }
 
 std::optional<mcp::ToolResult> client_scope_refusal(const json& args,

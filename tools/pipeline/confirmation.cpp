@@ -8,9 +8,9 @@
 #include "base/log.hpp"
 
 #include "base/untrusted_text.hpp"
+#include "tools/kit/tool_metrics.hpp"
 #include "tools/pipeline/action_runtime.hpp"
 #include "tools/pipeline/pipeline.hpp"
-#include "tools/kit/tool_metrics.hpp"
 #include "tools/pipeline/view_approval.hpp"
 
 namespace agency::tools {
@@ -24,14 +24,16 @@ Preview shown(const Preview& preview) {
     out.message = base::strip_invisible_text(preview.message);
     base::UntrustedJsonCleaner invisible_only(false);
     const std::string details = preview.details.dump();
-    if (const std::string_view clean = invisible_only.clean(details); clean.size() != details.size())
+    if (const std::string_view clean = invisible_only.clean(details);
+        clean.size() != details.size())
         out.details = json::parse(clean);
     return out;
 }
 
 std::string refusal_text(ConfirmOutcome outcome) {
     switch (outcome) {
-        case ConfirmOutcome::unknown: return "is not known (never issued, or issued to another caller or tool)";
+        case ConfirmOutcome::unknown:
+            return "is not known (never issued, or issued to another caller or tool)";
         case ConfirmOutcome::used: return "was already used; each confirmation_id acts once";
         case ConfirmOutcome::expired: return "has expired (they last 10 minutes)";
         case ConfirmOutcome::mismatch: return "was issued for other arguments";
@@ -45,17 +47,16 @@ std::optional<mcp::ToolResult> confirm_with_id(ActionRuntime& rt, const std::str
                                                const json& call_args,
                                                const std::string& confirmation_id,
                                                const std::string& principal) {
-    const ConfirmOutcome outcome = rt.store().consume_confirmation(
-        confirmation_id, principal, tool, args_digest(call_args));
+    const ConfirmOutcome outcome =
+        rt.store().consume_confirmation(confirmation_id, principal, tool, args_digest(call_args));
     if (outcome != ConfirmOutcome::accepted) {
         count_confirmation(outcome == ConfirmOutcome::expired ? "expired" : "refused",
                            "confirmation_id");
         // The confirmation_id is a secret: it never goes to the log.
         log::warn("{}: a confirmation_id of {} was refused", tool, principal);
-        return tool_error("confirmation",
-                          "confirmation_id \"" + confirmation_id + "\" " +
-                              refusal_text(outcome) + "; nothing was done. Call " + tool +
-                              " without confirmation_id for a new preview.");
+        return tool_error("confirmation", "confirmation_id \"" + confirmation_id + "\" " +
+                                              refusal_text(outcome) + "; nothing was done. Call " +
+                                              tool + " without confirmation_id for a new preview.");
     }
     log::info("{}: confirmed by {} with a confirmation_id", tool, principal);
     count_confirmation("granted", "confirmation_id");
@@ -74,14 +75,13 @@ std::optional<mcp::ToolResult> confirm_by_elicitation(const ActionCall& call,
                                                       const std::string& principal,
                                                       mcp::RequestContext& ctx) {
     const std::string& tool = call.tool;
-    const json schema = {
-        {"type", "object"},
-        {"properties",
-         {{"confirm",
-           {{"type", "boolean"},
-            {"title", call.title + " now?"},
-            {"description", preview.message}}}}},
-        {"required", json::array({"confirm"})}};
+    const json schema = {{"type", "object"},
+                         {"properties",
+                          {{"confirm",
+                            {{"type", "boolean"},
+                             {"title", call.title + " now?"},
+                             {"description", preview.message}}}}},
+                         {"required", json::array({"confirm"})}};
     // Asked once per question: a legacy client now; a modern one in the round that returns
     // input_required (the round that brings the answer asks nothing).
     if (ctx.era == mcp::Era::legacy) count_confirmation("asked", "elicitation");
@@ -104,12 +104,12 @@ std::optional<mcp::ToolResult> confirm_by_elicitation(const ActionCall& call,
     if (action == "accept" && confirm && !confirm->is_boolean()) {
         log::info("{}: malformed confirmation answer from {}, nothing sent", tool, principal);
         count_confirmation("refused", "elicitation");
-        return tool_error("invalid_answer",
-                          "the client's confirmation answer is malformed: confirm must be "
-                          "true or false, got " +
-                              confirm->dump(-1, ' ', false, json::error_handler_t::replace)
-                                  .substr(0, 64) +
-                              ". Nothing was done; call the tool again to be asked again.");
+        return tool_error(
+            "invalid_answer",
+            "the client's confirmation answer is malformed: confirm must be "
+            "true or false, got " +
+                confirm->dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 64) +
+                ". Nothing was done; call the tool again to be asked again.");
     }
     const bool yes = action == "accept" && confirm && *confirm == true;
     count_confirmation(yes ? "granted" : "declined", "elicitation");
@@ -119,9 +119,10 @@ std::optional<mcp::ToolResult> confirm_by_elicitation(const ActionCall& call,
                                                : action + "d";
     log::info("{}: {} by {}, nothing sent", tool, why, principal);
     return tool_error(action == "cancel" ? "cancelled" : "declined",
-                      "the user " + (action == "cancel" ? std::string("cancelled")
-                                     : action == "decline" ? std::string("declined")
-                                                           : "did not confirm") +
+                      "the user " +
+                          (action == "cancel"    ? std::string("cancelled")
+                           : action == "decline" ? std::string("declined")
+                                                 : "did not confirm") +
                           ": " + preview.message + " Nothing was done.",
                       {{"action", action.empty() ? json(nullptr) : json(action)}});
 }
@@ -138,10 +139,12 @@ mcp::ToolResult issue_confirmation(ActionRuntime& rt, const std::string& tool,
                 {"status", "confirmation_required"},
                 {"confirmation_id", c.id},
                 {"expires_at", iso_time(c.expires_at)},
-                {"message", preview.message + " Nothing was done yet: show this to the user and, "
-                                              "once they agree, call " + tool +
-                                              " again with the same arguments and this "
-                                              "confirmation_id (single use, 10 minutes)."},
+                {"message", preview.message +
+                                " Nothing was done yet: show this to the user and, "
+                                "once they agree, call " +
+                                tool +
+                                " again with the same arguments and this "
+                                "confirmation_id (single use, 10 minutes)."},
                 {"preview", preview.details}};
     return mcp::ToolResult::structured(out.dump());
 }
@@ -163,8 +166,11 @@ mcp::ToolResult elicitation_required(const std::string& tool, const Preview& pre
                           "with \"Method not found\", so it cannot show one: "
                         : "this client cannot show a confirmation form: ") +
             "this server accepts only a person's answer to its elicitation form as the "
-            "confirmation of " + tool + " (the operator chose --confirm elicitation-only). Use "
-            "an MCP client that supports elicitation and call " + tool +
+            "confirmation of " +
+            tool +
+            " (the operator chose --confirm elicitation-only). Use "
+            "an MCP client that supports elicitation and call " +
+            tool +
             " without confirmation_id. Nothing was done. What it would do: " + preview.message,
         {{"preview", preview.details}});
 }
@@ -174,8 +180,7 @@ mcp::ToolResult elicitation_required(const std::string& tool, const Preview& pre
 // form asks the person once more, and only its yes acts. The token is spent once the answer
 // is final (a modern form round runs the call again from the top).
 std::optional<mcp::ToolResult> decided_in_view(ActionRuntime& rt, const ActionCall& call,
-                                               const Preview& preview,
-                                               const ViewDecision& decided,
+                                               const Preview& preview, const ViewDecision& decided,
                                                const std::string& principal,
                                                mcp::RequestContext& ctx) {
     if (decided.tool != call.tool)
@@ -198,10 +203,10 @@ std::optional<mcp::ToolResult> decided_in_view(ActionRuntime& rt, const ActionCa
     if (form) return form;
     if (!decided.approve) {
         count_confirmation("declined", "view");
-        return tool_error("declined",
-                          "the person declined in the approval view: " + preview.message +
-                              " Nothing was done.",
-                          {{"action", "decline"}});
+        return tool_error(
+            "declined",
+            "the person declined in the approval view: " + preview.message + " Nothing was done.",
+            {{"action", "decline"}});
     }
     if (!rt.settings().elicitation_only) count_confirmation("granted", "view");
     return std::nullopt;
@@ -210,8 +215,7 @@ std::optional<mcp::ToolResult> decided_in_view(ActionRuntime& rt, const ActionCa
 }  // namespace
 
 std::optional<mcp::ToolResult> confirm(ActionRuntime& rt, const ActionCall& call,
-                                       const json& call_args,
-                                       const std::string& confirmation_id,
+                                       const json& call_args, const std::string& confirmation_id,
                                        const Preview& gateway_preview, mcp::RequestContext& ctx) {
     // What a person is shown holds nothing invisible: the preview's parts (titles, excerpts,
     // bodies) were cleaned of hidden HTML where they were read; no invisible character is left
@@ -226,7 +230,8 @@ std::optional<mcp::ToolResult> confirm(ActionRuntime& rt, const ActionCall& call
         return confirm_with_id(rt, call.tool, call_args, confirmation_id, principal);
     }
     // A client that renders views: the person approves in the approval view, which shows
-    // what goes out in full (tools/pipeline/view_approval.hpp); no confirmation_id reaches the model.
+    // what goes out in full (tools/pipeline/view_approval.hpp); no confirmation_id reaches the
+    // model.
     if (ctx.renders_views()) return ask_in_view(rt, call, call_args, preview, principal);
     if (ctx.client_supports("elicitation")) {
         try {
@@ -235,9 +240,10 @@ std::optional<mcp::ToolResult> confirm(ActionRuntime& rt, const ActionCall& call
             // Declared but not implemented (@mastra/mcp 0.14 and 1.x): the session now
             // confirms by confirmation_id (client_supports says no from here on).
             if (e.code() != mcp::error_code::method_not_found) throw;
-            log::warn("{}: the client of {} declared elicitation but answered elicitation/create "
-                      "with Method not found; confirming by confirmation_id in this session",
-                      call.tool, principal);
+            log::warn(
+                "{}: the client of {} declared elicitation but answered elicitation/create "
+                "with Method not found; confirming by confirmation_id in this session",
+                call.tool, principal);
             if (only_a_person)
                 return elicitation_required(call.tool, preview, WhyNoForm::cannot_answer);
         }

@@ -122,8 +122,7 @@ void CreditLimiter::release(const std::string& client_id) {
 // --- audit jobs ------------------------------------------------------------------------------
 
 AuditJobs::AuditJobs(std::shared_ptr<Store> store, int workers, Sharing sharing)
-    : store_(std::move(store)), worker_count_(std::max(1, workers)),
-      sharing_(std::move(sharing)) {}
+    : store_(std::move(store)), worker_count_(std::max(1, workers)), sharing_(std::move(sharing)) {}
 
 AuditJobs::~AuditJobs() { stop(); }
 
@@ -318,9 +317,9 @@ namespace {
 // (the same fields either way).
 json audit_result(const json& data, const std::string& url) {
     const auto id = data.find("id");
-    json result = {{"report_id", id != data.end() && id->is_string() ? id->get<std::string>()
-                                                                      : std::string()},
-                   {"url", url}};
+    json result = {
+        {"report_id", id != data.end() && id->is_string() ? id->get<std::string>() : std::string()},
+        {"url", url}};
     if (auto u = data.find("url"); u != data.end() && u->is_string()) result["url"] = *u;
     for (const char* field : {"score", "issues_found", "issue_counts", "share_url"})
         if (data.contains(field)) result[field] = data[field];
@@ -366,11 +365,11 @@ void AuditJobs::date_report(const Job& job, const json& report, json& result,
         // The answer carries no date (the spec promises none): the report row may.
         try {
             gateway::Page page = box_->gateway().read_body({.resource = "seo_reports",
-                                                             .client_id = job.client_id,
-                                                             .limit = 1,
-                                                             .filter_field = "id",
-                                                             .filter_value = report_id},
-                                                            stop);
+                                                            .client_id = job.client_id,
+                                                            .limit = 1,
+                                                            .filter_field = "id",
+                                                            .filter_value = report_id},
+                                                           stop);
             static constexpr std::array<std::string_view, 1> kDrop{"issues"};
             const gateway::RowSelection without_issues{.drop = kDrop};
             box_->gateway().walk(page, {.select = &without_issues}, [&](const gateway::Row& row) {
@@ -391,7 +390,8 @@ void AuditJobs::date_report(const Job& job, const json& report, json& result,
     const auto report_day = std::chrono::floor<std::chrono::days>(dated->at);
     const auto asked_day = std::chrono::floor<std::chrono::days>(asked);
     result["note"] = "the report is dated " + iso_day(report_day) + " (its " + dated->field +
-                     "), " + age_words(std::max<std::int64_t>(1, (asked_day - report_day).count())) +
+                     "), " +
+                     age_words(std::max<std::int64_t>(1, (asked_day - report_day).count())) +
                      " before this audit was asked (" + iso_day(asked_day) +
                      "): the gateway may have returned an old report rather than a new crawl "
                      "of the site";

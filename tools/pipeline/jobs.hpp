@@ -11,8 +11,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <string>
 #include <stop_token>
+#include <string>
 #include <thread>
 #include <utility>
 #include <variant>
@@ -26,9 +26,9 @@ namespace agency::tools {
 
 // The state layer's records, as the tools speak of them.
 using state::args_digest;
+using state::Confirmation;
 using state::ConfirmOutcome;
 using state::CreditSlot;
-using state::Confirmation;
 using state::Draft;
 using state::IdempotencyRecord;
 using state::Job;
@@ -36,7 +36,7 @@ using state::Store;
 using state::StoreError;
 
 struct CreditSettings {
-    int max_in_flight_per_client = 2;   // generation actions running at once for one client
+    int max_in_flight_per_client = 2;    // generation actions running at once for one client
     int max_per_minute_per_client = 20;  // generation actions started per client per minute
 };
 
@@ -56,7 +56,8 @@ public:
             : owner_(owner), client_id_(std::move(client_id)), in_store_(in_store) {}
         Permit(Permit&& other) noexcept
             : owner_(std::exchange(other.owner_, nullptr)),
-              client_id_(std::move(other.client_id_)), in_store_(other.in_store_) {}
+              client_id_(std::move(other.client_id_)),
+              in_store_(other.in_store_) {}
         Permit(const Permit&) = delete;
         Permit& operator=(const Permit&) = delete;
         Permit& operator=(Permit&&) = delete;

@@ -14,11 +14,11 @@
 
 #include "base/log.hpp"
 
+#include "tools/kit/tool_metrics.hpp"
+#include "tools/kit/untrusted_results.hpp"
 #include "tools/pipeline/action_runtime.hpp"
 #include "tools/pipeline/budgets.hpp"
 #include "tools/pipeline/client_scope.hpp"
-#include "tools/kit/tool_metrics.hpp"
-#include "tools/kit/untrusted_results.hpp"
 #include "tools/pipeline/write_log.hpp"
 
 namespace agency::tools {
@@ -62,19 +62,19 @@ mcp::ToolResult resolve_lost_call(ActionRuntime& rt, const ActionCall& call,
                                   WriteTrail& trail) {
     const std::string principal = principal_of(ctx);
     const std::string lost = "the first call with idempotency_key \"" + key + "\" (at " +
-                             iso_time(first.created_at) +
-                             ") ended without its answer being kept";
+                             iso_time(first.created_at) + ") ended without its answer being kept";
     LostCall found{.detail = "no check of " + call.tool + "'s record is known",
                    .hint = "read what it writes"};
     if (call.find_lost) {
         try {
-            found = call.find_lost(call_args, std::chrono::system_clock::from_time_t(first.created_at),
-                                   ctx);
+            found = call.find_lost(call_args,
+                                   std::chrono::system_clock::from_time_t(first.created_at), ctx);
         } catch (const gateway::Error& e) {
             if (e.reason() == gateway::ErrorReason::cancelled) return tool_error(e);
             return tool_error("outcome_unknown",
                               lost + ", and checking the gateway for its record failed (" +
-                                  e.what() + "). Nothing was sent; repeat with the same key "
+                                  e.what() +
+                                  "). Nothing was sent; repeat with the same key "
                                   "to check again.",
                               {{"first_called_at", iso_time(first.created_at)}});
         }
@@ -111,8 +111,8 @@ mcp::ToolResult known_key_answer(ActionRuntime& rt, const IdempotencyRecord& exi
     const std::string principal = principal_of(ctx);
     if (existing.args_digest != digest)
         return tool_error("validation", "idempotency_key \"" + key +
-                                            "\" was already used with other arguments for " +
-                                            tool + "; use a new key for a new request, or repeat "
+                                            "\" was already used with other arguments for " + tool +
+                                            "; use a new key for a new request, or repeat "
                                             "the first request's arguments exactly");
     if (past_lease(rt, existing))
         return resolve_lost_call(rt, call, existing, call_args, key, ctx, trail);
@@ -122,7 +122,8 @@ mcp::ToolResult known_key_answer(ActionRuntime& rt, const IdempotencyRecord& exi
             "the first call with idempotency_key \"" + key + "\" (at " +
                 iso_time(existing.created_at) +
                 ") is still running; retry with the same key shortly. If it has not finished "
-                "by " + iso_time(existing.created_at + rt.settings().stale_claim.count()) +
+                "by " +
+                iso_time(existing.created_at + rt.settings().stale_claim.count()) +
                 ", the next repeat checks the gateway for its record instead.");
     log::info("{}: idempotency_key {} of {} replayed, no gateway request", tool, key, principal);
     trail.replayed = true;
@@ -190,10 +191,10 @@ std::variant<BudgetUnit, mcp::ToolResult> take_budget_unit(ActionRuntime& rt,
     const WindowSpan window = budget_window_at(settings.window, rt.clock().unix_s());
     const state::BudgetTake take = rt.store().take_budget(caller.name, window.start, *limit);
     if (!take.granted)
-        return budget_refusal(call.tool, BudgetStatus{.limit = *limit,
-                                                      .used = take.used,
-                                                      .window = window,
-                                                      .kind = settings.window});
+        return budget_refusal(
+            call.tool,
+            BudgetStatus{
+                .limit = *limit, .used = take.used, .window = window, .kind = settings.window});
     count_budget_unit("taken");
     return BudgetUnit(&rt.store(), caller.name, window.start);
 }
@@ -203,7 +204,10 @@ std::variant<BudgetUnit, mcp::ToolResult> take_budget_unit(ActionRuntime& rt,
 class KeyClaim {
 public:
     KeyClaim(ActionRuntime& rt, const ActionCall& call, std::string principal, std::string key)
-        : rt_(rt), call_(call), principal_(std::move(principal)), tool_(call.tool),
+        : rt_(rt),
+          call_(call),
+          principal_(std::move(principal)),
+          tool_(call.tool),
           key_(std::move(key)) {}
     KeyClaim(const KeyClaim&) = delete;
     KeyClaim& operator=(const KeyClaim&) = delete;
@@ -370,8 +374,7 @@ mcp::ToolResult run_stages(ActionRuntime& rt, const ActionCall& call, const json
     trail.confirmation_id = confirmation_id;
     json stripped;
     const json& call_args = without(args, "confirmation_id", stripped);
-    if (auto replay = replay_known_key(rt, call, call_args, ctx, trail))
-        return std::move(*replay);
+    if (auto replay = replay_known_key(rt, call, call_args, ctx, trail)) return std::move(*replay);
     // A generation action past the caller's budget is refused before its preview reads
     // anything or a person is asked; the unit itself is taken after the confirmation.
     const auto budget = call.spends_credits ? budget_status(rt.store(), rt.settings().budgets,
@@ -396,7 +399,7 @@ mcp::ToolResult run_stages(ActionRuntime& rt, const ActionCall& call, const json
         if (auto stop = confirm(rt, call, call_args, confirmation_id, *preview, ctx))
             return std::move(*stop);
         // confirm() lets a call through only on a valid confirmation_id or a person's yes.
-        trail.confirmation = view_decision()          ? "view"
+        trail.confirmation = view_decision()           ? "view"
                              : confirmation_id.empty() ? "person"
                                                        : "confirmation_id";
     } else {
@@ -516,12 +519,14 @@ std::string write_denial(Toolbox& box) {
 std::optional<Refused> write_scope_refusal(Toolbox& box, const std::string& tool) {
     const std::string how = write_denial(box);
     if (how.empty()) return std::nullopt;
-    return Refused{"scope",
-                   tool + " cannot run: the gateway API key this server uses lacks the write "
-                          "scope (" + how + "). Nothing was sent. An operator must issue a key "
-                          "with the write scope in the agency's app settings, set it as "
-                          "AGENCY_API_KEY and restart the server; the read tools work "
-                          "meanwhile."};
+    return Refused{"scope", tool +
+                                " cannot run: the gateway API key this server uses lacks the write "
+                                "scope (" +
+                                how +
+                                "). Nothing was sent. An operator must issue a key "
+                                "with the write scope in the agency's app settings, set it as "
+                                "AGENCY_API_KEY and restart the server; the read tools work "
+                                "meanwhile."};
 }
 
 Handler with_call_stages(std::shared_ptr<const InputValidator> validator, Handler handler,

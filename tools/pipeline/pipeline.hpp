@@ -28,8 +28,8 @@
 #include <string>
 
 #include "server/tool_def.hpp"
-#include "tools/pipeline/action_call.hpp"
 #include "tools/kit/tool_kit.hpp"
+#include "tools/pipeline/action_call.hpp"
 
 namespace agency::state {
 class StoreError;
@@ -40,8 +40,8 @@ namespace agency::tools {
 class ActionRuntime;
 
 // Why the gateway key cannot run `tool` (it lacks the write scope), nullopt when it may.
-// Registers a tool (tools/pipeline/registration.cpp): its schemas, annotations and view, and its handler
-// inside with_call_stages.
+// Registers a tool (tools/pipeline/registration.cpp): its schemas, annotations and view, and its
+// handler inside with_call_stages.
 ToolDoc add_tool(mcp::Server& server, ToolSpec spec);
 
 // The call stages around a tool's handler, in their order: shape (failures become tool
@@ -53,8 +53,7 @@ Handler with_call_stages(std::shared_ptr<const InputValidator> validator, Handle
 // user said yes), else the answer that ends the call (a preview with a new confirmation_id, a
 // refusal, a decline).
 std::optional<mcp::ToolResult> confirm(ActionRuntime& rt, const ActionCall& call,
-                                       const json& call_args,
-                                       const std::string& confirmation_id,
+                                       const json& call_args, const std::string& confirmation_id,
                                        const Preview& preview, mcp::RequestContext& ctx);
 
 std::optional<Refused> write_scope_refusal(Toolbox& box, const std::string& tool);

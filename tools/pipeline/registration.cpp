@@ -30,7 +30,6 @@ json annotations(const ToolSpec& spec) {
 
 }  // namespace
 
-
 ToolDoc add_tool(mcp::Server& server, ToolSpec spec) {
     // Registration happens once at start-up, before serving; re-registering replaces.
     // A tool's schemas are schemas/<name>.input.json and <name>.output.json unless its entry
@@ -71,7 +70,8 @@ ToolDoc add_tool(mcp::Server& server, ToolSpec spec) {
     def.handler = with_call_stages(validator, std::move(spec.handler), spec.on_refused);
     def.task_support = spec.task_support;
     if (spec.task_handler)
-        def.task_handler = with_call_stages(validator, std::move(spec.task_handler), spec.on_refused);
+        def.task_handler =
+            with_call_stages(validator, std::move(spec.task_handler), spec.on_refused);
     def.on_refused = std::move(spec.on_refused);
     if (spec.resume_task) def.resume_task = checked_resume(std::move(spec.resume_task));
     def.on_cancel = std::move(spec.on_cancel);

@@ -56,9 +56,8 @@ json approval_preview(const Preview& preview, bool for_view) {
     return out;
 }
 
-mcp::ToolResult decide_in_view(Toolbox& box,
-                       const std::map<std::string, Handler>& approvable, const json& args,
-                       mcp::RequestContext& ctx) {
+mcp::ToolResult decide_in_view(Toolbox& box, const std::map<std::string, Handler>& approvable,
+                               const json& args, mcp::RequestContext& ctx) {
     const std::string principal = principal_of(ctx);
     const std::string decision = args.at("decision").get<std::string>();
     auto opened = box.approval_sealer().open(args.at("approval").get<std::string>(),
@@ -76,24 +75,28 @@ mcp::ToolResult decide_in_view(Toolbox& box,
     const json call_args = body.value("args", json::object());
     const auto handler = approvable.find(tool);
     if (handler == approvable.end())
-        return tool_error("confirmation", "this approval names no tool of this server; nothing "
-                                          "was done");
+        return tool_error("confirmation",
+                          "this approval names no tool of this server; nothing "
+                          "was done");
     // The approved call runs the tool's own handler, past add_tool's checks: they are made here
     // as that tool's call would make them. The request's tool selection (the server's, a key's,
     // X-MCP-Tools) must offer the tool itself, not only view_decide; and a scope narrowed since
     // the preview reaches that client no more.
     if (!ctx.tool_selected(tool)) {
-        log::warn("view_decide: {} is not offered to this request of {}; the approval was not "
-                  "used", tool, principal);
-        return tool_error("confirmation", tool + " is not offered to this request (its tool "
-                                                 "selection or read-only setting leaves it "
-                                                 "out); nothing was done");
+        log::warn(
+            "view_decide: {} is not offered to this request of {}; the approval was not "
+            "used",
+            tool, principal);
+        return tool_error("confirmation", tool +
+                                              " is not offered to this request (its tool "
+                                              "selection or read-only setting leaves it "
+                                              "out); nothing was done");
     }
     if (auto refusal = client_scope_refusal(call_args, ctx)) return std::move(*refusal);
     const ViewDecision made{tool, decision == "approve", body.value("confirmation", ""),
                             args_digest(call_args)};
-    log::info("{}: {} in the approval view by {}", tool,
-              made.approve ? "approved" : "declined", principal);
+    log::info("{}: {} in the approval view by {}", tool, made.approve ? "approved" : "declined",
+              principal);
     DecisionScope scope(made);
     return handler->second(call_args, ctx);
 }
@@ -109,29 +112,30 @@ std::optional<mcp::ToolResult> spend(ActionRuntime& rt, const ViewDecision& deci
     if (outcome == ConfirmOutcome::accepted) return std::nullopt;
     count_confirmation(outcome == ConfirmOutcome::expired ? "expired" : "refused", "view");
     return tool_error("confirmation", "this approval of " + decided.tool + " " +
-                                          approval_refusal(outcome) + "; nothing more was done. Call " +
-                                          decided.tool + " again for a new preview.");
+                                          approval_refusal(outcome) +
+                                          "; nothing more was done. Call " + decided.tool +
+                                          " again for a new preview.");
 }
 
 mcp::ToolResult ask_in_view(ActionRuntime& rt, const ActionCall& call, const json& call_args,
                             const Preview& preview, const std::string& principal) {
-    const Confirmation c =
-        rt.store().create_confirmation(principal, view_record_tool(call.tool),
-                                       args_digest(call_args), kApprovalTtl);
+    const Confirmation c = rt.store().create_confirmation(principal, view_record_tool(call.tool),
+                                                          args_digest(call_args), kApprovalTtl);
     count_confirmation("asked", "view");
     const std::string token = call.box->approval_sealer().seal(
         {.subject = kApprovalSubject, .principal = principal}, kApprovalTtl,
         {{"tool", call.tool}, {"args", call_args}, {"confirmation", c.id}});
-    json out = {{"ok", true},
-                {"client_id", call_args.value("client_id", "")},
-                {"status", "confirmation_required"},
-                {"expires_at", iso_time(c.expires_at)},
-                {"message", preview.message +
-                                " Nothing was done yet: the person approves or declines it in "
-                                "the approval view shown with this result (it acts once, within "
-                                "10 minutes). Do not call " + call.tool +
-                                " again for it; the view tells you what the person decided."},
-                {"preview", approval_preview(preview, false)}};
+    json out = {
+        {"ok", true},
+        {"client_id", call_args.value("client_id", "")},
+        {"status", "confirmation_required"},
+        {"expires_at", iso_time(c.expires_at)},
+        {"message", preview.message +
+                        " Nothing was done yet: the person approves or declines it in "
+                        "the approval view shown with this result (it acts once, within "
+                        "10 minutes). Do not call " +
+                        call.tool + " again for it; the view tells you what the person decided."},
+        {"preview", approval_preview(preview, false)}};
     mcp::ToolResult result;
     result.text_block = out.dump();
     out["preview"] = approval_preview(preview, true);
@@ -152,11 +156,13 @@ ToolSpec view_decide_tool(const std::shared_ptr<Toolbox>& box,
         .idempotent = false,
         .needs_write = true,
         .interactive = true,
-        .mapping = "the POST of the tool approved (deploy_article, send_prospect_email, "
-                   "generate_article), once; nothing on Decline",
-        .handler = [box, tools](const json& args, mcp::RequestContext& ctx) {
-            return decide_in_view(*box, *tools, args, ctx);
-        },
+        .mapping =
+            "the POST of the tool approved (deploy_article, send_prospect_email, "
+            "generate_article), once; nothing on Decline",
+        .handler =
+            [box, tools](const json& args, mcp::RequestContext& ctx) {
+                return decide_in_view(*box, *tools, args, ctx);
+            },
         .view = kApproveView,
         .app_only = true};
 }

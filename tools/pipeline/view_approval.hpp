@@ -20,8 +20,8 @@
 #include <memory>
 #include <string>
 
-#include "tools/pipeline/action_runtime.hpp"
 #include "tools/pipeline/action_call.hpp"
+#include "tools/pipeline/action_runtime.hpp"
 
 namespace agency::tools {
 

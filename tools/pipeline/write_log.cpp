@@ -3,7 +3,6 @@
 #include <array>
 #include <string_view>
 
-
 #include "base/crypto.hpp"
 
 namespace agency::tools {
@@ -70,7 +69,8 @@ std::string without_secret(std::string text, const std::string& secret) {
 }
 
 std::string reference(const std::string& confirmation_id) {
-    return confirmation_id.empty() ? std::string() : crypto::sha256_hex(confirmation_id).substr(0, 16);
+    return confirmation_id.empty() ? std::string()
+                                   : crypto::sha256_hex(confirmation_id).substr(0, 16);
 }
 
 // The summary with the confirmation id taken out wherever a caller put it (a value or a name
@@ -128,9 +128,9 @@ state::WriteLogEntry write_log_entry(const std::string& tool, const json& args,
     if (result.is_error) {
         const json error = error_of(result);
         e.reason = text_of(error, "reason");
-        e.detail = cut(without_secret(text_of(error, "message"), trail.confirmation_id),
-                       kMaxDetail);
-        e.outcome = e.reason == "outcome_unknown" ? "unknown"
+        e.detail =
+            cut(without_secret(text_of(error, "message"), trail.confirmation_id), kMaxDetail);
+        e.outcome = e.reason == "outcome_unknown"  ? "unknown"
                     : trail.sent || trail.replayed ? "failed"
                                                    : "refused";
         return e;

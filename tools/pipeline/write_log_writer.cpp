@@ -24,8 +24,8 @@ state::WriteLogEntry summary_row(const state::WriteLogEntry& first, std::size_t 
 
 }  // namespace
 
-WriteLogWriter::WriteLogWriter(std::shared_ptr<state::Store> store,
-                               WriteLogWriterSettings settings, const base::Clock& clock)
+WriteLogWriter::WriteLogWriter(std::shared_ptr<state::Store> store, WriteLogWriterSettings settings,
+                               const base::Clock& clock)
     : store_(std::move(store)),
       settings_(std::move(settings)),
       clock_(clock),
@@ -42,9 +42,10 @@ WriteLogWriter::~WriteLogWriter() {
     close_windows(true);
     drain_spool();
     if (spool_.waiting() > 0)
-        log::error("write log: {} row(s) still wait in {} for the store; the next start (or "
-                   "`agency-mcp write-log`) appends them",
-                   spool_.waiting(), spool_.path().empty() ? "memory (lost now)" : spool_.path());
+        log::error(
+            "write log: {} row(s) still wait in {} for the store; the next start (or "
+            "`agency-mcp write-log`) appends them",
+            spool_.waiting(), spool_.path().empty() ? "memory (lost now)" : spool_.path());
 }
 
 void WriteLogWriter::wake_now() {
@@ -76,8 +77,8 @@ void WriteLogWriter::drain_spool() {
         log::info("write log: {} row(s) kept while the store was unavailable are appended{}",
                   d.appended, d.left > 0 ? " (" + std::to_string(d.left) + " still wait)" : "");
     if (d.unreadable > 0)
-        log::error("write log: {} line(s) of {} were not rows; set aside in {}.bad",
-                   d.unreadable, spool_.path(), spool_.path());
+        log::error("write log: {} line(s) of {} were not rows; set aside in {}.bad", d.unreadable,
+                   spool_.path(), spool_.path());
 }
 
 void WriteLogWriter::write(const state::WriteLogEntry& entry,
@@ -108,16 +109,18 @@ void WriteLogWriter::write(const state::WriteLogEntry& entry,
         }
         const std::string why = spool_.keep(entry, settle);
         if (why.empty()) {
-            log::warn("write log: the store could not take the row of {} by {} on {} (outcome "
-                      "{}): {}; kept in {} until it can",
-                      entry.tool, entry.principal, entry.client_id, entry.outcome, e.what(),
-                      spool_.path().empty() ? "memory" : spool_.path());
+            log::warn(
+                "write log: the store could not take the row of {} by {} on {} (outcome "
+                "{}): {}; kept in {} until it can",
+                entry.tool, entry.principal, entry.client_id, entry.outcome, e.what(),
+                spool_.path().empty() ? "memory" : spool_.path());
             return;
         }
-        log::error("write log: could not record {} by {} on {} (outcome {}{}{}): {}; nor keep "
-                   "it: {}",
-                   entry.tool, entry.principal, entry.client_id, entry.outcome,
-                   entry.record_id.empty() ? "" : ", record ", entry.record_id, e.what(), why);
+        log::error(
+            "write log: could not record {} by {} on {} (outcome {}{}{}): {}; nor keep "
+            "it: {}",
+            entry.tool, entry.principal, entry.client_id, entry.outcome,
+            entry.record_id.empty() ? "" : ", record ", entry.record_id, e.what(), why);
     }
 }
 

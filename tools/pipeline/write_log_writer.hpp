@@ -77,7 +77,7 @@ private:
     std::map<Kind, Window> windows_;
     std::mutex wake_mutex_;
     std::condition_variable_any wake_;
-    bool woken_ = false;  // wake_mutex_
+    bool woken_ = false;   // wake_mutex_
     std::jthread worker_;  // last: it stops before the members above go
 };
 

@@ -46,7 +46,8 @@ bool is_scalar_value(const json& v) {
 // "YYYY-MM-DD": a day, against which a timestamp compares by its first ten characters.
 bool is_day_text(std::string_view s) {
     return s.size() == 10 && s[4] == '-' && s[7] == '-' &&
-           std::all_of(s.begin(), s.end(), [](char c) { return c == '-' || (c >= '0' && c <= '9'); });
+           std::all_of(s.begin(), s.end(),
+                       [](char c) { return c == '-' || (c >= '0' && c <= '9'); });
 }
 
 std::optional<double> number_in(std::string_view text) {
@@ -77,7 +78,8 @@ std::optional<int> compare_field(const RowField& field, const json& value) {
         return *n < *m ? -1 : *n > *m ? 1 : 0;
     }
     std::string_view text = field.text;
-    if (is_day_text(v) && text.size() > 10 && is_day_text(text.substr(0, 10))) text = text.substr(0, 10);
+    if (is_day_text(v) && text.size() > 10 && is_day_text(text.substr(0, 10)))
+        text = text.substr(0, 10);
     const int c = text.compare(v);
     return c < 0 ? -1 : c > 0 ? 1 : 0;
 }
@@ -88,8 +90,8 @@ std::string value_text(const json& v) {
 
 void add_test(ListQuery& q, const std::string& member, std::string_view op_name, const json& v,
               std::string& error) {
-    const auto op = std::find_if(kOps.begin(), kOps.end(),
-                                 [&](const OpName& o) { return o.name == op_name; });
+    const auto op =
+        std::find_if(kOps.begin(), kOps.end(), [&](const OpName& o) { return o.name == op_name; });
     if (op == kOps.end()) {
         error = "where." + member + ": unknown operator \"" + std::string(op_name) +
                 "\"; use gt, gte, lt, lte, ne, in or contains (or a plain value for equality)";
@@ -98,16 +100,17 @@ void add_test(ListQuery& q, const std::string& member, std::string_view op_name,
     if (op->op == WhereOp::in) {
         if (!v.is_array() || v.empty() || v.size() > kMaxInValues ||
             !std::all_of(v.begin(), v.end(), is_scalar_value)) {
-            error = "where." + member + ".in takes a list of 1 to " +
-                    std::to_string(kMaxInValues) + " strings (of at most " +
-                    std::to_string(kMaxWhereText) + " bytes), numbers or booleans";
+            error = "where." + member + ".in takes a list of 1 to " + std::to_string(kMaxInValues) +
+                    " strings (of at most " + std::to_string(kMaxWhereText) +
+                    " bytes), numbers or booleans";
             return;
         }
     } else if (op->op == WhereOp::contains ? !(v.is_string() && is_scalar_value(v))
                                            : !is_scalar_value(v)) {
-        error = "where." + member + "." + std::string(op_name) +
-                (op->op == WhereOp::contains ? " takes text" : " takes a string, number or boolean") +
-                " (text of at most " + std::to_string(kMaxWhereText) + " bytes)";
+        error =
+            "where." + member + "." + std::string(op_name) +
+            (op->op == WhereOp::contains ? " takes text" : " takes a string, number or boolean") +
+            " (text of at most " + std::to_string(kMaxWhereText) + " bytes)";
         return;
     }
     q.where.push_back({member, op->op, v});
@@ -124,8 +127,8 @@ std::string ListQuery::describe() const {
     std::string out;
     for (const WhereTest& t : where) {
         out += out.empty() ? "where " : " and ";
-        const auto op = std::find_if(kOps.begin(), kOps.end(),
-                                     [&](const OpName& o) { return o.op == t.op; });
+        const auto op =
+            std::find_if(kOps.begin(), kOps.end(), [&](const OpName& o) { return o.op == t.op; });
         out += t.member + " " + std::string(op->sign) + " " + value_text(t.value);
     }
     if (!order_by.empty())
@@ -148,13 +151,15 @@ ListQuery parse_list_query(const json& args, std::string& error) {
         }
         for (const auto& [member, v] : w->items()) {
             if (!plain_member_name(member)) {
-                error = "where: \"" + member.substr(0, 64) + "\" is not a top-level member "
+                error = "where: \"" + member.substr(0, 64) +
+                        "\" is not a top-level member "
                         "name (letters, digits, _ and -; nested members cannot be filtered)";
                 return q;
             }
             if (v.is_object()) {
                 if (v.empty()) {
-                    error = "where." + member + " is an empty object; give an operator such as "
+                    error = "where." + member +
+                            " is an empty object; give an operator such as "
                             "{\"gt\": 50}";
                     return q;
                 }
@@ -166,7 +171,8 @@ ListQuery parse_list_query(const json& args, std::string& error) {
                 q.where.push_back({member, WhereOp::eq, v});
             } else {
                 error = "where." + member + ": give a string (at most " +
-                        std::to_string(kMaxWhereText) + " bytes), number or boolean to match, "
+                        std::to_string(kMaxWhereText) +
+                        " bytes), number or boolean to match, "
                         "or an operator object such as {\"in\": [\"a\", \"b\"]}";
                 return q;
             }
@@ -192,8 +198,14 @@ bool passes(const WhereTest& test, const RowField& field) {
         case WhereOp::ne: return compare_field(field, test.value) != 0;
         case WhereOp::gt: return compare_field(field, test.value) > 0;
         case WhereOp::gte: return compare_field(field, test.value) >= 0;
-        case WhereOp::lt: { auto c = compare_field(field, test.value); return c && *c < 0; }
-        case WhereOp::lte: { auto c = compare_field(field, test.value); return c && *c <= 0; }
+        case WhereOp::lt: {
+            auto c = compare_field(field, test.value);
+            return c && *c < 0;
+        }
+        case WhereOp::lte: {
+            auto c = compare_field(field, test.value);
+            return c && *c <= 0;
+        }
         case WhereOp::in:
             return std::any_of(test.value.begin(), test.value.end(),
                                [&](const json& v) { return compare_field(field, v) == 0; });
@@ -300,8 +312,7 @@ SortKey sort_key(const RowField& field) {
 bool ranks_before(const SortKey& a, const SortKey& b, bool descending) {
     if (a.kind != b.kind) return a.kind < b.kind;  // numbers, then text, then missing
     if (a.kind == SortKey::missing) return false;
-    if (a.kind == SortKey::number)
-        return descending ? a.value > b.value : a.value < b.value;
+    if (a.kind == SortKey::number) return descending ? a.value > b.value : a.value < b.value;
     return descending ? a.string > b.string : a.string < b.string;
 }
 
@@ -325,7 +336,8 @@ void TopRows::offer(SortKey key, std::string_view row, std::size_t members_left_
 
 std::vector<TopRows::Entry> TopRows::take() {
     if (held_.size() > k_) shrink();
-    std::sort(held_.begin(), held_.end(), [&](const Entry& a, const Entry& b) { return before(a, b); });
+    std::sort(held_.begin(), held_.end(),
+              [&](const Entry& a, const Entry& b) { return before(a, b); });
     return std::move(held_);
 }
 

@@ -1,6 +1,6 @@
 // Filters and an order on every list tool: `where`, `order_by` and `direction`
-// (tools/reads/list_query.cpp), and the page that answers them (tools/reads/query_page.cpp). What the
-// gateway's whitelists allow is pushed down to it; the rest is applied over every page in the
+// (tools/reads/list_query.cpp), and the page that answers them (tools/reads/query_page.cpp). What
+// the gateway's whitelists allow is pushed down to it; the rest is applied over every page in the
 // server, within the call budget: a filter as the rows stream past, an order as a top-k that
 // holds at most the rows up to the page asked for.
 #pragma once
@@ -112,7 +112,7 @@ private:
 // One gateway resource a list reads, as the tool reads it without a query.
 struct QuerySource {
     std::string resource;
-    std::string order, direction;            // the tool's gateway order ("" = gateway's)
+    std::string order, direction;  // the tool's gateway order ("" = gateway's)
     RowShape shape;
     std::string filter_field, filter_value;  // the tool's own gateway filter ("" = none)
     std::string tag;                         // the rows' "resource" member ("" = none)

@@ -25,7 +25,7 @@ struct Walked {
 // (a walk reads a name once), and where each test and the order find theirs.
 struct FieldMap {
     std::vector<std::string_view> names;
-    std::size_t own = 0;                   // names[0, own): the tool's own fields
+    std::size_t own = 0;                    // names[0, own): the tool's own fields
     std::vector<std::size_t> member_field;  // per query member, its index in names
     std::vector<std::size_t> test_field;    // per where test
     std::size_t order_field = 0;
@@ -39,8 +39,7 @@ struct FieldMap {
         }
         for (const WhereTest& t : query.where)
             test_field.push_back(member_field[query.member_index(t.member)]);
-        if (!query.order_by.empty())
-            order_field = member_field[query.member_index(query.order_by)];
+        if (!query.order_by.empty()) order_field = member_field[query.member_index(query.order_by)];
     }
 };
 
@@ -64,12 +63,10 @@ std::string absent_pushed_member(Toolbox& box, const QueryTool& tool, const Quer
 mcp::ToolResult member_refusal(const QueryTool& tool, const std::string& member,
                                const Walked& walked) {
     const std::string members = walked.seen.list();
-    return tool_error(
-        "validation",
-        "no " + tool.label + " row read has a value for \"" + member + "\" (" +
-            std::to_string(walked.scanned) + " rows read)" +
-            (members.empty() ? "" : "; the rows' members: " + members) +
-            ". Name one of those in where or order_by.");
+    return tool_error("validation", "no " + tool.label + " row read has a value for \"" + member +
+                                        "\" (" + std::to_string(walked.scanned) + " rows read)" +
+                                        (members.empty() ? "" : "; the rows' members: " + members) +
+                                        ". Name one of those in where or order_by.");
 }
 
 // A member no row read has: refused, naming what the rows do have. A where test the gateway
@@ -145,41 +142,41 @@ mcp::ToolResult query_page(Toolbox& box, const QueryTool& tool, const ListQuery&
                                 own_filter ? src.filter_value : plan.filter_value};
         const RowSelect select(&src.shape, args);
         const std::int64_t offset = resumed && s == first_source ? start.offset : 0;
-        walk_newest_first(box, read, offset,
-                          {.fields = fields.names, .select = select.selection()},
-                          ctx, [&](const Row& row, std::int64_t at) {
-            ++walked.scanned;
-            ++walked.rows_of_source[s];
-            walked.seen.see(row.json);
-            for (std::size_t i = 0; i < query.members.size(); ++i) {
-                const RowField& f = row.fields[fields.member_field[i]];
-                if (f.present() && f.raw != "null") walked.present[i] = 1;
-            }
-            if (tool.own_test) {
-                const OwnVerdict verdict = tool.own_test(row.fields.first(fields.own));
-                if (verdict == OwnVerdict::end_of_source) return false;
-                if (verdict == OwnVerdict::skip) return true;
-            }
-            // Every test, the one the gateway applied too: a gateway that ignores
-            // filter_field (or matches more loosely) still answers only matching rows.
-            for (std::size_t i = 0; i < query.where.size(); ++i)
-                if (!passes(query.where[i], row.fields[fields.test_field[i]])) return true;
-            const std::string_view text = select.row(row, src.tag, scratch);
-            if (ranked) {
+        walk_newest_first(
+            box, read, offset, {.fields = fields.names, .select = select.selection()}, ctx,
+            [&](const Row& row, std::int64_t at) {
+                ++walked.scanned;
+                ++walked.rows_of_source[s];
+                walked.seen.see(row.json);
+                for (std::size_t i = 0; i < query.members.size(); ++i) {
+                    const RowField& f = row.fields[fields.member_field[i]];
+                    if (f.present() && f.raw != "null") walked.present[i] = 1;
+                }
+                if (tool.own_test) {
+                    const OwnVerdict verdict = tool.own_test(row.fields.first(fields.own));
+                    if (verdict == OwnVerdict::end_of_source) return false;
+                    if (verdict == OwnVerdict::skip) return true;
+                }
+                // Every test, the one the gateway applied too: a gateway that ignores
+                // filter_field (or matches more loosely) still answers only matching rows.
+                for (std::size_t i = 0; i < query.where.size(); ++i)
+                    if (!passes(query.where[i], row.fields[fields.test_field[i]])) return true;
+                const std::string_view text = select.row(row, src.tag, scratch);
+                if (ranked) {
+                    ++matched;
+                    top.offer(sort_key(row.fields[fields.order_field]), text, row.members_left_out);
+                    return true;
+                }
                 ++matched;
-                top.offer(sort_key(row.fields[fields.order_field]), text, row.members_left_out);
+                if (!cursor.empty()) return true;  // past the page: counted for total
+                if (static_cast<std::int64_t>(writer.count()) >= limit ||
+                    !writer.add(text, row.members_left_out)) {
+                    const auto n = earlier + static_cast<std::int64_t>(writer.count());
+                    cursor = box.issue_cursor(binding, at, json{{"s", s}, {"n", n}});
+                    return tool.count_all;
+                }
                 return true;
-            }
-            ++matched;
-            if (!cursor.empty()) return true;  // past the page: counted for total
-            if (static_cast<std::int64_t>(writer.count()) >= limit ||
-                !writer.add(text, row.members_left_out)) {
-                const auto n = earlier + static_cast<std::int64_t>(writer.count());
-                cursor = box.issue_cursor(binding, at, json{{"s", s}, {"n", n}});
-                return tool.count_all;
-            }
-            return true;
-        });
+            });
     }
 
     std::optional<std::int64_t> total;
@@ -204,9 +201,8 @@ mcp::ToolResult query_page(Toolbox& box, const QueryTool& tool, const ListQuery&
         writer.set_note(empty_note(tool.client_id, tool.label, "", matched, rank_start));
     else if (writer.count() == 0)
         writer.set_note("no " + tool.label + " rows" +
-                        (tool.client_id.empty() ? "" : " of client " + tool.client_id) +
-                        " pass " + query.describe() + " (" + std::to_string(walked.scanned) +
-                        " rows read)");
+                        (tool.client_id.empty() ? "" : " of client " + tool.client_id) + " pass " +
+                        query.describe() + " (" + std::to_string(walked.scanned) + " rows read)");
     return mcp::ToolResult::structured(
         writer.finish(total, cursor, "\"scanned\":" + std::to_string(walked.scanned)));
 }

@@ -24,7 +24,6 @@ constexpr int kScanPageRows = 1000;
 
 std::string quoted_or_none(const std::string& s) { return s.empty() ? "" : " " + s; }
 
-
 }  // namespace
 
 std::optional<double> number_of(const RowField& field) {
@@ -61,7 +60,7 @@ bool walk_newest_first(Toolbox& box, const HistoryQuery& query, std::int64_t off
                                .filter_value = query.filter_value},
                               ctx.stop);
     std::optional<std::int64_t> total;  // the gateway's total, once a page has said it
-    std::string first_rows;  // how the previous page's rows began, as the page held them
+    std::string first_rows;             // how the previous page's rows began, as the page held them
     const int max_pages = std::max(1, box.settings().scan_max_pages);
     for (int pages_read = 0;; ++pages_read) {
         if (ctx.stop.stop_requested())
@@ -70,7 +69,8 @@ bool walk_newest_first(Toolbox& box, const HistoryQuery& query, std::int64_t off
             throw gateway::Error(gateway::ErrorReason::upstream,
                                  "stopped after reading " + std::to_string(max_pages) +
                                      " pages of " + query.resource + " rows for " +
-                                     query.client_id + " and the gateway still says there are "
+                                     query.client_id +
+                                     " and the gateway still says there are "
                                      "more: narrow what it reads (from and to; within_days "
                                      "for latest_rankings)");
         // The next pages are fetched while this one is walked, once a total says they exist.
@@ -80,8 +80,9 @@ bool walk_newest_first(Toolbox& box, const HistoryQuery& query, std::int64_t off
         const std::string_view began = gateway::rows_begin(page.body);
         if (pages_read > 0 && !began.empty() && began == first_rows)
             throw gateway::Error(gateway::ErrorReason::upstream,
-                                 "the gateway answered offset " + std::to_string(offset) +
-                                     " of " + query.resource + " with the rows it gave for the "
+                                 "the gateway answered offset " + std::to_string(offset) + " of " +
+                                     query.resource +
+                                     " with the rows it gave for the "
                                      "previous page: it ignores offset, so the scan stopped "
                                      "rather than read the same rows again");
         first_rows.assign(began);
@@ -136,11 +137,11 @@ std::string data_coverage(Toolbox& box, const RangeRead& read, const DatesSeen& 
         // The walk stopped early: one row read oldest first says where the data begins.
         const std::array<std::string_view, 2> names{read.order_field, read.fallback_field};
         gateway::Page first = box.gateway().read_body({.resource = read.resource,
-                                                        .client_id = read.client_id,
-                                                        .limit = 1,
-                                                        .order = read.order_field,
-                                                        .direction = "asc"},
-                                                       ctx.stop);
+                                                       .client_id = read.client_id,
+                                                       .limit = 1,
+                                                       .order = read.order_field,
+                                                       .direction = "asc"},
+                                                      ctx.stop);
         box.gateway().walk(first, {.fields = names}, [&](const Row& row) {
             const std::string_view d = row_date(row.fields[0], row.fields[1]);
             if (!d.empty() && d < oldest) oldest = d;
@@ -153,8 +154,8 @@ std::string data_coverage(Toolbox& box, const RangeRead& read, const DatesSeen& 
 std::string range_note(Toolbox& box, const RangeRead& read, const DatesSeen& seen,
                        std::string_view matching, mcp::RequestContext& ctx) {
     const std::string what = read.resource + " rows";
-    const std::string range = (read.from.empty() ? std::string("the start") : read.from) +
-                              " to " + (read.to.empty() ? std::string("now") : read.to);
+    const std::string range = (read.from.empty() ? std::string("the start") : read.from) + " to " +
+                              (read.to.empty() ? std::string("now") : read.to);
     if (seen.newest.empty())
         return "client " + read.client_id + " has no dated " + what + " at this gateway";
     std::string note = "no " + what + quoted_or_none(std::string(matching)) + " dated " + range +
@@ -180,16 +181,16 @@ mcp::ToolResult scan_page(Toolbox& box, const ScanSpec& spec, const json& args,
     if (list_query.active()) {
         // The range and the match are the tool's own test of each row; newest first, a dated
         // row older than `from` ends the rows.
-        QueryTool tool{.tool = spec.tool,
-                       .label = spec.resource,
-                       .client_id = client_id,
-                       .sources = {{.resource = spec.resource,
-                                    .order = spec.order_field,
-                                    .direction = "desc"}},
-                       .own_fields = {spec.order_field, spec.fallback_field,
-                                      spec.match_field.empty() ? spec.order_field
-                                                               : spec.match_field},
-                       .count_all = false};  // total on the last page, as without a query
+        QueryTool tool{
+            .tool = spec.tool,
+            .label = spec.resource,
+            .client_id = client_id,
+            .sources = {{.resource = spec.resource,
+                         .order = spec.order_field,
+                         .direction = "desc"}},
+            .own_fields = {spec.order_field, spec.fallback_field,
+                           spec.match_field.empty() ? spec.order_field : spec.match_field},
+            .count_all = false};  // total on the last page, as without a query
         tool.own_test = [&](std::span<const RowField> f) {
             const std::string_view date = row_date(f[0], f[1]);
             if (!from.empty() && f[0].present() && !date.empty() && date < from)
@@ -225,34 +226,34 @@ mcp::ToolResult scan_page(Toolbox& box, const ScanSpec& spec, const json& args,
     std::string scratch;
     DatesSeen seen;
     const HistoryQuery history{spec.resource, client_id, spec.order_field};
-    seen.reached_end = walk_newest_first(box, history, start.offset, walk, ctx,
-                                         [&](const Row& row, std::int64_t at) {
-        const std::span<const RowField> f = row.fields;
-        const std::string_view date = row_date(f[0], f[1]);
-        seen.see(date, from, to);
-        // Newest first: a dated row older than `from` means every later row is too. Rows
-        // lacking the order field sort last, so they do not prove it.
-        if (!from.empty() && f[0].present() && !date.empty() && date < from) return false;
-        if ((!from.empty() || !to.empty()) && date.empty()) return true;
-        if (!to.empty() && date > to) return true;
-        if (!match.empty() && !(f[2].is_string && base::iequals(f[2].text, match))) return true;
-        if (writer.count() >= limit || !writer.add(select.row(row, "", scratch), row.members_left_out)) {
-            cursor = box.issue_cursor(
-                binding, at, json{{"n", earlier + static_cast<std::int64_t>(writer.count())}});
-            return false;
-        }
-        return true;
-    });
+    seen.reached_end = walk_newest_first(
+        box, history, start.offset, walk, ctx, [&](const Row& row, std::int64_t at) {
+            const std::span<const RowField> f = row.fields;
+            const std::string_view date = row_date(f[0], f[1]);
+            seen.see(date, from, to);
+            // Newest first: a dated row older than `from` means every later row is too. Rows
+            // lacking the order field sort last, so they do not prove it.
+            if (!from.empty() && f[0].present() && !date.empty() && date < from) return false;
+            if ((!from.empty() || !to.empty()) && date.empty()) return true;
+            if (!to.empty() && date > to) return true;
+            if (!match.empty() && !(f[2].is_string && base::iequals(f[2].text, match))) return true;
+            if (writer.count() >= limit ||
+                !writer.add(select.row(row, "", scratch), row.members_left_out)) {
+                cursor = box.issue_cursor(
+                    binding, at, json{{"n", earlier + static_cast<std::int64_t>(writer.count())}});
+                return false;
+            }
+            return true;
+        });
     // The count is known once the scan has reached the end of the range.
     std::optional<std::int64_t> total;
     if (cursor.empty()) total = earlier + static_cast<std::int64_t>(writer.count());
     if (writer.count() == 0 && start.offset == 0) {
-        const RangeRead read{client_id, spec.resource, spec.order_field, spec.fallback_field,
-                             from, to};
-        writer.set_note(range_note(box, read, seen,
-                                   match.empty() ? "" : "for " + spec.match_field + " \"" +
-                                                            match + "\"",
-                                   ctx));
+        const RangeRead read{client_id,           spec.resource, spec.order_field,
+                             spec.fallback_field, from,          to};
+        writer.set_note(
+            range_note(box, read, seen,
+                       match.empty() ? "" : "for " + spec.match_field + " \"" + match + "\"", ctx));
     }
     return mcp::ToolResult::structured(writer.finish(total, cursor));
 }

@@ -1,5 +1,5 @@
-// Date-range reads over one resource (tools/reads/range_tools.cpp, tools/reads/ranking_tools.cpp): what
-// they share to walk rows newest first and to explain an empty answer by the dates the data
+// Date-range reads over one resource (tools/reads/range_tools.cpp, tools/reads/ranking_tools.cpp):
+// what they share to walk rows newest first and to explain an empty answer by the dates the data
 // actually covers.
 #pragma once
 
@@ -25,7 +25,7 @@ struct HistoryQuery {
     std::string resource;
     std::string client_id;
     std::string order_field;
-    std::string direction{};  // "" = desc when order_field is set
+    std::string direction{};                     // "" = desc when order_field is set
     std::string filter_field{}, filter_value{};  // "" = no gateway filter
 };
 
@@ -53,11 +53,11 @@ bool icontains(std::string_view haystack, std::string_view needle);
 
 // The dates a newest-first walk saw around a [from, to] range.
 struct DatesSeen {
-    std::string newest;       // the first dated row's date
-    std::string oldest;       // the last dated row's date the walk reached
-    std::string after_to;     // the oldest date later than `to`
-    std::string before_from;  // the newest date earlier than `from`
-    bool reached_end = false; // the walk saw every row (oldest is the data's first date)
+    std::string newest;        // the first dated row's date
+    std::string oldest;        // the last dated row's date the walk reached
+    std::string after_to;      // the oldest date later than `to`
+    std::string before_from;   // the newest date earlier than `from`
+    bool reached_end = false;  // the walk saw every row (oldest is the data's first date)
     void see(std::string_view date, std::string_view from, std::string_view to);
 };
 

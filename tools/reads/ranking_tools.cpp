@@ -45,12 +45,13 @@ void stream_keywords(Toolbox& box, const std::string& client_id, const RowFilter
                      const std::string& from, const std::string& to, DatesSeen& seen,
                      const gateway::RowSelection* select, mcp::RequestContext& ctx, Visit visit) {
     const gateway::WalkOptions walk{.fields = kFields, .select = select};
-    seen.reached_end = walk_newest_first(box, {"keywords", client_id, "tracked_at"}, 0, walk, ctx,
-                                         [&](const Row& row, std::int64_t) {
-        const std::string_view date = row_date(row.fields[kTracked], row.fields[kCreated]);
-        seen.see(date, from, to);
-        return date.empty() || !filter.passes(row.fields) || visit(row, date);
-    });
+    seen.reached_end = walk_newest_first(
+        box, {"keywords", client_id, "tracked_at"}, 0, walk, ctx,
+        [&](const Row& row, std::int64_t) {
+            const std::string_view date = row_date(row.fields[kTracked], row.fields[kCreated]);
+            seen.see(date, from, to);
+            return date.empty() || !filter.passes(row.fields) || visit(row, date);
+        });
 }
 
 struct Point {
@@ -89,8 +90,9 @@ Picked pick(const std::unordered_map<std::string, Change>& changes, const std::s
         p.shown.push_back(&c);
     }
     auto size = [&](const Change* c) {
-        return direction == "dropped" ? -delta(c) : direction == "improved" ? delta(c)
-                                                                            : std::fabs(delta(c));
+        return direction == "dropped"    ? -delta(c)
+               : direction == "improved" ? delta(c)
+                                         : std::fabs(delta(c));
     };
     auto order = [&](const Change* a, const Change* b) {
         const double x = size(a), y = size(b);
@@ -138,7 +140,7 @@ std::size_t write_rows(RowWriter& writer, const std::vector<ojson>& rows, const 
         if (!keep.empty())
             for (auto it = out.begin(); it != out.end();)
                 it = std::find(keep.begin(), keep.end(), it.key()) == keep.end() ? out.erase(it)
-                                                                                  : ++it;
+                                                                                 : ++it;
         if (!writer.add(out.dump())) break;
         ++written;
     }
@@ -148,10 +150,10 @@ std::size_t write_rows(RowWriter& writer, const std::vector<ojson>& rows, const 
 // The tracking dates of the rows ranking_changes met (those passing its filters), around its
 // [from, to] range.
 struct RangeDates {
-    std::size_t in_range = 0;        // distinct dates within [from, to]
+    std::size_t in_range = 0;  // distinct dates within [from, to]
     std::string newest_in, oldest_in;
-    std::string before;              // the newest date before `from` the walk reached
-    std::string after;               // the oldest date after `to`
+    std::string before;  // the newest date before `from` the walk reached
+    std::string after;   // the oldest date after `to`
     void see(std::string_view date, const std::string& from, const std::string& to) {
         if (date > to) {
             after = date;  // newest first: the last one is the oldest
@@ -189,12 +191,12 @@ std::string uncompared_note(Toolbox& box, const RangeRead& read, const DatesSeen
                     ? " (positions on " + from + " are the start)"
                     : ", and none before it to compare with";
         if (!d.after.empty())
-            note += "; the next tracking date is " + d.after + ": a \"to\" on or after it "
+            note += "; the next tracking date is " + d.after +
+                    ": a \"to\" on or after it "
                     "compares the two";
     } else {
-        note = "no keyword" + which + " has positions on two of the " +
-               std::to_string(d.in_range) + " tracking dates" + range + " (" + d.oldest_in +
-               " to " + d.newest_in + ")";
+        note = "no keyword" + which + " has positions on two of the " + std::to_string(d.in_range) +
+               " tracking dates" + range + " (" + d.oldest_in + " to " + d.newest_in + ")";
     }
     return note + "; " + data_coverage(box, read, seen, ctx);
 }
@@ -260,31 +262,36 @@ mcp::ToolResult ranking_changes(Toolbox& box, const json& args, mcp::RequestCont
     RangeDates dates;
     stream_keywords(box, client_id, filter, from, to, seen, nullptr, ctx,
                     [&](const Row& row, std::string_view date) {
-        dates.see(date, from, to);
-        if (date > to) return true;
-        if (date <= from) {
-            if (stop_date.empty()) stop_date = date;
-            if (date < stop_date) return false;  // every start is known
-        }
-        const std::span<const RowField> f = row.fields;
-        if (!f[kKeyword].is_string) return true;
-        auto it = changes.find(std::string(f[kKeyword].text));
-        const Point point{std::string(date), number_of(f[kPosition]),
-                          f[kUrl].is_string ? std::string(f[kUrl].text) : std::string(),
-                          number_of(f[kVolume])};
-        if (it == changes.end()) {
-            if (changes.size() >= kMaxKeywords) {
-                capped = true;
-                return true;
-            }
-            it = changes.emplace(std::string(f[kKeyword].text),
-                                 Change{std::string(f[kKeyword].text), point, point}).first;
-        }
-        Change& c = it->second;
-        if (!c.start_fixed) c.start = point;  // the oldest so far in the range, until...
-        if (date <= from) c.start_fixed = true;  // ...the newest on or before `from`
-        return true;
-    });
+                        dates.see(date, from, to);
+                        if (date > to) return true;
+                        if (date <= from) {
+                            if (stop_date.empty()) stop_date = date;
+                            if (date < stop_date) return false;  // every start is known
+                        }
+                        const std::span<const RowField> f = row.fields;
+                        if (!f[kKeyword].is_string) return true;
+                        auto it = changes.find(std::string(f[kKeyword].text));
+                        const Point point{
+                            std::string(date), number_of(f[kPosition]),
+                            f[kUrl].is_string ? std::string(f[kUrl].text) : std::string(),
+                            number_of(f[kVolume])};
+                        if (it == changes.end()) {
+                            if (changes.size() >= kMaxKeywords) {
+                                capped = true;
+                                return true;
+                            }
+                            it = changes
+                                     .emplace(std::string(f[kKeyword].text),
+                                              Change{std::string(f[kKeyword].text), point, point})
+                                     .first;
+                        }
+                        Change& c = it->second;
+                        if (!c.start_fixed)
+                            c.start = point;  // the oldest so far in the range, until...
+                        if (date <= from)
+                            c.start_fixed = true;  // ...the newest on or before `from`
+                        return true;
+                    });
 
     const Picked p = pick(changes, direction, limit);
     const std::vector<const Change*>& compared = p.compared;
@@ -317,15 +324,14 @@ mcp::ToolResult ranking_changes(Toolbox& box, const json& args, mcp::RequestCont
         if (!filter.url.empty())
             which += (which.empty() ? "" : " and ") + std::string("for urls containing \"") +
                      filter.url + "\"";
-        notes.push_back(changes.empty()
-                            ? range_note(box, read, seen, which, ctx)
-                            : uncompared_note(box, read, seen, dates,
-                                              which.empty() ? "" : " " + which, ctx));
+        notes.push_back(changes.empty() ? range_note(box, read, seen, which, ctx)
+                                        : uncompared_note(box, read, seen, dates,
+                                                          which.empty() ? "" : " " + which, ctx));
     } else {
         if (picked.empty())
-            notes.push_back("no keyword " + (direction == "all" ? std::string("moved") : direction) +
-                            " between " + from_date + " and " +
-                            to_date + " (" + std::to_string(compared.size()) +
+            notes.push_back("no keyword " +
+                            (direction == "all" ? std::string("moved") : direction) + " between " +
+                            from_date + " and " + to_date + " (" + std::to_string(compared.size()) +
                             " keywords compared)");
         if (std::string dated = compared_dates_note(from, to, from_date, to_date); !dated.empty())
             notes.push_back(std::move(dated));
@@ -334,10 +340,10 @@ mcp::ToolResult ranking_changes(Toolbox& box, const json& args, mcp::RequestCont
         notes.push_back("more than " + std::to_string(kMaxKeywords) +
                         " keywords: the first met were compared; narrow with keyword or url");
     if (!notes.empty()) writer.set_note(base::join(notes, "; "));
-    ojson extra = {{"from", from},          {"to", to},
-                  {"direction", direction}, {"keywords_compared", compared.size()},
-                  {"improved", improved},   {"dropped", dropped},
-                  {"unchanged", unchanged}};
+    ojson extra = {{"from", from},           {"to", to},
+                   {"direction", direction}, {"keywords_compared", compared.size()},
+                   {"improved", improved},   {"dropped", dropped},
+                   {"unchanged", unchanged}};
     if (!from_date.empty()) extra["from_date"] = from_date;
     if (!to_date.empty()) extra["to_date"] = to_date;
     const std::string members = extra.dump();
@@ -370,27 +376,27 @@ mcp::ToolResult latest_rankings(Toolbox& box, const json& args, mcp::RequestCont
     bool windowed = false;
     stream_keywords(box, client_id, filter, "", as_of, seen, select.selection(), ctx,
                     [&](const Row& row, std::string_view date) {
-        if (!as_of.empty() && date > as_of) return true;
-        if (oldest_kept.empty()) {
-            oldest_kept = days_before(date, within_days);
-            newest_kept = date;
-        }
-        if (date < oldest_kept) {
-            windowed = true;
-            return false;
-        }
-        const std::span<const RowField> f = row.fields;
-        if (!f[kKeyword].is_string) return true;
-        const std::string keyword(f[kKeyword].text);
-        if (latest.contains(keyword)) return true;
-        if (latest.size() >= kMaxKeywords) {
-            capped = true;
-            return true;
-        }
-        latest.emplace(keyword, Latest{number_of(f[kPosition]), keyword,
-                                       std::string(select.row(row, "", scratch))});
-        return true;
-    });
+                        if (!as_of.empty() && date > as_of) return true;
+                        if (oldest_kept.empty()) {
+                            oldest_kept = days_before(date, within_days);
+                            newest_kept = date;
+                        }
+                        if (date < oldest_kept) {
+                            windowed = true;
+                            return false;
+                        }
+                        const std::span<const RowField> f = row.fields;
+                        if (!f[kKeyword].is_string) return true;
+                        const std::string keyword(f[kKeyword].text);
+                        if (latest.contains(keyword)) return true;
+                        if (latest.size() >= kMaxKeywords) {
+                            capped = true;
+                            return true;
+                        }
+                        latest.emplace(keyword, Latest{number_of(f[kPosition]), keyword,
+                                                       std::string(select.row(row, "", scratch))});
+                        return true;
+                    });
 
     std::vector<const Latest*> sorted;
     for (const auto& [k, v] : latest) sorted.push_back(&v);
@@ -406,8 +412,10 @@ mcp::ToolResult latest_rankings(Toolbox& box, const json& args, mcp::RequestCont
     std::vector<std::string> notes;
     if (latest.empty()) {
         const RangeRead read{client_id, "keywords", "tracked_at", "created_at", "", as_of};
-        notes.push_back(range_note(box, read, seen, filter.keyword.empty() ? "" :
-                                   "for keywords containing \"" + filter.keyword + "\"", ctx));
+        notes.push_back(range_note(
+            box, read, seen,
+            filter.keyword.empty() ? "" : "for keywords containing \"" + filter.keyword + "\"",
+            ctx));
     } else if (std::string age = latest_age_note(as_of, newest_kept, today_of(box.clock()));
                !age.empty()) {
         notes.push_back(std::move(age));
@@ -419,8 +427,7 @@ mcp::ToolResult latest_rankings(Toolbox& box, const json& args, mcp::RequestCont
         notes.push_back("keywords last tracked before " + oldest_kept + " (within_days " +
                         std::to_string(within_days) + " before the newest date) are not listed");
     if (!notes.empty()) writer.set_note(base::join(notes, "; "));
-    return mcp::ToolResult::structured(
-        writer.finish(static_cast<std::int64_t>(latest.size()), ""));
+    return mcp::ToolResult::structured(writer.finish(static_cast<std::int64_t>(latest.size()), ""));
 }
 
 // The rankings view's keyword picker (view_ranking_history): one keyword's positions (exact,
@@ -434,28 +441,29 @@ mcp::ToolResult ranking_history(Toolbox& box, const json& args, mcp::RequestCont
     DatesSeen seen;
     json points = json::array();
     bool truncated = false;
-    stream_keywords(box, client_id, RowFilter{.keyword = keyword}, from, to, seen, nullptr, ctx,
-                    [&](const Row& row, std::string_view date) {
-        if (!to.empty() && date > to) return true;
-        if (!from.empty() && date < from) return false;  // newest first: the rest is older
-        if (!base::iequals(row.fields[kKeyword].text, keyword)) return true;
-        if (points.size() == kMaxHistoryPoints) {
-            truncated = true;
-            return false;
-        }
-        const auto position = number_of(row.fields[kPosition]);
-        json point = {{"date", date}, {"position", position ? json(*position) : json(nullptr)}};
-        if (row.fields[kUrl].is_string)
-            point["url"] = base::clean_untrusted_text(row.fields[kUrl].text);
-        points.push_back(std::move(point));
-        return true;
-    });
+    stream_keywords(
+        box, client_id, RowFilter{.keyword = keyword}, from, to, seen, nullptr, ctx,
+        [&](const Row& row, std::string_view date) {
+            if (!to.empty() && date > to) return true;
+            if (!from.empty() && date < from) return false;  // newest first: the rest is older
+            if (!base::iequals(row.fields[kKeyword].text, keyword)) return true;
+            if (points.size() == kMaxHistoryPoints) {
+                truncated = true;
+                return false;
+            }
+            const auto position = number_of(row.fields[kPosition]);
+            json point = {{"date", date}, {"position", position ? json(*position) : json(nullptr)}};
+            if (row.fields[kUrl].is_string)
+                point["url"] = base::clean_untrusted_text(row.fields[kUrl].text);
+            points.push_back(std::move(point));
+            return true;
+        });
     std::reverse(points.begin(), points.end());
-    return mcp::ToolResult::structured(json{{"client_id", client_id},
-                                            {"keyword", keyword},
-                                            {"points", std::move(points)},
-                                            {"truncated", truncated}}
-                                           .dump());
+    return mcp::ToolResult::structured(json{
+        {"client_id", client_id},
+        {"keyword", keyword},
+        {"points", std::move(points)},
+        {"truncated", truncated}}.dump());
 }
 
 }  // namespace agency::tools

@@ -164,11 +164,10 @@ mcp::ToolResult list_page(Toolbox& box, const ListSpec& spec, const json& args,
     const std::int64_t next = offset + static_cast<std::int64_t>(writer.count());
     std::string cursor = next < page.pagination.total ? box.issue_cursor(binding, next) : "";
     if (writer.count() == 0) {
-        const std::string filter = query.filter_field.empty()
-                                       ? ""
-                                       : query.filter_field + " = " + query.filter_value;
-        writer.set_note(empty_note(client_id, spec.resource, filter, page.pagination.total,
-                                   offset));
+        const std::string filter =
+            query.filter_field.empty() ? "" : query.filter_field + " = " + query.filter_value;
+        writer.set_note(
+            empty_note(client_id, spec.resource, filter, page.pagination.total, offset));
     }
     return mcp::ToolResult::structured(writer.finish(page.pagination.total, cursor));
 }
@@ -312,12 +311,14 @@ std::string report_id_of(const json& args, std::string& error) {
 std::string counts_only_note(std::span<const RowField> f) {
     const RowField& list = f[0];
     const bool has_list = list.present() && list.raw.front() == '[';
-    const bool counts = f[1].present() ? f[1].raw != "0"
-                                       : f[2].raw.find_first_of("123456789") != std::string_view::npos;
+    const bool counts = f[1].present()
+                            ? f[1].raw != "0"
+                            : f[2].raw.find_first_of("123456789") != std::string_view::npos;
     if (has_list && (list.raw.find('{') != std::string_view::npos || !counts)) return "";
     if (!counts && !has_list) return "this report carries no issue list and no issue counts";
-    std::string note = "this gateway returns issue counts for its audit reports, not the issues "
-                       "themselves";
+    std::string note =
+        "this gateway returns issue counts for its audit reports, not the issues "
+        "themselves";
     if (f[1].present()) note += " (issues_found: " + std::string(f[1].raw) + ")";
     return note + "; the counts are in \"audit\"";
 }
@@ -349,15 +350,18 @@ std::string issue_detail_pointer(Toolbox& box, const std::string& client_id,
     } catch (const gateway::Error&) {
         // Unread: point at the tasks without saying how they link.
     }
-    std::string out = "; per-page issues and their fixes may be in this gateway's seo_tasks "
-                      "(each row names a page url, a task and its priority): read_resource with "
-                      "resource \"seo_tasks\" and client_id \"" + client_id + "\"";
+    std::string out =
+        "; per-page issues and their fixes may be in this gateway's seo_tasks "
+        "(each row names a page url, a task and its priority): read_resource with "
+        "resource \"seo_tasks\" and client_id \"" +
+        client_id + "\"";
     if (!link.empty())
         return out + " and where {\"" + link + "\": \"" + report_id + "\"} (this report's tasks)";
     out += " (filter_field status or category_id narrows it)";
     if (!looked) return out;
-    return out + ". Those rows name no audit report: they are the client's tasks from every "
-                 "audit, not this report's issues";
+    return out +
+           ". Those rows name no audit report: they are the client's tasks from every "
+           "audit, not this report's issues";
 }
 
 }  // namespace
@@ -377,11 +381,11 @@ mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestCon
     const std::size_t limit = args.value("limit", 100u);
 
     gateway::Page page = box.gateway().read_body({.resource = "seo_reports",
-                                                   .client_id = client_id,
-                                                   .limit = 1,
-                                                   .filter_field = "id",
-                                                   .filter_value = report_id},
-                                                  ctx.stop);
+                                                  .client_id = client_id,
+                                                  .limit = 1,
+                                                  .filter_field = "id",
+                                                  .filter_value = report_id},
+                                                 ctx.stop);
     const std::size_t budget = answer_budget(box.settings(), args);
     static constexpr std::array<std::string_view, 3> kNames{"issues", "issues_found",
                                                             "issue_counts"};
@@ -400,9 +404,8 @@ mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestCon
         return false;
     });
     if (!found)
-        return tool_error("not_found", "no audit report with id \"" + report_id +
-                                           "\" for client " + client_id +
-                                           "; list_audits gives the report ids");
+        return tool_error("not_found", "no audit report with id \"" + report_id + "\" for client " +
+                                           client_id + "; list_audits gives the report ids");
 
     // The report beside the issues counts against the same budget.
     RowWriter writer(client_id, "seo_reports", budget - std::min(budget / 4, audit.size()));
@@ -414,24 +417,25 @@ mcp::ToolResult get_audit_issues(Toolbox& box, const json& args, mcp::RequestCon
         static constexpr std::array<std::string_view, 1> kSeverity{"severity"};
         gateway::Page list{.body = R"({"data":)" + issues + "}",
                            .what = "issues of audit report " + report_id};
-        box.gateway().walk(list, {.fields = kSeverity, .select = select.selection()},
-                           [&](const Row& issue) {
-            const RowField& level = issue.fields[0];
-            if (!severity.empty() && !(level.is_string && base::iequals(level.text, severity)))
-                return true;
-            const std::int64_t at = matched++;
-            if (at < offset || !cursor.empty()) return true;  // before this page, or after it
-            if (writer.count() >= limit || !writer.add(select.row(issue, "", scratch), issue.members_left_out))
-                cursor = box.issue_cursor(binding, at);
-            return true;  // keep counting for total
-        });
+        box.gateway().walk(
+            list, {.fields = kSeverity, .select = select.selection()}, [&](const Row& issue) {
+                const RowField& level = issue.fields[0];
+                if (!severity.empty() && !(level.is_string && base::iequals(level.text, severity)))
+                    return true;
+                const std::int64_t at = matched++;
+                if (at < offset || !cursor.empty()) return true;  // before this page, or after it
+                if (writer.count() >= limit ||
+                    !writer.add(select.row(issue, "", scratch), issue.members_left_out))
+                    cursor = box.issue_cursor(binding, at);
+                return true;  // keep counting for total
+            });
     }
     if (!counts_note.empty()) {
         writer.set_note(counts_note + issue_detail_pointer(box, client_id, report_id, ctx));
         // Inside "audit": the report says it has no issue detail.
         const bool bare = audit.ends_with("{}");
-        audit.insert(audit.size() - 1, bare ? R"("detail_available":false)"
-                                            : R"(,"detail_available":false)");
+        audit.insert(audit.size() - 1,
+                     bare ? R"("detail_available":false)" : R"(,"detail_available":false)");
     } else if (writer.count() == 0) {
         writer.set_note(severity.empty() ? "this audit report lists no issues"
                                          : "no issues of severity \"" + severity +

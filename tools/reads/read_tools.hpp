@@ -16,8 +16,8 @@ namespace agency::tools {
 struct ListSpec {
     std::string tool;  // set at registration
     std::string resource;
-    std::string order;      // "" = gateway default
-    std::string direction;  // "" = gateway default
+    std::string order;            // "" = gateway default
+    std::string direction;        // "" = gateway default
     std::string filter_field;     // fixed filter field ("" = none)
     std::string filter_argument;  // tool argument giving filter_value (absent: no filter)
     std::string filter_value;     // fixed filter value when filter_argument is empty

@@ -45,14 +45,15 @@ mcp::ToolResult scoped_clients_page(Toolbox& box, const ListSpec& spec, const js
 
     // Every client of the gateway that is in the scope, in the gateway's order.
     std::vector<std::string> rows;
-    box.gateway().for_each_row({.resource = "clients", .limit = 1000},
-                               [&](std::string_view row) {
-                                   const std::string id = row_id(row);
-                                   if (std::find(scope.begin(), scope.end(), id) != scope.end())
-                                       rows.push_back(selected_members(row, args));
-                                   return rows.size() < scope.size();
-                               },
-                               ctx.stop);
+    box.gateway().for_each_row(
+        {.resource = "clients", .limit = 1000},
+        [&](std::string_view row) {
+            const std::string id = row_id(row);
+            if (std::find(scope.begin(), scope.end(), id) != scope.end())
+                rows.push_back(selected_members(row, args));
+            return rows.size() < scope.size();
+        },
+        ctx.stop);
     const auto total = static_cast<std::int64_t>(rows.size());
     const std::int64_t limit = args.value("limit", spec.default_limit);
     RowWriter writer("", spec.resource, answer_budget(box.settings(), args));

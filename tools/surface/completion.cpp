@@ -90,8 +90,7 @@ int completion_cost(const SurfaceLists& lists, const json& ref, const json& argu
     using Type = PromptArgumentSpec::Type;
     const auto type = argument_type(ref, argument.value("name", ""));
     if (!type) return 1;
-    if (*type == Type::client_id)
-        return lists.clients_cached() ? 1 : SurfaceLists::kClientPages;
+    if (*type == Type::client_id) return lists.clients_cached() ? 1 : SurfaceLists::kClientPages;
     const std::string client = context_client(context);
     if (client.empty()) return 1;
     if (*type == Type::keyword) return 1;  // one read, cached or not
@@ -106,32 +105,37 @@ int completion_cost(const SurfaceLists& lists, const json& ref, const json& argu
 std::string surface_markdown() {
     std::string out = "## Resources\n\n";
     out += "| URI | name | type | what |\n|---|---|---|---|\n";
-    out += "| `agency://server/usage` | usage | text/markdown | What the tools are for; cursors, "
-           "budgets, confirmation and audit jobs. |\n";
-    out += "| `agency://clients/{client_id}/overview` (one per client, listed) | "
-           "overview-{client_id} | application/json | The client overview below. |\n\n";
-    out += "### Resource templates\n\n| URI template | name | title | units | what |\n"
-           "|---|---|---|---|---|\n";
+    out +=
+        "| `agency://server/usage` | usage | text/markdown | What the tools are for; cursors, "
+        "budgets, confirmation and audit jobs. |\n";
+    out +=
+        "| `agency://clients/{client_id}/overview` (one per client, listed) | "
+        "overview-{client_id} | application/json | The client overview below. |\n\n";
+    out +=
+        "### Resource templates\n\n| URI template | name | title | units | what |\n"
+        "|---|---|---|---|---|\n";
     for (const TemplateSpec& t : template_specs())
         out += "| `" + t.uri_template + "` | " + t.name + " | " + t.title + " | " +
                std::to_string(t.cost) + " | " + t.description + " |\n";
-    out += "\n**units**: what one read is charged against the caller's rate limit (`serve "
-           "--rate-limit`): the gateway reads it makes, at least 1. A tool call, a prompt and a "
-           "completion cost 1 unit (a completion that must first read a list from the gateway: "
-           "those reads, up to 5); `resources/list` costs 5 when it reads the client list "
-           "(kept 60 s), else nothing.\n";
-    out += "\nAn unknown URI is error -32002 (2025-11-25 and older) or -32602 (2026-07-28). "
-           "`agency://audit-jobs/{audit_id}` can be subscribed to (legacy sessions with a "
-           "notification path, i.e. stdio): `notifications/resources/updated` follows each "
-           "change of the job. Completion (`completion/complete`) offers client ids, a chosen "
-           "client's report and article ids, and its keywords for prompt arguments.\n\n";
+    out +=
+        "\n**units**: what one read is charged against the caller's rate limit (`serve "
+        "--rate-limit`): the gateway reads it makes, at least 1. A tool call, a prompt and a "
+        "completion cost 1 unit (a completion that must first read a list from the gateway: "
+        "those reads, up to 5); `resources/list` costs 5 when it reads the client list "
+        "(kept 60 s), else nothing.\n";
+    out +=
+        "\nAn unknown URI is error -32002 (2025-11-25 and older) or -32602 (2026-07-28). "
+        "`agency://audit-jobs/{audit_id}` can be subscribed to (legacy sessions with a "
+        "notification path, i.e. stdio): `notifications/resources/updated` follows each "
+        "change of the job. Completion (`completion/complete`) offers client ids, a chosen "
+        "client's report and article ids, and its keywords for prompt arguments.\n\n";
     out += "## Prompts\n\n";
     for (const PromptSpec& p : prompt_specs()) {
         out += "### " + p.name + "\n\n**" + p.title + "**: " + p.description + "\n\n";
         out += "| argument | required | what |\n|---|---|---|\n";
         for (const auto& a : p.arguments)
-            out += "| `" + a.name + "` | " + (a.required ? "yes" : "no") + " | " +
-                   a.description + " |\n";
+            out += "| `" + a.name + "` | " + (a.required ? "yes" : "no") + " | " + a.description +
+                   " |\n";
         out += "\n";
     }
     return out;

@@ -63,8 +63,8 @@ std::vector<SurfaceLists::Client> SurfaceLists::clients(std::stop_token stop) {
     std::vector<Client> out;
     for (std::int64_t offset = 0; offset < kClientPages * 1000; offset += 1000) {
         std::int64_t total = 0;
-        json rows = read_rows(*box_, {.resource = "clients", .limit = 1000, .offset = offset},
-                              stop, &total);
+        json rows = read_rows(*box_, {.resource = "clients", .limit = 1000, .offset = offset}, stop,
+                              &total);
         for (const json& row : rows) {
             if (!row.is_object()) continue;
             const json& id = row.contains("id") ? row["id"] : row.value("client_id", json());
@@ -135,8 +135,8 @@ std::vector<std::string> SurfaceLists::keywords(const std::string& client_id,
 std::vector<std::string> SurfaceLists::report_ids(const std::string& client_id,
                                                   std::stop_token stop) {
     return cached("reports\x1f" + client_id, [&] {
-        return distinct(read_rows(*box_, ordered("seo_reports", client_id, 100, "created_at"), stop),
-                        "id");
+        return distinct(
+            read_rows(*box_, ordered("seo_reports", client_id, 100, "created_at"), stop), "id");
     });
 }
 
@@ -145,8 +145,8 @@ std::vector<std::string> SurfaceLists::article_ids(const std::string& client_id,
     return cached("articles\x1f" + client_id, [&] {
         std::vector<std::string> ids;
         for (const char* resource : {"blogs", "geo_articles"}) {
-            auto some = distinct(read_rows(*box_, ordered(resource, client_id, 100, "created_at"), stop),
-                                 "id");
+            auto some = distinct(
+                read_rows(*box_, ordered(resource, client_id, 100, "created_at"), stop), "id");
             ids.insert(ids.end(), some.begin(), some.end());
         }
         return ids;

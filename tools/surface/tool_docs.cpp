@@ -1,14 +1,14 @@
-#include "server/mcp_server.hpp"
 #include "tools/surface/tool_docs.hpp"
+#include "server/mcp_server.hpp"
 
 #include <algorithm>
 #include <string_view>
 #include <vector>
 
 #include "base/text.hpp"
-#include "tools/surface/surface.hpp"
 #include "tools/kit/tool_kit.hpp"
 #include "tools/kit/toolsets.hpp"
+#include "tools/surface/surface.hpp"
 
 namespace agency::tools {
 
@@ -251,16 +251,19 @@ std::string toolsets_markdown(const ToolCatalog& catalog) {
 std::string readme_markdown(const ToolCatalog& catalog) {
     std::string out = "### Toolsets\n\n" + toolsets_markdown(catalog);
     out += "\n### Resources\n\n| URI | what |\n|---|---|\n";
-    out += "| `agency://server/usage` | " + cell("What the tools are for; cursors, budgets, "
-                                                 "confirmation and audit jobs") + " |\n";
+    out += "| `agency://server/usage` | " +
+           cell(
+               "What the tools are for; cursors, budgets, "
+               "confirmation and audit jobs") +
+           " |\n";
     for (const TemplateSpec& t : template_specs())
         out += "| `" + t.uri_template + "` | " + cell(prose(t.description)) + " |\n";
     out += "\n### Prompts\n\n| prompt | what | arguments |\n|---|---|---|\n";
     for (const PromptSpec& p : prompt_specs()) {
         std::vector<std::string> args;
         for (const auto& a : p.arguments) args.push_back(code(a.name) + (a.required ? "" : "?"));
-        out += "| " + code(p.name) + " | " + cell(prose(p.description)) + " | " +
-               join(args, ", ") + " |\n";
+        out += "| " + code(p.name) + " | " + cell(prose(p.description)) + " | " + join(args, ", ") +
+               " |\n";
     }
     return out;
 }
@@ -270,8 +273,9 @@ std::string tools_markdown(const mcp::Server& server, const mcp::Principal& prin
     const auto tools = server.visible_tools(principal);
     std::string out;
     out += "# Tool reference\n\n";
-    out += "<!-- Generated from the tool definitions by `agency-mcp tools-doc`; do not edit by "
-           "hand.\n     Regenerate: build/agency-mcp tools-doc > docs/tools.md -->\n\n";
+    out +=
+        "<!-- Generated from the tool definitions by `agency-mcp tools-doc`; do not edit by "
+        "hand.\n     Regenerate: build/agency-mcp tools-doc > docs/tools.md -->\n\n";
     const std::string& instructions = server.options().info.instructions;
     if (!instructions.empty()) out += prose(instructions) + "\n\n";
     out += "agency-mcp offers " + std::to_string(tools.size()) +
@@ -292,29 +296,31 @@ std::string tools_markdown(const mcp::Server& server, const mcp::Principal& prin
     }
     out += "\n";
     // What tools/list leaves to this page (tools/kit/listed_schema.hpp).
-    out += "tools/list is in every model's context on connect, so it publishes less than the "
-           "tables below (within 32 KiB with every toolset; docs/tool-budget.md). An input "
-           "schema leaves out the bounds that only guard the server (`maxLength`, `minLength`, "
-           "`maxItems`, `maxProperties`, `pattern`, the range of `max_bytes`: a value past one "
-           "is refused naming it), the long per-resource hints of `read_resource`, and the "
-           "descriptions of the arguments below, which mean the same on every tool. An output "
-           "schema names the members every answer has (`required`); their types and the members "
-           "only some answers have (`next_cursor`, `note`, `preview`, ...) are in the tables. "
-           "Gateway rows pass every member the gateway sends through, so their types are the "
-           "gateway's: the tables give the spec's.\n\n";
-    out += "## Arguments many tools share\n\n| argument | meaning |\n|---|---|\n"
-           "| `limit` | Rows a page (a list tool), or rows in the answer (a ranking or insight "
-           "tool: the top of its order). |\n"
-           "| `cursor` | The `next_cursor` of the answer before, passed back unchanged with the "
-           "same other arguments, for the next page. |\n"
-           "| `fields` | Row members to keep; the others are left out of every row. |\n"
-           "| `max_bytes` | The answer's size cap in bytes (2,000 to 2,000,000); rows past it wait "
-           "for the next page and `truncated` says so. |\n"
-           "| `where` | `{member: value}` or `{member: {op: value}}` with `gt`, `gte`, `lt`, "
-           "`lte`, `ne`, `in`, `contains`: every test must hold. |\n"
-           "| `order_by`, `direction` | A member to sort by, `asc` or `desc`. |\n"
-           "| `idempotency_key` | An action repeated with the same key returns the first result "
-           "instead of running again. |\n\n";
+    out +=
+        "tools/list is in every model's context on connect, so it publishes less than the "
+        "tables below (within 32 KiB with every toolset; docs/tool-budget.md). An input "
+        "schema leaves out the bounds that only guard the server (`maxLength`, `minLength`, "
+        "`maxItems`, `maxProperties`, `pattern`, the range of `max_bytes`: a value past one "
+        "is refused naming it), the long per-resource hints of `read_resource`, and the "
+        "descriptions of the arguments below, which mean the same on every tool. An output "
+        "schema names the members every answer has (`required`); their types and the members "
+        "only some answers have (`next_cursor`, `note`, `preview`, ...) are in the tables. "
+        "Gateway rows pass every member the gateway sends through, so their types are the "
+        "gateway's: the tables give the spec's.\n\n";
+    out +=
+        "## Arguments many tools share\n\n| argument | meaning |\n|---|---|\n"
+        "| `limit` | Rows a page (a list tool), or rows in the answer (a ranking or insight "
+        "tool: the top of its order). |\n"
+        "| `cursor` | The `next_cursor` of the answer before, passed back unchanged with the "
+        "same other arguments, for the next page. |\n"
+        "| `fields` | Row members to keep; the others are left out of every row. |\n"
+        "| `max_bytes` | The answer's size cap in bytes (2,000 to 2,000,000); rows past it wait "
+        "for the next page and `truncated` says so. |\n"
+        "| `where` | `{member: value}` or `{member: {op: value}}` with `gt`, `gte`, `lt`, "
+        "`lte`, `ne`, `in`, `contains`: every test must hold. |\n"
+        "| `order_by`, `direction` | A member to sort by, `asc` or `desc`. |\n"
+        "| `idempotency_key` | An action repeated with the same key returns the first result "
+        "instead of running again. |\n\n";
     for (const auto* tool : tools) tool_section(*tool, doc_of(catalog, tool->name), out);
     out += surface_markdown();  // resources, templates and prompts (tools/surface/completion.cpp)
     // One trailing newline, as editors save files.
