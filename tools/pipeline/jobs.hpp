@@ -163,7 +163,9 @@ public:
     // finished.
     bool cancel(const std::string& id);
 
-    // Sets (or, with an empty function, clears) the one change listener.
+    // Sets (or, with an empty function, clears) the one change listener. A listener is called
+    // after each change with the job as the store holds it at that moment (never an older
+    // state): a change that follows quickly may be seen in the place of the one before.
     void on_change(Listener listener);
     // Adds a listener called after the one above, for as long as the jobs live (e.g. resource
     // update notifications).
