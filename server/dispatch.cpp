@@ -2,7 +2,7 @@
 // reading it into an Incoming (its kind and its method's entry, found once), the guard that
 // turns anything thrown into a JSON-RPC error (the one place), responses and notifications,
 // the request's era, and the call of its method's handler. The registry and the server object
-// are in mcp_server.cpp; the handlers in methods.cpp, tool_calls.cpp and task_runtime.cpp.
+// are in server_object.cpp; the handlers in methods.cpp, tool_calls.cpp and task_runtime.cpp.
 #include <limits>
 #include <memory>
 #include <stop_token>

@@ -1,4 +1,4 @@
-// Server internals shared by the files that implement it (mcp_server.cpp, methods.cpp,
+// Server internals shared by the files that implement it (server_object.cpp, methods.cpp,
 // rounds.cpp, task_runtime.cpp). Server::Impl is the registry, fixed once serving starts, and
 // the parts that change while serving, each owning its lock: sessions, calls in flight,
 // requests to clients, tasks.
