@@ -131,22 +131,21 @@ bool Client::refresh_discovery(std::stop_token stop) {
 void Client::start_discovery_refresh(std::chrono::milliseconds period,
                                      std::function<void()> on_change) {
     std::lock_guard lock(impl_->refresher_mu);
-    impl_->refresher = std::jthread();  // stops and joins a previous refresher
+    impl_->refresher = base::Periodic();  // stops and joins a previous refresher
     Impl* impl = impl_.get();
-    impl->refresher =
-        std::jthread([impl, period, on_change = std::move(on_change)](std::stop_token stop) {
-            while (impl->clock.sleep_for(period, stop)) {
-                if (impl->away.load()) continue;  // the reconnecter is at it
-                try {
-                    const bool changed = impl->store_discovery(
-                        impl->fetch_discovery(stop, impl->config.max_attempts));
-                    if (changed && on_change) on_change();
-                } catch (const Error& e) {
-                    if (e.reason() == ErrorReason::cancelled) return;
-                    log::warn("gateway discovery refresh failed: {}", e.what());
-                } catch (const std::exception& e) {
-                    log::warn("gateway discovery refresh failed: {}", e.what());
-                }
+    impl->refresher = base::Periodic(
+        {.period = period,
+         .at_once = false,
+         .what = "gateway discovery refresh failed",
+         .clock = &impl->clock},
+        [impl, on_change = std::move(on_change)](std::stop_token stop) {
+            if (impl->away.load()) return;  // the reconnecter is at it
+            try {
+                const bool changed =
+                    impl->store_discovery(impl->fetch_discovery(stop, impl->config.max_attempts));
+                if (changed && on_change) on_change();
+            } catch (const Error& e) {
+                if (e.reason() != ErrorReason::cancelled) throw;  // the loop logs it
             }
         });
 }
@@ -164,7 +163,7 @@ Client::DiscoveryHealth Client::discovery_health() const {
 
 void Client::stop_discovery_refresh() {
     std::lock_guard lock(impl_->refresher_mu);
-    impl_->refresher = std::jthread();
+    impl_->refresher = base::Periodic();
     impl_->reconnecter = std::jthread();
 }
 

@@ -25,6 +25,7 @@
 #include "base/log.hpp"
 
 #include "base/clock.hpp"
+#include "base/periodic.hpp"
 #include "gateway/actions.hpp"
 #include "gateway/client.hpp"
 #include "gateway/client_detail.hpp"
@@ -249,7 +250,7 @@ struct Client::Impl {
 
     std::mutex refresher_mu;
     std::jthread reconnecter;  // stopped and joined before the rest goes away
-    std::jthread refresher;    // last member: stopped and joined before the rest goes away
+    base::Periodic refresher;  // last member: stopped and joined before the rest goes away
 
     Impl(Config c, detail::BaseUrl u, const base::Clock& clock);
 

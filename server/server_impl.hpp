@@ -15,6 +15,7 @@
 
 #include "base/clock.hpp"
 #include "base/log_summary.hpp"
+#include "base/periodic.hpp"
 #include "base/sealed_token.hpp"
 #include "server/calls_in_flight.hpp"
 #include "server/mcp_server.hpp"
@@ -157,7 +158,7 @@ struct TaskRuntime {
     std::vector<std::pair<std::shared_ptr<LiveTask>, std::jthread>> threads;
     std::shared_ptr<TaskStore> store;  // set at construction
     std::string instance_id;           // options.instance_id, or a random one
-    std::jthread keeper;               // shared store: renews leases, takes over orphans
+    base::Periodic keeper;             // shared store: renews leases, takes over orphans
 };
 
 struct Server::Impl {

@@ -101,10 +101,9 @@ Server::~Server() {
     for (auto& stop : impl_->shutdown_hooks) stop();
     // Nothing from other instances reaches the tasks from here on; this instance's leases
     // run out and another instance takes its unfinished tasks over.
-    if (impl_->tasks.keeper.joinable()) {
+    if (impl_->tasks.keeper.running()) {
         impl_->tasks.store->watch_task_cancellations({});
-        impl_->tasks.keeper.request_stop();
-        impl_->tasks.keeper.join();
+        impl_->tasks.keeper.stop();
     }
     // Running tasks stop with the server; a durable store keeps them for resume_tasks().
     std::vector<std::pair<std::shared_ptr<LiveTask>, std::jthread>> threads;

@@ -3,7 +3,6 @@
 // lease ran out) is claimed by another instance and resumed or failed with "outcome unknown";
 // a tasks/cancel answered by any instance reaches the one doing the work (at once through the
 // store's watch, at the latest with the next renewal).
-#include <condition_variable>
 #include <mutex>
 
 #include "base/log.hpp"
@@ -64,21 +63,11 @@ void Server::resume_tasks() {
         return;
     }
     impl.tasks.store->watch_task_cancellations([this](const std::string& id) { cancel_here(id); });
-    impl.tasks.keeper = std::jthread([this](std::stop_token stop) {
-        std::mutex m;
-        std::condition_variable_any cv;
-        const auto period = std::chrono::milliseconds(impl_->options.task_lease_ms / 3);
-        do {
-            try {
-                keep_task_leases();
-            } catch (const std::exception& e) {
-                // The store is away for a moment; the leases still run for a while.
-                log::warn("tasks: renewing leases: {}", e.what());
-            }
-            std::unique_lock lock(m);
-            cv.wait_for(lock, stop, period, [] { return false; });
-        } while (!stop.stop_requested());
-    });
+    impl.tasks.keeper =
+        base::Periodic({.period = std::chrono::milliseconds(impl.options.task_lease_ms / 3),
+                        .what = "tasks: renewing leases",
+                        .clock = impl.clock},
+                       [this](std::stop_token) { keep_task_leases(); });
 }
 
 void Server::keep_task_leases() {

@@ -5,21 +5,22 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <variant>
 
 #include <gtest/gtest.h>
 
-#include "tests/pg_cluster.hpp"
 #include "state/pg_store.hpp"
+#include "tests/pg_cluster.hpp"
+#include "tests/support/manual_clock.hpp"
+#include "tests/support/sample_clients.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/tool_harness.hpp"
-#include "tests/support/sample_clients.hpp"
 #include "tools/pipeline/jobs.hpp"
 
 namespace {
 
 using agency::sample::FaultMode;
+using agency::testing::ManualClock;
 using agency::testing::ToolHarness;
 using agency::tools::AuditJobs;
 using agency::tools::CreditLimiter;
@@ -27,9 +28,43 @@ using namespace std::chrono_literals;
 
 using namespace agency::testing::sample_clients;
 
-std::shared_ptr<agency::state::PgStore> instance_store(const std::string& url) {
-    return std::make_shared<agency::state::PgStore>(url);
+// An instance's own connection pool on the shared database, stamping leases on `clock`.
+std::shared_ptr<agency::state::PgStore> instance_store(const std::string& url,
+                                                       const ManualClock* clock = nullptr) {
+    auto store = std::make_shared<agency::state::PgStore>(url);
+    if (clock) store->use_clock(*clock);
+    return store;
 }
+
+// Steps the clock that `keepers` lease keepers wait on by their period (lease / 3), each step
+// once every one of them is asleep in its wait: a step is one round of each keeper, in no real
+// time. The clock's waits are the keepers' only (the gateway client has its own clock).
+class KeeperSteps {
+public:
+    // `waits_before`: the waits of keepers that have stopped since (a dead instance's).
+    KeeperSteps(const ManualClock& clock, int keepers, int waits_before = 0)
+        : clock_(clock), keepers_(keepers), waits_before_(waits_before) {}
+    void run(std::chrono::milliseconds period, int steps) {
+        for (int i = 0; i < steps; ++i, ++taken_) {
+            settle();
+            if (::testing::Test::HasFatalFailure()) return;
+            clock_.advance(period);
+        }
+    }
+    // Returns once every keeper waits again: at its start, or after its round of the last step.
+    void settle() {
+        const int asleep = waits_before_ + keepers_ * (taken_ + 1);
+        ASSERT_TRUE(agency::testing::eventually([&] { return clock_.waits_begun() >= asleep; },
+                                                8000ms, 2ms))
+            << "step " << taken_ << ": " << clock_.waits_begun() << " waits, not " << asleep;
+    }
+
+private:
+    const ManualClock& clock_;
+    const int keepers_;
+    const int waits_before_;
+    int taken_ = 0;
+};
 
 // The stored job once `pred` holds (or after ~8 s).
 template <typename Pred>
@@ -48,17 +83,24 @@ TEST(SharedAudits, ALiveInstanceKeepsItsJobWhileItsPostIsOut) {
     const std::string url = agency::testing::pg_fresh_database();
     ToolHarness h;
     h.gw->inject({.target = "seo_audit", .mode = FaultMode::slow, .delay_ms = 2500});
-    AuditJobs one(instance_store(url), 1, {.instance_id = "i_one", .lease = 600ms});
+    const ManualClock clock(ManualClock::Sleeps::until_advanced);
+    AuditJobs one(instance_store(url, &clock), 1,
+                  {.instance_id = "i_one", .lease = 600ms, .clock = &clock});
     one.start(h.box);
     const std::string id =
         one.submit(kDental, "alice", "https://www.brightsmile.example/live").id;
     (void)agency::testing::eventually([&] { return h.gw->posts_in_flight() != 0; }, 5000ms, 10ms);
     ASSERT_EQ(h.gw->posts_in_flight(), 1u);
-    auto other = instance_store(url);
-    AuditJobs two(other, 1, {.instance_id = "i_two", .lease = 600ms});
+    auto other = instance_store(url, &clock);
+    AuditJobs two(other, 1, {.instance_id = "i_two", .lease = 600ms, .clock = &clock});
     two.start(h.box);
-    std::this_thread::sleep_for(1500ms);  // over two leases: only renewals keep it
+    // Three leases pass while the POST is out (2.5 s of real time): only renewals keep it.
+    KeeperSteps steps(clock, 2);
+    steps.run(200ms, 9);
+    steps.settle();
+    ASSERT_EQ(h.gw->posts_in_flight(), 1u) << "the steps outlasted the POST: nothing was tested";
     EXPECT_EQ(other->job(id)->lease_owner, "i_one");
+    EXPECT_EQ(other->job(id)->status, "running");
     const auto done = await_job(*other, id, [](const auto& j) { return j.status == "succeeded"; });
     EXPECT_EQ(done.status, "succeeded");
     EXPECT_EQ(h.gw->count_requests("POST", "seo_audit"), 1u) << "instance two never sent it";
@@ -69,19 +111,29 @@ TEST(SharedAudits, ADeadInstancesJobIsTakenOverWithoutASecondPost) {
     ToolHarness h;
     h.gw->inject({.target = "seo_audit", .mode = FaultMode::slow, .delay_ms = 500});
     const std::string page = "https://www.brightsmile.example/taken-over";
+    const ManualClock clock(ManualClock::Sleeps::until_advanced);
     std::string id;
     {
-        AuditJobs one(instance_store(url), 1, {.instance_id = "i_one", .lease = 1500ms});
+        AuditJobs one(instance_store(url, &clock), 1,
+                      {.instance_id = "i_one", .lease = 1500ms, .clock = &clock});
         one.start(h.box);
         id = one.submit(kDental, "alice", page).id;
         (void)agency::testing::eventually([&] { return h.gw->posts_in_flight() != 0; }, 5000ms,
                                           10ms);
         ASSERT_EQ(h.gw->posts_in_flight(), 1u) << "the POST is at the gateway";
+        ASSERT_TRUE(agency::testing::eventually([&] { return clock.waits_begun() == 1; }))
+            << "instance one's keeper is not waiting on the clock it was given";
     }  // instance one dies with its POST out; the gateway still finishes the audit
-    auto other = instance_store(url);
+    auto other = instance_store(url, &clock);
     EXPECT_EQ(other->job(id)->status, "running");
-    AuditJobs two(other, 1, {.instance_id = "i_two", .lease = 1500ms});
+    AuditJobs two(other, 1, {.instance_id = "i_two", .lease = 1500ms, .clock = &clock});
     two.start(h.box);
+    // Two rounds of instance two's keeper: the lease (1.5 s) still runs, the job stays one's.
+    KeeperSteps steps(clock, 1, /*waits_before=*/1);
+    steps.run(500ms, 2);
+    steps.settle();
+    EXPECT_EQ(other->job(id)->lease_owner, "i_one") << "taken over before its lease ran out";
+    steps.run(500ms, 2);  // 2 s: the lease ran out at the last step
     const auto done = await_job(*other, id, [](const auto& j) { return j.status == "succeeded"; });
     EXPECT_EQ(done.status, "succeeded");
     EXPECT_EQ(done.lease_owner, "i_two");
@@ -93,19 +145,25 @@ TEST(SharedAudits, ADeadInstancesJobIsTakenOverWithoutASecondPost) {
 TEST(SharedAudits, AQueuedJobOfADeadInstanceIsRunOnce) {
     const std::string url = agency::testing::pg_fresh_database();
     ToolHarness h;
-    auto store = instance_store(url);
+    const ManualClock clock(ManualClock::Sleeps::until_advanced);
+    auto store = instance_store(url, &clock);
     // Queued by an instance that died before its worker claimed it.
     const std::string id =
         store->create_job("seo_audit", kDental, "alice",
                           {{"url", "https://www.brightsmile.example/queued"}})
             .id;
-    AuditJobs two(instance_store(url), 1, {.instance_id = "i_two", .lease = 600ms});
-    AuditJobs three(instance_store(url), 1, {.instance_id = "i_three", .lease = 600ms});
+    AuditJobs two(instance_store(url, &clock), 1,
+                  {.instance_id = "i_two", .lease = 600ms, .clock = &clock});
+    AuditJobs three(instance_store(url, &clock), 1,
+                    {.instance_id = "i_three", .lease = 600ms, .clock = &clock});
     two.start(h.box);
     three.start(h.box);
     const auto done = await_job(*store, id, [](const auto& j) { return j.status == "succeeded"; });
     EXPECT_EQ(done.status, "succeeded");
-    std::this_thread::sleep_for(700ms);  // a second claim would have sent it again by now
+    // Two leases of both keepers' rounds: a second claim would have sent it again.
+    KeeperSteps steps(clock, 2);
+    steps.run(200ms, 6);
+    steps.settle();
     EXPECT_EQ(h.gw->count_requests("POST", "seo_audit"), 1u);
 }
 

@@ -134,7 +134,10 @@ void AuditJobs::start(std::shared_ptr<Toolbox> box) {
     if (store_->shared()) {
         // Other instances may be running these: only jobs whose lease ran out are taken, now
         // and every lease / 3 from here on.
-        keeper_ = std::jthread([this](std::stop_token stop) { keep_leases(stop); });
+        keeper_ = base::Periodic({.period = sharing_.lease / 3,
+                                  .what = "audit jobs: renewing leases",
+                                  .clock = sharing_.clock},
+                                 [this](std::stop_token) { keep_leases(); });
     } else {
         for (const Job& job : store_->unfinished_jobs()) {
             if (job.kind != "seo_audit") continue;
@@ -156,20 +159,9 @@ void AuditJobs::start_workers() {
         workers_.emplace_back([this](std::stop_token stop) { work(stop); });
 }
 
-void AuditJobs::keep_leases(std::stop_token stop) {
-    std::mutex m;
-    std::condition_variable_any cv;
-    do {
-        try {
-            store_->renew_job_leases(sharing_.instance_id, sharing_.lease);
-            take_orphans();
-        } catch (const std::exception& e) {
-            // The store is away for a moment: the leases still run for a while; try again.
-            log::warn("audit jobs: renewing leases: {}", e.what());
-        }
-        std::unique_lock lock(m);
-        cv.wait_for(lock, stop, sharing_.lease / 3, [] { return false; });
-    } while (!stop.stop_requested());
+void AuditJobs::keep_leases() {
+    store_->renew_job_leases(sharing_.instance_id, sharing_.lease);
+    take_orphans();
 }
 
 void AuditJobs::take_orphans() {
@@ -194,15 +186,14 @@ void AuditJobs::take_orphans() {
 
 void AuditJobs::stop() {
     std::vector<std::jthread> workers;
-    std::jthread keeper;
+    base::Periodic keeper;
     {
         std::lock_guard lock(mutex_);
         started_ = false;
         workers.swap(workers_);
-        keeper.swap(keeper_);
+        keeper = std::move(keeper_);
     }
-    keeper.request_stop();
-    keeper = {};
+    keeper.stop();
     for (auto& w : workers) w.request_stop();
     ready_.notify_all();
     workers.clear();  // joins

@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/periodic.hpp"
 #include "base/trace_context.hpp"
 #include "state/store.hpp"
 #include "tools/kit/tool_kit.hpp"
@@ -141,6 +142,9 @@ public:
     struct Sharing {
         std::string instance_id;  // unique per process
         std::chrono::milliseconds lease{15'000};
+        // What the lease keeper waits on between its rounds (the process's when null): a test
+        // steps it. Leases are stamped by the store's clock.
+        const base::Clock* clock = nullptr;
     };
 
     AuditJobs(std::shared_ptr<Store> store, int workers, Sharing sharing);
@@ -180,8 +184,9 @@ private:
         std::shared_ptr<const base::CallTrace> trace;
     };
     void start_workers();  // with mutex_ held
-    // Shared store: renews this instance's leases and queues the jobs of dead instances.
-    void keep_leases(std::stop_token stop);
+    // Shared store, every lease / 3: renews this instance's leases and queues the jobs of dead
+    // instances.
+    void keep_leases();
     void take_orphans();
     void work(std::stop_token stop);
     void run_one(const Pending& pending, std::stop_token stop);
@@ -197,7 +202,7 @@ private:
     std::shared_ptr<Store> store_;
     int worker_count_;
     Sharing sharing_;
-    std::jthread keeper_;
+    base::Periodic keeper_;
     std::shared_ptr<Toolbox> box_;
     std::mutex mutex_;
     std::condition_variable_any ready_;
