@@ -23,7 +23,6 @@ using agency::sample::FaultMode;
 using agency::testing::ManualClock;
 using agency::testing::ToolHarness;
 using agency::tools::AuditJobs;
-using agency::tools::CreditLimiter;
 using namespace std::chrono_literals;
 
 using namespace agency::testing::sample_clients;
@@ -168,6 +167,7 @@ TEST(SharedAudits, AQueuedJobOfADeadInstanceIsRunOnce) {
 }
 
 TEST(SharedCredits, TheLimitHoldsAcrossInstances) {
+    using agency::tools::CreditLimiter;
     const std::string url = agency::testing::pg_fresh_database();
     const agency::tools::CreditSettings settings{.max_in_flight_per_client = 2,
                                                  .max_per_minute_per_client = 3};
