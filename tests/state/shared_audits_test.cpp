@@ -11,6 +11,7 @@
 
 #include "state/pg_store.hpp"
 #include "tests/pg_cluster.hpp"
+#include "tests/support/keeper_steps.hpp"
 #include "tests/support/manual_clock.hpp"
 #include "tests/support/sample_clients.hpp"
 #include "tests/support/wait.hpp"
@@ -34,36 +35,6 @@ std::shared_ptr<agency::state::PgStore> instance_store(const std::string& url,
     if (clock) store->use_clock(*clock);
     return store;
 }
-
-// Steps the clock that `keepers` lease keepers wait on by their period (lease / 3), each step
-// once every one of them is asleep in its wait: a step is one round of each keeper, in no real
-// time. The clock's waits are the keepers' only (the gateway client has its own clock).
-class KeeperSteps {
-public:
-    // `waits_before`: the waits of keepers that have stopped since (a dead instance's).
-    KeeperSteps(const ManualClock& clock, int keepers, int waits_before = 0)
-        : clock_(clock), keepers_(keepers), waits_before_(waits_before) {}
-    void run(std::chrono::milliseconds period, int steps) {
-        for (int i = 0; i < steps; ++i, ++taken_) {
-            settle();
-            if (::testing::Test::HasFatalFailure()) return;
-            clock_.advance(period);
-        }
-    }
-    // Returns once every keeper waits again: at its start, or after its round of the last step.
-    void settle() {
-        const int asleep = waits_before_ + keepers_ * (taken_ + 1);
-        ASSERT_TRUE(agency::testing::eventually([&] { return clock_.waits_begun() >= asleep; },
-                                                8000ms, 2ms))
-            << "step " << taken_ << ": " << clock_.waits_begun() << " waits, not " << asleep;
-    }
-
-private:
-    const ManualClock& clock_;
-    const int keepers_;
-    const int waits_before_;
-    int taken_ = 0;
-};
 
 // The stored job once `pred` holds (or after ~8 s).
 template <typename Pred>
@@ -94,7 +65,7 @@ TEST(SharedAudits, ALiveInstanceKeepsItsJobWhileItsPostIsOut) {
     AuditJobs two(other, 1, {.instance_id = "i_two", .lease = 600ms, .clock = &clock});
     two.start(h.box);
     // Three leases pass while the POST is out (2.5 s of real time): only renewals keep it.
-    KeeperSteps steps(clock, 2);
+    agency::testing::KeeperSteps steps(clock, 2);
     steps.run(200ms, 9);
     steps.settle();
     ASSERT_EQ(h.gw->posts_in_flight(), 1u) << "the steps outlasted the POST: nothing was tested";
@@ -128,7 +99,7 @@ TEST(SharedAudits, ADeadInstancesJobIsTakenOverWithoutASecondPost) {
     AuditJobs two(other, 1, {.instance_id = "i_two", .lease = 1500ms, .clock = &clock});
     two.start(h.box);
     // Two rounds of instance two's keeper: the lease (1.5 s) still runs, the job stays one's.
-    KeeperSteps steps(clock, 1, /*waits_before=*/1);
+    agency::testing::KeeperSteps steps(clock, 1, /*waits_before=*/1);
     steps.run(500ms, 2);
     steps.settle();
     EXPECT_EQ(other->job(id)->lease_owner, "i_one") << "taken over before its lease ran out";
@@ -160,7 +131,7 @@ TEST(SharedAudits, AQueuedJobOfADeadInstanceIsRunOnce) {
     const auto done = await_job(*store, id, [](const auto& j) { return j.status == "succeeded"; });
     EXPECT_EQ(done.status, "succeeded");
     // Two leases of both keepers' rounds: a second claim would have sent it again.
-    KeeperSteps steps(clock, 2);
+    agency::testing::KeeperSteps steps(clock, 2);
     steps.run(200ms, 6);
     steps.settle();
     EXPECT_EQ(h.gw->count_requests("POST", "seo_audit"), 1u);

@@ -1,21 +1,24 @@
 // MCP tasks across instances on one PostgreSQL store: any instance answers tasks/get and
 // tasks/result, a cancel on one stops the work on another, and a task whose instance died is
-// resumed by another once its lease runs out.
+// resumed by another once its lease runs out. The instances' lease keepers wait on one
+// ManualClock, which their stores stamp leases with too: the tests step leases rather than
+// spend them, and a keeper runs a round only when the test steps it.
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <future>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include <gtest/gtest.h>
 
-#include "tests/pg_cluster.hpp"
 #include "server/mcp_server.hpp"
 #include "state/pg_store.hpp"
+#include "tests/pg_cluster.hpp"
 #include "tests/support/core_names.hpp"
 #include "tests/support/gate.hpp"
+#include "tests/support/keeper_steps.hpp"
+#include "tests/support/manual_clock.hpp"
 #include "tests/support/wait.hpp"
 
 namespace {
@@ -39,9 +42,12 @@ struct Instance {
     std::unique_ptr<Server> server;
     int id = 0;
 
-    Instance(const std::string& url, const std::string& name, Probe& probe) {
+    Instance(const std::string& url, const std::string& name, Probe& probe,
+             const agency::testing::ManualClock& clock) {
         store = std::make_shared<agency::state::PgStore>(url);
+        store->use_clock(clock);
         ServerOptions options;
+        options.clock = &clock;
         options.task_store = store;
         options.task_poll_ms = 50;
         options.state_secret = "shared-tasks-secret-shared-tasks-secret";
@@ -100,68 +106,77 @@ std::string await(const std::function<std::string()>& get, const std::string& wa
 
 class SharedTasks : public ::testing::Test {
 protected:
+    // Instances one and two, and a wait_job task started on one: its id ("" when none).
+    std::string start_on_one() {
+        one_ = std::make_unique<Instance>(url_, "i_one", probe_, clock_);
+        two_ = std::make_unique<Instance>(url_, "i_two", probe_, clock_);
+        json created =
+            one_->modern("tools/call", {{"name", "wait_job"}, {"arguments", json::object()}});
+        const std::string id = created["result"].value("taskId", "");
+        EXPECT_FALSE(id.empty()) << created;
+        return id;
+    }
     std::string url_ = agency::testing::pg_fresh_database();
     Probe probe_;
+    const agency::testing::ManualClock clock_{agency::testing::ManualClock::Sleeps::until_advanced};
+    std::unique_ptr<Instance> one_, two_;  // after what they use: they go first
 };
 
 TEST_F(SharedTasks, AnyInstanceAnswersForATaskAnotherRuns) {
-    Instance one(url_, "i_one", probe_), two(url_, "i_two", probe_);
-    json created = one.modern("tools/call", {{"name", "wait_job"}, {"arguments", json::object()}});
-    const std::string id = created["result"].value("taskId", "");
-    ASSERT_FALSE(id.empty()) << created;
-    EXPECT_EQ(two.status(id), "working") << "instance two reads the record instance one wrote";
+    const std::string id = start_on_one();
+    ASSERT_FALSE(id.empty());
+    EXPECT_EQ(two_->status(id), "working") << "instance two reads the record instance one wrote";
     probe_.release.open();
-    EXPECT_EQ(await([&] { return two.status(id); }, "completed"), "completed");
-    json got = two.modern("tasks/get", {{"taskId", id}})["result"];
+    EXPECT_EQ(await([&] { return two_->status(id); }, "completed"), "completed");
+    json got = two_->modern("tasks/get", {{"taskId", id}})["result"];
     EXPECT_EQ(got["result"]["content"][0]["text"], "done") << got;
     EXPECT_EQ(probe_.runs, 1) << "run once, by the instance that created it";
 }
 
 TEST_F(SharedTasks, ACancelOnOneInstanceStopsTheWorkOnAnother) {
-    Instance one(url_, "i_one", probe_), two(url_, "i_two", probe_);
-    json created = one.modern("tools/call", {{"name", "wait_job"}, {"arguments", json::object()}});
-    const std::string id = created["result"].value("taskId", "");
-    ASSERT_FALSE(id.empty()) << created;
+    const std::string id = start_on_one();
+    ASSERT_FALSE(id.empty());
     ASSERT_EQ(await([&] { return std::to_string(probe_.runs.load()); }, "1"), "1");
-    const auto asked = std::chrono::steady_clock::now();
-    EXPECT_FALSE(two.modern("tasks/cancel", {{"taskId", id}}).contains("error"));
-    (void)agency::testing::eventually([&] { return probe_.saw_stop.load(); }, 3000ms, 10ms);
+    // Both keepers asleep, and the clock never steps: no lease renewal runs from here on, so
+    // only LISTEN/NOTIFY can carry the cancel to instance one.
+    agency::testing::KeeperSteps(clock_, 2).settle();
+    EXPECT_FALSE(two_->modern("tasks/cancel", {{"taskId", id}}).contains("error"));
+    (void)agency::testing::eventually([&] { return probe_.saw_stop.load(); }, 5000ms, 10ms);
     EXPECT_TRUE(probe_.saw_stop) << "the work on instance one was stopped";
-    // LISTEN/NOTIFY carries it at once, well before the next lease renewal would.
-    EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::milliseconds(kLeaseMs / 3 * 2));
-    EXPECT_EQ(one.status(id), "cancelled");
-    EXPECT_EQ(two.status(id), "cancelled");
+    EXPECT_EQ(clock_.waits_begun(), 2) << "a keeper ran a round the test did not step";
+    EXPECT_EQ(one_->status(id), "cancelled");
+    EXPECT_EQ(two_->status(id), "cancelled");
 }
 
 TEST_F(SharedTasks, ATaskWhoseInstanceDiedIsResumedByAnother) {
-    std::string id;
-    auto one = std::make_unique<Instance>(url_, "i_one", probe_);
-    Instance two(url_, "i_two", probe_);
-    json created = one->modern("tools/call", {{"name", "wait_job"}, {"arguments", json::object()}});
-    id = created["result"].value("taskId", "");
-    ASSERT_FALSE(id.empty()) << created;
+    const std::string id = start_on_one();
+    ASSERT_FALSE(id.empty());
     ASSERT_EQ(await([&] { return std::to_string(probe_.runs.load()); }, "1"), "1");
-    // While instance one lives and renews, instance two leaves the task alone.
-    std::this_thread::sleep_for(std::chrono::milliseconds(kLeaseMs * 2));
+    // While instance one lives and renews, instance two leaves the task alone: two leases.
+    agency::testing::KeeperSteps both(clock_, 2);
+    both.run(std::chrono::milliseconds(kLeaseMs / 3), 6);
+    both.settle();
     EXPECT_EQ(probe_.resumes, 0);
-    EXPECT_EQ(two.status(id), "working");
-    one.reset();  // the instance stops mid-task: its record stays working, its lease runs out
-    EXPECT_EQ(await([&] { return two.status(id); }, "completed"), "completed");
+    EXPECT_EQ(two_->status(id), "working");
+    one_.reset();  // the instance stops mid-task: its record stays working, its lease runs out
+    // Instance two's keeper alone: one lease later the task is its.
+    agency::testing::KeeperSteps alone(clock_, 1, both.asleep() - 1);
+    alone.run(std::chrono::milliseconds(kLeaseMs / 3), 4);
+    EXPECT_EQ(await([&] { return two_->status(id); }, "completed"), "completed");
     EXPECT_EQ(probe_.resumes, 1) << "resumed exactly once, by instance two";
-    json got = two.modern("tasks/get", {{"taskId", id}})["result"];
+    json got = two_->modern("tasks/get", {{"taskId", id}})["result"];
     EXPECT_EQ(got["result"]["content"][0]["text"], "resumed at step 1") << got;
 }
 
 TEST_F(SharedTasks, TasksUpdateForATaskOnAnotherInstanceIsRefusedClearly) {
-    Instance one(url_, "i_one", probe_), two(url_, "i_two", probe_);
-    json created = one.modern("tools/call", {{"name", "wait_job"}, {"arguments", json::object()}});
-    const std::string id = created["result"].value("taskId", "");
-    ASSERT_FALSE(id.empty()) << created;
-    json refused = two.modern("tasks/update", {{"taskId", id}, {"inputResponses", json::object()}});
+    const std::string id = start_on_one();
+    ASSERT_FALSE(id.empty());
+    json refused =
+        two_->modern("tasks/update", {{"taskId", id}, {"inputResponses", json::object()}});
     ASSERT_TRUE(refused.contains("error")) << refused;
     EXPECT_NE(refused["error"].value("message", "").find("another instance"), std::string::npos);
     probe_.release.open();
-    EXPECT_EQ(await([&] { return one.status(id); }, "completed"), "completed");
+    EXPECT_EQ(await([&] { return one_->status(id); }, "completed"), "completed");
 }
 
 }  // namespace
