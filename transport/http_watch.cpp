@@ -3,7 +3,6 @@
 #include <poll.h>
 
 #include <atomic>
-#include <condition_variable>
 
 namespace agency::mcp {
 
@@ -30,8 +29,9 @@ WatchSlot& DisconnectWatch::slot() {
     if (t_slot.watch == id_) return *t_slot.slot;
     auto fresh = std::make_shared<WatchSlot>();
     std::lock_guard lock(mutex_);
-    if (!thread_.joinable())
-        thread_ = std::jthread([this](std::stop_token token) { loop(token); });
+    if (!loop_.running())
+        loop_ = base::Periodic({.period = period_, .at_once = false, .what = "disconnect watch"},
+                               [this](std::stop_token) { look(); });
     slots_.push_back(fresh);
     t_slot = {id_, fresh.get()};
     return *fresh;
@@ -53,47 +53,37 @@ DisconnectWatch::Entry::~Entry() {
     slot_->stop = std::stop_source(std::nostopstate);
 }
 
-void DisconnectWatch::loop(std::stop_token stop) {
+void DisconnectWatch::look() {
     struct Seen {
         WatchSlot* slot;
         std::uint64_t call;
     };
     std::vector<std::shared_ptr<WatchSlot>> slots;
+    {
+        std::lock_guard lock(mutex_);
+        slots = slots_;
+    }
     std::vector<pollfd> fds;
     std::vector<Seen> seen;
-    std::mutex sleep_mutex;
-    std::condition_variable_any sleep;
-    while (!stop.stop_requested()) {
+    for (const auto& s : slots) {
+        std::lock_guard lock(s->mutex);
+        if (s->fd < 0) continue;
+        fds.push_back({s->fd, POLLRDHUP, 0});
+        seen.push_back({s.get(), s->call});
+    }
+    if (fds.empty() || ::poll(fds.data(), fds.size(), 0) <= 0) return;
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+        if ((fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
+        WatchSlot& s = *seen[i].slot;
+        std::stop_source fire(std::nostopstate);
         {
-            std::unique_lock lock(sleep_mutex);
-            sleep.wait_for(lock, stop, period_, [] { return false; });
+            std::lock_guard lock(s.mutex);
+            // Still the same call (its connection cannot close while its call runs on it).
+            if (s.fd >= 0 && s.call == seen[i].call) fire = s.stop;
         }
-        {
-            std::lock_guard lock(mutex_);
-            slots = slots_;
-        }
-        fds.clear();
-        seen.clear();
-        for (const auto& s : slots) {
-            std::lock_guard lock(s->mutex);
-            if (s->fd < 0) continue;
-            fds.push_back({s->fd, POLLRDHUP, 0});
-            seen.push_back({s.get(), s->call});
-        }
-        if (fds.empty() || ::poll(fds.data(), fds.size(), 0) <= 0) continue;
-        for (std::size_t i = 0; i < fds.size(); ++i) {
-            if ((fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
-            WatchSlot& s = *seen[i].slot;
-            std::stop_source fire(std::nostopstate);
-            {
-                std::lock_guard lock(s.mutex);
-                // Still the same call (its connection cannot close while its call runs on it).
-                if (s.fd >= 0 && s.call == seen[i].call) fire = s.stop;
-            }
-            // Outside the slot's lock: the stop's callbacks run here, and the call's thread
-            // may be leaving its Entry (which takes that lock) meanwhile.
-            fire.request_stop();
-        }
+        // Outside the slot's lock: the stop's callbacks run here, and the call's thread may be
+        // leaving its Entry (which takes that lock) meanwhile.
+        fire.request_stop();
     }
 }
 

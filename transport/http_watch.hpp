@@ -10,15 +10,16 @@
 #include <memory>
 #include <mutex>
 #include <stop_token>
-#include <thread>
 #include <vector>
+
+#include "base/periodic.hpp"
 
 namespace agency::mcp {
 
 class DisconnectWatch {
 public:
     explicit DisconnectWatch(std::chrono::milliseconds period);
-    ~DisconnectWatch() = default;  // the thread (jthread, the last member) stops and joins
+    ~DisconnectWatch() = default;  // the loop (the last member) stops and joins
     DisconnectWatch(const DisconnectWatch&) = delete;
     DisconnectWatch& operator=(const DisconnectWatch&) = delete;
 
@@ -37,13 +38,14 @@ public:
 private:
     // This thread's slot (registered at its first call).
     WatchSlot& slot();
-    void loop(std::stop_token stop);
+    // One look at every watched socket (the loop's round, every `period`).
+    void look();
 
     std::chrono::milliseconds period_;
     std::uint64_t id_;  // tells this watch's slots from an earlier one's at the same address
     std::mutex mutex_;
     std::vector<std::shared_ptr<WatchSlot>> slots_;
-    std::jthread thread_;
+    base::Periodic loop_;  // started with the first slot
 };
 
 }  // namespace agency::mcp
