@@ -7,7 +7,6 @@
 #include "base/crypto.hpp"
 #include "base/text.hpp"
 #include "server/method_table.hpp"
-#include "transport/http_transport.hpp"
 
 namespace agency::mcp {
 
