@@ -1,5 +1,5 @@
 // PgStore's schema (migration steps by version) and every statement it prepares. Columns are
-// SQLite's, with the same names and meanings (state/sqlite_store.cpp), so that `state export`
+// SQLite's, with the same names and meanings (state/sqlite_file.cpp), so that `state export`
 // rows are identical; JSON stays text so that an export/import round trip is exact. Booleans
 // are boolean here and exported as 0/1 as SQLite's integers are.
 #include <iterator>

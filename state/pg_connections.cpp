@@ -120,14 +120,16 @@ std::unique_ptr<PgStore::Conn> pg_connect(const std::string& url, const std::str
             "check that PostgreSQL runs there and that the URL's host, port, database, user and "
             "password are right";
         if (why.find("root certificate file") != std::string::npos)
-            hint = "name the CA that signed the server's certificate in the URL, "
-                   "sslrootcert=/etc/agency-mcp/db-ca.crt: a service has no ~/.postgresql";
+            hint =
+                "name the CA that signed the server's certificate in the URL, "
+                "sslrootcert=/etc/agency-mcp/db-ca.crt: a service has no ~/.postgresql";
         else if (why.find("no password supplied") != std::string::npos)
-            hint = "give the password in a password file named by PGPASSFILE (a systemd "
-                   "credential under the units: docs/deploy.md), not in the URL";
-        throw StoreError("cannot connect to the state database " + described + ": " + why +
-                             " (" + hint + ")",
-                         StoreError::Kind::busy, StoreError::Backend::postgres);
+            hint =
+                "give the password in a password file named by PGPASSFILE (a systemd "
+                "credential under the units: docs/deploy.md), not in the URL";
+        throw StoreError(
+            "cannot connect to the state database " + described + ": " + why + " (" + hint + ")",
+            StoreError::Kind::busy, StoreError::Backend::postgres);
     }
     // CREATE ... IF NOT EXISTS and the like send notices; libpq would print them on stderr.
     libpq().PQsetNoticeProcessor(conn->pg, ignore_notice, nullptr);
