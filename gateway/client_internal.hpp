@@ -1,7 +1,8 @@
-// Client::Impl and the pieces it is made of, shared by the client's source files (client.cpp:
-// the public surface; client_transport.cpp: connections and one exchange; client_reads.cpp:
-// reads and discovery; client_actions.cpp: POSTs; client_checks.cpp: the check after an
-// ambiguous failure). Private to gateway/.
+// Client::Impl and the pieces it is made of, shared by the client's source files
+// (client_discovery.cpp: construction, discovery and the public calls; client_transport.cpp:
+// connections and one exchange; client_reads.cpp: reads and fetching discovery;
+// client_actions.cpp: POSTs; client_checks.cpp: the check after an ambiguous failure). Private
+// to gateway/.
 #pragma once
 
 #include <atomic>

@@ -1,6 +1,6 @@
-// The client's public surface: errors, configuration, discovery caching and the start-up check.
-// Its parts live in client_transport.cpp, client_reads.cpp, client_actions.cpp and
-// client_checks.cpp (see client_internal.hpp).
+// The client's construction, discovery (cached, refreshed, checked at start, provisional while
+// the gateway is away) and the public calls handed to their parts: client_transport.cpp,
+// client_reads.cpp, client_actions.cpp and client_checks.cpp (see client_internal.hpp).
 #include "gateway/client.hpp"
 
 #include <algorithm>
@@ -68,13 +68,9 @@ Client::Client(Config config, const base::Clock* clock_or_none) {
 // The background threads first: they use the rest.
 Client::~Client() { stop_discovery_refresh(); }
 
-const Config& Client::config() const {
-    return impl_->config;
-}
+const Config& Client::config() const { return impl_->config; }
 
-const base::Clock& Client::clock() const {
-    return impl_->clock;
-}
+const base::Clock& Client::clock() const { return impl_->clock; }
 
 // Each public call is one operation with one deadline (Config::call_timeout): its attempts,
 // waits and (for an action) the reads before and after the POST all stay inside it.
@@ -189,8 +185,8 @@ void Client::check(std::stop_token stop) {
                     data.is_object() ? data.value("failure", std::string{}) : std::string{};
                 if (why.empty()) why = "no answer";
                 if (data.is_object() && data.value("connect_failed", false)) {
-                    why =
-                        internal::diagnose_connect(impl.url.host, impl.url.port, impl.config.connect_timeout);
+                    why = internal::diagnose_connect(impl.url.host, impl.url.port,
+                                                     impl.config.connect_timeout);
                 }
                 // What start-up really waited, measured, not the timeout of one attempt.
                 const int made = data.is_object() ? data.value("attempts", attempts) : attempts;
@@ -257,8 +253,7 @@ void Client::Impl::fail_if_away() {
 bool Client::away() const { return impl_->away.load(std::memory_order_acquire); }
 
 void Client::serve_while_away(const std::string& why, std::shared_ptr<const Discovery> provisional,
-                              std::chrono::milliseconds max_wait,
-                              std::function<void()> on_answer) {
+                              std::chrono::milliseconds max_wait, std::function<void()> on_answer) {
     Impl* impl = impl_.get();
     const std::chrono::milliseconds first{1000};
     {
@@ -270,42 +265,42 @@ void Client::serve_while_away(const std::string& why, std::shared_ptr<const Disc
     }
     impl->away.store(true, std::memory_order_release);
     std::lock_guard threads(impl->refresher_mu);
-    impl->reconnecter = std::jthread([this, impl, why, first, max_wait,
-                                      on_answer = std::move(on_answer)](std::stop_token stop) {
-        std::string said = why.substr(0, why.rfind(" ("));
-        for (auto wait = first; impl->clock.sleep_for(wait, stop);) {
-            wait = std::min(wait * 2, std::max(max_wait, first));
-            try {
-                internal::t_reconnecting = true;
-                check(stop);  // stores the gateway's discovery, clears the failure
-                internal::t_reconnecting = false;
-            } catch (const Error& e) {
-                internal::t_reconnecting = false;
-                if (e.reason() == ErrorReason::cancelled) return;
+    impl->reconnecter = std::jthread(
+        [this, impl, why, first, max_wait, on_answer = std::move(on_answer)](std::stop_token stop) {
+            std::string said = why.substr(0, why.rfind(" ("));
+            for (auto wait = first; impl->clock.sleep_for(wait, stop);) {
+                wait = std::min(wait * 2, std::max(max_wait, first));
+                try {
+                    internal::t_reconnecting = true;
+                    check(stop);  // stores the gateway's discovery, clears the failure
+                    internal::t_reconnecting = false;
+                } catch (const Error& e) {
+                    internal::t_reconnecting = false;
+                    if (e.reason() == ErrorReason::cancelled) return;
+                    {
+                        std::lock_guard lock(impl->discovery_mu);
+                        impl->discovery_failure = e.what();
+                        impl->away_reason = away_text(e.what(), wait);
+                    }
+                    // One line per new reason (its figures, "(2 attempts, ...)", aside).
+                    const std::string text = e.what();
+                    const std::string reason = text.substr(0, text.rfind(" ("));
+                    if (said != reason) {
+                        said = reason;
+                        log::warn("{}; retrying every {} at most", text, ms_text(max_wait));
+                    }
+                    continue;
+                }
                 {
                     std::lock_guard lock(impl->discovery_mu);
-                    impl->discovery_failure = e.what();
-                    impl->away_reason = away_text(e.what(), wait);
+                    impl->away_reason.clear();
                 }
-                // One line per new reason (its figures, "(2 attempts, ...)", aside).
-                const std::string text = e.what();
-                const std::string reason = text.substr(0, text.rfind(" ("));
-                if (said != reason) {
-                    said = reason;
-                    log::warn("{}; retrying every {} at most", text, ms_text(max_wait));
-                }
-                continue;
+                impl->away.store(false, std::memory_order_release);
+                log::info("the gateway at {} answered: the tools reach it now", impl->url.display);
+                if (on_answer) on_answer();
+                return;
             }
-            {
-                std::lock_guard lock(impl->discovery_mu);
-                impl->away_reason.clear();
-            }
-            impl->away.store(false, std::memory_order_release);
-            log::info("the gateway at {} answered: the tools reach it now", impl->url.display);
-            if (on_answer) on_answer();
-            return;
-        }
-    });
+        });
 }
 
 }  // namespace agency::gateway
