@@ -282,7 +282,7 @@ std::string json_quote(std::string_view text);
 
 }  // namespace agency::sample::detail
 
-// ---- the sample gateway's request handling: sample_gateway.cpp (routing, auth, serving),
+// ---- the sample gateway's request handling: sample_routes.cpp (routing, auth, serving),
 // sample_faults.cpp (fault injection, request log, /_control), sample_reads.cpp (reads, actions)
 
 namespace httplib {
